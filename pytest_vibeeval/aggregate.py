@@ -1,0 +1,195 @@
+"""Controller side: gather each item's result from its reports and build the runs (suite × configuration).
+
+Totals come from reports, not only from results: an item whose worker crashed has no result and
+still counts, as an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .formula import FormulaError, evaluate, parse_formula
+from .results import EvalRecord, RunRecord
+from .variables import compute_variables, ran
+
+RUN_PROPERTY = "vibeeval_run"
+RESULT_PROPERTY = "vibeeval_result"
+
+
+@dataclass
+class RunInfo:
+    """What an item knows about its run; attached at collection so every report carries it."""
+
+    suite: str
+    source: str
+    configuration: str
+    configuration_name: str | None
+    score_formula: str
+    eval_id: str
+    named: bool
+    suite_evals: int  # evals in the suite, selected or not
+
+    def key(self) -> tuple[str, str]:
+        return (self.source, self.configuration)
+
+
+@dataclass
+class _Item:
+    info: RunInfo | None
+    record: EvalRecord | None = None
+    failed_phase: str | None = None
+    failure: str | None = None
+    skipped: str | None = None
+    xfailed: bool = False
+
+
+@dataclass
+class Aggregator:
+    items: dict[str, _Item] = field(default_factory=dict)
+
+    def add_report(
+        self,
+        nodeid: str,
+        when: str,
+        outcome: str,
+        info: RunInfo | None,
+        record: EvalRecord | None,
+        longrepr: str | None,
+        wasxfail: bool,
+    ) -> None:
+        item = self.items.setdefault(nodeid, _Item(info))
+        item.info = item.info or info
+        if record is not None:
+            item.record = record
+        if wasxfail:
+            item.xfailed = True
+        if outcome == "failed" and item.failed_phase is None:
+            item.failed_phase, item.failure = when, longrepr
+        elif outcome == "skipped" and not wasxfail and item.skipped is None:
+            item.skipped = longrepr or "skipped"
+
+    def runs(self) -> list[RunRecord]:
+        groups: dict[tuple[str, str], list[tuple[RunInfo, EvalRecord]]] = {}
+        for nodeid, item in self.items.items():
+            info = item.info or _info_from_nodeid(nodeid, self._known_infos())
+            record = self._final_record(nodeid, item)
+            groups.setdefault(info.key(), []).append((info, record))
+        return [self._run(entries) for _, entries in sorted(groups.items())]
+
+    def _known_infos(self) -> Iterable[RunInfo]:
+        return (item.info for item in self.items.values() if item.info)
+
+    @staticmethod
+    def _final_record(nodeid: str, item: _Item) -> EvalRecord:
+        record = item.record
+        eval_id = item.info.eval_id if item.info else _split_nodeid(nodeid)[1]
+        if record is None:
+            record = EvalRecord(
+                name=eval_id,
+                named=bool(item.info and item.info.named),
+                nodeid=nodeid,
+                outcome="skipped",
+            )
+            if item.failed_phase:
+                return record.model_copy(
+                    update={
+                        "outcome": "error",
+                        "message": _first_lines(
+                            f"no result recorded ({item.failed_phase} failed): {item.failure or ''}"
+                        ),
+                    }
+                )
+            if item.skipped:
+                return record.model_copy(update={"message": item.skipped})
+            return record.model_copy(update={"outcome": "error", "message": "no result recorded"})
+        if item.failed_phase in ("setup", "teardown") and record.outcome == "passed":
+            return record.model_copy(
+                update={
+                    "outcome": "error",
+                    "message": _first_lines(f"{item.failed_phase} failed: {item.failure or ''}"),
+                }
+            )
+        return record
+
+    @staticmethod
+    def _run(entries: list[tuple[RunInfo, EvalRecord]]) -> RunRecord:
+        info = entries[0][0]
+        records = sorted((record for _, record in entries), key=lambda r: r.nodeid)
+        values, reasons = compute_variables(records)
+        notes = []
+        selected = len({r.name for r in records})
+        if selected < info.suite_evals:
+            notes.append(
+                f"{selected} of {info.suite_evals} evals were selected; "
+                "success_pct and the score are over the selected evals only"
+            )
+        skipped = [r for r in records if r.outcome == "skipped"]
+        if skipped:
+            notes.append(
+                f"{len(skipped)} eval(s) skipped and not counted: "
+                + "; ".join(sorted({(r.message or "skipped").splitlines()[0] for r in skipped}))
+            )
+        score, score_error = None, None
+        try:
+            formula = parse_formula(info.score_formula, None)
+        except FormulaError as exc:
+            score_error = exc.reason
+        else:
+            for name in formula.names - set(values):
+                reasons[name] = "the eval did not run in this run (deselected?)"
+            score, score_error = evaluate(formula, values, reasons)
+        counted = ran(records)
+        metrics = {name: values[name] for name in _METRIC_NAMES}
+        metrics["errors"] = sum(1 for r in counted if r.outcome == "error")
+        metrics["skipped"] = len(skipped)
+        return RunRecord(
+            suite=info.suite,
+            source=info.source,
+            configuration=info.configuration,
+            configuration_name=info.configuration_name,
+            score=score,
+            score_formula=info.score_formula,
+            score_error=score_error,
+            metrics=metrics,
+            variables=values,
+            notes=notes,
+            evals=records,
+        )
+
+
+_METRIC_NAMES = (
+    "success_pct", "passed", "failed", "total",
+    "total_latency", "avg_latency", "min_latency", "max_latency",
+    "total_cost", "avg_cost", "min_cost", "max_cost",
+)  # fmt: skip
+
+
+def _first_lines(text: str, limit: int = 20) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[-limit:])
+
+
+def _split_nodeid(nodeid: str) -> tuple[str, str, str]:
+    """``path::eval[config]`` → (path, eval, config)."""
+    source, _, rest = nodeid.partition("::")
+    eval_id, _, config = rest.partition("[")
+    return source, eval_id, config.rstrip("]")
+
+
+def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
+    source, eval_id, config = _split_nodeid(nodeid)
+    for info in known:
+        if info.source == source:
+            same = info.configuration == config
+            return RunInfo(
+                info.suite,
+                source,
+                config,
+                info.configuration_name if same else None,
+                info.score_formula,
+                eval_id,
+                False,
+                info.suite_evals,
+            )
+    return RunInfo(source, source, config, None, "success_pct", eval_id, False, 0)

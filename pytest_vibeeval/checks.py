@@ -1,0 +1,299 @@
+"""Checks on a response: the built-in types, their registry, and three-valued evaluation.
+
+A check's verdict is ``True`` (passed), ``False`` (failed) or ``None`` (could not be decided here,
+e.g. a check type whose backend is not available). ``or`` passes when any child passes and fails
+only when every child fails; a list passes when every check passes and fails as soon as one fails.
+An eval whose verdict stays ``None`` is skipped with the reason, never passed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+TokenCount = Annotated[int, Field(ge=0)]
+
+# A pattern is read as a regular expression when it holds one of these; otherwise it is a glob.
+REGEX_MARKERS = re.compile(r"\.[*+?]|\\[dDwWsSb]|\[[^\]]*\w-\w[^\]]*\]|\(\?|\{\d+(,\d*)?\}|^\^|(?<!\\)\$$")
+TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def is_regex_pattern(pattern: str) -> bool:
+    """Whether ``pattern`` is matched as a regular expression (see README, "Checks")."""
+    if not REGEX_MARKERS.search(pattern):
+        return False
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+@lru_cache(maxsize=4096)
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """Case-insensitive whole-text matcher: a glob where ``*`` is any run of characters, or a regex."""
+    if is_regex_pattern(pattern):
+        source = pattern
+    else:
+        source = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.compile(source, re.IGNORECASE | re.DOTALL)
+
+
+def pattern_matches(pattern: str, text: str) -> bool:
+    return compile_pattern(pattern).fullmatch(text) is not None
+
+
+def count_tokens(text: str) -> int:
+    """Local token estimate: runs of word characters plus each punctuation mark."""
+    return len(TOKEN.findall(text))
+
+
+@dataclass(frozen=True)
+class Response:
+    """What checks look at."""
+
+    text: str
+    output_tokens: int | None = None  # as reported by the provider
+
+    def tokens(self) -> tuple[int, str]:
+        if self.output_tokens is not None:
+            return self.output_tokens, "reported by the provider"
+        return count_tokens(self.text), "counted locally"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool | None
+    message: str
+
+
+class SemanticArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    expected: NonEmptyStr
+    threshold: Annotated[float, Field(ge=0, le=1)]
+
+
+class JudgeArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    criteria: NonEmptyStr
+
+
+Evaluator = Callable[[Any, Response], Verdict]
+
+
+@dataclass(frozen=True)
+class CheckType:
+    """A kind of check: the YAML key, the type of its value, and how it decides."""
+
+    name: str
+    value_type: Any
+    evaluate: Evaluator | None
+    description: str
+    unavailable: str | None = None  # why it cannot be decided in this installation
+    template_fields: bool = True  # whether templates in its strings are filled
+
+    @property
+    def adapter(self) -> TypeAdapter[Any]:
+        return _adapter(self.value_type)
+
+
+@cache
+def _adapter(value_type: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(value_type)
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _match(pattern: str, response: Response) -> Verdict:
+    kind = "regex" if is_regex_pattern(pattern) else "pattern"
+    if pattern_matches(pattern, response.text):
+        return Verdict(True, f"{kind} {_quote(pattern)} matches the response")
+    return Verdict(False, f"{kind} {_quote(pattern)} does not match the response")
+
+
+def _not_match(pattern: str, response: Response) -> Verdict:
+    kind = "regex" if is_regex_pattern(pattern) else "pattern"
+    if pattern_matches(pattern, response.text):
+        return Verdict(False, f"{kind} {_quote(pattern)} matches the response but must not")
+    return Verdict(True, f"{kind} {_quote(pattern)} does not match the response")
+
+
+def _min_tokens(limit: int, response: Response) -> Verdict:
+    count, how = response.tokens()
+    ok = count >= limit
+    return Verdict(ok, f"{count} tokens ({how}); min_tokens is {limit}")
+
+
+def _max_tokens(limit: int, response: Response) -> Verdict:
+    count, how = response.tokens()
+    ok = count <= limit
+    return Verdict(ok, f"{count} tokens ({how}); max_tokens is {limit}")
+
+
+def _regex(pattern: str, response: Response) -> Verdict:
+    found = re.search(pattern, response.text) is not None
+    return Verdict(found, f"regex {_quote(pattern)} {'found' if found else 'not found'} in the response")
+
+
+def _equals(expected: str, response: Response) -> Verdict:
+    ok = response.text.strip() == expected.strip()
+    return Verdict(
+        ok,
+        f"response {'equals' if ok else 'does not equal'} {_quote(expected)} (ignoring outer whitespace)",
+    )
+
+
+def _contains(needle: str, response: Response) -> Verdict:
+    ok = needle.casefold() in response.text.casefold()
+    return Verdict(
+        ok,
+        f"response {'contains' if ok else 'does not contain'} {_quote(needle)} (case-insensitive)",
+    )
+
+
+def _valid_regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return value
+
+
+RegexStr = Annotated[NonEmptyStr, AfterValidator(_valid_regex)]
+
+NOT_YET = "is not available in this version of pytest-vibeeval; the eval is skipped instead of guessed"
+
+BUILTIN_CHECKS: tuple[CheckType, ...] = (
+    CheckType(
+        "match",
+        NonEmptyStr,
+        _match,
+        "whole response matches a glob (`*` = any text) or regex, case-insensitive",
+    ),
+    CheckType("not_match", NonEmptyStr, _not_match, "the opposite of match"),
+    CheckType("min_tokens", TokenCount, _min_tokens, "response has at least N tokens"),
+    CheckType("max_tokens", TokenCount, _max_tokens, "response has at most N tokens"),
+    CheckType(
+        "regex",
+        RegexStr,
+        _regex,
+        "a Python regular expression is found anywhere in the response (case-sensitive)",
+    ),
+    CheckType("equals", str, _equals, "response equals the text, ignoring surrounding whitespace"),
+    CheckType("contains", NonEmptyStr, _contains, "response contains the text, case-insensitive"),
+    CheckType(
+        "semantic",
+        SemanticArgs,
+        None,
+        "embedding similarity to `expected` is at least `threshold`",
+        unavailable=f"the `semantic` check {NOT_YET}",
+    ),
+    CheckType(
+        "llm_judge",
+        JudgeArgs,
+        None,
+        "a judge model decides whether the response meets `criteria`",
+        unavailable=f"the `llm_judge` check {NOT_YET}",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One parsed check of a suite."""
+
+    type: CheckType
+    value: Any
+    line: int | None = None
+
+    def run(self, response: Response) -> CheckResult:
+        if self.type.evaluate is None:
+            return CheckResult(self.type.name, None, self.type.unavailable or "not available")
+        verdict = self.type.evaluate(self.value, response)
+        return CheckResult(self.type.name, verdict.passed, verdict.message)
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """``or: [...]``: passes when any child passes."""
+
+    children: tuple[CheckNode, ...]
+    line: int | None = None
+
+    def run(self, response: Response) -> CheckResult:
+        results = [child.run(response) for child in self.children]
+        verdicts = [r.passed for r in results]
+        passed: bool | None
+        if any(v is True for v in verdicts):
+            passed, message = True, "at least one alternative passed"
+        elif all(v is False for v in verdicts):
+            passed, message = False, "no alternative passed"
+        else:
+            passed, message = None, "no alternative passed and some could not be decided"
+        return CheckResult("or", passed, message, tuple(results))
+
+
+CheckNode = Check | AnyOf
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    type: str
+    passed: bool | None
+    message: str
+    children: tuple[CheckResult, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "passed": self.passed, "message": self.message}
+        if self.children:
+            data["children"] = [child.to_json() for child in self.children]
+        return data
+
+    def undecided_reasons(self) -> list[str]:
+        if self.passed is not None:
+            return []
+        if not self.children:
+            return [self.message]
+        return [reason for child in self.children for reason in child.undecided_reasons()]
+
+
+def run_checks(checks: Sequence[CheckNode], response: Response) -> tuple[bool | None, list[CheckResult]]:
+    """All checks must pass. Returns the overall verdict and each check's result."""
+    results = [check.run(response) for check in checks]
+    verdicts = [r.passed for r in results]
+    if any(v is False for v in verdicts):
+        return False, results
+    if all(v is True for v in verdicts):
+        return True, results
+    return None, results
+
+
+class CheckRegistry:
+    """The check types known to a session (built-ins plus those plugins register)."""
+
+    def __init__(self, types: Sequence[CheckType] = BUILTIN_CHECKS) -> None:
+        self._types: dict[str, CheckType] = {}
+        for check_type in types:
+            self.register(check_type)
+
+    def register(self, check_type: CheckType) -> None:
+        if check_type.name in self._types or check_type.name == "or":
+            raise ValueError(f"check type {check_type.name!r} is already registered")
+        self._types[check_type.name] = check_type
+
+    def get(self, name: str) -> CheckType | None:
+        return self._types.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._types)
+
+    def as_mapping(self) -> Mapping[str, CheckType]:
+        return dict(self._types)

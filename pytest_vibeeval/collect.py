@@ -1,0 +1,150 @@
+"""Suite files become collectors; each eval × selected configuration becomes a ``pytest.Function``
+(so fixtures, markers, ``-k`` and xdist behave as for any test)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
+from .configurations import configurations_for, select
+from .errors import InputError
+from .formula import FormulaError, parse_formula
+from .models import Configuration
+from .providers import Provider, make_provider
+from .runner import run_prompt_eval
+from .state import VibeState
+from .suite import EvalCase, Suite, load_suite
+from .variables import eval_variable_names, run_variable_names
+
+TIMEOUT_MARGIN_S = 30.0
+STATE_KEY = pytest.StashKey[VibeState]()
+
+
+def get_state(config: pytest.Config) -> VibeState:
+    return config.stash[STATE_KEY]
+
+
+class SuiteFile(pytest.File):
+    """A YAML suite: one item per eval × selected configuration."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        state = get_state(self.config)
+        try:
+            suite = load_suite(self.path, state.registry)
+            _validate_formula(suite)
+            configs = configurations_for(suite, self.config.rootpath, state.config_files)
+        except InputError as exc:
+            raise self.CollectError(exc.render()) from None
+        state.suites_collected += 1
+        state.known_configs.update(configs.ids())
+        state.known_evals.update(case.id for case in suite.evals)
+        config_ids = select(configs.ids(), configs.defaults, state.options.configs)
+        eval_ids = select([c.id for c in suite.evals], None, state.options.evals)
+        source = (
+            self.path.relative_to(self.config.rootpath).as_posix()
+            if self.path.is_relative_to(self.config.rootpath)
+            else str(self.path)
+        )
+        for tag in suite.tags + tuple(t for case in suite.evals for t in case.tags):
+            self.config.addinivalue_line("markers", f"{tag}: vibeeval suite tag")
+        for case in suite.evals:
+            if case.id not in eval_ids:
+                continue
+            for config_id in config_ids:
+                configuration = configs.configurations.get(config_id)
+                info = RunInfo(
+                    suite.name,
+                    source,
+                    config_id,
+                    configuration.name if configuration else None,
+                    suite.formula,
+                    case.id,
+                    case.name is not None,
+                    len(suite.evals),
+                )
+                yield EvalItem.from_parent(
+                    self,
+                    name=f"{case.id}[{config_id}]",
+                    callobj=run_eval_item,
+                    suite=suite,
+                    case=case,
+                    config_id=config_id,
+                    configuration=configuration,
+                    info=info,
+                )
+
+
+def _validate_formula(suite: Suite) -> None:
+    known = set(run_variable_names())
+    for case in suite.evals:
+        if case.name:
+            known.update(eval_variable_names(case.name))
+    try:
+        parse_formula(suite.formula, known)
+    except FormulaError as exc:
+        raise InputError.single(
+            suite.path, f"score.formula: {exc.render()}", line=suite.formula_line
+        ) from None
+
+
+class EvalItem(pytest.Function):
+    """One eval against one configuration."""
+
+    def __init__(
+        self,
+        *,
+        suite: Suite,
+        case: EvalCase,
+        config_id: str,
+        configuration: Configuration | None,
+        info: RunInfo,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.suite, self.case, self.config_id = suite, case, config_id
+        self.configuration, self.info = configuration, info
+        self.extra_keyword_matches.update({case.id, config_id})
+        self.add_marker(pytest.mark.vibeeval)
+        for tag in (*suite.tags, *case.tags):
+            self.add_marker(getattr(pytest.mark, tag))
+        if case.xfail:
+            self.add_marker(pytest.mark.xfail(reason=case.xfail, strict=True))
+        timeout = configuration.timeout_s if configuration else 60.0
+        self.add_marker(pytest.mark.timeout(timeout + TIMEOUT_MARGIN_S))
+        self.user_properties.append((RUN_PROPERTY, json.dumps(asdict(info))))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = self.case.line - 1 if self.case.line else None
+        return self.path, line, f"{self.case.id}[{self.config_id}]"
+
+
+def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, tmp_path: Path) -> None:
+    """The body of every prompt-eval item."""
+    item = request.node
+    assert isinstance(item, EvalItem)
+    state = get_state(item.config)
+    record, verdict = run_prompt_eval(
+        item.suite, item.case, item.config_id, vibe_provider, state.renderer, tmp_path, item.nodeid
+    )
+    item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+    if verdict.outcome == "skipped":
+        pytest.skip(verdict.message or "skipped")
+    if verdict.outcome != "passed":
+        pytest.fail(verdict.message or verdict.outcome, pytrace=False)
+
+
+def provider_for(item: EvalItem) -> Provider:
+    """The (cached) provider that answers this item's configuration."""
+    state = get_state(item.config)
+    key = (item.suite.path, item.config_id)
+    if key not in state.providers:
+        state.providers[key] = make_provider(
+            item.config_id, item.configuration, item.suite.path.parent, state.renderer
+        )
+    return state.providers[key]

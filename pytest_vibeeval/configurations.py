@@ -1,0 +1,128 @@
+"""Which configurations answer a suite's prompts, and which of them are selected for this run.
+
+A suite's own ``configurations:`` section wins; otherwise the nearest ``cli-config.json`` found
+walking up from the suite's folder to the rootdir. Without either, the suite has the implicit
+``openrouter`` configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .errors import InputError, Problem, did_you_mean
+from .models import CliConfigFile, Configuration
+from .suite import Suite, pydantic_problems
+from .yamlsource import load_document
+
+CLI_CONFIG_NAME = "cli-config.json"
+IMPLICIT_ID = "openrouter"
+ALL = "ALL"
+
+
+@dataclass(frozen=True)
+class ConfigurationSet:
+    """The configurations available to one suite."""
+
+    configurations: dict[str, Configuration]
+    defaults: tuple[str, ...] | None
+    source: Path | None  # the file they were read from
+    implicit: bool = False  # no configuration anywhere: the built-in OpenRouter default
+
+    def ids(self) -> list[str]:
+        return [IMPLICIT_ID] if self.implicit else list(self.configurations)
+
+
+class ConfigFileCache:
+    """Parses each cli-config.json once per session."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, CliConfigFile] = {}
+        self._nearest: dict[tuple[Path, Path], Path | None] = {}
+
+    def load(self, path: Path) -> CliConfigFile:
+        if path not in self._files:
+            doc = load_document(path)
+            try:
+                parsed = CliConfigFile.model_validate(doc.data)
+            except ValidationError as exc:
+                raise InputError(str(path), pydantic_problems(exc, doc)) from None
+            _check_defaults(
+                path,
+                parsed.defaultConfigurations,
+                parsed.configurations,
+                doc.line_of(("defaultConfigurations",)),
+            )
+            self._files[path] = parsed
+        return self._files[path]
+
+    def nearest(self, folder: Path, rootdir: Path) -> Path | None:
+        key = (folder, rootdir)
+        if key not in self._nearest:
+            found = None
+            for candidate in (folder, *folder.parents):
+                if (candidate / CLI_CONFIG_NAME).is_file():
+                    found = candidate / CLI_CONFIG_NAME
+                    break
+                if candidate == rootdir or rootdir not in candidate.parents:
+                    break
+            self._nearest[key] = found
+        return self._nearest[key]
+
+
+def _check_defaults(
+    path: Path, defaults: Sequence[str] | None, configs: dict[str, Configuration], line: int | None
+) -> None:
+    for config_id in defaults or ():
+        if config_id not in configs:
+            raise InputError.single(
+                path,
+                f"default configuration {config_id!r} is not defined{did_you_mean(config_id, configs)}",
+                line=line,
+                hint=f"defined configurations: {', '.join(configs)}",
+            )
+
+
+def configurations_for(suite: Suite, rootdir: Path, cache: ConfigFileCache) -> ConfigurationSet:
+    if suite.configurations:
+        _check_defaults(suite.path, suite.default_configurations, suite.configurations, None)
+        return ConfigurationSet(suite.configurations, suite.default_configurations, suite.path)
+    found = cache.nearest(suite.path.parent, rootdir)
+    if found is None:
+        return ConfigurationSet({}, None, None, implicit=True)
+    parsed = cache.load(found)
+    defaults = tuple(parsed.defaultConfigurations) if parsed.defaultConfigurations else None
+    return ConfigurationSet(parsed.configurations, defaults, found)
+
+
+def parse_selection(raw: str | None) -> tuple[str, ...] | None:
+    """``a,b`` → ``("a", "b")``; ``ALL`` → ``("ALL",)``; empty or None → None (use defaults)."""
+    if raw is None:
+        return None
+    items = tuple(part.strip() for part in raw.split(",") if part.strip())
+    return items or None
+
+
+def select(
+    available: Sequence[str], defaults: Sequence[str] | None, requested: Sequence[str] | None
+) -> list[str]:
+    """The ids to run: the requested ones this suite has (``ALL`` = every one), else the defaults."""
+    if requested is None:
+        return list(defaults) if defaults else list(available)
+    if ALL in requested:
+        return list(available)
+    return [item for item in requested if item in available]
+
+
+def unknown_selection(option: str, requested: Sequence[str] | None, known: set[str]) -> Problem | None:
+    """A problem when ``requested`` names ids that no collected suite has."""
+    if not requested or ALL in requested:
+        return None
+    missing = [item for item in requested if item not in known]
+    if not missing:
+        return None
+    names = ", ".join(repr(m) + did_you_mean(m, known) for m in missing)
+    return Problem(f"{option}: unknown {names}; known: {', '.join(sorted(known)) or 'none'}")

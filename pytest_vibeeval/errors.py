@@ -1,0 +1,69 @@
+"""Errors about user input: each names the file, the line if there is one, what is wrong, how to fix it."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Loc = tuple[str | int, ...]
+
+
+def format_loc(loc: Loc) -> str:
+    """Render a data path the way users read it: ``evals[1].checks[0].match``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when a candidate is close to ``word``, else an empty string."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {matches[0]!r}?)" if matches else ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input file."""
+
+    message: str
+    line: int | None = None
+    loc: Loc = ()
+    hint: str | None = None
+
+    def render(self, path: str) -> str:
+        where = f"{path}:{self.line}" if self.line else path
+        what = f"{format_loc(self.loc)}: {self.message}" if self.loc else self.message
+        text = f"{where}: {what}"
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+
+@dataclass
+class InputError(Exception):
+    """One or more problems with one input file; rendered without a traceback."""
+
+    path: str
+    problems: Sequence[Problem] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(problem.render(self.path) for problem in self.problems)
+
+    @classmethod
+    def single(
+        cls, path: str | Path, message: str, *, line: int | None = None, hint: str | None = None
+    ) -> InputError:
+        return cls(str(path), [Problem(message, line=line, hint=hint)])
+
+
+class UsageError(Exception):
+    """A bad command-line option or ini value; rendered as a pytest usage error."""

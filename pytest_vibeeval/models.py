@@ -1,0 +1,189 @@
+"""Pydantic models of the input files: YAML suites and the unified runner's cli-config.json.
+
+Checks are kept raw here and parsed by :mod:`pytest_vibeeval.suite` against the check registry,
+so plugins can add check types.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError
+
+from .errors import did_you_mean
+
+PROTECTED_KEYWORDS = (
+    "max_latency", "min_latency", "avg_latency", "total_latency",
+    "max_cost", "min_cost", "avg_cost", "total_cost",
+    "success_pct",
+)  # fmt: skip
+EVAL_NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
+CONFIG_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$"
+DEFAULT_TIMEOUT_MS = 300_000
+
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+EvalName = Annotated[str, StringConstraints(pattern=EVAL_NAME_PATTERN)]
+ConfigId = Annotated[str, StringConstraints(pattern=CONFIG_ID_PATTERN)]
+DottedPath = Annotated[str, StringConstraints(pattern=r"^[^.\s]+(\.[^.\s]+)*$")]
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors, with a "did you mean" when a known key is close."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = {name for name in cls.model_fields} | {
+                f.alias for f in cls.model_fields.values() if f.alias
+            }
+            for key in data:
+                if key not in known:
+                    raise PydanticCustomError(
+                        "unknown_key",
+                        "unknown key {key}{hint}; allowed keys: {allowed}",
+                        {
+                            "key": repr(key),
+                            "hint": did_you_mean(str(key), known),
+                            "allowed": ", ".join(sorted(f.alias or n for n, f in cls.model_fields.items())),
+                            "bad_key": key,
+                        },
+                    )
+        return data
+
+
+class McpServer(StrictModel):
+    url: NonEmptyStr
+    name: NonEmptyStr
+    authorization_token: str | None = None
+
+
+class Metadata(StrictModel):
+    name: NonEmptyStr
+    model: NonEmptyStr
+    system_prompt: str | None = None
+    threads: Annotated[int, Field(ge=1)] | None = None
+    mcp_server: McpServer | None = None
+    tags: list[NonEmptyStr] = Field(default_factory=list, description="pytest markers for every eval")
+
+
+class ScoreSpec(StrictModel):
+    formula: NonEmptyStr = "success_pct"
+
+
+class OutputSpec(StrictModel):
+    """How to read a CLI's stdout: plain text, one JSON document, or JSON lines (last matching event)."""
+
+    format: Literal["text", "json", "jsonl"] = "text"
+    response: DottedPath | None = None
+    cost: DottedPath | None = None
+    input_tokens: DottedPath | None = None
+    output_tokens: DottedPath | None = None
+    where: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="jsonl: only events whose fields equal these values"
+    )
+
+    @model_validator(mode="after")
+    def _needs_response_path(self) -> OutputSpec:
+        if self.format != "text" and not self.response:
+            raise PydanticCustomError(
+                "missing_response_path",
+                "output.format {fmt} needs `response`: the dotted path of the answer, e.g. `result`",
+                {"fmt": repr(self.format)},
+            )
+        return self
+
+
+class Configuration(StrictModel):
+    """How prompts are answered: an executable (``cli``) or a Python callable (``python``).
+
+    A superset of the unified runner's cli-config.json entries (``cli``, ``name``,
+    ``description``, ``args``, ``timeout`` in milliseconds).
+    """
+
+    cli: NonEmptyStr | None = None
+    python: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = None
+    name: str | None = None
+    description: str | None = None
+    args: list[str] = Field(default_factory=list)
+    timeout: Annotated[int, Field(gt=0)] = DEFAULT_TIMEOUT_MS
+    model: NonEmptyStr | None = None
+    prompt_via: Literal["stdin", "argument"] = "stdin"
+    env: dict[str, str] = Field(default_factory=dict)
+    requires_env: list[NonEmptyStr] = Field(default_factory=list)
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    max_output_bytes: Annotated[int, Field(gt=0)] = 8 * 2**20
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> Configuration:
+        kinds = [k for k in ("cli", "python") if getattr(self, k)]
+        if len(kinds) != 1:
+            raise PydanticCustomError(
+                "configuration_kind",
+                "a configuration needs exactly one of `cli: <executable>` or `python: module:function`"
+                " (found {found})",
+                {"found": " and ".join(kinds) or "neither"},
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "cli" if self.cli else "python"
+
+    @property
+    def timeout_s(self) -> float:
+        return self.timeout / 1000
+
+
+class CliConfigFile(StrictModel):
+    """``cli-config.json`` of the unified runner."""
+
+    configurations: dict[ConfigId, Configuration]
+    defaultConfigurations: list[ConfigId] | None = None
+
+
+class EvalSpec(StrictModel):
+    name: EvalName | None = None
+    prompt: NonEmptyStr
+    checks: Any = Field(description="a list of checks (all must pass) or {or: [...]} (any may pass)")
+    tags: list[NonEmptyStr] = Field(default_factory=list)
+    xfail: NonEmptyStr | None = Field(
+        default=None, description="expected to fail, with the reason: reported as xfailed, strict"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_conditionals(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "conditionals" in data:
+            raise PydanticCustomError(
+                "legacy_format",
+                "`conditionals:` is the legacy format and is no longer supported; rename it to "
+                '`checks:` and write each condition as a single-key check, e.g. `- match: "*4*"`',
+                {},
+            )
+        return data
+
+
+class SuiteFile(StrictModel):
+    metadata: Metadata
+    evals: Annotated[list[EvalSpec], Field(min_length=1)]
+    score: ScoreSpec | None = None
+    configurations: dict[ConfigId, Configuration] | None = None
+    default_configurations: list[ConfigId] | None = None
+
+
+def protected_name_problem(name: str) -> str | None:
+    if name in PROTECTED_KEYWORDS:
+        return (
+            f"eval name {name!r} is a protected keyword (run-wide metric); "
+            f"protected: {', '.join(PROTECTED_KEYWORDS)}"
+        )
+    return None
+
+
+def is_valid_eval_name(name: str) -> bool:
+    return re.fullmatch(EVAL_NAME_PATTERN, name) is not None

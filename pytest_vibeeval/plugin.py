@@ -1,0 +1,211 @@
+"""pytest hooks of pytest-vibeeval. Only wiring: the logic lives in the modules it calls."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
+from .collect import STATE_KEY, EvalItem, SuiteFile, get_state, provider_for
+from .configurations import parse_selection, unknown_selection
+from .providers import Provider
+from .results import EvalRecord
+from .resultsfile import build_results, write_results
+from .state import Options, VibeState
+from .summary import summary_lines
+from .templates import Renderer, TemplateValues, parse_assignments
+
+SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("vibeeval", "LLM and agent evals (pytest-vibeeval)")
+    group.addoption("--vibe-eval", metavar="NAMES|ALL", help="run only these evals (comma list)")
+    group.addoption(
+        "--vibe-config",
+        metavar="IDS|ALL",
+        help="run these configurations (comma list; default: defaultConfigurations, else all)",
+    )
+    group.addoption(
+        "--vibe-results",
+        metavar="PATH",
+        help="write the results JSON here "
+        "(default: .vibeeval/results/<timestamp>.json and latest.json under the rootdir)",
+    )
+    group.addoption(
+        "--vibe-var",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="value for {{var('NAME')}} templates (repeatable)",
+    )
+    parser.addini("vibe_patterns", "extra glob patterns of YAML suite files", type="linelist", default=[])
+    parser.addini("vibe_vars", "NAME=VALUE lines for {{var('NAME')}} templates", type="linelist", default=[])
+    parser.addini("vibe_eval", "default for --vibe-eval", default="")
+    parser.addini("vibe_config", "default for --vibe-config", default="")
+    parser.addini("vibe_results", "default for --vibe-results", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "vibeeval: an eval item of pytest-vibeeval")
+    try:
+        cli_vars = parse_assignments(config.getoption("vibe_var"), "--vibe-var")
+        ini_vars = parse_assignments(config.getini("vibe_vars"), "vibe_vars (ini)")
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    results = config.getoption("vibe_results") or config.getini("vibe_results") or None
+    options = Options(
+        evals=parse_selection(config.getoption("vibe_eval") or config.getini("vibe_eval") or None),
+        configs=parse_selection(config.getoption("vibe_config") or config.getini("vibe_config") or None),
+        results=Path(results).absolute() if results else None,
+        patterns=tuple(config.getini("vibe_patterns")),
+    )
+    config.stash[STATE_KEY] = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
+    config.pluginmanager.register(SessionHooks(config), "vibeeval-session")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+    name = file_path.name
+    if not name.endswith((".yaml", ".yml")):
+        return None
+    state = get_state(parent.config)
+    rel = (
+        file_path.relative_to(parent.config.rootpath).as_posix()
+        if file_path.is_relative_to(parent.config.rootpath)
+        else name
+    )
+    if (
+        name.endswith(SUITE_SUFFIXES)
+        or parent.session.isinitpath(file_path)
+        or any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) for p in state.options.patterns)
+    ):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.fixture
+def vibe_provider(request: pytest.FixtureRequest) -> Provider:
+    """The provider answering the current eval item; override it in a conftest to substitute one."""
+    item = request.node
+    if not isinstance(item, EvalItem):
+        raise pytest.UsageError("vibe_provider is only available to pytest-vibeeval eval items")
+    return provider_for(item)
+
+
+class SessionHooks:
+    """Hooks that need the session's config; registered per config in pytest_configure."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state = get_state(config)
+        self.controller = not hasattr(config, "workerinput")
+
+    def pytest_collection_modifyitems(self) -> None:
+        state = self.state
+        if not state.suites_collected:
+            return
+        for option, requested, known in (
+            ("--vibe-config", state.options.configs, state.known_configs),
+            ("--vibe-eval", state.options.evals, state.known_evals),
+        ):
+            problem = unknown_selection(option, requested, known)
+            if problem:
+                raise pytest.UsageError(problem.message)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Take our records off the report (controller only) and leave concise JUnit properties."""
+        if not self.controller:
+            return
+        aggregator = self.state.aggregator
+        ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]
+        crashed = report.when not in ("setup", "call", "teardown")
+        if not ours and not (crashed and report.nodeid.split("::")[0].endswith((".yaml", ".yml"))):
+            return
+        info = record = None
+        for key, value in ours:
+            if key == RUN_PROPERTY:
+                info = RunInfo(**json.loads(str(value)))
+            else:
+                record = EvalRecord.model_validate_json(str(value))
+        aggregator.add_report(
+            report.nodeid,
+            report.when or "",
+            report.outcome,
+            info,
+            record,
+            _longrepr_text(report),
+            hasattr(report, "wasxfail"),
+        )
+        report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
+        if info is not None:
+            report.user_properties.append(("vibe.configuration", info.configuration))
+        if record is not None:
+            for name in ("outcome", "latency", "cost", "input_tokens", "output_tokens"):
+                value = getattr(record, name)
+                if value is not None:
+                    report.user_properties.append((f"vibe.{name}", value))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Aggregate on the controller before the JUnit writer writes its file."""
+        state = self.state
+        if not self.controller or not state.aggregator.items:
+            return
+        runs = state.aggregator.runs()
+        state.runs = list(runs)
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        results = build_results(runs, state.started_at, interrupted)
+        state.results_written = write_results(results, state.options.results, self.config.rootpath)
+        _add_junit_suite_properties(self.config, runs)
+
+
+def _longrepr_text(report: pytest.TestReport) -> str | None:
+    if report.longrepr is None:
+        return None
+    if isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    return str(report.longrepr)
+
+
+def _add_junit_suite_properties(config: pytest.Config, runs: list[Any]) -> None:
+    try:
+        from _pytest.junitxml import xml_key  # private: record_testsuite_property fails under xdist
+    except ImportError:  # pragma: no cover - a test fails if pytest moves it
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for run in runs:
+        prefix = f"vibe.{run.suite}.{run.configuration}"
+        xml.add_global_property(f"{prefix}.score", "null" if run.score is None else run.score)
+        xml.add_global_property(
+            f"{prefix}.success_pct",
+            "null" if run.metrics["success_pct"] is None else run.metrics["success_pct"],
+        )
+        xml.add_global_property(f"{prefix}.score_formula", run.score_formula)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Generator[None]:
+    """Print the Run Summary after pytest's own short test summary."""
+    result = yield
+    if not hasattr(config, "workerinput") and STATE_KEY in config.stash:
+        _write_summary(terminalreporter, config)
+    return result
+
+
+def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = get_state(config)
+    if not state.runs:
+        return
+    terminalreporter.write_sep("=", "Run Summary")
+    for line in summary_lines(state.runs):  # type: ignore[arg-type]
+        terminalreporter.write_line(line)
+    for path in state.results_written:
+        terminalreporter.write_line(f"results: {path}")

@@ -1,0 +1,218 @@
+"""Run external commands safely.
+
+Output goes to files (never pipes, so no deadlock and no unbounded memory), every command runs in
+its own session/process group, timeouts apply to the whole group, and the group is always killed
+and the leader reaped before returning, whatever happened in between.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+__all__ = [
+    "CommandNotFound",
+    "CommandResult",
+    "read_head",
+    "read_tail",
+    "resolve_executable",
+    "run_command",
+]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of one `run_command` call; the output itself stays in files."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    exit_code: int | None
+    """Return code (negative = killed by that signal); None if killed because of the timeout."""
+    duration: float
+    timed_out: bool
+    stdout_path: Path
+    stderr_path: Path
+
+    def output_size(self) -> int:
+        """Size of the stdout file in bytes (0 if it no longer exists)."""
+        try:
+            return self.stdout_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+
+class CommandNotFound(Exception):
+    """The executable does not exist or is not executable."""
+
+    def __init__(self, name: str, reason: str = "looked in PATH") -> None:
+        # Both parts go to Exception.args so the exception pickles and unpickles faithfully.
+        super().__init__(name, reason)
+        self.name = name
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"command not found: {self.name!r} ({self.reason})"
+
+
+def resolve_executable(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Absolute path of `name` using PATH from env (or os.environ), or the path itself if it
+    contains a slash and is executable; None if not found."""
+    if not name:
+        return None
+    if "/" in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    source = os.environ if env is None else env
+    # Like execvp: a child environment without PATH searches the default path.
+    found = shutil.which(name, path=source.get("PATH", os.defpath))
+    return os.path.abspath(found) if found else None
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    # ProcessLookupError: group already gone; PermissionError: some kernels, only zombies left.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float | None, grace: float) -> bool:
+    """Wait for the leader; on timeout TERM then KILL the group. Returns True if it timed out."""
+    try:
+        proc.wait(timeout)
+        return False
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(max(grace, 0.0))
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return True
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    name: str = "command",
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    stdin_text: str | None = None,
+    grace: float = 2.0,
+) -> CommandResult:
+    """Run `argv` until it exits or times out; output goes to `output_dir/<name>.stdout|.stderr`.
+
+    `env` is the child's complete environment (None inherits os.environ). On timeout the whole
+    process group gets SIGTERM, then SIGKILL after `grace` seconds. In every case (normal exit,
+    timeout, exception, KeyboardInterrupt) the group is SIGKILLed and the leader reaped before
+    this returns or re-raises. Raises CommandNotFound if the executable cannot be run.
+    """
+    args = tuple(argv)
+    if not args:
+        raise ValueError("argv must not be empty")
+    if not name or "/" in name or name in {".", ".."}:
+        raise ValueError(f"invalid output file stem: {name!r}")
+    cwd_str = os.fspath(cwd)
+    if not os.path.isdir(cwd_str):
+        # Checked up front: Popen would report this as a FileNotFoundError about the command.
+        raise NotADirectoryError(f"working directory is not a directory: {cwd_str!r}")
+
+    target = args[0]
+    if "/" in target and not os.path.isabs(target):
+        target = os.path.join(cwd_str, target)  # relative paths are relative to the child's cwd
+    executable = resolve_executable(target, env)
+    if executable is None:
+        if "/" in target:
+            raise CommandNotFound(args[0], "not an executable file")
+        raise CommandNotFound(args[0], "looked in PATH")
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stdout_path = out / f"{name}.stdout"
+    stderr_path = out / f"{name}.stderr"
+
+    proc: subprocess.Popen[bytes] | None = None
+    start = time.monotonic()
+    try:
+        # The parent's copies of the file handles are closed as soon as the child has its own.
+        with contextlib.ExitStack() as files:
+            stdin: IO[bytes] | int = subprocess.DEVNULL
+            if stdin_text is not None:
+                stdin_path = out / f"{name}.stdin"
+                stdin_path.write_bytes(stdin_text.encode("utf-8"))
+                stdin = files.enter_context(stdin_path.open("rb"))
+            stdout = files.enter_context(stdout_path.open("wb"))
+            stderr = files.enter_context(stderr_path.open("wb"))
+            start = time.monotonic()
+            try:
+                proc = subprocess.Popen(
+                    args,
+                    executable=os.path.abspath(executable),
+                    cwd=cwd_str,
+                    env=None if env is None else dict(env),
+                    stdin=stdin,
+                    stdout=stdout,
+                    stderr=stderr,
+                    close_fds=True,
+                    start_new_session=True,
+                )
+            except (FileNotFoundError, PermissionError) as exc:
+                raise CommandNotFound(args[0], exc.strerror or "cannot execute") from exc
+        timed_out = _wait(proc, timeout, grace)
+    finally:
+        if proc is not None:
+            # Also after a normal exit: background children may still be running in the group.
+            # start_new_session=True makes the leader's pid the process group id.
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+    duration = time.monotonic() - start
+    return CommandResult(
+        argv=args,
+        cwd=cwd_str,
+        exit_code=None if timed_out else proc.returncode,
+        duration=duration,
+        timed_out=timed_out,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+    )
+
+
+def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:
+    """Decode (utf-8, errors='replace') at most max_bytes from the start of the file;
+    bool = file was larger."""
+    max_bytes = max(max_bytes, 0)
+    with Path(path).open("rb") as f:
+        data = f.read(max_bytes + 1)
+    truncated = len(data) > max_bytes
+    # When truncated, a multi-byte character cut in half at the end is dropped, not replaced.
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return decoder.decode(data[:max_bytes], final=not truncated), truncated
+
+
+def read_tail(path: Path, max_lines: int = 40, max_bytes: int = 65536) -> str:
+    """Last max_lines lines of the file, reading at most max_bytes from its end (seek, never read
+    whole file)."""
+    if max_lines <= 0 or max_bytes <= 0:
+        return ""
+    with Path(path).open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        start = max(0, size - max_bytes)
+        # One extra byte before the window tells whether the window starts mid-line.
+        f.seek(max(0, start - 1))
+        data = f.read(max_bytes + (1 if start else 0))
+    if start:
+        cut = data.find(b"\n")
+        # Drop the partial first line, unless it is the only line in the window.
+        data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else data[1:]
+    ends_with_newline = data.endswith(b"\n")
+    lines = (data[:-1] if ends_with_newline else data).split(b"\n")
+    text = b"\n".join(lines[-max_lines:]) + (b"\n" if ends_with_newline else b"")
+    return text.decode("utf-8", errors="replace")

@@ -1,0 +1,62 @@
+"""The provider protocol and the records it exchanges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..results import StepRecord
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """Everything a provider may use to answer one prompt. Templates are already filled."""
+
+    prompt: str
+    model: str
+    system_prompt: str | None
+    suite: str
+    eval_id: str
+    configuration_id: str
+    workdir: Path  # a private directory for this item's files
+    mcp_server: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ProviderResponse:
+    text: str
+    cost: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+
+
+class ProviderError(Exception):
+    """The provider could not produce an answer; the message says why (the item errors)."""
+
+    def __init__(self, message: str, steps: list[StepRecord] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.steps = steps or []
+
+
+class Provider(Protocol):
+    def unavailable_reason(self) -> str | None:
+        """Why this provider cannot run on this machine (the item skips), or None."""
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        """Answer one prompt or raise :class:`ProviderError`."""
+
+
+class Unavailable:
+    """A provider that cannot run here, for the given reason."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def unavailable_reason(self) -> str | None:
+        return self.reason
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        raise ProviderError(self.reason)

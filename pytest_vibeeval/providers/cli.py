@@ -1,0 +1,105 @@
+"""Answer prompts by running an executable: the prompt on stdin or as an argument, the answer on stdout."""
+
+from __future__ import annotations
+
+import os
+
+from ..models import Configuration
+from ..process import CommandNotFound, read_tail, resolve_executable, run_command
+from ..results import StepRecord
+from ..templates import MissingValue, Renderer
+from .base import PromptRequest, ProviderError, ProviderResponse
+from .output import OutputError, parse_output
+
+
+class CliProvider:
+    def __init__(self, config_id: str, config: Configuration, renderer: Renderer) -> None:
+        assert config.cli
+        self.config_id = config_id
+        self.config = config
+        self.renderer = renderer
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({key: self.renderer.render(value) for key, value in self.config.env.items()})
+        return env
+
+    def unavailable_reason(self) -> str | None:
+        missing = [name for name in self.config.requires_env if not os.environ.get(name)]
+        if missing:
+            return f"configuration {self.config_id!r} needs the environment variable(s) {', '.join(missing)}"
+        try:
+            env = self._env()
+        except MissingValue as exc:
+            return str(exc)
+        assert self.config.cli
+        if resolve_executable(self.config.cli, env) is None:
+            return f"configuration {self.config_id!r}: executable {self.config.cli!r} not found on PATH"
+        return None
+
+    def argv(self, request: PromptRequest) -> list[str]:
+        assert self.config.cli
+        values = {
+            "${MODEL}": self.config.model or request.model,
+            "${SYSTEM_PROMPT}": request.system_prompt or "",
+            "${PROMPT}": request.prompt,
+        }
+        args = []
+        placed = False
+        for arg in self.config.args:
+            arg = self.renderer.render(arg)
+            for key, value in values.items():
+                if key in arg:
+                    placed |= key == "${PROMPT}"
+                    arg = arg.replace(key, value)
+            args.append(arg)
+        if self.config.prompt_via == "argument" and not placed:
+            args.append(request.prompt)
+        return [self.config.cli, *args]
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        argv = self.argv(request)
+        stdin = request.prompt if self.config.prompt_via == "stdin" else None
+        try:
+            result = run_command(
+                argv,
+                cwd=request.workdir,
+                output_dir=request.workdir,
+                name="agent",
+                env=self._env(),
+                timeout=self.config.timeout_s,
+                stdin_text=stdin,
+            )
+        except CommandNotFound as exc:
+            raise ProviderError(str(exc)) from None
+        step = StepRecord(
+            phase="agent",
+            name=self.config_id,
+            argv=[argv[0], *["<prompt>" if a == request.prompt else a for a in argv[1:]]],
+            cwd=str(request.workdir),
+            exit_code=result.exit_code,
+            duration=result.duration,
+            timed_out=result.timed_out,
+            log=str(result.stdout_path),
+        )
+        if result.timed_out:
+            raise ProviderError(f"timed out after {self.config.timeout_s:g} s", [step])
+        if result.exit_code != 0:
+            tail = read_tail(result.stderr_path, 20) or read_tail(result.stdout_path, 20)
+            raise ProviderError(
+                f"{self.config.cli} exited with code {result.exit_code}"
+                + (f"; last output:\n{tail}" if tail else ""),
+                [step],
+            )
+        size = result.output_size()
+        if size > self.config.max_output_bytes:
+            raise ProviderError(
+                f"{self.config.cli} printed {size} bytes, more than max_output_bytes "
+                f"({self.config.max_output_bytes}); raise it in the configuration if that is expected",
+                [step],
+            )
+        try:
+            parsed = parse_output(result.stdout_path, self.config.output)
+        except OutputError as exc:
+            raise ProviderError(str(exc), [step]) from None
+        return ProviderResponse(parsed.text, parsed.cost, parsed.input_tokens, parsed.output_tokens, [step])

@@ -1,0 +1,115 @@
+"""Read an agent's answer, cost and token counts from its stdout: text, JSON, or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..models import OutputSpec
+
+_MISSING = object()
+
+
+class OutputError(ValueError):
+    """The output does not have the shape the configuration says it has."""
+
+
+@dataclass(frozen=True)
+class ParsedOutput:
+    text: str
+    cost: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+def lookup(data: Any, path: str) -> Any:
+    """Follow a dotted path (``usage.output_tokens``, ``content.0.text``); ``_MISSING`` if absent."""
+    node = data
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.lstrip("-").isdigit() and -len(node) <= int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+    return node
+
+
+def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:
+    """Parse stdout at ``path`` (its size was already checked against the limit)."""
+    if spec.format == "text":
+        return ParsedOutput(path.read_text(encoding="utf-8", errors="replace"))
+    if spec.format == "json":
+        try:
+            data = json.loads(path.read_bytes())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise OutputError(
+                f"output is not valid JSON ({exc}); the configuration says `format: json`"
+            ) from None
+        return _extract(data, spec)
+    event = _last_event(path, spec)
+    return _extract(event, spec)
+
+
+def _last_event(path: Path, spec: OutputSpec) -> Any:
+    assert spec.response
+    last, events = None, 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            raw = raw.strip()
+            if not raw.startswith(b"{"):
+                continue
+            try:
+                event = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            events += 1
+            if all(lookup(event, key) == value for key, value in spec.where.items()) and (
+                lookup(event, spec.response) is not _MISSING
+            ):
+                last = event
+    if last is None:
+        where = f" with {spec.where}" if spec.where else ""
+        raise OutputError(
+            f"no JSON line{where} has `{spec.response}` ({events} JSON lines read); "
+            "check `output.response` and `output.where` in the configuration"
+        )
+    return last
+
+
+def _extract(data: Any, spec: OutputSpec) -> ParsedOutput:
+    assert spec.response
+    text = lookup(data, spec.response)
+    if text is _MISSING:
+        raise OutputError(f"the JSON output has no `{spec.response}` (output.response)")
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False)
+    return ParsedOutput(
+        text=text,
+        cost=_number(data, spec.cost, "cost", float),
+        input_tokens=_number(data, spec.input_tokens, "input_tokens", int),
+        output_tokens=_number(data, spec.output_tokens, "output_tokens", int),
+    )
+
+
+def _number(data: Any, path: str | None, field: str, kind: type[float]) -> Any:
+    if path is None:
+        return None
+    value = lookup(data, path)
+    if value is _MISSING or value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            value = _MISSING
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise OutputError(f"output.{field} path `{path}` holds {value!r}, not a non-negative number")
+    if kind is int:
+        if value != int(value):
+            raise OutputError(f"output.{field} path `{path}` holds {value!r}, not a whole number")
+        return int(value)
+    return float(value)

@@ -1,0 +1,111 @@
+"""Answer prompts by calling a Python function in-process: how a team evals its own LLM application.
+
+The function is named ``module:function``; the suite's folder is importable. It is called as
+``function(prompt, context)`` (or ``function(prompt)`` if it takes one argument) and returns the
+answer text or a dict with ``response`` and optionally ``cost``, ``input_tokens``, ``output_tokens``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..models import Configuration
+from .base import PromptRequest, ProviderError, ProviderResponse
+
+RESULT_KEYS = ("response", "cost", "input_tokens", "output_tokens")
+
+
+class PythonProvider:
+    def __init__(self, config_id: str, config: Configuration, suite_dir: Path) -> None:
+        assert config.python
+        self.config_id = config_id
+        self.target = config.python
+        self.config = config
+        self.suite_dir = suite_dir
+        self._function: Callable[..., Any] | None = None
+
+    def unavailable_reason(self) -> str | None:
+        missing = [name for name in self.config.requires_env if not os.environ.get(name)]
+        if missing:
+            return f"configuration {self.config_id!r} needs the environment variable(s) {', '.join(missing)}"
+        return None
+
+    def function(self) -> Callable[..., Any]:
+        if self._function is None:
+            module_name, _, attr = self.target.partition(":")
+            folder = str(self.suite_dir)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+            try:
+                module = importlib.import_module(module_name)
+            except Exception as exc:
+                raise ProviderError(
+                    f"cannot import {module_name!r} for configuration {self.config_id!r} "
+                    f"(looked in {folder} and sys.path): {type(exc).__name__}: {exc}"
+                ) from None
+            function = getattr(module, attr, None)
+            if not callable(function):
+                raise ProviderError(
+                    f"{module_name!r} has no callable {attr!r} (configuration {self.config_id!r})"
+                )
+            self._function = function
+        return self._function
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        function = self.function()
+        try:
+            takes_context = len(inspect.signature(function).parameters) >= 2
+        except (TypeError, ValueError):
+            takes_context = True
+        try:
+            value = function(request.prompt, request) if takes_context else function(request.prompt)
+        except Exception as exc:
+            frames = traceback.format_exception(exc, limit=-3)
+            raise ProviderError(
+                f"{self.target} raised {type(exc).__name__}: {exc}\n{''.join(frames)}"
+            ) from None
+        return self._response(value)
+
+    def _response(self, value: Any) -> ProviderResponse:
+        if isinstance(value, str):
+            return ProviderResponse(value)
+        if not isinstance(value, dict):
+            raise ProviderError(
+                f"{self.target} returned {type(value).__name__}; return a str or a dict "
+                f"with keys {', '.join(RESULT_KEYS)}"
+            )
+        unknown = set(value) - set(RESULT_KEYS)
+        if unknown or not isinstance(value.get("response"), str):
+            raise ProviderError(
+                f"{self.target} returned a dict with keys {sorted(value)}; it needs a str "
+                f"'response' and may have only {', '.join(RESULT_KEYS)}"
+            )
+        numbers = {}
+        for key in RESULT_KEYS[1:]:
+            number = value.get(key)
+            if number is not None and (
+                isinstance(number, bool)
+                or not isinstance(number, int | float)
+                or not math.isfinite(number)
+                or number < 0
+            ):
+                raise ProviderError(
+                    f"{self.target} returned {key}={number!r}; expected a non-negative number"
+                )
+            if key != "cost" and number is not None and number != int(number):
+                raise ProviderError(f"{self.target} returned {key}={number!r}; expected a whole number")
+            numbers[key] = number
+        return ProviderResponse(
+            value["response"],
+            cost=None if numbers["cost"] is None else float(numbers["cost"]),
+            input_tokens=None if numbers["input_tokens"] is None else int(numbers["input_tokens"]),
+            output_tokens=None if numbers["output_tokens"] is None else int(numbers["output_tokens"]),
+        )

@@ -1,0 +1,91 @@
+"""The result records: one per item (travelling on reports) and the results file written at session end.
+
+Units: latency and durations in seconds, cost in USD. Fields may be added; none may change meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+Outcome = Literal["passed", "failed", "error", "skipped"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StepRecord(Record):
+    """One command the item ran."""
+
+    phase: Literal["agent", "build", "grade"]
+    name: str
+    argv: list[str]
+    cwd: str
+    exit_code: int | None = Field(description="None when the command was killed at its timeout")
+    duration: float = Field(description="seconds")
+    timed_out: bool
+    log: str | None = Field(default=None, description="path of the command's output file")
+
+
+class CheckRecord(Record):
+    type: str
+    passed: bool | None = Field(description="None: could not be decided here")
+    message: str
+    children: list[CheckRecord] = Field(default_factory=list)
+
+
+class EvalRecord(Record):
+    """One item's result: one eval against one configuration."""
+
+    name: str = Field(description="the eval's name, or its generated id")
+    named: bool = Field(default=False, description="whether the eval has an explicit `name`")
+    nodeid: str
+    outcome: Outcome
+    message: str | None = Field(default=None, description="why it failed, errored or was skipped")
+    latency: float | None = Field(default=None, description="seconds")
+    cost: float | None = Field(default=None, description="USD; None when nobody reported it")
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    response: str | None = None
+    checks: list[CheckRecord] = Field(default_factory=list)
+    steps: list[StepRecord] = Field(default_factory=list)
+    repeat: int = 0
+    xfail: bool = Field(default=False, description="expected to fail (reported as xfailed)")
+
+
+class ItemResult(Record):
+    """What a worker sends to the controller for one item: the record plus the run it belongs to."""
+
+    suite: str
+    source: str
+    configuration: str
+    configuration_name: str | None = None
+    score_formula: str
+    record: EvalRecord
+
+
+class RunRecord(Record):
+    """One suite against one configuration."""
+
+    suite: str
+    source: str = Field(description="suite file, relative to the rootdir")
+    configuration: str
+    configuration_name: str | None = None
+    score: float | None
+    score_formula: str
+    score_error: str | None
+    metrics: dict[str, Any]
+    variables: dict[str, float | None]
+    notes: list[str] = Field(default_factory=list, description="what the summary warns about")
+    evals: list[EvalRecord]
+
+
+class ResultsFile(Record):
+    schema_version: int = SCHEMA_VERSION
+    started_at: str
+    finished_at: str
+    interrupted: bool = False
+    runs: list[RunRecord]

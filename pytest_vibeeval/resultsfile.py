@@ -1,0 +1,48 @@
+"""Write the results JSON atomically (temp file + rename)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from .results import ResultsFile, RunRecord
+
+DEFAULT_DIR = Path(".vibeeval") / "results"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_results(runs: Sequence[RunRecord], started_at: str, interrupted: bool) -> ResultsFile:
+    finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return ResultsFile(started_at=started_at, finished_at=finished, interrupted=interrupted, runs=list(runs))
+
+
+def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:
+    """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and ``latest.json``."""
+    text = results.model_dump_json(indent=2) + "\n"
+    if explicit is not None:
+        write_atomic(explicit, text)
+        return [explicit]
+    folder = rootdir / DEFAULT_DIR
+    stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
+    stamped = folder / f"{stamp}.json"
+    n = 1
+    while stamped.exists():
+        n += 1
+        stamped = folder / f"{stamp}-{n}.json"
+    write_atomic(stamped, text)
+    write_atomic(folder / "latest.json", text)
+    return [stamped, folder / "latest.json"]

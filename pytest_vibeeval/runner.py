@@ -1,0 +1,153 @@
+"""Run one prompt eval against one configuration and produce its :class:`EvalRecord`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from .checks import AnyOf, CheckNode, CheckResult, Response, run_checks
+from .providers import PromptRequest, Provider, ProviderError
+from .results import CheckRecord, EvalRecord, Outcome, StepRecord
+from .suite import EvalCase, Suite
+from .templates import MissingValue, Redactor, Renderer
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What pytest should do with the item."""
+
+    outcome: Outcome
+    message: str | None
+
+
+def render_value(value: Any, renderer: Renderer) -> Any:
+    """Fill templates in every string inside a check value (str, pydantic model, or dataclass)."""
+    if isinstance(value, str):
+        return renderer.render(value)
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={k: render_value(v, renderer) for k, v in value.__dict__.items()})
+    if is_dataclass(value) and not isinstance(value, type):
+        return replace(
+            value, **{f.name: render_value(getattr(value, f.name), renderer) for f in fields(value)}
+        )
+    return value
+
+
+def render_checks(checks: tuple[CheckNode, ...], renderer: Renderer) -> tuple[CheckNode, ...]:
+    out: list[CheckNode] = []
+    for node in checks:
+        if isinstance(node, AnyOf):
+            out.append(replace(node, children=render_checks(node.children, renderer)))
+        elif node.type.template_fields:
+            out.append(replace(node, value=render_value(node.value, renderer)))
+        else:
+            out.append(node)
+    return tuple(out)
+
+
+def _redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
+    return [step.model_copy(update={"argv": [redact(a) or "" for a in step.argv]}) for step in steps]
+
+
+def _check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
+    return CheckRecord(
+        type=result.type,
+        passed=result.passed,
+        message=redact(result.message) or "",
+        children=[_check_record(child, redact) for child in result.children],
+    )
+
+
+def run_prompt_eval(
+    suite: Suite,
+    case: EvalCase,
+    config_id: str,
+    provider: Provider,
+    renderer: Renderer,
+    workdir: Path,
+    nodeid: str,
+) -> tuple[EvalRecord, Verdict]:
+    """Ask the provider, run the checks. Never raises for a problem of the eval itself."""
+    redact = Redactor()
+    base = EvalRecord(
+        name=case.id,
+        named=case.name is not None,
+        nodeid=nodeid,
+        outcome="skipped",
+        xfail=case.xfail is not None,
+    )
+    reason = provider.unavailable_reason()
+    if reason:
+        return base.model_copy(update={"message": reason}), Verdict("skipped", reason)
+    try:
+        prompt = renderer.render(case.prompt)
+        system_prompt = renderer.render(suite.system_prompt) if suite.system_prompt else None
+        model = renderer.render(suite.model)
+        checks = render_checks(case.checks, renderer)
+        mcp = suite.mcp_server.model_dump() if suite.mcp_server else None
+        if mcp:
+            mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
+    except MissingValue as exc:
+        return base.model_copy(update={"message": str(exc)}), Verdict("skipped", str(exc))
+    redact.add(renderer.used_secrets)
+    request = PromptRequest(prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp)
+    started = time.perf_counter()
+    try:
+        response = provider.answer(request)
+    except ProviderError as exc:
+        latency = time.perf_counter() - started
+        message = redact(exc.message) or ""
+        record = base.model_copy(
+            update={
+                "outcome": "error",
+                "message": message,
+                "latency": latency,
+                "steps": _redact_steps(exc.steps, redact),
+            }
+        )
+        return record, Verdict("error", message)
+    latency = time.perf_counter() - started
+    verdict, results = run_checks(checks, Response(response.text, response.output_tokens))
+    record = base.model_copy(
+        update={
+            "latency": latency,
+            "cost": response.cost,
+            "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens,
+            "response": redact(response.text),
+            "checks": [_check_record(r, redact) for r in results],
+            "steps": _redact_steps(response.steps, redact),
+        }
+    )
+    if verdict is None:
+        reasons = sorted({r for result in results for r in result.undecided_reasons()})
+        message = "could not be decided: " + "; ".join(reasons)
+        return record.model_copy(update={"outcome": "skipped", "message": message}), Verdict(
+            "skipped", message
+        )
+    if verdict:
+        return record.model_copy(update={"outcome": "passed"}), Verdict("passed", None)
+    message = failure_message(record)
+    return record.model_copy(update={"outcome": "failed", "message": message}), Verdict("failed", message)
+
+
+def failure_message(record: EvalRecord, response_chars: int = 600) -> str:
+    """The failure report: every check with its verdict, then the start of the response."""
+    lines = ["checks failed:"]
+
+    def walk(checks: list[CheckRecord], depth: int) -> None:
+        for check in checks:
+            mark = {True: "PASS", False: "FAIL", None: "SKIP"}[check.passed]
+            lines.append(f"{'  ' * depth}  {mark} {check.type}: {check.message}")
+            walk(check.children, depth + 1)
+
+    walk(record.checks, 0)
+    text = record.response or ""
+    shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{len(text)} chars]"
+    lines.append("response:")
+    lines.extend("  " + line for line in (shown.splitlines() or [""]))
+    return "\n".join(lines)

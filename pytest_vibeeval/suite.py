@@ -1,0 +1,344 @@
+"""Turn a YAML suite file into a validated :class:`Suite`, or an :class:`InputError` listing every problem."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .checks import AnyOf, Check, CheckNode, CheckRegistry
+from .errors import InputError, Loc, Problem, did_you_mean
+from .models import Configuration, McpServer, SuiteFile, protected_name_problem
+from .templates import ANY_TEMPLATE, template_problems
+from .yamlsource import Document, load_document
+
+LEGACY_CHECK_HINT = (
+    "checks are a list of single-key items, e.g.\n"
+    "      checks:\n"
+    '        - match: "*4*"\n'
+    "        - max_tokens: 50\n"
+    "    or `checks: {or: [...]}` when any one may pass"
+)
+
+
+@dataclass(frozen=True)
+class EvalCase:
+    """One eval of a suite."""
+
+    id: str  # the eval's name, or a stable id generated from its prompt
+    name: str | None  # the explicit `name`, the only one formulas may reference
+    index: int
+    prompt: str
+    checks: tuple[CheckNode, ...]
+    line: int | None
+    tags: tuple[str, ...] = ()
+    xfail: str | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    model: str
+    system_prompt: str | None
+    mcp_server: McpServer | None
+    evals: tuple[EvalCase, ...]
+    formula: str
+    formula_line: int | None
+    configurations: dict[str, Configuration] | None
+    default_configurations: tuple[str, ...] | None
+    tags: tuple[str, ...]
+
+
+def load_suite(path: Path, registry: CheckRegistry) -> Suite:
+    """Read and validate a suite file; raises :class:`InputError` with every problem found."""
+    doc = load_document(path)
+    if not isinstance(doc.data, dict):
+        raise InputError.single(
+            path, "a suite is a mapping with `metadata` and `evals`", line=doc.line_of(())
+        )
+    legacy = _legacy_problem(doc)
+    if legacy:
+        raise InputError(str(path), [legacy])
+    try:
+        model = SuiteFile.model_validate(doc.data)
+    except ValidationError as exc:
+        found = pydantic_problems(exc, doc)
+        evals_raw = doc.data.get("evals")
+        for index, raw in enumerate(evals_raw if isinstance(evals_raw, list) else []):
+            if isinstance(raw, dict) and "checks" in raw:
+                parse_checks(raw["checks"], ("evals", index, "checks"), doc, registry, found)
+        raise InputError(str(path), sorted(found, key=lambda p: p.line or 0)) from None
+    problems: list[Problem] = []
+    evals = list(_build_evals(model, doc, registry, problems))
+    problems.extend(_template_problems(doc))
+    if problems:
+        raise InputError(str(path), problems)
+    score_line = doc.line_of(("score", "formula"))
+    return Suite(
+        path=path,
+        name=model.metadata.name,
+        model=model.metadata.model,
+        system_prompt=model.metadata.system_prompt,
+        mcp_server=model.metadata.mcp_server,
+        evals=assign_eval_ids(tuple(evals)),
+        formula=model.score.formula if model.score else "success_pct",
+        formula_line=score_line if model.score else None,
+        configurations=model.configurations,
+        default_configurations=tuple(model.default_configurations) if model.default_configurations else None,
+        tags=tuple(model.metadata.tags),
+    )
+
+
+def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
+    """Translate pydantic errors into problems with the YAML line of each."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc: Loc = tuple(error["loc"])
+        ctx = error.get("ctx") or {}
+        kind = error["type"]
+        if kind == "unknown_key":
+            key_loc = (*doc.clean_loc(loc), ctx["bad_key"])
+            problems.append(Problem(error["msg"], line=doc.line_of(key_loc), loc=doc.clean_loc(loc)))
+            continue
+        clean = doc.clean_loc(loc)
+        if kind == "missing":
+            problems.append(Problem(f"missing required key {loc[-1]!r}", line=doc.line_of(clean), loc=clean))
+            continue
+        message = error["msg"]
+        if kind == "string_pattern_mismatch" and "evals" in loc and loc[-1] == "name":
+            message = "eval name may contain only letters, digits, '-' and '_' (it is used in formulas)"
+        elif kind == "string_pattern_mismatch":
+            message = f"{message}: got {error.get('input')!r}"
+        elif message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        problems.append(Problem(message, line=doc.line_of(loc), loc=clean))
+    return problems
+
+
+def _legacy_problem(doc: Document) -> Problem | None:
+    evals = doc.data.get("evals")
+    if not isinstance(evals, list):
+        return None
+    for i, item in enumerate(evals):
+        if not isinstance(item, dict):
+            continue
+        checks = item.get("checks")
+        if isinstance(checks, list):
+            for j, check in enumerate(checks):
+                if isinstance(check, dict) and "type" in check:
+                    return Problem(
+                        f"legacy check format (`type: {check.get('type')}`) is no longer supported",
+                        line=doc.line_of(("evals", i, "checks", j)),
+                        loc=("evals", i, "checks", j),
+                        hint='migrate: `type: string_contains, value: X` becomes `- match: "*X*"`; '
+                        "`type: token_length, min_tokens/max_tokens` become `- min_tokens: N` / "
+                        "`- max_tokens: N`",
+                    )
+    return None
+
+
+def _build_evals(
+    model: SuiteFile, doc: Document, registry: CheckRegistry, problems: list[Problem]
+) -> Iterator[EvalCase]:
+    names: dict[str, int] = {}
+    for index, spec in enumerate(model.evals):
+        loc: Loc = ("evals", index)
+        line = doc.line_of(loc)
+        if spec.name is not None:
+            name_line = doc.line_of((*loc, "name"))
+            protected = protected_name_problem(spec.name)
+            if protected:
+                problems.append(
+                    Problem(
+                        protected,
+                        line=name_line,
+                        loc=(*loc, "name"),
+                        hint="choose another name for this eval",
+                    )
+                )
+            elif spec.name in names:
+                problems.append(
+                    Problem(
+                        f"duplicate eval name {spec.name!r} (also used by evals[{names[spec.name]}] "
+                        f"on line {doc.line_of(('evals', names[spec.name], 'name'))})",
+                        line=name_line,
+                        loc=(*loc, "name"),
+                        hint="eval names must be unique within a suite",
+                    )
+                )
+            else:
+                names[spec.name] = index
+        checks = parse_checks(spec.checks, (*loc, "checks"), doc, registry, problems)
+        yield EvalCase(
+            id=spec.name or "",
+            name=spec.name,
+            index=index,
+            prompt=spec.prompt,
+            checks=tuple(checks),
+            line=line,
+            tags=tuple(spec.tags),
+            xfail=spec.xfail,
+        )
+
+
+def parse_checks(
+    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
+) -> list[CheckNode]:
+    """Parse an eval's ``checks``: a list (all must pass) or ``{or: [...]}``."""
+    if isinstance(raw, dict):
+        if set(raw) == {"or"}:
+            node = _parse_or(raw["or"], (*loc, "or"), doc, registry, problems)
+            return [node] if node else []
+        problems.append(
+            Problem(
+                "object-form `checks:` is the legacy format and is no longer supported",
+                line=doc.line_of(loc),
+                loc=loc,
+                hint=LEGACY_CHECK_HINT,
+            )
+        )
+        return []
+    if not isinstance(raw, list):
+        problems.append(
+            Problem(
+                f"`checks` must be a list or {{or: [...]}}, not {_kind(raw)}",
+                line=doc.line_of(loc),
+                loc=loc,
+                hint=LEGACY_CHECK_HINT,
+            )
+        )
+        return []
+    if not raw:
+        problems.append(
+            Problem(
+                "`checks` is empty; an eval needs at least one check",
+                line=doc.line_of(loc),
+                loc=loc,
+                hint=LEGACY_CHECK_HINT,
+            )
+        )
+        return []
+    nodes = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
+    return [node for node in nodes if node is not None]
+
+
+def _parse_or(
+    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
+) -> AnyOf | None:
+    if not isinstance(raw, list) or not raw:
+        problems.append(Problem("`or` needs a non-empty list of checks", line=doc.line_of(loc), loc=loc))
+        return None
+    children = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
+    if any(child is None for child in children):
+        return None
+    return AnyOf(tuple(c for c in children if c is not None), line=doc.line_of(loc))
+
+
+def _parse_one(
+    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
+) -> CheckNode | None:
+    line = doc.line_of(loc)
+    if not isinstance(raw, dict) or len(raw) != 1:
+        found = ", ".join(map(str, raw)) if isinstance(raw, dict) else _kind(raw)
+        problems.append(
+            Problem(
+                f"a check is a mapping with exactly one key (found {found or 'nothing'})",
+                line=line,
+                loc=loc,
+                hint=LEGACY_CHECK_HINT,
+            )
+        )
+        return None
+    ((key, value),) = raw.items()
+    if key == "or":
+        return _parse_or(value, (*loc, "or"), doc, registry, problems)
+    check_type = registry.get(str(key))
+    if check_type is None:
+        known = [*registry.names(), "or"]
+        problems.append(
+            Problem(
+                f"unknown check {key!r}{did_you_mean(str(key), known)}",
+                line=doc.line_of((*loc, key)),
+                loc=loc,
+                hint=f"known checks: {', '.join(known)}",
+            )
+        )
+        return None
+    try:
+        parsed = check_type.adapter.validate_python(value)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            sub: Loc = (*loc, key, *error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "string_too_short":
+                message = f"`{key}` must not be empty"
+            elif error["type"] == "missing":
+                message = f"missing required key {error['loc'][-1]!r}"
+            elif error["type"] == "extra_forbidden":
+                message = f"unknown key {error['loc'][-1]!r} in `{key}`"
+            problems.append(Problem(message, line=doc.line_of(sub), loc=doc.clean_loc(sub)))
+        return None
+    return Check(check_type, parsed, line=doc.line_of((*loc, key)))
+
+
+def _template_problems(doc: Document) -> list[Problem]:
+    problems = []
+
+    def walk(node: Any, loc: Loc) -> None:
+        if isinstance(node, str):
+            for message in template_problems(node):
+                problems.append(Problem(message, line=doc.line_of(loc), loc=loc))
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, (*loc, key))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, (*loc, i))
+
+    walk(doc.data, ())
+    return problems
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "text", type(None): "empty"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def assign_eval_ids(evals: tuple[EvalCase, ...]) -> tuple[EvalCase, ...]:
+    """Give evals without a name a stable id made from their prompt, unique within the suite."""
+    taken = {case.name for case in evals if case.name}
+    out = []
+    for case in evals:
+        if case.name:
+            out.append(case)
+            continue
+        base = prompt_slug(case.prompt)
+        candidate, n = base, 2
+        while candidate in taken:
+            candidate, n = f"{base}-{n}", n + 1
+        taken.add(candidate)
+        out.append(replace(case, id=candidate))
+    return tuple(out)
+
+
+def prompt_slug(prompt: str, max_len: int = 40) -> str:
+    """``What is 2 + 2?`` → ``what-is-2-2``; prompts with too few ASCII letters get ``eval-<hash>``."""
+    prompt = ANY_TEMPLATE.sub(" ", prompt)
+    ascii_text = unicodedata.normalize("NFKD", prompt).encode("ascii", "ignore").decode()
+    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    slug = ""
+    for word in words:
+        if len(slug) + len(word) + 1 > max_len:
+            break
+        slug = f"{slug}-{word}" if slug else word
+    if len(slug) < 3 or len(ascii_text) < len(prompt) / 2:
+        return "eval-" + hashlib.sha1(prompt.encode()).hexdigest()[:8]
+    return slug

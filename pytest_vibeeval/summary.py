@@ -1,0 +1,99 @@
+"""The Run Summary printed after pytest's own summary: one block per run, and a table per suite
+when several configurations ran."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .results import RunRecord
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:.4f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}s"
+
+
+def _score(run: RunRecord) -> str:
+    return "null" if run.score is None else f"{run.score:.2f}"
+
+
+def run_block(run: RunRecord) -> list[str]:
+    m = run.metrics
+    config = run.configuration + (f" ({run.configuration_name})" if run.configuration_name else "")
+    lines = [f"{run.suite} × {config}  [{run.source}]"]
+    score = f"Score: {_score(run)} (formula: {run.score_formula})"
+    if run.score_error:
+        score += f"\n  score error: {run.score_error}"
+    lines.append(score)
+    if m["success_pct"] is None:
+        lines.append(f"Success Rate: n/a (0/0; {m['skipped']} skipped)")
+    else:
+        extra = f", {m['skipped']} skipped" if m["skipped"] else ""
+        lines.append(f"Success Rate: {m['success_pct']:.1f}% ({m['passed']:.0f}/{m['total']:.0f}{extra})")
+    cost_reason = run.variables.get("total_cost") is None
+    lines.append(f"Total Cost: {_money(m['total_cost'])}" + (" (not reported)" if cost_reason else ""))
+    lines.append(
+        f"Latency: avg {_seconds(m['avg_latency'])} · min {_seconds(m['min_latency'])}"
+        f" · max {_seconds(m['max_latency'])}"
+    )
+    lines.extend(f"note: {note}" for note in run.notes)
+    failed = [r for r in run.evals if r.outcome in ("failed", "error")]
+    for record in failed[:10]:
+        first = (record.message or "").splitlines()
+        why = first[0] if record.outcome == "error" and first else _first_failed_check(record)
+        lines.append(f"  {record.outcome.upper():6} {record.name}: {why}")
+    if len(failed) > 10:
+        lines.append(f"  … and {len(failed) - 10} more")
+    return lines
+
+
+def _first_failed_check(record: object) -> str:
+    checks = getattr(record, "checks", [])
+    for check in checks:
+        if check.passed is False:
+            return f"{check.type}: {check.message}"
+    return "failed"
+
+
+def comparison_table(runs: Sequence[RunRecord]) -> list[str]:
+    """Configurations of one suite side by side."""
+    header = ("configuration", "score", "success", "passed", "cost", "avg latency")
+    rows = [
+        (
+            run.configuration,
+            _score(run),
+            "n/a" if run.metrics["success_pct"] is None else f"{run.metrics['success_pct']:.1f}%",
+            f"{run.metrics['passed']:.0f}/{run.metrics['total']:.0f}",
+            _money(run.metrics["total_cost"]),
+            _seconds(run.metrics["avg_latency"]),
+        )
+        for run in runs
+    ]
+    widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
+
+    def fmt(row: Sequence[str]) -> str:
+        return "  ".join(
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        )
+
+    return [fmt(header), fmt(tuple("-" * w for w in widths)), *(fmt(row) for row in rows)]
+
+
+def summary_lines(runs: Sequence[RunRecord]) -> list[str]:
+    lines: list[str] = []
+    by_suite: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        by_suite.setdefault(run.source, []).append(run)
+    for suite_runs in by_suite.values():
+        for run in suite_runs:
+            if lines:
+                lines.append("")
+            lines.extend(run_block(run))
+        if len(suite_runs) > 1:
+            lines.append("")
+            lines.append(f"{suite_runs[0].suite}: configurations side by side")
+            lines.extend(comparison_table(suite_runs))
+    return lines

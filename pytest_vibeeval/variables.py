@@ -1,0 +1,177 @@
+"""The variables a score formula may use: one registry, listed in the README and the results' ``variables``.
+
+Run-wide variables are computed from the run's eval records; per-eval variables exist for every
+eval with an explicit ``name``. A variable without a value in a run (no eval reported cost, the
+eval was deselected) is ``None`` together with the reason, so a formula using it says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from .results import EvalRecord
+
+Value = float | None
+Reasoned = tuple[Value, str | None]
+
+
+@dataclass(frozen=True)
+class RunVariable:
+    name: str
+    unit: str
+    meaning: str
+    compute: Callable[[Sequence[EvalRecord]], Reasoned]
+
+
+@dataclass(frozen=True)
+class EvalVariable:
+    """A per-eval variable: ``suffix`` appended to the eval's name (empty for the pass flag)."""
+
+    suffix: str
+    unit: str
+    meaning: str
+    compute: Callable[[EvalRecord], Reasoned]
+
+
+def ran(records: Sequence[EvalRecord]) -> list[EvalRecord]:
+    """The records that count: everything but skipped evals."""
+    return [r for r in records if r.outcome != "skipped"]
+
+
+def _values(records: Sequence[EvalRecord], field: str) -> tuple[list[float], str | None]:
+    counted = ran(records)
+    if not counted:
+        return [], "no eval ran"
+    values = [getattr(r, field) for r in counted]
+    missing = [r.name for r, v in zip(counted, values, strict=True) if v is None]
+    if missing:
+        what = "cost" if field == "cost" else field
+        if len(missing) == len(counted):
+            return [], f"no eval reported {what}"
+        return (
+            [],
+            f"{what} unknown for {len(missing)} of {len(counted)} evals ({', '.join(missing[:3])}…)",
+        )
+    return [float(v) for v in values], None
+
+
+_REDUCERS: dict[str, Callable[[list[float]], float]] = {
+    "total": sum,
+    "avg": lambda v: sum(v) / len(v),
+    "min": min,
+    "max": max,
+}
+
+
+def _aggregate(field: str, how: str) -> Callable[[Sequence[EvalRecord]], Reasoned]:
+    def compute(records: Sequence[EvalRecord]) -> Reasoned:
+        values, reason = _values(records, field)
+        if reason:
+            return None, reason
+        return float(_REDUCERS[how](values)), None
+
+    return compute
+
+
+def _count(outcomes: Iterable[str] | None) -> Callable[[Sequence[EvalRecord]], Reasoned]:
+    def compute(records: Sequence[EvalRecord]) -> Reasoned:
+        counted = ran(records)
+        if outcomes is None:
+            return float(len(counted)), None
+        return float(sum(1 for r in counted if r.outcome in outcomes)), None
+
+    return compute
+
+
+def _success_pct(records: Sequence[EvalRecord]) -> Reasoned:
+    counted = ran(records)
+    if not counted:
+        return None, "no eval ran"
+    return 100.0 * sum(1 for r in counted if r.outcome == "passed") / len(counted), None
+
+
+RUN_VARIABLES: list[RunVariable] = [
+    RunVariable(
+        "success_pct",
+        "percent 0–100",
+        "share of evals that passed (skipped evals are not counted)",
+        _success_pct,
+    ),
+    RunVariable("passed", "count", "evals that passed", _count({"passed"})),
+    RunVariable("failed", "count", "evals that failed or errored", _count({"failed", "error"})),
+    RunVariable("total", "count", "evals that ran (passed + failed)", _count(None)),
+]
+for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("max", "maximum")):
+    RUN_VARIABLES.append(
+        RunVariable(
+            f"{_how}_latency",
+            "seconds",
+            f"{_label} of the evals' latencies",
+            _aggregate("latency", _how),
+        )
+    )
+for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("max", "maximum")):
+    RUN_VARIABLES.append(
+        RunVariable(f"{_how}_cost", "USD", f"{_label} of the evals' costs", _aggregate("cost", _how))
+    )
+
+
+def _eval_field(field: str, what: str) -> Callable[[EvalRecord], Reasoned]:
+    def compute(record: EvalRecord) -> Reasoned:
+        if record.outcome == "skipped":
+            return None, f"eval {record.name!r} was skipped"
+        value = getattr(record, field)
+        return (None, f"eval {record.name!r} reported no {what}") if value is None else (float(value), None)
+
+    return compute
+
+
+EVAL_VARIABLES: list[EvalVariable] = [
+    EvalVariable(
+        "",
+        "1 or 0",
+        "1 if the eval passed, else 0",
+        lambda r: (
+            (None, f"eval {r.name!r} was skipped")
+            if r.outcome == "skipped"
+            else (1.0 if r.outcome == "passed" else 0.0, None)
+        ),
+    ),
+    EvalVariable("_latency", "seconds", "the eval's latency", _eval_field("latency", "latency")),
+    EvalVariable("_cost", "USD", "the eval's cost", _eval_field("cost", "cost")),
+]
+
+
+def register_run_variable(variable: RunVariable) -> None:
+    """Add a run-wide variable (used by the workspace and rubric features)."""
+    if any(v.name == variable.name for v in RUN_VARIABLES):
+        raise ValueError(f"variable {variable.name!r} already exists")
+    RUN_VARIABLES.append(variable)
+
+
+def run_variable_names() -> list[str]:
+    return [v.name for v in RUN_VARIABLES]
+
+
+def eval_variable_names(eval_name: str) -> list[str]:
+    return [eval_name + v.suffix for v in EVAL_VARIABLES]
+
+
+def compute_variables(records: Sequence[EvalRecord]) -> tuple[dict[str, Value], dict[str, str]]:
+    """Every variable's value for one run, and the reason for each that has none."""
+    values: dict[str, Value] = {}
+    reasons: dict[str, str] = {}
+    for variable in RUN_VARIABLES:
+        values[variable.name], reason = variable.compute(records)
+        if reason:
+            reasons[variable.name] = reason
+    for record in records:
+        if not record.named:
+            continue
+        for eval_variable in EVAL_VARIABLES:
+            name = record.name + eval_variable.suffix
+            values[name], reason = eval_variable.compute(record)
+            if reason:
+                reasons[name] = reason
+    return values, reasons

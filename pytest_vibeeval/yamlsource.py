@@ -1,0 +1,171 @@
+"""Read YAML and JSON input files into plain data, remembering the line of every node."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InputError, Loc, Problem
+
+MAX_NODES = 200_000  # alias expansion beyond this is refused (YAML bombs)
+MAX_DEPTH = 64
+
+
+@dataclass
+class Document:
+    """Parsed data plus the 1-based line of each node, keyed by its data path."""
+
+    path: Path
+    data: Any
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line_of(self, loc: Loc) -> int | None:
+        """Line of the deepest node on ``loc`` that exists in the data.
+
+        Path segments that are not keys of the data (pydantic adds union tags and
+        model names) are skipped, so any validation location maps to a real node.
+        """
+        best = self.lines.get(())
+        node: Any = self.data
+        path: Loc = ()
+        for part in loc:
+            child = _child(node, part)
+            if child is _ABSENT:
+                continue
+            node = child
+            path = (*path, part)
+            best = self.lines.get(path, best)
+        return best
+
+    def clean_loc(self, loc: Loc) -> Loc:
+        """``loc`` with the segments that are not in the data removed."""
+        node: Any = self.data
+        out: Loc = ()
+        for part in loc:
+            child = _child(node, part)
+            if child is _ABSENT:
+                continue
+            node = child
+            out = (*out, part)
+        return out
+
+
+_ABSENT = object()
+
+
+def _child(node: Any, part: str | int) -> Any:
+    if isinstance(node, dict) and part in node:
+        return node[part]
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return _ABSENT
+
+
+class _Builder:
+    def __init__(self, path: Path, loader: yaml.SafeLoader) -> None:
+        self.path = path
+        self.loader = loader
+        self.lines: dict[Loc, int] = {}
+        self.count = 0
+
+    def build(self, node: yaml.Node, loc: Loc, depth: int) -> Any:
+        self.count += 1
+        line = node.start_mark.line + 1
+        if self.count > MAX_NODES:
+            raise InputError.single(
+                self.path,
+                f"document expands to more than {MAX_NODES} nodes (aliases referring to aliases?)",
+                line=line,
+                hint="write the data out plainly instead of nesting YAML aliases",
+            )
+        if depth > MAX_DEPTH:
+            raise InputError.single(
+                self.path, f"nesting deeper than {MAX_DEPTH} levels (a recursive alias?)", line=line
+            )
+        self.lines.setdefault(loc, line)
+        if isinstance(node, yaml.MappingNode):
+            self.loader.flatten_mapping(node)
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise InputError.single(
+                        self.path,
+                        "mapping keys must be plain scalars",
+                        line=key_node.start_mark.line + 1,
+                    )
+                constructed = self.loader.construct_object(key_node, deep=True)
+                # `yes:`/`null:` keys stay the text the user wrote, not True/None
+                key: str | int = (
+                    constructed
+                    if isinstance(constructed, str | int) and not isinstance(constructed, bool)
+                    else str(key_node.value)
+                )
+                if key in result:
+                    raise InputError.single(
+                        self.path,
+                        f"duplicate key {key!r} (first defined on line {self.lines[(*loc, key)]})",
+                        line=key_node.start_mark.line + 1,
+                        hint="each key may appear once in a mapping; remove or rename one of them",
+                    )
+                self.lines[(*loc, key)] = key_node.start_mark.line + 1
+                result[key] = self.build(value_node, (*loc, key), depth + 1)
+                self.lines[(*loc, key)] = key_node.start_mark.line + 1
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(child, (*loc, i), depth + 1) for i, child in enumerate(node.value)]
+        return self.loader.construct_object(node, deep=True)
+
+
+def parse_yaml(path: Path, text: str) -> Document:
+    """Parse YAML text; every syntax error becomes an :class:`InputError` with its line."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise InputError.single(path, "the file is empty", hint="a suite needs `metadata` and `evals`")
+        builder = _Builder(path, loader)
+        data = builder.build(node, (), 0)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        problem = exc.problem or str(exc)
+        context = f" ({exc.context})" if exc.context else ""
+        raise InputError(
+            str(path),
+            [
+                Problem(
+                    f"invalid YAML: {problem}{context}",
+                    line=line,
+                    hint="check indentation, quoting and brackets near this line",
+                )
+            ],
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InputError.single(path, f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    return Document(path, data, builder.lines)
+
+
+def load_document(path: Path) -> Document:
+    """Read a ``.yaml``/``.yml``/``.json`` file. JSON is read by the YAML parser for line numbers,
+    falling back to the JSON parser for the few JSON texts YAML does not accept."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError.single(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except OSError as exc:
+        raise InputError.single(path, f"cannot read the file: {exc.strerror}") from None
+    if path.suffix.lower() != ".json":
+        return parse_yaml(path, text)
+    try:
+        return parse_yaml(path, text)
+    except InputError:
+        try:
+            return Document(path, json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise InputError.single(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None

@@ -1,0 +1,339 @@
+"""Tests for pytest_vibeeval.process, using real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import resource
+import select
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_vibeeval.process import (
+    CommandNotFound,
+    CommandResult,
+    read_head,
+    read_tail,
+    resolve_executable,
+    run_command,
+)
+
+# A script that starts a grandchild sleeping forever, records both pids, then sleeps forever.
+TREE_SCRIPT = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"])
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])  # atomic: never a half-written pid file
+time.sleep(1000)
+"""
+
+
+def _script(tmp_path: Path, body: str, name: str = "script.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def _run(tmp_path: Path, body: str, *args: str, **kwargs: Any) -> CommandResult:
+    script = _script(tmp_path, body)
+    kwargs.setdefault("cwd", tmp_path)
+    kwargs.setdefault("output_dir", tmp_path / "out")
+    kwargs.setdefault("timeout", 30)
+    return run_command([sys.executable, str(script), *args], **kwargs)
+
+
+def _is_gone(pid: int) -> bool:
+    """True if pid does not exist or is a zombie (the container's init may not reap orphans)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    # Field 2 (comm) is parenthesised and may contain spaces; the state follows it.
+    return stat.rpartition(")")[2].split()[0] in {"Z", "X"}
+
+
+def _assert_gone(pid: int) -> None:
+    """SIGKILL to a process we do not reap completes asynchronously, so block (no polling sleep)
+    on a pidfd, which becomes readable once the process has terminated; bounded at 5 s."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([fd], [], [], 5)
+    finally:
+        os.close(fd)
+    assert _is_gone(pid), f"pid {pid} is still alive"
+
+
+def _read_pids(path: Path) -> list[int]:
+    assert path.exists(), "script did not record its pids"
+    return [int(p) for p in path.read_text().split()]
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_exit_code_and_output_files(tmp_path: Path, code: int) -> None:
+    body = f"""
+        import sys
+        print("to stdout")
+        print("to stderr", file=sys.stderr)
+        sys.exit({code})
+    """
+    result = _run(tmp_path, body, name="step")
+    assert result.exit_code == code
+    assert not result.timed_out
+    assert result.stdout_path == tmp_path / "out" / "step.stdout"
+    assert result.stderr_path == tmp_path / "out" / "step.stderr"
+    assert result.stdout_path.read_text() == "to stdout\n"
+    assert result.stderr_path.read_text() == "to stderr\n"
+    assert result.output_size() == len("to stdout\n")
+    assert result.argv[0] == sys.executable
+    assert 0 < result.duration < 30
+
+
+def test_killed_by_signal_gives_negative_exit_code(tmp_path: Path) -> None:
+    result = _run(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert result.exit_code == -9
+    assert not result.timed_out
+
+
+def test_stdin_text_is_delivered(tmp_path: Path) -> None:
+    body = "import sys; sys.stdout.write(sys.stdin.read().upper())"
+    result = _run(tmp_path, body, stdin_text="hello\nwörld\n")
+    assert result.stdout_path.read_text(encoding="utf-8") == "HELLO\nWÖRLD\n"
+    assert (tmp_path / "out" / "command.stdin").read_text(encoding="utf-8") == "hello\nwörld\n"
+
+
+def test_no_stdin_reads_eof(tmp_path: Path) -> None:
+    result = _run(tmp_path, "import sys; print(repr(sys.stdin.read()))", timeout=10)
+    assert not result.timed_out
+    assert result.stdout_path.read_text() == "''\n"
+    assert not (tmp_path / "out" / "command.stdin").exists()
+
+
+def test_output_dir_is_created(tmp_path: Path) -> None:
+    out = tmp_path / "a" / "b"
+    result = _run(tmp_path, "print('x')", output_dir=out)
+    assert result.stdout_path.parent == out
+    assert result.stdout_path.read_text() == "x\n"
+
+
+def test_cwd_is_honoured(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    result = _run(tmp_path, "import os; print(os.getcwd())", cwd=workdir)
+    assert result.cwd == str(workdir)
+    assert Path(result.stdout_path.read_text().strip()).resolve() == workdir.resolve()
+
+
+def test_env_is_exactly_what_is_passed(tmp_path: Path) -> None:
+    # `env` (not Python) prints the environment verbatim; it is found via the given PATH.
+    env = {"PATH": "/usr/bin:/bin", "VIBE_ONLY": "yes", "EMPTY": ""}
+    result = run_command(["env"], cwd=tmp_path, output_dir=tmp_path, env=env, timeout=30)
+    assert result.exit_code == 0
+    lines = result.stdout_path.read_text().splitlines()
+    assert dict(line.split("=", 1) for line in lines) == env
+
+
+def test_env_none_inherits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VIBE_INHERITED", "42")
+    result = _run(tmp_path, "import os; print(os.environ['VIBE_INHERITED'])")
+    assert result.stdout_path.read_text() == "42\n"
+
+
+def test_command_not_found(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(CommandNotFound) as info:
+        run_command(["no-such-command-xyz", "arg"], cwd=tmp_path, output_dir=out)
+    assert str(info.value) == "command not found: 'no-such-command-xyz' (looked in PATH)"
+    assert info.value.name == "no-such-command-xyz"
+    assert not out.exists()  # nothing was started or created
+    clone = pickle.loads(pickle.dumps(info.value))
+    assert str(clone) == str(info.value)
+
+
+def test_non_executable_file_is_not_found(tmp_path: Path) -> None:
+    _script(tmp_path, "print('hi')")  # not chmod +x
+    with pytest.raises(CommandNotFound, match=r"'\./script\.py' \(not an executable file\)"):
+        run_command(["./script.py"], cwd=tmp_path, output_dir=tmp_path)
+
+
+def test_relative_executable_is_relative_to_cwd(tmp_path: Path) -> None:
+    script = _script(tmp_path, f"#!{sys.executable}\nprint('ran')\n", name="tool")
+    script.chmod(0o755)
+    result = run_command(["./tool"], cwd=tmp_path, output_dir=tmp_path / "out")
+    assert result.exit_code == 0
+    assert result.stdout_path.read_text() == "ran\n"
+
+
+def test_popen_permission_error_becomes_command_not_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    with pytest.raises(CommandNotFound, match=r"'sh' \(Permission denied\)"):
+        run_command(["sh"], cwd=tmp_path, output_dir=tmp_path)
+
+
+def test_missing_cwd_is_not_reported_as_missing_command(tmp_path: Path) -> None:
+    with pytest.raises(NotADirectoryError):
+        run_command([sys.executable], cwd=tmp_path / "nope", output_dir=tmp_path)
+
+
+def test_resolve_executable(tmp_path: Path) -> None:
+    sh = resolve_executable("sh")
+    assert sh is not None and os.path.isabs(sh) and os.access(sh, os.X_OK)
+    assert resolve_executable("definitely-not-a-command-q7x") is None
+    assert resolve_executable("") is None
+    assert resolve_executable("sh", {"PATH": ""}) is None
+    tool = tmp_path / "mytool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert resolve_executable("mytool", {"PATH": str(tmp_path)}) == str(tool)
+    assert resolve_executable(str(tool)) == str(tool)
+    tool.chmod(0o644)
+    assert resolve_executable(str(tool)) is None
+    assert resolve_executable(str(tmp_path)) is None  # a directory is not executable
+
+
+def test_timeout_kills_whole_tree(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    result = _run(tmp_path, TREE_SCRIPT, str(pidfile), timeout=1)
+    assert result.timed_out
+    assert result.exit_code is None
+    assert 1 <= result.duration < 5
+    pids = _read_pids(pidfile)
+    assert len(pids) == 2
+    for pid in pids:
+        _assert_gone(pid)
+
+
+def test_sigterm_ignored_still_killed_after_grace(tmp_path: Path) -> None:
+    body = """
+        import os, signal, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        open(sys.argv[1], "w").write(str(os.getpid()))
+        time.sleep(1000)
+    """
+    pidfile = tmp_path / "pid"
+    result = _run(tmp_path, body, str(pidfile), timeout=1, grace=0.5)
+    assert result.timed_out
+    assert result.exit_code is None
+    assert 1.4 <= result.duration < 5  # the grace period was used up: SIGTERM was ignored
+    _assert_gone(_read_pids(pidfile)[0])
+
+
+def test_background_child_killed_after_normal_exit(tmp_path: Path) -> None:
+    body = """
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"])
+        open(sys.argv[1], "w").write(str(child.pid))
+    """
+    pidfile = tmp_path / "pid"
+    result = _run(tmp_path, body, str(pidfile), timeout=30)
+    assert result.exit_code == 0
+    assert not result.timed_out
+    assert result.duration < 10
+    _assert_gone(_read_pids(pidfile)[0])
+
+
+def test_interrupt_while_waiting_kills_and_reraises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[subprocess.Popen[bytes]] = []
+
+    class InterruptedPopen(subprocess.Popen[bytes]):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.interrupted = False
+            started.append(self)
+
+        def wait(self, timeout: float | None = None) -> int:
+            if not self.interrupted:
+                self.interrupted = True
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    monkeypatch.setattr(subprocess, "Popen", InterruptedPopen)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, "import time; time.sleep(1000)")
+    (proc,) = started
+    assert proc.returncode == -9  # killed by the group SIGKILL and reaped
+    assert _is_gone(proc.pid)
+
+
+def test_large_output_bounded_memory(tmp_path: Path) -> None:
+    # 100 MiB in 1 MiB chunks of 1024-byte numbered lines.
+    body = """
+        import sys
+        out = sys.stdout.buffer
+        for chunk in range(100):
+            base = chunk * 1024
+            out.write(b"".join(b"%08d" % (base + i) + b"." * 1015 + b"\\n" for i in range(1024)))
+        out.flush()
+    """
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = _run(tmp_path, body, timeout=60)
+    head, truncated = read_head(result.stdout_path, 1024)
+    tail = read_tail(result.stdout_path)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert (after - before) * 1024 < 20 * 2**20  # ru_maxrss is in KiB on Linux
+    assert result.exit_code == 0
+    assert result.output_size() == 100 * 2**20
+    assert len(head) == 1024 and truncated
+    assert head.startswith("00000000.")
+    lines = tail.splitlines()
+    assert len(lines) == 40
+    assert [line[:8] for line in lines] == [f"{n:08d}" for n in range(102360, 102400)]
+    assert all(len(line) == 1023 for line in lines)
+
+
+def test_read_tail_many_lines(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    path.write_text("".join(f"line {i}\n" for i in range(10_000)))
+    assert read_tail(path) == "".join(f"line {i}\n" for i in range(9_960, 10_000))
+    assert read_tail(path, max_lines=3) == "line 9997\nline 9998\nline 9999\n"
+
+
+def test_read_tail_small_and_empty(tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.write_text("a\nb\nc")
+    assert read_tail(small) == "a\nb\nc"
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert read_tail(empty) == ""
+    assert read_tail(small, max_lines=0) == ""
+
+
+def test_read_tail_byte_window(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    path.write_text("aaaa\nbbbb\ncccc\n")
+    # The window starts mid-line: the partial line is dropped.
+    assert read_tail(path, max_bytes=7) == "cccc\n"
+    # The window starts exactly at a line start: nothing is lost.
+    assert read_tail(path, max_bytes=10) == "bbbb\ncccc\n"
+    # A single line longer than the window: its end is still returned.
+    long_line = tmp_path / "long"
+    long_line.write_text("x" * 1000 + "\n")
+    assert read_tail(long_line, max_bytes=10) == "x" * 9 + "\n"
+
+
+def test_read_head(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_text("hello")
+    assert read_head(path, 100) == ("hello", False)
+    assert read_head(path, 5) == ("hello", False)
+    assert read_head(path, 4) == ("hell", True)
+    assert read_head(path, 0) == ("", True)
+    path.write_bytes("aé".encode() + b"\xff")
+    # A character cut in half by the limit is dropped; invalid bytes are replaced.
+    assert read_head(path, 2) == ("a", True)
+    assert read_head(path, 10) == ("aé\ufffd", False)

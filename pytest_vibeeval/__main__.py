@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_vibeeval schema [--check]`` writes (or checks) the shipped JSON Schemas."""
+"""``python -m pytest_vibeeval schema [--check]``: write or check the shipped JSON Schemas."""
 
 from __future__ import annotations
 

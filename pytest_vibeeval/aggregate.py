@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .formula import FormulaError, evaluate, parse_formula
 from .results import EvalRecord, RunRecord
-from .variables import compute_variables, ran
+from .variables import compute_variables, eval_variable_names, ran, run_variable_names
 
 RUN_PROPERTY = "vibeeval_run"
 RESULT_PROPERTY = "vibeeval_result"
@@ -29,6 +29,7 @@ class RunInfo:
     eval_id: str
     named: bool
     suite_evals: int  # evals in the suite, selected or not
+    eval_index: int = -1  # position in the suite; -1 when unknown (a crashed item)
 
     def key(self) -> tuple[str, str]:
         return (self.source, self.configuration)
@@ -73,7 +74,7 @@ class Aggregator:
         groups: dict[tuple[str, str], list[tuple[RunInfo, EvalRecord]]] = {}
         for nodeid, item in self.items.items():
             info = item.info or _info_from_nodeid(nodeid, self._known_infos())
-            record = self._final_record(nodeid, item)
+            record = self._final_record(nodeid, item, info)
             groups.setdefault(info.key(), []).append((info, record))
         return [self._run(entries) for _, entries in sorted(groups.items())]
 
@@ -81,13 +82,12 @@ class Aggregator:
         return (item.info for item in self.items.values() if item.info)
 
     @staticmethod
-    def _final_record(nodeid: str, item: _Item) -> EvalRecord:
+    def _final_record(nodeid: str, item: _Item, info: RunInfo) -> EvalRecord:
         record = item.record
-        eval_id = item.info.eval_id if item.info else _split_nodeid(nodeid)[1]
         if record is None:
             record = EvalRecord(
-                name=eval_id,
-                named=bool(item.info and item.info.named),
+                name=info.eval_id,
+                named=info.named,
                 nodeid=nodeid,
                 outcome="skipped",
             )
@@ -114,8 +114,9 @@ class Aggregator:
 
     @staticmethod
     def _run(entries: list[tuple[RunInfo, EvalRecord]]) -> RunRecord:
-        info = entries[0][0]
-        records = sorted((record for _, record in entries), key=lambda r: r.nodeid)
+        in_suite_order = sorted(entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].nodeid))
+        info = in_suite_order[0][0]  # a collected item's info before one rebuilt for a crashed item
+        records = [record for _, record in in_suite_order]
         values, reasons = compute_variables(records)
         notes = []
         selected = len({r.name for r in records})
@@ -132,7 +133,7 @@ class Aggregator:
             )
         score, score_error = None, None
         try:
-            formula = parse_formula(info.score_formula, None)
+            formula = parse_formula(info.score_formula, set(values), allow_unknown=True)
         except FormulaError as exc:
             score_error = exc.reason
         else:
@@ -178,18 +179,31 @@ def _split_nodeid(nodeid: str) -> tuple[str, str, str]:
 
 
 def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
+    """The run of an item that left no RunInfo (its worker crashed), from its node id and its siblings'."""
     source, eval_id, config = _split_nodeid(nodeid)
-    for info in known:
-        if info.source == source:
-            same = info.configuration == config
-            return RunInfo(
-                info.suite,
-                source,
-                config,
-                info.configuration_name if same else None,
-                info.score_formula,
-                eval_id,
-                False,
-                info.suite_evals,
-            )
-    return RunInfo(source, source, config, None, "success_pct", eval_id, False, 0)
+    siblings = [info for info in known if info.source == source]
+    if not siblings:
+        return RunInfo(source, source, config, None, "success_pct", eval_id, False, 0)
+    info = next((i for i in siblings if i.configuration == config), siblings[0])
+    same = info.configuration == config
+    return RunInfo(
+        info.suite,
+        source,
+        config,
+        info.configuration_name if same else None,
+        info.score_formula,
+        eval_id,
+        any(i.eval_id == eval_id and i.named for i in siblings) or _in_formula(eval_id, info.score_formula),
+        info.suite_evals,
+    )
+
+
+def _in_formula(eval_id: str, formula: str) -> bool:
+    """Whether ``formula`` uses one of the eval's variables; only named evals' can be used, and a
+    generated id never equals a name, so such an eval is named."""
+    own = set(eval_variable_names(eval_id))
+    try:
+        names = parse_formula(formula, own | set(run_variable_names()), allow_unknown=True).names
+    except FormulaError:
+        return False
+    return bool(names & own)

@@ -24,6 +24,7 @@ REGEX_MARKERS = re.compile(r"\.[*+?]|\\[dDwWsSb]|\[[^\]]*\w-\w[^\]]*\]|\(\?|\{\d
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
+@lru_cache(maxsize=4096)
 def is_regex_pattern(pattern: str) -> bool:
     """Whether ``pattern`` is matched as a regular expression (see README, "Checks")."""
     if not REGEX_MARKERS.search(pattern):
@@ -45,7 +46,36 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile(source, re.IGNORECASE | re.DOTALL)
 
 
+@lru_cache(maxsize=4096)
+def _glob_parts(pattern: str) -> tuple[tuple[re.Pattern[str], int], ...]:
+    """The literal pieces between the ``*`` of a glob, each with its length."""
+    return tuple((re.compile(re.escape(part), re.IGNORECASE), len(part)) for part in pattern.split("*"))
+
+
+def _glob_matches(pattern: str, text: str) -> bool:
+    """Whole-text glob match in linear time (``.*a.*a.*b`` as a regex backtracks polynomially).
+
+    The first piece must start the text, the last end it, and the ones between are taken leftmost
+    in order; for ``*``-only globs that is exact. Case-insensitive matching keeps lengths.
+    """
+    (first, first_len), *middle, (last, last_len) = _glob_parts(pattern)
+    if first_len and first.match(text) is None:
+        return False
+    position = first_len
+    for piece, length in middle:
+        if not length:
+            continue
+        found = piece.search(text, position)
+        if found is None:
+            return False
+        position = found.end()
+    start = len(text) - last_len
+    return start >= position and (not last_len or last.match(text, start) is not None)
+
+
 def pattern_matches(pattern: str, text: str) -> bool:
+    if "*" in pattern and not is_regex_pattern(pattern):
+        return _glob_matches(pattern, text)
     return compile_pattern(pattern).fullmatch(text) is not None
 
 
@@ -285,7 +315,9 @@ class CheckRegistry:
             self.register(check_type)
 
     def register(self, check_type: CheckType) -> None:
-        if check_type.name in self._types or check_type.name == "or":
+        if check_type.name == "or":
+            raise ValueError("'or' is reserved: it combines checks and cannot be a check type")
+        if check_type.name in self._types:
             raise ValueError(f"check type {check_type.name!r} is already registered")
         self._types[check_type.name] = check_type
 

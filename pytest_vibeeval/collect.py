@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,11 @@ class SuiteFile(pytest.File):
         )
         for tag in suite.tags + tuple(t for case in suite.evals for t in case.tags):
             self.config.addinivalue_line("markers", f"{tag}: vibeeval suite tag")
+        # Items of one file share their fixture closure, as pytest's own parametrized items do;
+        # computing it per item dominated collection time. The file node stands in for the items:
+        # the closure depends only on the node id (conftest visibility) and usefixtures marks.
+        fixturemanager = self.session._fixturemanager
+        fixtureinfo = fixturemanager.getfixtureinfo(node=self, func=run_eval_item, cls=None)  # type: ignore[arg-type]
         for case in suite.evals:
             if case.id not in eval_ids:
                 continue
@@ -67,15 +71,18 @@ class SuiteFile(pytest.File):
                     case.id,
                     case.name is not None,
                     len(suite.evals),
+                    case.index,
                 )
                 yield EvalItem.from_parent(
                     self,
                     name=f"{case.id}[{config_id}]",
                     callobj=run_eval_item,
+                    fixtureinfo=fixtureinfo,
                     suite=suite,
                     case=case,
                     config_id=config_id,
                     configuration=configuration,
+                    config_dir=configs.source.parent if configs.source else self.path.parent,
                     info=info,
                 )
 
@@ -103,12 +110,13 @@ class EvalItem(pytest.Function):
         case: EvalCase,
         config_id: str,
         configuration: Configuration | None,
+        config_dir: Path,
         info: RunInfo,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.suite, self.case, self.config_id = suite, case, config_id
-        self.configuration, self.info = configuration, info
+        self.configuration, self.config_dir, self.info = configuration, config_dir, info
         self.extra_keyword_matches.update({case.id, config_id})
         self.add_marker(pytest.mark.vibeeval)
         for tag in (*suite.tags, *case.tags):
@@ -117,24 +125,27 @@ class EvalItem(pytest.Function):
             self.add_marker(pytest.mark.xfail(reason=case.xfail, strict=True))
         timeout = configuration.timeout_s if configuration else 60.0
         self.add_marker(pytest.mark.timeout(timeout + TIMEOUT_MARGIN_S))
-        self.user_properties.append((RUN_PROPERTY, json.dumps(asdict(info))))
+        self.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else None
         return self.path, line, f"{self.case.id}[{self.config_id}]"
 
 
-def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, tmp_path: Path) -> None:
+def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_workdir: Path) -> None:
     """The body of every prompt-eval item."""
     item = request.node
     assert isinstance(item, EvalItem)
     state = get_state(item.config)
     record, verdict = run_prompt_eval(
-        item.suite, item.case, item.config_id, vibe_provider, state.renderer, tmp_path, item.nodeid
+        item.suite, item.case, item.config_id, vibe_provider, state.renderer, vibe_workdir, item.nodeid
     )
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
     if verdict.outcome == "skipped":
-        pytest.skip(verdict.message or "skipped")
+        skip = pytest.skip.Exception(verdict.message or "skipped")
+        # Report the eval's line in the suite (as skip marks do), not this line of the plugin.
+        skip._use_item_location = item.case.line is not None
+        raise skip
     if verdict.outcome != "passed":
         pytest.fail(verdict.message or verdict.outcome, pytrace=False)
 
@@ -145,6 +156,6 @@ def provider_for(item: EvalItem) -> Provider:
     key = (item.suite.path, item.config_id)
     if key not in state.providers:
         state.providers[key] = make_provider(
-            item.config_id, item.configuration, item.suite.path.parent, state.renderer
+            item.config_id, item.configuration, item.suite.path.parent, item.config_dir, state.renderer
         )
     return state.providers[key]

@@ -55,6 +55,10 @@ class InputError(Exception):
     def __post_init__(self) -> None:
         super().__init__(self.render())
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, list[Problem]]]:
+        # Exception pickling would rebuild the error from its rendered text alone
+        return (type(self), (self.path, list(self.problems)))
+
     def render(self) -> str:
         return "\n".join(problem.render(self.path) for problem in self.problems)
 

@@ -21,6 +21,7 @@ from .summary import summary_lines
 from .templates import Renderer, TemplateValues, parse_assignments
 
 SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
+USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,6 +98,13 @@ def vibe_provider(request: pytest.FixtureRequest) -> Provider:
     return provider_for(item)
 
 
+@pytest.fixture
+def vibe_workdir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh directory for the current eval item's files: the agent's working directory and output."""
+    state = get_state(request.config)
+    return state.workdirs.new(lambda: tmp_path_factory.mktemp("vibeeval"), request.node.name)
+
+
 class SessionHooks:
     """Hooks that need the session's config; registered per config in pytest_configure."""
 
@@ -104,8 +112,9 @@ class SessionHooks:
         self.config = config
         self.state = get_state(config)
         self.controller = not hasattr(config, "workerinput")
+        self.usage_error: str | None = None
 
-    def pytest_collection_modifyitems(self) -> None:
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         state = self.state
         if not state.suites_collected:
             return
@@ -115,7 +124,27 @@ class SessionHooks:
         ):
             problem = unknown_selection(option, requested, known)
             if problem:
-                raise pytest.UsageError(problem.message)
+                if self.controller:
+                    raise pytest.UsageError(problem.message)
+                # An xdist worker: a UsageError here would end only this worker and the controller
+                # would report "no tests ran" (exit 5). Run nothing and let the controller raise it.
+                self.config.workeroutput[USAGE_ERROR_OUTPUT] = problem.message  # type: ignore[attr-defined]
+                items.clear()
+                return
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """xdist controller: remember a usage error a worker found during its collection."""
+        message = getattr(node, "workeroutput", {}).get(USAGE_ERROR_OUTPUT)
+        if message and self.usage_error is None:
+            self.usage_error = str(message)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        result = yield
+        if self.usage_error is not None:
+            raise pytest.UsageError(self.usage_error)
+        return result
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

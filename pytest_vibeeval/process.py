@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -82,20 +83,60 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def _exited_within(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Block until the leader exits or `timeout` passes; True if it exited.
+
+    With a pidfd (Linux) this wakes the moment the child exits and leaves it unreaped, so the
+    group can still be killed by its id without racing pid reuse; Popen.wait(timeout) instead
+    polls with sleeps, which cost milliseconds on every short command.
+    """
+    pidfd_open = getattr(os, "pidfd_open", None)
+    fd = None
+    if pidfd_open is not None:
+        with contextlib.suppress(OSError):
+            fd = pidfd_open(proc.pid)
+    if fd is None:
+        try:
+            proc.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else max(timeout, 0.0) * 1000))
+    finally:
+        os.close(fd)
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout: float | None, grace: float) -> bool:
     """Wait for the leader; on timeout TERM then KILL the group. Returns True if it timed out."""
-    try:
-        proc.wait(timeout)
+    if _exited_within(proc, timeout):
         return False
-    except subprocess.TimeoutExpired:
-        pass
     _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(max(grace, 0.0))
-    except subprocess.TimeoutExpired:
+    if not _exited_within(proc, max(grace, 0.0)):
         _signal_group(proc.pid, signal.SIGKILL)
-        proc.wait()
     return True
+
+
+def _prefilled_pipe(data: bytes) -> int | None:
+    """The read end of a pipe already holding all of `data` and closed for writing, or None when
+    `data` does not fit in the pipe's buffer (then stdin comes from a file instead). Saves two
+    file operations per command, which matters for short evals."""
+    if len(data) > 16384:
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(write_end, False)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write_end, view) :]
+    except BlockingIOError:
+        os.close(read_end)
+        return None
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 def run_command(
@@ -146,9 +187,14 @@ def run_command(
         with contextlib.ExitStack() as files:
             stdin: IO[bytes] | int = subprocess.DEVNULL
             if stdin_text is not None:
-                stdin_path = out / f"{name}.stdin"
-                stdin_path.write_bytes(stdin_text.encode("utf-8"))
-                stdin = files.enter_context(stdin_path.open("rb"))
+                data = stdin_text.encode("utf-8")
+                pipe_end = _prefilled_pipe(data)
+                if pipe_end is not None:
+                    stdin = files.enter_context(os.fdopen(pipe_end, "rb"))
+                else:
+                    stdin_path = out / f"{name}.stdin"
+                    stdin_path.write_bytes(data)
+                    stdin = files.enter_context(stdin_path.open("rb"))
             stdout = files.enter_context(stdout_path.open("wb"))
             stderr = files.enter_context(stderr_path.open("wb"))
             start = time.monotonic()

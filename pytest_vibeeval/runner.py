@@ -72,7 +72,8 @@ def run_prompt_eval(
     nodeid: str,
 ) -> tuple[EvalRecord, Verdict]:
     """Ask the provider, run the checks. Never raises for a problem of the eval itself."""
-    redact = Redactor()
+    # Shares the renderer's set: secrets the provider renders later (args, env) are redacted too.
+    redact = Redactor(renderer.used_secrets)
     base = EvalRecord(
         name=case.id,
         named=case.name is not None,
@@ -93,7 +94,6 @@ def run_prompt_eval(
             mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
     except MissingValue as exc:
         return base.model_copy(update={"message": str(exc)}), Verdict("skipped", str(exc))
-    redact.add(renderer.used_secrets)
     request = PromptRequest(prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp)
     started = time.perf_counter()
     try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,28 @@ class Options:
     patterns: tuple[str, ...]
 
 
+class WorkdirAllocator:
+    """Fresh per-item directories under one base directory made once per session (or worker).
+
+    One ``mkdir`` per item: pytest's ``tmp_path`` costs two more filesystem calls per item and
+    dominated the overhead of short evals. The base lives in pytest's basetemp, so pytest's
+    retention of old runs applies.
+    """
+
+    def __init__(self) -> None:
+        self.base: Path | None = None
+        self.count = 0
+
+    def new(self, make_base: Callable[[], Path], label: str) -> Path:
+        if self.base is None:
+            self.base = make_base()
+        self.count += 1
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label)[:60].strip("-")
+        path = self.base / f"{self.count:05d}-{safe}"
+        path.mkdir()
+        return path
+
+
 @dataclass
 class VibeState:
     options: Options
@@ -33,5 +57,6 @@ class VibeState:
     known_configs: set[str] = field(default_factory=set)
     suites_collected: int = 0
     started_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    workdirs: WorkdirAllocator = field(default_factory=lambda: WorkdirAllocator())
     runs: list[object] = field(default_factory=list)
     results_written: list[Path] = field(default_factory=list)

@@ -16,6 +16,7 @@ from .checks import AnyOf, Check, CheckNode, CheckRegistry
 from .errors import InputError, Loc, Problem, did_you_mean
 from .models import Configuration, McpServer, SuiteFile, protected_name_problem
 from .templates import ANY_TEMPLATE, template_problems
+from .variables import eval_variable_names, run_variable_names
 from .yamlsource import Document, load_document
 
 LEGACY_CHECK_HINT = (
@@ -74,12 +75,13 @@ def load_suite(path: Path, registry: CheckRegistry) -> Suite:
         for index, raw in enumerate(evals_raw if isinstance(evals_raw, list) else []):
             if isinstance(raw, dict) and "checks" in raw:
                 parse_checks(raw["checks"], ("evals", index, "checks"), doc, registry, found)
-        raise InputError(str(path), sorted(found, key=lambda p: p.line or 0)) from None
+        found.extend(_template_problems(doc))
+        raise InputError(str(path), _by_line(found)) from None
     problems: list[Problem] = []
     evals = list(_build_evals(model, doc, registry, problems))
     problems.extend(_template_problems(doc))
     if problems:
-        raise InputError(str(path), problems)
+        raise InputError(str(path), _by_line(problems))
     score_line = doc.line_of(("score", "formula"))
     return Suite(
         path=path,
@@ -94,6 +96,10 @@ def load_suite(path: Path, registry: CheckRegistry) -> Suite:
         default_configurations=tuple(model.default_configurations) if model.default_configurations else None,
         tags=tuple(model.metadata.tags),
     )
+
+
+def _by_line(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: p.line or 0)
 
 
 def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
@@ -112,7 +118,13 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
             problems.append(Problem(f"missing required key {loc[-1]!r}", line=doc.line_of(clean), loc=clean))
             continue
         message = error["msg"]
-        if kind == "string_pattern_mismatch" and "evals" in loc and loc[-1] == "name":
+        if kind in ("model_type", "dict_type"):
+            message = f"must be a mapping, not {_kind(error.get('input'))}"
+        elif kind == "list_type":
+            message = f"must be a list, not {_kind(error.get('input'))}"
+        elif kind == "too_short" and clean == ("evals",):
+            message = "`evals` is empty; a suite needs at least one eval"
+        elif kind == "string_pattern_mismatch" and "evals" in loc and loc[-1] == "name":
             message = "eval name may contain only letters, digits, '-' and '_' (it is used in formulas)"
         elif kind == "string_pattern_mismatch":
             message = f"{message}: got {error.get('input')!r}"
@@ -120,6 +132,20 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
             message = message[len("Value error, ") :]
         problems.append(Problem(message, line=doc.line_of(loc), loc=clean))
     return problems
+
+
+def _variable_clash(name: str) -> str | None:
+    """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one."""
+    run = set(run_variable_names())
+    if name in run:
+        return f"eval name {name!r} is a run-wide score formula variable"
+    clashes = [v for v in eval_variable_names(name) if v in run]
+    if clashes:
+        return (
+            f"eval name {name!r} would define the formula variable(s) {', '.join(map(repr, clashes))}, "
+            "which are run-wide variables"
+        )
+    return None
 
 
 def _legacy_problem(doc: Document) -> Problem | None:
@@ -153,7 +179,7 @@ def _build_evals(
         line = doc.line_of(loc)
         if spec.name is not None:
             name_line = doc.line_of((*loc, "name"))
-            protected = protected_name_problem(spec.name)
+            protected = protected_name_problem(spec.name) or _variable_clash(spec.name)
             if protected:
                 problems.append(
                     Problem(

@@ -13,7 +13,9 @@ def _money(value: float | None) -> str:
 
 
 def _seconds(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}s"
+    if value is None:
+        return "n/a"
+    return f"{value * 1000:.1f}ms" if value < 0.1 else f"{value:.2f}s"
 
 
 def _score(run: RunRecord) -> str:
@@ -24,17 +26,15 @@ def run_block(run: RunRecord) -> list[str]:
     m = run.metrics
     config = run.configuration + (f" ({run.configuration_name})" if run.configuration_name else "")
     lines = [f"{run.suite} × {config}  [{run.source}]"]
-    score = f"Score: {_score(run)} (formula: {run.score_formula})"
+    lines.append(f"Score: {_score(run)} (formula: {run.score_formula})")
     if run.score_error:
-        score += f"\n  score error: {run.score_error}"
-    lines.append(score)
+        lines.append(f"  score error: {run.score_error}")
     if m["success_pct"] is None:
         lines.append(f"Success Rate: n/a (0/0; {m['skipped']} skipped)")
     else:
         extra = f", {m['skipped']} skipped" if m["skipped"] else ""
         lines.append(f"Success Rate: {m['success_pct']:.1f}% ({m['passed']:.0f}/{m['total']:.0f}{extra})")
-    cost_reason = run.variables.get("total_cost") is None
-    lines.append(f"Total Cost: {_money(m['total_cost'])}" + (" (not reported)" if cost_reason else ""))
+    lines.append(f"Total Cost: {_money(m['total_cost'])}{_cost_gap(run)}")
     lines.append(
         f"Latency: avg {_seconds(m['avg_latency'])} · min {_seconds(m['min_latency'])}"
         f" · max {_seconds(m['max_latency'])}"
@@ -48,6 +48,19 @@ def run_block(run: RunRecord) -> list[str]:
     if len(failed) > 10:
         lines.append(f"  … and {len(failed) - 10} more")
     return lines
+
+
+def _cost_gap(run: RunRecord) -> str:
+    """Why the total cost is unknown, if it is."""
+    if run.metrics["total_cost"] is not None:
+        return ""
+    counted = [r for r in run.evals if r.outcome != "skipped"]
+    if not counted:
+        return " (no eval ran)"
+    reported = sum(1 for r in counted if r.cost is not None)
+    if not reported:
+        return " (not reported)"
+    return f" (reported by {reported} of {len(counted)} evals)"
 
 
 def _first_failed_check(record: object) -> str:

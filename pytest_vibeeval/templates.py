@@ -129,5 +129,6 @@ class Redactor:
         if not text or not self.secrets:
             return text
         for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, REDACTED)
+            if secret:
+                text = text.replace(secret, REDACTED)
         return text

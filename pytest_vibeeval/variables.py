@@ -46,13 +46,11 @@ def _values(records: Sequence[EvalRecord], field: str) -> tuple[list[float], str
     values = [getattr(r, field) for r in counted]
     missing = [r.name for r, v in zip(counted, values, strict=True) if v is None]
     if missing:
-        what = "cost" if field == "cost" else field
+        what = field
         if len(missing) == len(counted):
             return [], f"no eval reported {what}"
-        return (
-            [],
-            f"{what} unknown for {len(missing)} of {len(counted)} evals ({', '.join(missing[:3])}…)",
-        )
+        shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
+        return [], f"{what} unknown for {len(missing)} of {len(counted)} evals ({shown})"
     return [float(v) for v in values], None
 
 
@@ -166,11 +164,14 @@ def compute_variables(records: Sequence[EvalRecord]) -> tuple[dict[str, Value], 
         values[variable.name], reason = variable.compute(records)
         if reason:
             reasons[variable.name] = reason
+    run_wide = set(values)
     for record in records:
         if not record.named:
             continue
         for eval_variable in EVAL_VARIABLES:
             name = record.name + eval_variable.suffix
+            if name in run_wide:
+                continue  # an eval named like a run-wide variable must not replace it
             values[name], reason = eval_variable.compute(record)
             if reason:
                 reasons[name] = reason

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_vibeeval import process
 from pytest_vibeeval.process import (
     CommandNotFound,
     CommandResult,
@@ -107,7 +108,15 @@ def test_stdin_text_is_delivered(tmp_path: Path) -> None:
     body = "import sys; sys.stdout.write(sys.stdin.read().upper())"
     result = _run(tmp_path, body, stdin_text="hello\nwörld\n")
     assert result.stdout_path.read_text(encoding="utf-8") == "HELLO\nWÖRLD\n"
-    assert (tmp_path / "out" / "command.stdin").read_text(encoding="utf-8") == "hello\nwörld\n"
+    assert not (tmp_path / "out" / "command.stdin").exists()  # small input: through a pipe
+
+
+def test_large_stdin_text_goes_through_a_file(tmp_path: Path) -> None:
+    text = "x" * 200_000 + "\nend"  # too large to pre-fill a pipe with
+    body = "import sys; data = sys.stdin.read(); print(len(data), data[-3:])"
+    result = _run(tmp_path, body, stdin_text=text)
+    assert result.stdout_path.read_text(encoding="utf-8") == f"{len(text)} end\n"
+    assert (tmp_path / "out" / "command.stdin").read_text(encoding="utf-8") == text
 
 
 def test_no_stdin_reads_eof(tmp_path: Path) -> None:
@@ -245,24 +254,20 @@ def test_background_child_killed_after_normal_exit(tmp_path: Path) -> None:
     _assert_gone(_read_pids(pidfile)[0])
 
 
-def test_interrupt_while_waiting_kills_and_reraises(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_interrupt_while_waiting_kills_and_reraises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
 
-    class InterruptedPopen(subprocess.Popen[bytes]):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.interrupted = False
-            started.append(self)
+    def recording_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        return proc
 
-        def wait(self, timeout: float | None = None) -> int:
-            if not self.interrupted:
-                self.interrupted = True
-                raise KeyboardInterrupt
-            return super().wait(timeout)
+    def interrupted(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+        raise KeyboardInterrupt  # as Ctrl-C arriving while the runner waits
 
-    monkeypatch.setattr(subprocess, "Popen", InterruptedPopen)
+    monkeypatch.setattr(subprocess, "Popen", recording_popen)
+    monkeypatch.setattr(process, "_exited_within", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _run(tmp_path, "import time; time.sleep(1000)")
     (proc,) = started

@@ -23,9 +23,11 @@ __all__ = [
 
 
 def make_provider(
-    config_id: str, config: Configuration | None, suite_dir: Path, renderer: Renderer
+    config_id: str, config: Configuration | None, suite_dir: Path, config_dir: Path, renderer: Renderer
 ) -> Provider:
-    """The provider for a configuration; ``None`` is the implicit OpenRouter configuration."""
+    """The provider for a configuration; ``None`` is the implicit OpenRouter configuration.
+
+    ``config_dir`` is the folder of the file that defines the configuration."""
     if config is None:
         return Unavailable(
             "this suite has no configuration: add a `configurations:` section or a cli-config.json "
@@ -33,5 +35,5 @@ def make_provider(
             "is not part of this version"
         )
     if config.kind == "cli":
-        return CliProvider(config_id, config, renderer)
+        return CliProvider(config_id, config, renderer, config_dir)
     return PythonProvider(config_id, config, suite_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ..models import Configuration
 from ..process import CommandNotFound, read_tail, resolve_executable, run_command
@@ -11,20 +12,37 @@ from ..templates import MissingValue, Renderer
 from .base import PromptRequest, ProviderError, ProviderResponse
 from .output import OutputError, parse_output
 
+CONFIG_DIR = "${CONFIG_DIR}"
+
 
 class CliProvider:
-    def __init__(self, config_id: str, config: Configuration, renderer: Renderer) -> None:
+    """``config_dir`` is the folder of the file that defines the configuration: a relative ``cli``
+    path is resolved against it, and ``${CONFIG_DIR}`` in ``cli``, ``args`` and ``env`` expands to it."""
+
+    def __init__(self, config_id: str, config: Configuration, renderer: Renderer, config_dir: Path) -> None:
         assert config.cli
         self.config_id = config_id
         self.config = config
         self.renderer = renderer
+        self.config_dir = str(config_dir)
+        cli = config.cli.replace(CONFIG_DIR, self.config_dir)
+        self.executable = str(Path(self.config_dir, cli)) if "/" in cli and not os.path.isabs(cli) else cli
+
+    def _expand(self, text: str) -> str:
+        return self.renderer.render(text).replace(CONFIG_DIR, self.config_dir)
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({key: self.renderer.render(value) for key, value in self.config.env.items()})
+        env.update({key: self._expand(value) for key, value in self.config.env.items()})
         return env
 
     def unavailable_reason(self) -> str | None:
+        """Decided once per session: whether the executable and the environment are there."""
+        if not hasattr(self, "_unavailable"):
+            self._unavailable = self._check_available()
+        return self._unavailable
+
+    def _check_available(self) -> str | None:
         missing = [name for name in self.config.requires_env if not os.environ.get(name)]
         if missing:
             return f"configuration {self.config_id!r} needs the environment variable(s) {', '.join(missing)}"
@@ -32,13 +50,12 @@ class CliProvider:
             env = self._env()
         except MissingValue as exc:
             return str(exc)
-        assert self.config.cli
-        if resolve_executable(self.config.cli, env) is None:
-            return f"configuration {self.config_id!r}: executable {self.config.cli!r} not found on PATH"
+        if resolve_executable(self.executable, env) is None:
+            where = "not found" if "/" in self.executable else "not found on PATH"
+            return f"configuration {self.config_id!r}: executable {self.executable!r} {where}"
         return None
 
     def argv(self, request: PromptRequest) -> list[str]:
-        assert self.config.cli
         values = {
             "${MODEL}": self.config.model or request.model,
             "${SYSTEM_PROMPT}": request.system_prompt or "",
@@ -47,7 +64,7 @@ class CliProvider:
         args = []
         placed = False
         for arg in self.config.args:
-            arg = self.renderer.render(arg)
+            arg = self._expand(arg)
             for key, value in values.items():
                 if key in arg:
                     placed |= key == "${PROMPT}"
@@ -55,7 +72,7 @@ class CliProvider:
             args.append(arg)
         if self.config.prompt_via == "argument" and not placed:
             args.append(request.prompt)
-        return [self.config.cli, *args]
+        return [self.executable, *args]
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         argv = self.argv(request)

@@ -51,6 +51,16 @@ class PythonProvider:
                     f"cannot import {module_name!r} for configuration {self.config_id!r} "
                     f"(looked in {folder} and sys.path): {type(exc).__name__}: {exc}"
                 ) from None
+            local = _local_source(self.suite_dir, module_name)
+            loaded = getattr(module, "__file__", None)
+            if local is not None and loaded is not None and Path(loaded).resolve() != local.resolve():
+                # Python imports a module name once per process: without this check the suite
+                # would silently be answered by another folder's module of the same name.
+                raise ProviderError(
+                    f"cannot use {module_name!r} from {local} for configuration {self.config_id!r}: "
+                    f"a different module of that name is already imported from {loaded} "
+                    "(by another suite?); give the modules distinct names"
+                )
             function = getattr(module, attr, None)
             if not callable(function):
                 raise ProviderError(
@@ -109,3 +119,12 @@ class PythonProvider:
             input_tokens=None if numbers["input_tokens"] is None else int(numbers["input_tokens"]),
             output_tokens=None if numbers["output_tokens"] is None else int(numbers["output_tokens"]),
         )
+
+
+def _local_source(folder: Path, module_name: str) -> Path | None:
+    """The file in the suite's folder that ``module_name`` names, if there is one."""
+    base = folder.joinpath(*module_name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None

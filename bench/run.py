@@ -1,0 +1,124 @@
+"""Benchmarks of pytest-vibeeval against floors measured in the same run. Prints ratios.
+
+    python -m bench.run [--evals 500] [--collect 10000]
+
+1. Prompt-eval overhead: N evals through a `cli:` configuration whose script prints a fixed
+   answer, full pytest run (collection, N subprocesses, checks, aggregation, results file),
+   against a plain pytest file that runs the same N subprocesses with subprocess.run and
+   asserts `in`. Target: ratio <= 1.5.
+2. Collection: `pytest --collect-only` of suites totalling M items against a parametrized
+   plain test function with M cases. Target: under 2 s for 10 000 items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+AGENT = "#!/bin/sh\ncat > /dev/null\necho 'The answer is 42.'\n"
+
+
+def _pytest(args: list[str], cwd: Path) -> tuple[float, str]:
+    """Wall-clock seconds of a pytest run in a fresh interpreter, and its output."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args],
+        cwd=cwd, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - started
+    if proc.returncode not in (0, 1):
+        tail = proc.stdout[-3000:] + proc.stderr[-3000:]
+        raise SystemExit(f"pytest failed in {cwd} ({proc.returncode}):\n{tail}")
+    return elapsed, proc.stdout
+
+
+def _collected_in(output: str) -> float:
+    """pytest's own "N tests collected in X s" figure: collection without start-up and exit."""
+    match = re.search(r"collected in ([0-9.]+)s", output)
+    if not match:
+        raise SystemExit(f"no collection time in:\n{output[-2000:]}")
+    return float(match.group(1))
+
+
+def _suite(path: Path, evals: int, agent: Path, configs: int = 1) -> None:
+    lines = ["metadata: {name: bench, model: bench/model}", "evals:"]
+    for i in range(evals):
+        lines += [f"  - name: e{i}", f"    prompt: Question {i}?", "    checks:", "      - match: '*42*'"]
+    lines.append("configurations:")
+    for c in range(configs):
+        lines.append(f"  c{c}: {{cli: {agent}}}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def bench_overhead(evals: int, root: Path) -> tuple[float, float]:
+    work = root / "overhead"
+    work.mkdir()
+    agent = work / "agent.sh"
+    agent.write_text(AGENT)
+    agent.chmod(0o755)
+    plugin_dir = work / "plugin"
+    plugin_dir.mkdir()
+    _suite(plugin_dir / "bench.eval.yaml", evals, agent)
+    plain_dir = work / "plain"
+    plain_dir.mkdir()
+    (plain_dir / "test_plain.py").write_text(
+        "import subprocess, pytest\n"
+        f"@pytest.mark.parametrize('i', range({evals}))\n"
+        "def test_eval(i):\n"
+        f"    out = subprocess.run([{str(agent)!r}], input=f'Question {{i}}?',\n"
+        "                         capture_output=True, text=True)\n"
+        "    assert '42' in out.stdout\n"
+    )
+    plain, _ = _pytest(["-p", "no:vibeeval"], plain_dir)
+    ours, _ = _pytest(["--vibe-results", str(work / "results.json")], plugin_dir)
+    return ours, plain
+
+
+def bench_collection(items: int, root: Path) -> tuple[float, float]:
+    work = root / "collect"
+    work.mkdir()
+    plugin_dir = work / "plugin"
+    plugin_dir.mkdir()
+    per_suite = 500
+    for s in range(items // (per_suite * 2)):
+        _suite(plugin_dir / f"s{s}.eval.yaml", per_suite, Path("/bin/true"), configs=2)
+    plain_dir = work / "plain"
+    plain_dir.mkdir()
+    (plain_dir / "test_plain.py").write_text(
+        f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_eval(i):\n    pass\n"
+    )
+    _, plain = _pytest(["--collect-only", "-p", "no:vibeeval"], plain_dir)
+    _, ours = _pytest(["--collect-only"], plugin_dir)
+    return _collected_in(ours), _collected_in(plain)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--evals", type=int, default=500)
+    parser.add_argument("--collect", type=int, default=10_000)
+    args = parser.parse_args()
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    with tempfile.TemporaryDirectory(prefix="vibeeval-bench-") as tmp:
+        root = Path(tmp)
+        ours, plain = bench_overhead(args.evals, root)
+        print(
+            f"prompt evals, N={args.evals}: pytest-vibeeval {ours:.2f}s, plain subprocess.run {plain:.2f}s,"
+            f" ratio {ours / plain:.2f} (target <= 1.50), per eval {ours / args.evals * 1000:.1f} ms"
+        )
+        ours, plain = bench_collection(args.collect, root)
+        print(
+            f"collection, {args.collect} items: pytest-vibeeval {ours:.2f}s, plain parametrized {plain:.2f}s,"
+            f" ratio {ours / plain:.2f} (target: under 2 s)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Shared helpers for the end-to-end tests: write suites and agent scripts into a pytester dir, run
+pytest in a subprocess (serially or with ``-n 2``), and read what the run left behind."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import select
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Every scenario that matters runs serially and with two xdist workers.
+XDIST_MODES = pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+
+# Importing hypothesis costs most of a run's startup; these runs do not use it.
+FAST_ARGS = ("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
+
+PYTHON = sys.executable
+
+
+def write(path: Path, text: str) -> Path:
+    """Write dedented ``text`` to ``path`` (creating folders) and return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def agent(directory: Path, name: str, body: str) -> str:
+    """A Python agent script; configurations run it as ``cli: <python>, args: [<script>]``."""
+    return str(write(directory / name, body))
+
+
+def run(
+    pytester: pytest.Pytester,
+    *args: str | os.PathLike[str],
+    xdist: list[str] | None = None,
+    subprocess: bool = False,
+) -> pytest.RunResult:
+    """Run pytest in pytester's directory.
+
+    With xdist (or ``subprocess=True``) pytest runs in a subprocess of its own, so workers and
+    process-level behaviour are real; a serial run is in-process (pytester restores sys.modules and
+    sys.path afterwards), which saves the interpreter start-up.
+    """
+    if xdist or subprocess:
+        return pytester.runpytest_subprocess(*FAST_ARGS, *(xdist or []), *args, timeout=180)
+    return pytester.runpytest_inprocess(*FAST_ARGS, *args)
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def evals_by_nodeid(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every eval record of every run, by node id."""
+    return {record["nodeid"]: record for run in results["runs"] for record in run["evals"]}
+
+
+def run_of(results: dict[str, Any], configuration: str, suite: str | None = None) -> dict[str, Any]:
+    """The run of ``configuration`` (and ``suite``, if given)."""
+    found = [
+        r
+        for r in results["runs"]
+        if r["configuration"] == configuration and (suite is None or r["suite"] == suite)
+    ]
+    assert len(found) == 1, f"expected one run of {configuration!r}, found {len(found)}"
+    return found[0]
+
+
+_VARIABLE = "<varies>"
+
+
+def comparable(results: dict[str, Any]) -> dict[str, Any]:
+    """The results without what legitimately differs between two runs of the same suite: times,
+    latencies, temporary paths and ordering."""
+    data = copy.deepcopy(results)
+    data.pop("started_at")
+    data.pop("finished_at")
+    for run_record in data["runs"]:
+        for mapping in (run_record["metrics"], run_record["variables"]):
+            for key, value in mapping.items():
+                if "latency" in key and value is not None:
+                    mapping[key] = _VARIABLE
+        for record in run_record["evals"]:
+            if record["latency"] is not None:
+                record["latency"] = _VARIABLE
+            for step in record["steps"]:
+                step.update(cwd=_VARIABLE, log=_VARIABLE, duration=_VARIABLE)
+        run_record["evals"].sort(key=lambda r: r["nodeid"])
+    data["runs"].sort(key=lambda r: (r["source"], r["configuration"]))
+    return data
+
+
+def run_summary(result: pytest.RunResult) -> list[str]:
+    """The lines of the Run Summary section (empty if there is none)."""
+    lines = result.outlines
+    starts = [i for i, line in enumerate(lines) if re.fullmatch(r"=+ Run Summary =+", line)]
+    if not starts:
+        return []
+    assert len(starts) == 1, "the Run Summary was printed more than once"
+    out = []
+    for line in lines[starts[0] + 1 :]:
+        if line.startswith("==="):
+            break
+        out.append(line)
+    return out
+
+
+def score_and_success_lines(result: pytest.RunResult) -> list[str]:
+    return [line for line in run_summary(result) if line.startswith(("Score:", "Success Rate:"))]
+
+
+def is_gone(pid: int) -> bool:
+    """True if the process does not exist or is a zombie (the container's init may not reap
+    orphans, so an orphaned child killed by the plugin can linger as a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    # Field 2 (comm) is parenthesised and may contain spaces; the state follows it.
+    return stat.rpartition(")")[2].split()[0] in {"Z", "X"}
+
+
+def wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    """Block (no polling) until ``pid`` has terminated or ``timeout`` passed; then :func:`is_gone`.
+
+    A SIGKILL sent to a process nobody reaps completes asynchronously; a pidfd becomes readable
+    once the process has terminated.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    return is_gone(pid)

@@ -1,0 +1,105 @@
+"""Paths in configurations: a relative `cli`, `${CONFIG_DIR}`, and secrets rendered only by the provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+AGENT = """\
+#!{python}
+import json, sys
+print(json.dumps({{"argv": sys.argv[1:], "stdin": sys.stdin.read()}}))
+"""
+
+
+def _agent(path: Path) -> None:
+    write(path, AGENT.format(python=PYTHON))
+    path.chmod(0o755)
+
+
+@XDIST_MODES
+def test_relative_cli_and_config_dir_resolve_against_the_defining_file(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    _agent(pytester.path / "configs" / "bin" / "agent")
+    write(pytester.path / "configs" / "data.txt", "x")
+    (pytester.path / "configs" / "cli-config.json").write_text(
+        json.dumps(
+            {
+                "configurations": {
+                    "rel": {"cli": "./bin/agent", "args": ["${CONFIG_DIR}/data.txt"]},
+                    "abs": {"cli": PYTHON, "args": ["${CONFIG_DIR}/bin/agent"]},
+                }
+            }
+        )
+    )
+    write(
+        pytester.path / "configs" / "suites" / "paths.eval.yaml",
+        """
+        metadata: {name: paths, model: m}
+        evals:
+          - name: ask
+            prompt: hello
+            checks: [{match: "*hello*"}]
+        """,
+    )
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(results), xdist=xdist)
+    result.assert_outcomes(passed=2)
+    records = evals_by_nodeid(load_json(results))
+    rel = records["configs/suites/paths.eval.yaml::ask[rel]"]
+    config_dir = str(pytester.path / "configs")
+    assert json.loads(rel["response"])["argv"] == [f"{config_dir}/data.txt"]
+    assert rel["steps"][0]["argv"][0] == f"{config_dir}/bin/agent"
+
+
+def test_missing_relative_cli_skips_naming_the_resolved_path(pytester: pytest.Pytester) -> None:
+    write(
+        pytester.path / "s.eval.yaml",
+        """
+        metadata: {name: s, model: m}
+        evals: [{name: ask, prompt: hi, checks: [{match: "*"}]}]
+        configurations:
+          gone: {cli: ./no/such/agent}
+        """,
+    )
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([f"*executable '{pytester.path}/no/such/agent' not found*"])
+
+
+@XDIST_MODES
+def test_secret_rendered_only_in_args_is_redacted_from_the_first_eval_on(
+    pytester: pytest.Pytester, xdist: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VIBE_SECRET_API", "topsecret987")
+    agent = pytester.path / "agent.py"
+    _agent(agent)
+    write(
+        pytester.path / "s.eval.yaml",
+        f"""
+        metadata: {{name: s, model: m}}
+        evals:
+          - {{name: first, prompt: one, checks: [{{match: "*nothing-matches*"}}]}}
+          - {{name: second, prompt: two, checks: [{{match: "*nothing-matches*"}}]}}
+        configurations:
+          leaky:
+            cli: {PYTHON}
+            args: ["{agent}", "token is {{{{secret('api')}}}}"]
+        """,
+    )
+    results = pytester.path / "results.json"
+    xml = pytester.path / "junit.xml"
+    result = run(pytester, "-rA", "--vibe-results", str(results), f"--junitxml={xml}", xdist=xdist)
+    result.assert_outcomes(failed=2)
+    produced = result.stdout.str() + result.stderr.str() + results.read_text() + xml.read_text()
+    assert "topsecret987" not in produced
+    records = evals_by_nodeid(load_json(results))
+    for eval_id in ("first", "second"):
+        record = records[f"s.eval.yaml::{eval_id}[leaky]"]
+        assert "token is [secret]" in record["response"]
+        assert "token is [secret]" in record["steps"][0]["argv"]

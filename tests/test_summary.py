@@ -1,0 +1,212 @@
+"""Unit tests for pytest_vibeeval.summary: the Run Summary text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_vibeeval.results import CheckRecord, EvalRecord, RunRecord
+from pytest_vibeeval.summary import comparison_table, run_block, summary_lines
+
+FORMULA = "success_pct / (total_cost * 100)"
+
+
+def metrics(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "success_pct": 80.0,
+        "passed": 4.0,
+        "failed": 1.0,
+        "total": 5.0,
+        "total_latency": 6.0,
+        "avg_latency": 1.2,
+        "min_latency": 0.8,
+        "max_latency": 2.1,
+        "total_cost": 0.0177,
+        "avg_cost": 0.00354,
+        "min_cost": 0.001,
+        "max_cost": 0.01,
+        "errors": 0,
+        "skipped": 0,
+    }
+    base.update(overrides)
+    return base
+
+
+def record(name: str, outcome: str, cost: float | None = 0.001, **extra: Any) -> EvalRecord:
+    return EvalRecord(
+        name=name,
+        nodeid=f"math.eval.yaml::{name}[fast]",
+        outcome=outcome,  # type: ignore[arg-type]
+        latency=1.0,
+        cost=cost,
+        **extra,
+    )
+
+
+def run(
+    configuration: str = "fast",
+    *,
+    source: str = "suites/math.eval.yaml",
+    score: float | None = 45.2281,
+    score_error: str | None = None,
+    evals: list[EvalRecord] | None = None,
+    notes: list[str] | None = None,
+    configuration_name: str | None = None,
+    **metric_overrides: Any,
+) -> RunRecord:
+    m = metrics(**metric_overrides)
+    return RunRecord(
+        suite="math",
+        source=source,
+        configuration=configuration,
+        configuration_name=configuration_name,
+        score=score,
+        score_formula=FORMULA,
+        score_error=score_error,
+        metrics=m,
+        variables={k: v for k, v in m.items() if k not in ("errors", "skipped")},
+        notes=notes or [],
+        evals=evals if evals is not None else [record(f"e{i}", "passed") for i in range(5)],
+    )
+
+
+def test_run_block_headline_numbers() -> None:
+    lines = summary_lines([run(configuration_name="Fast model")])
+    assert lines[:5] == [
+        "math × fast (Fast model)  [suites/math.eval.yaml]",
+        f"Score: 45.23 (formula: {FORMULA})",
+        "Success Rate: 80.0% (4/5)",
+        "Total Cost: $0.0177",
+        "Latency: avg 1.20s · min 0.80s · max 2.10s",
+    ]
+
+
+def test_every_element_is_one_line() -> None:
+    lines = summary_lines([run(score=None, score_error="division by zero"), run("slow")])
+    assert all("\n" not in line for line in lines)
+
+
+def test_unknown_cost_and_score_error() -> None:
+    evals = [record("a", "passed", cost=None), record("b", "failed", cost=None)]
+    lines = run_block(
+        run(
+            score=None,
+            score_error="no value for total_cost: no eval reported cost",
+            evals=evals,
+            total_cost=None,
+            avg_cost=None,
+        )
+    )
+    assert lines[1] == f"Score: null (formula: {FORMULA})"
+    assert lines[2] == "  score error: no value for total_cost: no eval reported cost"
+    assert "Total Cost: n/a (not reported)" in lines
+
+
+def test_cost_reported_by_some_evals_only() -> None:
+    evals = [record("a", "passed", cost=0.5), record("b", "passed", cost=None), record("c", "skipped", None)]
+    lines = run_block(run(evals=evals, total_cost=None))
+    assert "Total Cost: n/a (reported by 1 of 2 evals)" in lines
+
+
+def test_no_eval_ran() -> None:
+    evals = [record("a", "skipped", cost=None)]
+    lines = run_block(
+        run(
+            score=None,
+            evals=evals,
+            success_pct=None,
+            passed=0.0,
+            total=0.0,
+            skipped=1,
+            total_cost=None,
+            avg_latency=None,
+            min_latency=None,
+            max_latency=None,
+        )
+    )
+    assert "Success Rate: n/a (0/0; 1 skipped)" in lines
+    assert "Total Cost: n/a (no eval ran)" in lines
+    assert "Latency: avg n/a · min n/a · max n/a" in lines
+
+
+def test_skipped_count_and_notes() -> None:
+    lines = run_block(run(skipped=2, notes=["5 of 6 evals were selected"]))
+    assert "Success Rate: 80.0% (4/5, 2 skipped)" in lines
+    assert "note: 5 of 6 evals were selected" in lines
+
+
+def test_failures_are_listed_with_their_first_failed_check() -> None:
+    failing = record(
+        "sub",
+        "failed",
+        checks=[
+            CheckRecord(type="min_tokens", passed=True, message="3 tokens"),
+            CheckRecord(type="match", passed=False, message="pattern '*4*' does not match the response"),
+        ],
+        message="checks failed:\n ...",
+    )
+    crashed = record("crashy", "error", message="no result recorded (??? failed): worker crashed\nmore")
+    lines = run_block(run(evals=[record("add", "passed"), failing, crashed]))
+    assert "  FAILED sub: match: pattern '*4*' does not match the response" in lines
+    assert "  ERROR  crashy: no result recorded (??? failed): worker crashed" in lines
+    assert not any("add" in line for line in lines[5:])
+
+
+def test_more_than_ten_failures_are_cut_short() -> None:
+    evals = [record(f"f{i:02}", "failed") for i in range(13)]
+    lines = run_block(run(evals=evals))
+    failed_lines = [line for line in lines if line.startswith("  FAILED")]
+    assert len(failed_lines) == 10
+    assert failed_lines[0] == "  FAILED f00: failed"
+    assert lines[-1] == "  … and 3 more"
+
+
+def test_single_configuration_has_no_table() -> None:
+    lines = summary_lines([run()])
+    assert not any("side by side" in line for line in lines)
+    assert "" not in lines
+
+
+def test_several_configurations_of_one_suite_get_a_table() -> None:
+    runs = [
+        run("fast"),
+        run(
+            "slow-model",
+            score=None,
+            success_pct=40.0,
+            passed=2.0,
+            total_cost=None,
+            avg_latency=12.345,
+        ),
+    ]
+    lines = summary_lines(runs)
+    title = lines.index("math: configurations side by side")
+    header, rule, first, second = lines[title + 1 : title + 5]
+    assert header.split() == ["configuration", "score", "success", "passed", "cost", "avg", "latency"]
+    assert set(rule.replace(" ", "")) == {"-"}
+    assert first.split() == ["fast", "45.23", "80.0%", "4/5", "$0.0177", "1.20s"]
+    assert second.split() == ["slow-model", "null", "40.0%", "2/5", "n/a", "12.35s"]
+    # columns line up: every row as wide as the header
+    assert len({len(line) for line in (header, rule, first, second)}) == 1
+    assert first.startswith("fast       ")  # the first column is left-aligned
+    assert lines[title - 1] == ""
+    # both blocks are printed before the table, separated by a blank line
+    assert lines.count("math × fast  [suites/math.eval.yaml]") == 1
+    assert lines.count("math × slow-model  [suites/math.eval.yaml]") == 1
+
+
+def test_table_only_for_the_suite_with_several_configurations() -> None:
+    runs = [run("a"), run("b"), run("only", source="suites/other.eval.yaml")]
+    lines = summary_lines(runs)
+    assert sum("side by side" in line for line in lines) == 1
+    assert lines.index("math: configurations side by side") < lines.index(
+        "math × only  [suites/other.eval.yaml]"
+    )
+
+
+def test_comparison_table_n_a_success() -> None:
+    table = comparison_table([run("x", success_pct=None, passed=0.0, total=0.0, avg_latency=None)])
+    assert table[2].split() == ["x", "45.23", "n/a", "0/0", "$0.0177", "n/a"]
+
+
+def test_no_runs_no_lines() -> None:
+    assert summary_lines([]) == []

@@ -222,37 +222,16 @@ def parse_checks(
         if set(raw) == {"or"}:
             node = _parse_or(raw["or"], (*loc, "or"), doc, registry, problems)
             return [node] if node else []
-        problems.append(
-            Problem(
-                "object-form `checks:` is the legacy format and is no longer supported",
-                line=doc.line_of(loc),
-                loc=loc,
-                hint=LEGACY_CHECK_HINT,
-            )
-        )
-        return []
-    if not isinstance(raw, list):
-        problems.append(
-            Problem(
-                f"`checks` must be a list or {{or: [...]}}, not {_kind(raw)}",
-                line=doc.line_of(loc),
-                loc=loc,
-                hint=LEGACY_CHECK_HINT,
-            )
-        )
-        return []
-    if not raw:
-        problems.append(
-            Problem(
-                "`checks` is empty; an eval needs at least one check",
-                line=doc.line_of(loc),
-                loc=loc,
-                hint=LEGACY_CHECK_HINT,
-            )
-        )
-        return []
-    nodes = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
-    return [node for node in nodes if node is not None]
+        message = "object-form `checks:` is the legacy format and is no longer supported"
+    elif not isinstance(raw, list):
+        message = f"`checks` must be a list or {{or: [...]}}, not {_kind(raw)}"
+    elif not raw:
+        message = "`checks` is empty; an eval needs at least one check"
+    else:
+        nodes = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
+        return [node for node in nodes if node is not None]
+    problems.append(Problem(message, line=doc.line_of(loc), loc=loc, hint=LEGACY_CHECK_HINT))
+    return []
 
 
 def _parse_or(

@@ -26,25 +26,16 @@ class Document:
     lines: dict[Loc, int] = field(default_factory=dict)
 
     def line_of(self, loc: Loc) -> int | None:
-        """Line of the deepest node on ``loc`` that exists in the data.
-
-        Path segments that are not keys of the data (pydantic adds union tags and
-        model names) are skipped, so any validation location maps to a real node.
-        """
-        best = self.lines.get(())
-        node: Any = self.data
-        path: Loc = ()
-        for part in loc:
-            child = _child(node, part)
-            if child is _ABSENT:
-                continue
-            node = child
-            path = (*path, part)
-            best = self.lines.get(path, best)
-        return best
+        """Line of the deepest node on ``loc`` that exists in the data (see :meth:`clean_loc`)."""
+        path = self.clean_loc(loc)
+        for depth in range(len(path), -1, -1):
+            if path[:depth] in self.lines:
+                return self.lines[path[:depth]]
+        return None
 
     def clean_loc(self, loc: Loc) -> Loc:
-        """``loc`` with the segments that are not in the data removed."""
+        """``loc`` without the segments that are not keys of the data (pydantic adds union tags
+        and model names), so any validation location maps to a real node."""
         node: Any = self.data
         out: Loc = ()
         for part in loc:

@@ -39,7 +39,7 @@ class SuiteFile(pytest.File):
             _validate_formula(suite)
             configs = configurations_for(suite, self.config.rootpath, state.config_files)
         except InputError as exc:
-            raise self.CollectError(exc.render()) from None
+            raise self.CollectError(exc.render(self.config.rootpath)) from None
         state.suites_collected += 1
         state.known_configs.update(configs.ids())
         state.known_evals.update(case.id for case in suite.evals)

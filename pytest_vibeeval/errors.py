@@ -59,8 +59,12 @@ class InputError(Exception):
         # Exception pickling would rebuild the error from its rendered text alone
         return (type(self), (self.path, list(self.problems)))
 
-    def render(self) -> str:
-        return "\n".join(problem.render(self.path) for problem in self.problems)
+    def render(self, root: Path | None = None) -> str:
+        """The problems, one per line; the path relative to ``root`` when it is inside it."""
+        path = self.path
+        if root is not None and Path(path).is_absolute() and Path(path).is_relative_to(root):
+            path = Path(path).relative_to(root).as_posix()
+        return "\n".join(problem.render(path) for problem in self.problems)
 
     @classmethod
     def single(

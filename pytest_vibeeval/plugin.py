@@ -21,6 +21,7 @@ from .summary import summary_lines
 from .templates import Renderer, TemplateValues, parse_assignments
 
 SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
+YAML_SUFFIXES = (".yaml", ".yml")
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 
 
@@ -113,6 +114,7 @@ class SessionHooks:
         self.state = get_state(config)
         self.controller = not hasattr(config, "workerinput")
         self.usage_error: str | None = None
+        self.other_collection_errors = 0
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         state = self.state
@@ -131,6 +133,21 @@ class SessionHooks:
                 self.config.workeroutput[USAGE_ERROR_OUTPUT] = problem.message  # type: ignore[attr-defined]
                 items.clear()
                 return
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Remember suite files that failed to load (on xdist, the controller sees workers' reports)."""
+        if report.failed:
+            if report.nodeid.endswith(YAML_SUFFIXES):
+                if report.nodeid not in self.state.load_errors:
+                    self.state.load_errors.append(report.nodeid)
+            else:
+                self.other_collection_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """A suite that fails to load stops only itself: the other files still run (and the
+        session still fails). Other collection errors keep pytest's rule of stopping the run."""
+        if self.state.load_errors and not self.other_collection_errors:
+            self.config.option.continue_on_collection_errors = True
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -184,12 +201,12 @@ class SessionHooks:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Aggregate on the controller before the JUnit writer writes its file."""
         state = self.state
-        if not self.controller or not state.aggregator.items:
+        if not self.controller or not (state.aggregator.items or state.load_errors):
             return
         runs = state.aggregator.runs()
         state.runs = list(runs)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        results = build_results(runs, state.started_at, interrupted)
+        results = build_results(runs, state.started_at, interrupted, state.load_errors)
         state.results_written = write_results(results, state.options.results, self.config.rootpath)
         _add_junit_suite_properties(self.config, runs)
 
@@ -231,9 +248,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Gen
 
 def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = get_state(config)
-    if not state.runs:
+    if not state.runs and not state.load_errors:
         return
     terminalreporter.write_sep("=", "Run Summary")
+    if state.load_errors:
+        terminalreporter.write_line(
+            f"{len(state.load_errors)} suite file(s) failed to load and did not run (errors above): "
+            + ", ".join(state.load_errors)
+        )
     for line in summary_lines(state.runs):  # type: ignore[arg-type]
         terminalreporter.write_line(line)
     for path in state.results_written:

@@ -88,4 +88,7 @@ class ResultsFile(Record):
     started_at: str
     finished_at: str
     interrupted: bool = False
+    load_errors: list[str] = Field(
+        default_factory=list, description="suite files that failed to load (their evals did not run)"
+    )
     runs: list[RunRecord]

@@ -33,9 +33,17 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def build_results(runs: Sequence[RunRecord], started_at: str, interrupted: bool) -> ResultsFile:
+def build_results(
+    runs: Sequence[RunRecord], started_at: str, interrupted: bool, load_errors: Sequence[str] = ()
+) -> ResultsFile:
     finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    return ResultsFile(started_at=started_at, finished_at=finished, interrupted=interrupted, runs=list(runs))
+    return ResultsFile(
+        started_at=started_at,
+        finished_at=finished,
+        interrupted=interrupted,
+        load_errors=list(load_errors),
+        runs=list(runs),
+    )
 
 
 def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:

@@ -58,5 +58,6 @@ class VibeState:
     suites_collected: int = 0
     started_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     workdirs: WorkdirAllocator = field(default_factory=lambda: WorkdirAllocator())
+    load_errors: list[str] = field(default_factory=list)  # node ids of suite files that failed to load
     runs: list[object] = field(default_factory=list)
     results_written: list[Path] = field(default_factory=list)

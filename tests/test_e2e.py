@@ -481,3 +481,50 @@ def test_worker_crash_is_counted_as_an_error(pytester: pytest.Pytester) -> None:
     assert "crashed while running 'demo.eval.yaml::arith[crashes]'" in crashed["message"]
     assert run_of(load_json(path), "crashes")["metrics"]["errors"] == 1
     assert "Success Rate: 0.0% (0/1)" in run_summary(result)
+
+
+@XDIST_MODES
+def test_a_suite_that_fails_to_load_stops_only_itself(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    write(pytester.path / "app.py", "def answer(prompt):\n    return '4'\n")
+    write(
+        pytester.path / "good.eval.yaml",
+        """
+        metadata: {name: good, model: m}
+        evals: [{name: a, prompt: "2 + 2", checks: [{match: "*4*"}]}]
+        configurations: {app: {python: "app:answer"}}
+        """,
+    )
+    write(
+        pytester.path / "bad.eval.yaml",
+        """
+        metadata: {name: bad, model: m}
+        evals: [{name: a, prompt: "x", checks: [{mtch: "*4*"}]}]
+        """,
+    )
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(results), xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=1, errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    assert "bad.eval.yaml:2: evals[0].checks[0]: unknown check 'mtch' (did you mean 'match'?)" in output
+    assert str(pytester.path) + "/bad.eval.yaml" not in output  # shown relative to the rootdir
+    assert "1 suite file(s) failed to load and did not run (errors above): bad.eval.yaml" in output
+    data = load_json(results)
+    assert data["load_errors"] == ["bad.eval.yaml"]
+    assert [run["suite"] for run in data["runs"]] == ["good"]
+
+
+def test_a_python_collection_error_still_stops_the_run(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "app.py", "def answer(prompt):\n    return '4'\n")
+    write(
+        pytester.path / "good.eval.yaml",
+        """
+        metadata: {name: good, model: m}
+        evals: [{name: a, prompt: "2 + 2", checks: [{match: "*4*"}]}]
+        configurations: {app: {python: "app:answer"}}
+        """,
+    )
+    write(pytester.path / "test_broken.py", "import no_such_module_q\n")
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*Interrupted: 1 error during collection*"])

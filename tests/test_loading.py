@@ -772,7 +772,7 @@ def test_unknown_formula_variable_via_pytest(pytester: pytest.Pytester) -> None:
         + "  - name: four\n    prompt: p\n    checks: [{match: x}]\n",
     )
     result = pytester.runpytest(*BASE_ARGS)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1)
     out = result.stdout.str()
     lines = result.stdout.lines
@@ -809,7 +809,7 @@ def test_each_bad_file_gets_its_own_collection_error(pytester: pytest.Pytester) 
         template=HEAD + '  - prompt: "{{var(x)}}"\n    checks: [{match: x}]\n',
         typo=HEAD + "  - prompt: p\n    checks:\n      - mtch: x\n",
     )
-    result = pytester.runpytest(*BASE_ARGS, "--continue-on-collection-errors")
+    result = pytester.runpytest(*BASE_ARGS)
     result.assert_outcomes(passed=1, errors=4)
     out = result.stdout.str()
     for fragment in (

@@ -315,6 +315,26 @@ def evaluate(
     return score, None
 
 
+def breakdown(formula: Formula, values: Mapping[str, float | None]) -> str:
+    """The formula with every variable replaced by its value: ``(1*3 + 1*2 + 0) / 0.0177``.
+
+    A variable without a value shows as ``?``."""
+    out = formula.source or formula.text
+    tree = ast.parse(out, mode="eval")
+    spans = sorted(
+        ((node.col_offset, node.end_col_offset or node.col_offset, node.id) for node in ast.walk(tree)
+         if isinstance(node, ast.Name)),
+        reverse=True,
+    )  # fmt: skip
+    aliases = {python: name for name, python in formula.aliases}
+    raw = out.encode()
+    for start, end, python_name in spans:
+        value = values.get(aliases.get(python_name, python_name))
+        shown = "?" if value is None else f"{value:.6g}"
+        raw = raw[:start] + shown.encode() + raw[end:]
+    return raw.decode()
+
+
 def _show(formula: Formula, values: Mapping[str, float | None]) -> str:
     return ", ".join(
         f"{name}={values[name]:g}" for name in sorted(formula.names) if values.get(name) is not None

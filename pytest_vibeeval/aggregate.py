@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .formula import FormulaError, evaluate, parse_formula
-from .results import EvalRecord, RunRecord
+from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
+from .results import EvalRecord, GateRecord, RunRecord
 from .variables import compute_variables, eval_variable_names, ran, run_variable_names
 
 RUN_PROPERTY = "vibeeval_run"
@@ -30,6 +30,16 @@ class RunInfo:
     named: bool
     suite_evals: int  # evals in the suite, selected or not
     eval_index: int = -1  # position in the suite; -1 when unknown (a crashed item)
+    score_min: float | None = None  # the score gate; None: no bound
+    score_max: float | None = None
+    # The formula as collection read it (Formula.canonical: hyphenated names bracketed, a preset
+    # expanded), which parse_formula(text, None) reads the same way whichever evals ran. None only
+    # for a RunInfo made without one; then score_formula is re-read against the run's variables.
+    score_canonical: str | None = None
+    score_preset: str | None = None  # the preset's name when the formula is one
+
+    def has_gate(self) -> bool:
+        return self.score_min is not None or self.score_max is not None
 
     def key(self) -> tuple[str, str]:
         return (self.source, self.configuration)
@@ -131,15 +141,16 @@ class Aggregator:
                 f"{len(skipped)} eval(s) skipped and not counted: "
                 + "; ".join(sorted({(r.message or "skipped").splitlines()[0] for r in skipped}))
             )
-        score, score_error = None, None
+        score, score_error, shown = None, None, None
         try:
-            formula = parse_formula(info.score_formula, set(values), allow_unknown=True)
+            formula = _parse(info, values)
         except FormulaError as exc:
             score_error = exc.reason
         else:
             for name in formula.names - set(values):
                 reasons[name] = "the eval did not run in this run (deselected?)"
             score, score_error = evaluate(formula, values, reasons)
+            shown = _breakdown(formula, values)
         counted = ran(records)
         metrics = {name: values[name] for name in _METRIC_NAMES}
         metrics["errors"] = sum(1 for r in counted if r.outcome == "error")
@@ -152,11 +163,80 @@ class Aggregator:
             score=score,
             score_formula=info.score_formula,
             score_error=score_error,
+            score_canonical=info.score_canonical,
+            score_preset=info.score_preset,
+            score_breakdown=shown,
+            gate=gate_record(score, score_error, info.score_min, info.score_max),
             metrics=metrics,
             variables=values,
             notes=notes,
             evals=records,
         )
+
+
+def _parse(info: RunInfo, values: dict[str, float | None]) -> Formula:
+    """The run's formula, read as collection read it.
+
+    With the canonical text (hyphenated names bracketed) the reading does not depend on which evals
+    ran. Without it, the names of this run's variables decide whether ``a-b`` is one name; a
+    hyphenated name that did not run is still one name (``allow_unknown``).
+    """
+    if info.score_canonical is not None:
+        return parse_formula(info.score_canonical, None)
+    return parse_formula(info.score_formula, set(values), allow_unknown=True)
+
+
+def _breakdown(formula: Formula, values: dict[str, float | None]) -> str | None:
+    """The formula with the run's values substituted; None if it cannot be shown (never raises)."""
+    try:
+        return breakdown(formula, values)
+    except Exception:  # a display aid must never break the session
+        return None
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _bounds(low: float | None, high: float | None) -> str:
+    return " and ".join(
+        f"{name} {_number(bound)}" for name, bound in (("min", low), ("max", high)) if bound is not None
+    )
+
+
+def _amount(value: float) -> str:
+    """2 decimals, as the summary shows scores; 3 significant digits below 1 (scores per dollar
+    are large, costs small)."""
+    return f"{value:.2f}" if value == 0 or abs(value) >= 1 else f"{value:.3g}"
+
+
+def _score_near(score: float, bound: float) -> str:
+    """The score as :func:`_amount` shows it, or more precisely where that looks equal to ``bound``."""
+    shown = _amount(score)
+    return f"{score:.6g}" if float(shown) == bound else shown
+
+
+def gate_record(
+    score: float | None, score_error: str | None, low: float | None, high: float | None
+) -> GateRecord | None:
+    """Whether ``score`` passes the gate [low, high] (both inclusive, either optional); None when
+    neither bound is set. A null score fails a gate: the run could not be judged."""
+    if low is None and high is None:
+        return None
+    bounds = _bounds(low, high)
+    if score is None:
+        why = f" ({score_error})" if score_error else ""
+        message = f"score is null{why}; the gate ({bounds}) needs a score"
+        return GateRecord(min=low, max=high, passed=False, message=message)
+    if low is not None and score < low:
+        message = f"score {_score_near(score, low)} is below min {_number(low)} (by {_amount(low - score)})"
+        return GateRecord(min=low, max=high, passed=False, message=message)
+    if high is not None and score > high:
+        message = (
+            f"score {_score_near(score, high)} is above max {_number(high)} (by {_amount(score - high)})"
+        )
+        return GateRecord(min=low, max=high, passed=False, message=message)
+    return GateRecord(min=low, max=high, passed=True, message=f"score {_amount(score)} meets {bounds}")
 
 
 _METRIC_NAMES = (
@@ -193,17 +273,25 @@ def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
         info.configuration_name if same else None,
         info.score_formula,
         eval_id,
-        any(i.eval_id == eval_id and i.named for i in siblings) or _in_formula(eval_id, info.score_formula),
+        any(i.eval_id == eval_id and i.named for i in siblings) or _in_formula(eval_id, info),
         info.suite_evals,
+        score_min=info.score_min,
+        score_max=info.score_max,
+        score_canonical=info.score_canonical,
+        score_preset=info.score_preset,
     )
 
 
-def _in_formula(eval_id: str, formula: str) -> bool:
-    """Whether ``formula`` uses one of the eval's variables; only named evals' can be used, and a
-    generated id never equals a name, so such an eval is named."""
+def _in_formula(eval_id: str, info: RunInfo) -> bool:
+    """Whether the run's formula uses one of the eval's variables; only named evals' can be used,
+    and a generated id never equals a name, so such an eval is named."""
     own = set(eval_variable_names(eval_id))
     try:
-        names = parse_formula(formula, own | set(run_variable_names()), allow_unknown=True).names
+        if info.score_canonical is not None:
+            names = parse_formula(info.score_canonical, None).names
+        else:
+            known = own | set(run_variable_names())
+            names = parse_formula(info.score_formula, known, allow_unknown=True).names
     except FormulaError:
         return False
     return bool(names & own)

@@ -13,7 +13,7 @@ import pytest
 from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
 from .configurations import configurations_for, select
 from .errors import InputError
-from .formula import FormulaError, parse_formula
+from .formula import Formula, FormulaError, parse_formula
 from .models import Configuration
 from .providers import Provider, make_provider
 from .runner import run_prompt_eval
@@ -36,7 +36,7 @@ class SuiteFile(pytest.File):
         state = get_state(self.config)
         try:
             suite = load_suite(self.path, state.registry)
-            _validate_formula(suite)
+            formula = _validate_formula(suite)
             configs = configurations_for(suite, self.config.rootpath, state.config_files)
         except InputError as exc:
             raise self.CollectError(exc.render(self.config.rootpath)) from None
@@ -63,15 +63,19 @@ class SuiteFile(pytest.File):
             for config_id in config_ids:
                 configuration = configs.configurations.get(config_id)
                 info = RunInfo(
-                    suite.name,
-                    source,
-                    config_id,
-                    configuration.name if configuration else None,
-                    suite.formula,
-                    case.id,
-                    case.name is not None,
-                    len(suite.evals),
-                    case.index,
+                    suite=suite.name,
+                    source=source,
+                    configuration=config_id,
+                    configuration_name=configuration.name if configuration else None,
+                    score_formula=suite.formula,
+                    eval_id=case.id,
+                    named=case.name is not None,
+                    suite_evals=len(suite.evals),
+                    eval_index=case.index,
+                    score_min=suite.score_min,
+                    score_max=suite.score_max,
+                    score_canonical=formula.canonical or None,
+                    score_preset=formula.preset,
                 )
                 yield EvalItem.from_parent(
                     self,
@@ -87,17 +91,19 @@ class SuiteFile(pytest.File):
                 )
 
 
-def _validate_formula(suite: Suite) -> None:
+def _validate_formula(suite: Suite) -> Formula:
+    """Check the suite's formula; the controller evaluates its ``canonical`` text."""
     known = set(run_variable_names())
     for case in suite.evals:
         if case.name:
             known.update(eval_variable_names(case.name))
     try:
-        parse_formula(suite.formula, known)
+        formula = parse_formula(suite.formula, known)
     except FormulaError as exc:
         raise InputError.single(
             suite.path, f"score.formula: {exc.render()}", line=suite.formula_line
         ) from None
+    return formula
 
 
 class EvalItem(pytest.Function):

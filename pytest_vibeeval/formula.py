@@ -1,239 +1,369 @@
 """Score formulas: parsed and checked when the suite is collected, evaluated at session end.
 
-The language is arithmetic over numeric variables: ``+ - * /``, parentheses, numeric literals and
-unary minus. Evaluation goes through simpleeval with only those operators and no functions.
+The language: numbers, variables, ``+ - * /``, ``**`` (exponent within ±100), parentheses, unary
+minus, comparisons ``< <= > >= == !=`` (1.0 or 0.0), ``x if condition else y`` and the functions
+``min max abs round sqrt log exp clamp``. Nothing else: no attributes, subscripts, strings, keyword
+arguments, ``and``/``or``/``not``. A preset name (``price_performance``) may stand for the whole formula.
 
-Eval names may hold ``-`` (``critical-eval``). Written without spaces, a hyphenated word that names a
-known variable is that variable; ``a - b`` with spaces is always subtraction. A hyphenated word that is
-not a name but contains one (``critical-eval-x`` when ``critical-eval`` exists) is ambiguous and an
-error that says how to write it.
+Evaluation goes through simpleeval with only these operators and functions, each wrapped so that a
+domain error or an overflow gives ``None`` and a reason, never an exception or a hang.
+
+Eval names may hold ``-`` (``critical-eval``): see ``formula_names`` for how they are read, and
+``[name]`` for the spelling that always means the variable.
 """
 
 from __future__ import annotations
 
 import ast
-import keyword
 import math
 import operator
-import re
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+import warnings
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from simpleeval import SimpleEval
 
 from .errors import did_you_mean
+from .formula_names import MAX_DEPTH, FormulaError, Rewrite, rewrite_names
+
+__all__ = [
+    "FUNCTIONS",
+    "MAX_DEPTH",
+    "MAX_EXPONENT",
+    "MAX_LENGTH",
+    "PRESETS",
+    "Formula",
+    "FormulaError",
+    "breakdown",
+    "evaluate",
+    "parse_formula",
+    "register_preset",
+]
 
 MAX_LENGTH = 1000
-MAX_DEPTH = 32
+MAX_EXPONENT = 100
+_CHUNK = 40  # simpleeval recurses per node: deeper subtrees are evaluated first, bottom-up
 
-_BINARY: dict[type[ast.operator], Any] = {
+PRESETS: dict[str, str] = {
+    "success_pct": "success_pct",
+    # vibecheck's price-performance score: success per (cost in tenths of a cent + latency in tens of s)
+    "price_performance": "success_pct / (total_cost * 1000 + total_latency * 0.1)",
+}
+
+
+def register_preset(name: str, text: str) -> None:
+    """Add a preset: ``name`` written as the whole formula stands for ``text``.
+
+    ``text`` is read without knowing any eval names: write a hyphenated name as ``[name]``. It must
+    be a formula, not another preset's name."""
+    if not name.isidentifier():
+        raise ValueError(f"preset name {name!r} is not an identifier")
+    if name in PRESETS:
+        raise ValueError(f"preset {name!r} already exists")
+    if text.strip() in PRESETS:
+        raise ValueError(f"preset {name!r}: write the formula of {text.strip()!r}, not its name")
+    parse_formula(text, None)  # raises FormulaError for a text that is not a formula
+    PRESETS[name] = text
+
+
+class _Refused(ArithmeticError):
+    """A value the formula language does not define (sqrt(-1), an exponent beyond the limit)."""
+
+
+class _Deferred:
+    """The error of a subtree evaluated ahead of its turn; raised only if the value is used."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def __bool__(self) -> bool:
+        raise self.error
+
+
+def _strict(function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any) -> Any:
+        for arg in args:
+            if isinstance(arg, _Deferred):
+                raise arg.error
+        return function(*args)
+
+    return wrapper
+
+
+def _power(base: float, exponent: float) -> float:
+    if abs(exponent) > MAX_EXPONENT:
+        raise _Refused(f"the exponent {exponent:g} is beyond ±{MAX_EXPONENT}")
+    try:
+        return math.pow(base, exponent)
+    except ValueError:
+        raise _Refused(f"({base:g}) ** {exponent:g} has no real value") from None
+
+
+def _compare(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], float]:
+    return lambda a, b: 1.0 if test(a, b) else 0.0
+
+
+_OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,
+    ast.Pow: _power,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Lt: _compare(operator.lt),
+    ast.LtE: _compare(operator.le),
+    ast.Gt: _compare(operator.gt),
+    ast.GtE: _compare(operator.ge),
+    ast.Eq: _compare(operator.eq),
+    ast.NotEq: _compare(operator.ne),
 }
-_UNARY: dict[type[ast.unaryop], Any] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_WRAPPED_OPERATORS = {op: _strict(function) for op, function in _OPERATORS.items()}
 
 
-_OPERATORS: dict[Any, Any] = {**_BINARY, **_UNARY}
+def _round(x: float, ndigits: float | None = None) -> float:
+    if ndigits is None:
+        return float(round(float(x)))
+    if ndigits != int(ndigits) or abs(ndigits) > MAX_EXPONENT:
+        raise _Refused(f"round() needs a whole number of digits within ±{MAX_EXPONENT}, not {ndigits:g}")
+    return float(round(float(x), int(ndigits)))
 
-# A run of name characters, possibly joined by hyphens, not part of a dotted number or attribute.
-_WORD = re.compile(r"(?<![\w.])[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*")
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+def _sqrt(x: float) -> float:
+    if x < 0:
+        raise _Refused(f"sqrt of the negative number {x:g}")
+    return math.sqrt(x)
 
 
-class FormulaError(ValueError):
-    """A formula that cannot be accepted; ``column`` is a 0-based offset into the text."""
+def _log(x: float, base: float | None = None) -> float:
+    if x <= 0:
+        raise _Refused(f"log of {x:g}, which is not positive")
+    if base is None:
+        return math.log(x)
+    if base <= 0 or base == 1:
+        raise _Refused(f"log with base {base:g} (a base must be positive and not 1)")
+    return math.log(x, base)
 
-    def __init__(self, formula: str, message: str, column: int | None = None) -> None:
-        self.formula, self.reason, self.column = formula, message, column
-        super().__init__(self.render())
 
-    def render(self) -> str:
-        if self.column is None:
-            return f"{self.reason}\n      {self.formula}"
-        return f"{self.reason}\n      {self.formula}\n      {' ' * self.column}^"
+def _clamp(x: float, low: float, high: float) -> float:
+    if low > high:
+        raise _Refused(f"clamp() with lower bound {low:g} above upper bound {high:g}")
+    return float(min(max(x, low), high))
+
+
+@dataclass(frozen=True)
+class _Function:
+    call: Callable[..., float]
+    min_args: int
+    max_args: int | None
+    usage: str
+
+
+FUNCTIONS: dict[str, _Function] = {
+    "min": _Function(lambda *a: float(min(a)), 2, None, "min(a, b, ...)"),
+    "max": _Function(lambda *a: float(max(a)), 2, None, "max(a, b, ...)"),
+    "abs": _Function(lambda x: float(abs(x)), 1, 1, "abs(x)"),
+    "round": _Function(_round, 1, 2, "round(x) or round(x, ndigits)"),
+    "sqrt": _Function(_sqrt, 1, 1, "sqrt(x)"),
+    "log": _Function(_log, 1, 2, "log(x) (natural) or log(x, base)"),
+    "exp": _Function(lambda x: math.exp(x), 1, 1, "exp(x)"),
+    "clamp": _Function(_clamp, 3, 3, "clamp(x, lo, hi)"),
+}
+_LANGUAGE = (
+    "formulas use numbers, variables, + - * / ** ( ), comparisons, x if condition else y "
+    f"and the functions {', '.join(FUNCTIONS)}"
+)
 
 
 @dataclass(frozen=True)
 class Formula:
-    """A checked formula. ``names`` are the variables it uses, as written (``critical-eval``);
-    ``source`` is the Python expression evaluated, where ``aliases`` maps each name that is not a
-    Python identifier to the identifier standing in for it."""
+    """A checked formula.
+
+    ``text`` is as written (whitespace normalised); ``names`` the variables it uses, as written
+    (``critical-eval``); ``source`` the Python expression evaluated, where ``aliases`` maps each name
+    that is not a Python identifier to the identifier standing in for it. ``canonical`` is a text
+    that ``parse_formula(canonical, None)`` reads exactly as this one was read (names bracketed,
+    presets expanded); ``preset`` the preset's name when the formula is one."""
 
     text: str
     names: frozenset[str]
     source: str = ""
     aliases: tuple[tuple[str, str], ...] = ()
+    canonical: str = ""
+    preset: str | None = None
 
     def python_name(self, name: str) -> str:
         return dict(self.aliases).get(name, name)
 
-
-@dataclass
-class _Rewrite:
-    """The formula with non-identifier names replaced, and how to map columns back."""
-
-    text: str  # as the user wrote it, whitespace normalised
-    source: str  # what Python parses
-    placeholders: dict[str, str]  # placeholder → name
-    spans: list[tuple[int, int, int, int]]  # (source start, source end, text start, text end)
-
-    def column(self, source_column: int) -> int:
-        """A character column of ``source`` mapped to the matching column of ``text``."""
-        shift = 0
-        for s_start, s_end, t_start, t_end in self.spans:
-            if source_column < s_start:
-                break
-            if source_column < s_end:
-                return t_start
-            shift = t_end - s_end
-        return source_column + shift
-
-    def node_column(self, node: ast.AST, attr: str = "col_offset") -> int | None:
-        offset = getattr(node, attr, None)
-        if offset is None:
-            return None
-        # ast offsets count UTF-8 bytes; columns count characters
-        chars = len(self.source.encode()[:offset].decode(errors="ignore"))
-        return self.column(chars)
-
-    def snippet(self, node: ast.AST) -> str:
-        start, end = self.node_column(node), self.node_column(node, "end_col_offset")
-        return self.text[start:end] if start is not None and end is not None else ""
+    def shown(self) -> str:
+        return f"{self.text} = {self.canonical}" if self.preset and self.canonical != self.text else self.text
 
 
 def parse_formula(text: str, known: Collection[str] | None, *, allow_unknown: bool = False) -> Formula:
     """Check ``text`` against the variables in ``known``; raises FormulaError.
 
-    ``known=None`` accepts any name (and, knowing no eval names, reads ``a-b`` as subtraction).
-    ``allow_unknown`` accepts names outside ``known`` (used at session end, when an eval may not have
+    ``known=None`` accepts any name (and, knowing no eval names, reads ``a-b`` as subtraction; only
+    ``[a-b]`` is one name). ``allow_unknown`` accepts names outside ``known`` (an eval that did not
     run); ``known`` still decides whether a hyphenated word is one name.
     """
-    stripped = re.sub(r"\s", " ", text.strip())
+    stripped = "".join(" " if c.isspace() else c for c in text.strip())
     if not stripped:
         raise FormulaError(text, "the formula is empty")
     if len(stripped) > MAX_LENGTH:
-        raise FormulaError(stripped[:60] + "…", f"the formula is longer than {MAX_LENGTH} characters")
-    rewrite = _rewrite(stripped, known, allow_unknown)
+        window = "…" + stripped[MAX_LENGTH - 50 : MAX_LENGTH + 10] + "…"
+        raise FormulaError(
+            window,
+            f"the formula is {len(stripped)} characters long, longer than {MAX_LENGTH} characters "
+            f"(the caret marks character {MAX_LENGTH + 1})",
+            51,
+        )
+    if stripped in PRESETS and PRESETS[stripped] != stripped:
+        if known is not None and stripped in known:
+            raise FormulaError(
+                stripped,
+                f"{stripped!r} is ambiguous: it is a preset ({PRESETS[stripped]}) and a variable; "
+                f"write [{stripped}] for the variable or the preset's formula for the preset",
+                0,
+            )
+        try:
+            expanded = _parse(PRESETS[stripped], known, allow_unknown)
+        except FormulaError as exc:
+            raise FormulaError(exc.formula, f"in preset {stripped!r}: {exc.reason}", exc.column) from None
+        return replace(expanded, text=stripped, preset=stripped)
+    formula = _parse(stripped, known, allow_unknown)
+    return replace(formula, preset=stripped) if stripped in PRESETS else formula
+
+
+def _parse_expression(source: str) -> ast.Expression:
+    """``ast.parse`` without its SyntaxWarnings (``1if x else 2``): under ``-W error`` they would raise."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(source, mode="eval")
+
+
+def _parse(text: str, known: Collection[str] | None, allow_unknown: bool) -> Formula:
+    rewrite = rewrite_names(text, known, allow_unknown, FUNCTIONS)
     try:
-        tree = ast.parse(rewrite.source, mode="eval")
+        tree = _parse_expression(rewrite.source)
     except SyntaxError as exc:
         if exc.offset is None:
             column = None
         elif exc.offset <= 0:
-            column = len(stripped)
+            column = len(text)
         else:
             column = rewrite.column(min(exc.offset - 1, len(rewrite.source)))
-        raise FormulaError(stripped, f"syntax error: {exc.msg}", column) from None
+        raise FormulaError(text, f"syntax error: {exc.msg}", column) from None
     except (ValueError, MemoryError, RecursionError) as exc:
-        raise FormulaError(stripped, f"cannot parse the formula: {exc}") from None
+        raise FormulaError(text, f"cannot parse the formula: {exc}") from None
     names: set[str] = set()
-    strict_known = None if known is None or allow_unknown else known
-    _check(tree.body, rewrite, strict_known, names, 1)
+    _check(tree.body, rewrite, None if known is None or allow_unknown else known, names)
     aliases = tuple(sorted((name, ph) for ph, name in rewrite.placeholders.items() if name in names))
-    return Formula(stripped, frozenset(names), rewrite.source, aliases)
+    canonical = rewrite.canonical
+    if canonical in PRESETS and PRESETS[canonical] != canonical:
+        canonical = f"[{canonical}]"  # a variable named like a preset
+    return Formula(text, frozenset(names), rewrite.source, aliases, canonical)
 
 
-def _rewrite(text: str, known: Collection[str] | None, allow_unknown: bool) -> _Rewrite:
-    if known is None:
-        return _Rewrite(text, text, {}, [])
-    prefix = "_v"
-    while prefix in text:
-        prefix += "_"
-    placeholders: dict[str, str] = {}
-    by_name: dict[str, str] = {}
-    spans: list[tuple[int, int, int, int]] = []
-    out: list[str] = []
-    last = 0
-    for match in _WORD.finditer(text):
-        word = match.group()
-        if _IDENTIFIER.fullmatch(word) and not keyword.iskeyword(word):
-            continue  # an ordinary Python name
-        if not _is_name(word, known, allow_unknown, text, match.start()):
-            continue
-        placeholder = by_name.setdefault(word, f"{prefix}{len(by_name)}")
-        placeholders[placeholder] = word
-        out.append(text[last : match.start()])
-        s_start = sum(len(part) for part in out)
-        out.append(placeholder)
-        spans.append((s_start, s_start + len(placeholder), match.start(), match.end()))
-        last = match.end()
-    out.append(text[last:])
-    return _Rewrite(text, "".join(out), placeholders, spans)
+_NOT_ALLOWED = {
+    ast.Attribute: "attribute access",
+    ast.Subscript: "subscripting",
+    ast.List: "a list",
+    ast.ListComp: "a list comprehension",
+    ast.Lambda: "lambda",
+    ast.BoolOp: "and/or",
+    ast.Starred: "*args",
+}
+_HINTS = {
+    ast.Subscript: " (square brackets around a variable name, [critical-math], are the variable)",
+    ast.List: " (square brackets hold one variable name, e.g. [critical-math])",
+    ast.BoolOp: " (use comparisons in a conditional, x if a > 0 else y, or min()/max())",
+}
 
 
-def _is_name(word: str, known: Collection[str], allow_unknown: bool, text: str, column: int) -> bool:
-    """Whether ``word`` (not a Python identifier) is read as one variable name."""
-    if word in known:
-        return True
-    if "-" not in word:
-        return False  # a number such as 12 or 1e5, or a name Python rejects with its own error
-    parts = word.split("-")
-    for size in range(len(parts) - 1, 1, -1):
-        for start in range(len(parts) - size + 1):
-            inner = "-".join(parts[start : start + size])
-            if inner in known:
-                left, right = "-".join(parts[:start]), "-".join(parts[start + size :])
-                example = " - ".join(part for part in (left, inner, right) if part)
-                raise FormulaError(
-                    text,
-                    f"{word!r} is ambiguous: {inner!r} is a variable, but {word!r} is not; "
-                    f"put spaces around a '-' that means minus (e.g. {example!r})",
-                    column,
-                )
-    if word[0].isdigit():
-        return False
-    try:
-        as_python = ast.parse(word, mode="eval")
-    except (SyntaxError, ValueError):
-        as_python = None
-    python_names = (
-        {node.id for node in ast.walk(as_python) if isinstance(node, ast.Name)} if as_python else set()
-    )
-    if as_python is not None and python_names <= set(known):
-        return False  # subtraction of known variables written without spaces, e.g. passed-failed
-    if allow_unknown:
-        return True  # most likely an eval that did not run
-    hint = did_you_mean(word, [name for name in known if "-" in name])
-    if hint:
-        raise FormulaError(text, f"unknown variable {word!r}{hint}", column)
-    return False  # subtraction with an unknown operand: reported below with the operand's name
-
-
-def _check(
-    node: ast.AST, rewrite: _Rewrite, known: Collection[str] | None, names: set[str], depth: int
-) -> None:
+def _check(root: ast.AST, rewrite: Rewrite, known: Collection[str] | None, names: set[str]) -> None:
+    """Accept only the formula language; iterative, so a long flat sum cannot exhaust the stack."""
     text = rewrite.text
-    column = rewrite.node_column(node)
-    if depth > MAX_DEPTH:
-        raise FormulaError(text, f"the formula nests deeper than {MAX_DEPTH} levels", column)
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        if isinstance(node.op, ast.Div) and _is_zero_literal(node.right):
-            raise FormulaError(text, "division by the literal zero", rewrite.node_column(node.right))
-        _check(node.left, rewrite, known, names, depth + 1)
-        _check(node.right, rewrite, known, names, depth + 1)
-    elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        _check(node.operand, rewrite, known, names, depth + 1)
-    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        pass
-    elif isinstance(node, ast.Name):
-        name = rewrite.placeholders.get(node.id, node.id)
-        if known is not None and name not in known:
-            raise FormulaError(text, f"unknown variable {name!r}{did_you_mean(name, known)}", column)
-        names.add(name)
-    else:
-        if isinstance(node, ast.BinOp | ast.Compare):
-            column = _operator_column(node, rewrite) or column
+    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        column = rewrite.node_column(node)
+        if depth > MAX_DEPTH:
+            raise FormulaError(text, f"the formula nests deeper than {MAX_DEPTH} levels", column)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            if isinstance(node.op, ast.Div) and _is_zero_literal(node.right):
+                raise FormulaError(text, "division by the literal zero", rewrite.node_column(node.right))
+            if isinstance(node.op, ast.Pow):
+                _check_exponent(node.right, rewrite)
+            stack += [(node.left, depth), (node.right, depth + 1)]  # a chain a+b+c+… does not nest
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            stack.append((node.operand, depth + 1))
+        elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            pass
+        elif isinstance(node, ast.Name):
+            name = rewrite.placeholders.get(node.id, node.id)
+            if known is not None and name not in known:
+                hint = did_you_mean(name, known)
+                if name in FUNCTIONS and not hint:
+                    hint = f"; {name} is a function: {FUNCTIONS[name].usage}"
+                raise FormulaError(text, f"unknown variable {name!r}{hint}", column)
+            names.add(name)
+        elif isinstance(node, ast.Compare) and all(type(op) in _OPERATORS for op in node.ops):
+            stack += [(node.left, depth), *((c, depth + 1) for c in node.comparators)]
+        elif isinstance(node, ast.IfExp):
+            stack += [(node.test, depth + 1), (node.body, depth + 1), (node.orelse, depth + 1)]
+        elif isinstance(node, ast.Call):
+            stack += [(arg, depth + 1) for arg in _check_call(node, rewrite)]
+        else:
+            if isinstance(node, ast.BinOp | ast.Compare):
+                column = _operator_column(node, rewrite) or column
+            what, hint = _describe(node, rewrite), _HINTS.get(type(node), "")
+            raise FormulaError(text, f"{what} is not allowed{hint}; {_LANGUAGE}", column)
+
+
+def _check_call(node: ast.Call, rewrite: Rewrite) -> list[ast.expr]:
+    text, column = rewrite.text, rewrite.node_column(node)
+    if not isinstance(node.func, ast.Name) or node.func.id in rewrite.placeholders:
+        raise FormulaError(text, f"only the functions {', '.join(FUNCTIONS)} can be called", column)
+    name = node.func.id
+    function = FUNCTIONS.get(name)
+    if function is None:
+        hint = did_you_mean(name, FUNCTIONS) or f"; the functions are {', '.join(FUNCTIONS)}"
+        raise FormulaError(text, f"unknown function {name!r}{hint}", column)
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            raise FormulaError(text, f"*args is not allowed in {name}()", rewrite.node_column(arg))
+    if node.keywords:
         raise FormulaError(
             text,
-            f"{_describe(node, rewrite)} is not allowed; use + - * / ( ), numbers and variables",
-            column,
+            f"keyword arguments are not allowed: {function.usage}",
+            rewrite.node_column(node.keywords[0]),
+        )
+    count = len(node.args)
+    if count < function.min_args or (function.max_args is not None and count > function.max_args):
+        raise FormulaError(text, f"{name}() got {count} argument(s); write {function.usage}", column)
+    return node.args
+
+
+def _check_exponent(node: ast.expr, rewrite: Rewrite) -> None:
+    """An exponent without variables is computed now: beyond ±MAX_EXPONENT it is an error (9**9**9)."""
+    if not all(isinstance(n, ast.Constant | ast.BinOp | ast.UnaryOp | ast.operator | ast.unaryop)
+               for n in ast.walk(node)):  # fmt: skip
+        return
+    if not all(type(n.value) in (int, float) for n in ast.walk(node) if isinstance(n, ast.Constant)):
+        return  # rejected by _check with its own message
+    value, error = _run_source(rewrite.source_of(node), {})
+    if value is None or abs(value) > MAX_EXPONENT:
+        what = error or f"it is {value:g}"
+        raise FormulaError(
+            rewrite.text,
+            f"the exponent {rewrite.snippet(node)} is out of range ({what}); "
+            f"exponents are limited to ±{MAX_EXPONENT}",
+            rewrite.node_column(node),
         )
 
 
-def _operator_column(node: ast.BinOp | ast.Compare, rewrite: _Rewrite) -> int | None:
+def _operator_column(node: ast.BinOp | ast.Compare, rewrite: Rewrite) -> int | None:
     """The column of the first operator of ``node``: after its left operand and any ``)``."""
     left = node.left
     right = node.right if isinstance(node, ast.BinOp) else node.comparators[0]
@@ -253,7 +383,6 @@ def _is_zero_literal(node: ast.AST) -> bool:
 
 
 _OPERATOR_NAMES = {
-    ast.Pow: "**",
     ast.FloorDiv: "//",
     ast.Mod: "%",
     ast.MatMult: "@",
@@ -264,73 +393,148 @@ _OPERATOR_NAMES = {
     ast.BitXor: "^",
     ast.Invert: "~",
     ast.Not: "not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
 }
 
 
-def _describe(node: ast.AST, rewrite: _Rewrite) -> str:
+def _describe(node: ast.AST, rewrite: Rewrite) -> str:
     if isinstance(node, ast.Constant):
         return f"the literal {rewrite.snippet(node) or repr(node.value)}"
     if isinstance(node, ast.BinOp | ast.UnaryOp):
         symbol = _OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)
         return f"the operator {symbol!r}"
-    return {
-        ast.Call: "a function call",
-        ast.Attribute: "attribute access",
-        ast.Subscript: "subscripting",
-        ast.Compare: "a comparison",
-        ast.Lambda: "lambda",
-        ast.BoolOp: "and/or",
-        ast.IfExp: "a conditional expression",
-    }.get(type(node), f"{type(node).__name__}")
+    if isinstance(node, ast.Compare):
+        bad = next(op for op in node.ops if type(op) not in _OPERATORS)
+        return f"the operator {_OPERATOR_NAMES.get(type(bad), type(bad).__name__)!r}"
+    return _NOT_ALLOWED.get(type(node), type(node).__name__)
+
+
+# --------------------------------------------------------------------------- evaluation
 
 
 def evaluate(
     formula: Formula, values: Mapping[str, float | None], reasons: Mapping[str, str]
 ) -> tuple[float | None, str | None]:
-    """The score, or ``None`` and why: a variable without a value, division by zero, overflow.
-
-    Never raises."""
+    """The score, or ``None`` and why: a variable without a value, division by zero, overflow,
+    a value outside a function's domain. Never raises."""
     missing = sorted(name for name in formula.names if values.get(name) is None)
     if missing:
         why = "; ".join(f"{name}: {reasons.get(name, 'no value in this run')}" for name in missing)
         return None, f"no value for {why}"
+    names = {formula.python_name(name): values[name] for name in formula.names}
+    score, error = _run_source(formula.source or formula.text, names)
+    if error is None:
+        return score, None
+    shown = formula.shown()
+    if error == "division by zero":
+        given = _show(formula, values)
+        return None, f"division by zero in {shown!r}" + (f" with {given}" if given else "")
+    if error.startswith("cannot evaluate"):
+        return None, f"cannot evaluate {shown!r}: {error.removeprefix('cannot evaluate: ')}"
+    if error.startswith("the formula gave"):
+        return None, error
+    return None, f"{error} in {shown!r}"
+
+
+def _run_source(source: str, names: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """Evaluate ``source`` with the language's operators and functions: a value or a reason."""
     evaluator = SimpleEval(
-        operators=_OPERATORS,
-        functions={},
-        names={formula.python_name(name): values[name] for name in formula.names},
+        operators=_WRAPPED_OPERATORS,
+        functions={name: _strict(f.call) for name, f in FUNCTIONS.items()},
+        names=dict(names),
     )
     try:
-        result = evaluator.eval(formula.source or formula.text)
-        finite = isinstance(result, int | float) and not isinstance(result, bool) and math.isfinite(result)
-        score = float(result) if finite else None
+        result = _evaluate_tree(evaluator, source)
+        if isinstance(result, _Deferred):
+            raise result.error
+        if isinstance(result, bool) or not isinstance(result, int | float):
+            return None, f"the formula gave {result!r}, not a finite number"
+        score = float(result)
     except ZeroDivisionError:
-        shown = _show(formula, values)
-        return None, f"division by zero in {formula.text!r}" + (f" with {shown}" if shown else "")
+        return None, "division by zero"
     except OverflowError:
-        return None, f"overflow in {formula.text!r}"
+        return None, "overflow"
+    except _Refused as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "the formula is nested too deeply to evaluate"
     except Exception as exc:  # a Formula not made by parse_formula; never crash the session
-        return None, f"cannot evaluate {formula.text!r}: {type(exc).__name__}: {exc}"
-    if score is None:
-        return None, f"the formula gave {result!r}, not a finite number"
+        return None, f"cannot evaluate: {type(exc).__name__}: {exc}"
+    if not math.isfinite(score):
+        return None, f"the formula gave {score!r}, not a finite number"
     return score, None
+
+
+_EVALUABLE = (
+    ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Compare, ast.IfExp, ast.Call,
+    ast.operator, ast.unaryop, ast.cmpop, ast.expr_context,
+)  # fmt: skip
+
+
+def _evaluate_tree(evaluator: SimpleEval, source: str) -> Any:
+    """simpleeval recurses once per node; a long flat chain (a+b+c+… of hundreds of terms) would
+    exhaust the stack. Subtrees ``_CHUNK`` deep are evaluated first, bottom-up, and replaced by a
+    name; their errors are deferred until the value is used (an unused branch must not fail)."""
+    root = _parse_expression(source.strip()).body
+    order = list(ast.walk(root))
+    for node in order:  # a Formula not made by parse_formula: still only the language's node types
+        if not isinstance(node, _EVALUABLE) or (
+            isinstance(node, ast.Call) and not isinstance(node.func, ast.Name)
+        ):
+            raise _Refused(f"{type(node).__name__} is not allowed")
+    parents: dict[int, tuple[ast.AST, str, int | None]] = {}
+    for node in order:
+        for field_name, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr):
+                parents[id(value)] = (node, field_name, None)
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    if isinstance(item, ast.expr):
+                        parents[id(item)] = (node, field_name, index)
+    heights: dict[int, int] = {}
+    for node in reversed(order):  # breadth-first order reversed: children before parents
+        if not isinstance(node, ast.expr):
+            continue
+        height = 1 + max((heights.get(id(c), 0) for c in ast.iter_child_nodes(node)), default=0)
+        if height >= _CHUNK and node is not root and id(node) in parents:
+            try:
+                value = evaluator.eval(source, previously_parsed=node)
+            except Exception as exc:
+                value = _Deferred(exc)
+            name = f" chunk{len(heights)}"  # a space: never a variable's identifier
+            evaluator.names[name] = value
+            parent, field_name, position = parents[id(node)]
+            stand_in = ast.Name(id=name, ctx=ast.Load())
+            if position is None:
+                setattr(parent, field_name, stand_in)
+            else:
+                getattr(parent, field_name)[position] = stand_in
+            height = 1
+        heights[id(node)] = height
+    return evaluator.eval(source, previously_parsed=root)
 
 
 def breakdown(formula: Formula, values: Mapping[str, float | None]) -> str:
     """The formula with every variable replaced by its value: ``(1*3 + 1*2 + 0) / 0.0177``.
 
-    A variable without a value shows as ``?``."""
+    A variable without a value shows as ``?``; a negative value is parenthesised."""
     out = formula.source or formula.text
-    tree = ast.parse(out, mode="eval")
+    tree = _parse_expression(out.strip())
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    offset = len(out) - len(out.lstrip())
     spans = sorted(
-        ((node.col_offset, node.end_col_offset or node.col_offset, node.id) for node in ast.walk(tree)
-         if isinstance(node, ast.Name)),
+        ((node.col_offset + offset, (node.end_col_offset or node.col_offset) + offset, node.id)
+         for node in ast.walk(tree) if isinstance(node, ast.Name) and id(node) not in called),
         reverse=True,
     )  # fmt: skip
     aliases = {python: name for name, python in formula.aliases}
     raw = out.encode()
     for start, end, python_name in spans:
         value = values.get(aliases.get(python_name, python_name))
-        shown = "?" if value is None else f"{value:.6g}"
+        shown = "?" if value is None else f"{value:.6g}" if value >= 0 else f"({value:.6g})"
         raw = raw[:start] + shown.encode() + raw[end:]
     return raw.decode()
 

@@ -71,8 +71,26 @@ class Metadata(StrictModel):
     tags: list[NonEmptyStr] = Field(default_factory=list, description="pytest markers for every eval")
 
 
+Bound = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+
+
 class ScoreSpec(StrictModel):
+    """``score:``: the formula and an optional gate; a run whose score is outside [min, max] (or
+    null while a bound is set) fails the session."""
+
     formula: NonEmptyStr = "success_pct"
+    min: Bound | None = Field(default=None, description="the lowest passing score (inclusive)")
+    max: Bound | None = Field(default=None, description="the highest passing score (inclusive)")
+
+    @model_validator(mode="after")
+    def _bounds_in_order(self) -> ScoreSpec:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise PydanticCustomError(
+                "score_bounds",
+                "min ({min}) is greater than max ({max}); no score could pass the gate",
+                {"min": f"{self.min:g}", "max": f"{self.max:g}"},
+            )
+        return self
 
 
 class OutputSpec(StrictModel):
@@ -83,6 +101,11 @@ class OutputSpec(StrictModel):
     cost: DottedPath | None = None
     input_tokens: DottedPath | None = None
     output_tokens: DottedPath | None = None
+    latency_ms: DottedPath | None = Field(
+        default=None,
+        description="the agent's own latency in milliseconds (e.g. `duration_ms`); "
+        "used instead of the measured wall time when present",
+    )
     where: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="jsonl: only events whose fields equal these values"
     )
@@ -94,6 +117,13 @@ class OutputSpec(StrictModel):
                 "missing_response_path",
                 "output.format {fmt} needs `response`: the dotted path of the answer, e.g. `result`",
                 {"fmt": repr(self.format)},
+            )
+        if self.format == "text" and self.latency_ms:
+            raise PydanticCustomError(
+                "latency_needs_json",
+                "output.latency_ms ({path}) needs `format: json` or `format: jsonl`: "
+                "plain text output has no fields to read it from",
+                {"path": repr(self.latency_ms)},
             )
         return self
 

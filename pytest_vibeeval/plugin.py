@@ -14,15 +14,17 @@ from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
 from .collect import STATE_KEY, EvalItem, SuiteFile, get_state, provider_for
 from .configurations import parse_selection, unknown_selection
 from .providers import Provider
-from .results import EvalRecord
+from .results import EvalRecord, RunRecord
 from .resultsfile import build_results, write_results
 from .state import Options, VibeState
-from .summary import summary_lines
+from .summary import run_title, summary_lines
 from .templates import Renderer, TemplateValues, parse_assignments
 
 SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
 YAML_SUFFIXES = (".yaml", ".yml")
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
+SESSION_PLUGIN = "vibeeval-session"
+GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +48,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="value for {{var('NAME')}} templates (repeatable)",
     )
+    group.addoption(
+        "--vibe-breakdown",
+        action="store_true",
+        default=None,
+        help="show each score formula with the run's values substituted (also shown with -v)",
+    )
+    group.addoption(
+        "--vibe-gate-only",
+        action="store_true",
+        default=None,
+        help="failed evals of runs with a score gate (score.min/max) do not fail the session: "
+        "the gate decides the exit code",
+    )
+    parser.addini("vibe_breakdown", "default for --vibe-breakdown", type="bool", default=False)
+    parser.addini("vibe_gate_only", "default for --vibe-gate-only", type="bool", default=False)
     parser.addini("vibe_patterns", "extra glob patterns of YAML suite files", type="linelist", default=[])
     parser.addini("vibe_vars", "NAME=VALUE lines for {{var('NAME')}} templates", type="linelist", default=[])
     parser.addini("vibe_eval", "default for --vibe-eval", default="")
@@ -68,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
         patterns=tuple(config.getini("vibe_patterns")),
     )
     config.stash[STATE_KEY] = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
-    config.pluginmanager.register(SessionHooks(config), "vibeeval-session")
+    config.pluginmanager.register(SessionHooks(config), SESSION_PLUGIN)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
@@ -115,6 +132,9 @@ class SessionHooks:
         self.controller = not hasattr(config, "workerinput")
         self.usage_error: str | None = None
         self.other_collection_errors = 0
+        self.failed_nodeids: set[str] = set()  # controller: items with a failed report, ours or not
+        self.gate_only = _flag(config, "vibe_gate_only")
+        self.exit_note: str | None = None  # what vibe_gate_only did to the exit code
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         state = self.state
@@ -168,6 +188,8 @@ class SessionHooks:
         """Take our records off the report (controller only) and leave concise JUnit properties."""
         if not self.controller:
             return
+        if report.failed:
+            self.failed_nodeids.add(report.nodeid)
         aggregator = self.state.aggregator
         ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]
         crashed = report.when not in ("setup", "call", "teardown")
@@ -199,7 +221,8 @@ class SessionHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Aggregate on the controller before the JUnit writer writes its file."""
+        """Aggregate on the controller before the JUnit writer writes its file, and let the score
+        gates decide the exit code (pytest returns ``session.exitstatus`` after this hook)."""
         state = self.state
         if not self.controller or not (state.aggregator.items or state.load_errors):
             return
@@ -209,6 +232,35 @@ class SessionHooks:
         results = build_results(runs, state.started_at, interrupted, state.load_errors)
         state.results_written = write_results(results, state.options.results, self.config.rootpath)
         _add_junit_suite_properties(self.config, runs)
+        _add_junit_gate_cases(self.config, runs)
+        self._apply_gates(session, runs)
+
+    def _apply_gates(self, session: pytest.Session, runs: list[RunRecord]) -> None:
+        """A failed gate turns exit code 0 into 1. With vibe_gate_only, failed evals of gated runs
+        are forgiven: if they are the session's only failures, the gates alone decide (0 or 1)."""
+        gated = [run for run in runs if run.gate is not None]
+        gate_failed = any(run.gate is not None and not run.gate.passed for run in runs)
+        if self.gate_only and gated and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            covered = {record.nodeid for run in gated for record in run.evals}
+            others = sorted(self.failed_nodeids - covered)
+            blockers = []
+            if others:
+                shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+                blockers.append(f"{len(others)} failure(s) outside runs with a score gate ({shown})")
+            if self.state.load_errors or self.other_collection_errors:
+                blockers.append("collection errors")
+            if session.shouldfail or session.shouldstop:
+                blockers.append("the session stopped early (-x/--maxfail)")
+            if blockers:
+                self.exit_note = "vibe_gate_only not applied: " + "; ".join(blockers)
+            else:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED if gate_failed else pytest.ExitCode.OK
+                self.exit_note = (
+                    f"vibe_gate_only: {len(self.failed_nodeids)} failed eval(s) do not fail the session;"
+                    f" the score gates decide the exit code ({int(session.exitstatus)})"
+                )
+        if gate_failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _longrepr_text(report: pytest.TestReport) -> str | None:
@@ -219,12 +271,23 @@ def _longrepr_text(report: pytest.TestReport) -> str | None:
     return str(report.longrepr)
 
 
-def _add_junit_suite_properties(config: pytest.Config, runs: list[Any]) -> None:
+def _flag(config: pytest.Config, name: str) -> bool:
+    """A boolean option: the command line if given, else the ini value."""
+    option = config.getoption(name)
+    return bool(config.getini(name)) if option is None else bool(option)
+
+
+def _log_xml(config: pytest.Config) -> Any:
+    """The controller's JUnit writer (a private pytest object), or None without --junitxml."""
     try:
         from _pytest.junitxml import xml_key  # private: record_testsuite_property fails under xdist
     except ImportError:  # pragma: no cover - a test fails if pytest moves it
-        return
-    xml = config.stash.get(xml_key, None)
+        return None
+    return config.stash.get(xml_key, None)
+
+
+def _add_junit_suite_properties(config: pytest.Config, runs: list[RunRecord]) -> None:
+    xml = _log_xml(config)
     if xml is None:
         return
     for run in runs:
@@ -235,6 +298,45 @@ def _add_junit_suite_properties(config: pytest.Config, runs: list[Any]) -> None:
             "null" if run.metrics["success_pct"] is None else run.metrics["success_pct"],
         )
         xml.add_global_property(f"{prefix}.score_formula", run.score_formula)
+        if run.gate is not None:
+            xml.add_global_property(f"{prefix}.gate", "passed" if run.gate.passed else "failed")
+
+
+def _add_junit_gate_cases(config: pytest.Config, runs: list[RunRecord]) -> None:
+    """One test case per run with a gate, ``score-gate[<suite>::<configuration>]`` in the suite
+    file's class: passed, or failed with the gate's message. Uses LogXML.node_reporter and
+    _NodeReporter (private pytest API; tests/test_gate.py fails if it moves)."""
+    xml = _log_xml(config)
+    if xml is None:
+        return
+    import xml.etree.ElementTree as ET
+
+    for run in runs:
+        if run.gate is None:
+            continue
+        name = f"{GATE_TESTCASE}[{run.suite}::{run.configuration}]"
+        # As pytest names the classname of the suite's eval test cases: the path, dotted.
+        classname = run.source.replace("/", ".")
+        if xml.prefix:
+            classname = f"{xml.prefix}.{classname}"
+        reporter = xml.node_reporter(f"{run.source}::{name}")
+        reporter.add_attribute("classname", classname)
+        reporter.add_attribute("name", name)
+        reporter.add_property("vibe.configuration", run.configuration)
+        reporter.add_property("vibe.score", "null" if run.score is None else run.score)
+        for bound in ("min", "max"):
+            value = getattr(run.gate, bound)
+            if value is not None:
+                reporter.add_property(f"vibe.{bound}", value)
+        if run.gate.passed:
+            xml.add_stats("passed")
+        else:
+            failure = ET.Element("failure", message=f"GATE FAILED: {run_title(run)}: {run.gate.message}")
+            failure.text = f"score formula: {run.score_formula}\n{run.gate.message}"
+            if run.score_error:
+                failure.text += f"\nscore error: {run.score_error}"
+            reporter.append(failure)
+        reporter.finalize()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -256,7 +358,14 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
             f"{len(state.load_errors)} suite file(s) failed to load and did not run (errors above): "
             + ", ".join(state.load_errors)
         )
-    for line in summary_lines(state.runs):  # type: ignore[arg-type]
-        terminalreporter.write_line(line)
+    breakdown = config.get_verbosity() >= 1 or _flag(config, "vibe_breakdown")
+    for line in summary_lines(state.runs, breakdown):  # type: ignore[arg-type]
+        if line.startswith("GATE FAILED: "):
+            terminalreporter.write_line(line, red=True, bold=True)
+        else:
+            terminalreporter.write_line(line)
+    hooks = config.pluginmanager.get_plugin(SESSION_PLUGIN)
+    if isinstance(hooks, SessionHooks) and hooks.exit_note:
+        terminalreporter.write_line(hooks.exit_note)
     for path in state.results_written:
         terminalreporter.write_line(f"results: {path}")

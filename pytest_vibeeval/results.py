@@ -67,6 +67,15 @@ class ItemResult(Record):
     record: EvalRecord
 
 
+class GateRecord(Record):
+    """The score gate of a run (``score.min`` / ``score.max``); a failed gate fails the session."""
+
+    min: float | None = Field(description="the lowest passing score (inclusive); None: no lower bound")
+    max: float | None = Field(description="the highest passing score (inclusive); None: no upper bound")
+    passed: bool
+    message: str = Field(description="e.g. 'score 42.10 is below min 50 (by 7.90)'")
+
+
 class RunRecord(Record):
     """One suite against one configuration."""
 
@@ -77,6 +86,14 @@ class RunRecord(Record):
     score: float | None
     score_formula: str
     score_error: str | None
+    score_canonical: str | None = Field(
+        default=None, description="the formula as read: hyphenated names in [brackets], a preset expanded"
+    )
+    score_preset: str | None = Field(default=None, description="the preset's name when the formula is one")
+    score_breakdown: str | None = Field(
+        default=None, description="the formula with each variable replaced by its value in this run"
+    )
+    gate: GateRecord | None = Field(default=None, description="None when the suite sets no score bounds")
     metrics: dict[str, Any]
     variables: dict[str, float | None]
     notes: list[str] = Field(default_factory=list, description="what the summary warns about")

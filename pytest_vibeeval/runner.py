@@ -110,7 +110,10 @@ def run_prompt_eval(
             }
         )
         return record, Verdict("error", message)
-    latency = time.perf_counter() - started
+    measured = time.perf_counter() - started
+    # The agent's own figure (output.latency_ms, or a callable's `latency`) wins over wall time,
+    # which also counts process start-up; the steps keep the measured duration either way.
+    latency = measured if response.latency is None else response.latency
     verdict, results = run_checks(checks, Response(response.text, response.output_tokens))
     record = base.model_copy(
         update={

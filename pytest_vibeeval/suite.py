@@ -55,6 +55,8 @@ class Suite:
     configurations: dict[str, Configuration] | None
     default_configurations: tuple[str, ...] | None
     tags: tuple[str, ...]
+    score_min: float | None = None  # the score gate (score.min / score.max)
+    score_max: float | None = None
 
 
 def load_suite(path: Path, registry: CheckRegistry) -> Suite:
@@ -95,6 +97,8 @@ def load_suite(path: Path, registry: CheckRegistry) -> Suite:
         configurations=model.configurations,
         default_configurations=tuple(model.default_configurations) if model.default_configurations else None,
         tags=tuple(model.metadata.tags),
+        score_min=model.score.min if model.score else None,
+        score_max=model.score.max if model.score else None,
     )
 
 

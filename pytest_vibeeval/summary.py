@@ -22,13 +22,32 @@ def _score(run: RunRecord) -> str:
     return "null" if run.score is None else f"{run.score:.2f}"
 
 
-def run_block(run: RunRecord) -> list[str]:
+def formula_shown(run: RunRecord) -> str:
+    """The formula as written; a preset with its expansion (``price_performance = success_pct / …``)."""
+    expansion = run.score_canonical
+    if run.score_preset and expansion and expansion != run.score_formula.strip():
+        return f"{run.score_formula} = {expansion}"
+    return run.score_formula
+
+
+def run_title(run: RunRecord) -> str:
+    """``quiz × claude``: the suite and the configuration of a run."""
+    return f"{run.suite} × {run.configuration}"
+
+
+def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
+    """One run's lines; ``breakdown`` adds the formula with the run's values substituted."""
     m = run.metrics
     config = run.configuration + (f" ({run.configuration_name})" if run.configuration_name else "")
     lines = [f"{run.suite} × {config}  [{run.source}]"]
-    lines.append(f"Score: {_score(run)} (formula: {run.score_formula})")
+    lines.append(f"Score: {_score(run)} (formula: {formula_shown(run)})")
+    if breakdown and run.score_breakdown is not None:
+        lines.append(f"  {run.score_breakdown} = {_score(run)}")
     if run.score_error:
         lines.append(f"  score error: {run.score_error}")
+    if run.gate is not None:
+        verdict = "passed" if run.gate.passed else "FAILED"
+        lines.append(f"Gate: {verdict}: {run.gate.message}")
     if m["success_pct"] is None:
         lines.append(f"Success Rate: n/a (0/0; {m['skipped']} skipped)")
     else:
@@ -95,7 +114,16 @@ def comparison_table(runs: Sequence[RunRecord]) -> list[str]:
     return [fmt(header), fmt(tuple("-" * w for w in widths)), *(fmt(row) for row in rows)]
 
 
-def summary_lines(runs: Sequence[RunRecord]) -> list[str]:
+def gate_failures(runs: Sequence[RunRecord]) -> list[str]:
+    """``GATE FAILED: quiz × claude: score 42.10 is below min 50 (by 7.90)``, one per failed gate."""
+    return [
+        f"GATE FAILED: {run_title(run)}: {run.gate.message}"
+        for run in runs
+        if run.gate is not None and not run.gate.passed
+    ]
+
+
+def summary_lines(runs: Sequence[RunRecord], breakdown: bool = False) -> list[str]:
     lines: list[str] = []
     by_suite: dict[str, list[RunRecord]] = {}
     for run in runs:
@@ -104,9 +132,13 @@ def summary_lines(runs: Sequence[RunRecord]) -> list[str]:
         for run in suite_runs:
             if lines:
                 lines.append("")
-            lines.extend(run_block(run))
+            lines.extend(run_block(run, breakdown))
         if len(suite_runs) > 1:
             lines.append("")
             lines.append(f"{suite_runs[0].suite}: configurations side by side")
             lines.extend(comparison_table(suite_runs))
+    failures = gate_failures(runs)
+    if failures:
+        lines.append("")
+        lines.extend(failures)
     return lines

@@ -46,7 +46,7 @@ def _values(records: Sequence[EvalRecord], field: str) -> tuple[list[float], str
     values = [getattr(r, field) for r in counted]
     missing = [r.name for r, v in zip(counted, values, strict=True) if v is None]
     if missing:
-        what = field
+        what = field.replace("_", " ")
         if len(missing) == len(counted):
             return [], f"no eval reported {what}"
         shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
@@ -113,6 +113,22 @@ for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("ma
     RUN_VARIABLES.append(
         RunVariable(f"{_how}_cost", "USD", f"{_label} of the evals' costs", _aggregate("cost", _how))
     )
+RUN_VARIABLES.append(
+    RunVariable(
+        "total_input_tokens",
+        "tokens",
+        "sum of the evals' input (prompt) tokens",
+        _aggregate("input_tokens", "total"),
+    )
+)
+RUN_VARIABLES.append(
+    RunVariable(
+        "total_output_tokens",
+        "tokens",
+        "sum of the evals' output (completion) tokens",
+        _aggregate("output_tokens", "total"),
+    )
+)
 
 
 def _eval_field(field: str, what: str) -> Callable[[EvalRecord], Reasoned]:
@@ -138,6 +154,9 @@ EVAL_VARIABLES: list[EvalVariable] = [
     ),
     EvalVariable("_latency", "seconds", "the eval's latency", _eval_field("latency", "latency")),
     EvalVariable("_cost", "USD", "the eval's cost", _eval_field("cost", "cost")),
+    EvalVariable(
+        "_tokens", "tokens", "the eval's output tokens", _eval_field("output_tokens", "output tokens")
+    ),
 ]
 
 

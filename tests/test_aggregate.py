@@ -433,11 +433,11 @@ def test_item_without_any_result_is_an_error() -> None:
 
 def test_formula_that_no_longer_parses_gives_a_score_error() -> None:
     agg = Aggregator()
-    feed(agg, run_info("add", "c", "success_pct ** 2"), eval_record("add", "c", "passed", 1.0))
+    feed(agg, run_info("add", "c", "success_pct // 2"), eval_record("add", "c", "passed", 1.0))
     (run,) = agg.runs()
     assert run.score is None
     assert run.score_error is not None
-    assert "'**' is not allowed" in run.score_error
+    assert "'//' is not allowed" in run.score_error
 
 
 def test_division_by_zero_at_session_end() -> None:

@@ -528,3 +528,25 @@ def test_a_python_collection_error_still_stops_the_run(pytester: pytest.Pytester
     result = run(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*Interrupted: 1 error during collection*"])
+
+
+@XDIST_MODES
+@pytest.mark.parametrize("option", [["-v"], ["--vibe-breakdown"], ["-o", "vibe_breakdown=true"]])
+def test_breakdown_with_verbose_or_option(
+    pytester: pytest.Pytester, xdist: list[str], option: list[str]
+) -> None:
+    configurations = demo_configurations(pytester.path)
+    formula = "(arith * 3 + colour * 2 + capital) / total_cost"
+    write(pytester.path / "demo.eval.yaml", suite_yaml("demo", configurations, formula=formula))
+    result = run(pytester, "--vibe-config", "inproc", *option, xdist=xdist)
+    block = run_summary(result)
+    score = block.index(f"Score: 133.33 (formula: {formula})")
+    assert block[score + 1] == "  (1 * 3 + 0 * 2 + 1) / 0.03 = 133.33"
+
+
+def test_no_breakdown_by_default(pytester: pytest.Pytester) -> None:
+    make_demo(pytester.path)
+    result = run(pytester, "--vibe-config", "inproc")
+    block = run_summary(result)
+    score = next(i for i, line in enumerate(block) if line.startswith("Score: "))
+    assert block[score + 1].startswith("Success Rate: ")

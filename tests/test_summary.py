@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_vibeeval.results import CheckRecord, EvalRecord, RunRecord
-from pytest_vibeeval.summary import comparison_table, run_block, summary_lines
+from pytest_vibeeval.results import CheckRecord, EvalRecord, GateRecord, RunRecord
+from pytest_vibeeval.summary import comparison_table, gate_failures, run_block, summary_lines
 
 FORMULA = "success_pct / (total_cost * 100)"
 
@@ -51,6 +51,8 @@ def run(
     evals: list[EvalRecord] | None = None,
     notes: list[str] | None = None,
     configuration_name: str | None = None,
+    score_breakdown: str | None = None,
+    gate: GateRecord | None = None,
     **metric_overrides: Any,
 ) -> RunRecord:
     m = metrics(**metric_overrides)
@@ -62,6 +64,8 @@ def run(
         score=score,
         score_formula=FORMULA,
         score_error=score_error,
+        score_breakdown=score_breakdown,
+        gate=gate,
         metrics=m,
         variables={k: v for k, v in m.items() if k not in ("errors", "skipped")},
         notes=notes or [],
@@ -210,3 +214,57 @@ def test_comparison_table_n_a_success() -> None:
 
 def test_no_runs_no_lines() -> None:
     assert summary_lines([]) == []
+
+
+BREAKDOWN = "80 / (0.0177 * 100)"
+
+
+def test_breakdown_only_when_asked() -> None:
+    plain = run_block(run(score_breakdown=BREAKDOWN))
+    assert not any(BREAKDOWN in line for line in plain)
+    shown = run_block(run(score_breakdown=BREAKDOWN), breakdown=True)
+    assert shown[1:3] == [f"Score: 45.23 (formula: {FORMULA})", f"  {BREAKDOWN} = 45.23"]
+    assert summary_lines([run(score_breakdown=BREAKDOWN)], breakdown=True)[2] == f"  {BREAKDOWN} = 45.23"
+
+
+def test_breakdown_of_a_null_score_keeps_the_error() -> None:
+    lines = run_block(
+        run(score=None, score_error="no value for total_cost: x", score_breakdown="80 / (? * 100)"),
+        breakdown=True,
+    )
+    assert lines[2:4] == ["  80 / (? * 100) = null", "  score error: no value for total_cost: x"]
+
+
+def test_gate_lines() -> None:
+    failed = GateRecord(min=50.0, max=None, passed=False, message="score 42.10 is below min 50 (by 7.90)")
+    passed = GateRecord(min=40.0, max=None, passed=True, message="score 45.23 meets min 40")
+    runs = [run("fast", gate=failed, score=42.1), run("slow", gate=passed), run("plain")]
+    lines = summary_lines(runs)
+    assert "Gate: FAILED: score 42.10 is below min 50 (by 7.90)" in lines
+    assert "Gate: passed: score 45.23 meets min 40" in lines
+    assert sum(line.startswith("Gate:") for line in lines) == 2
+    assert lines[-1] == "GATE FAILED: math × fast: score 42.10 is below min 50 (by 7.90)"
+    assert gate_failures(runs) == [lines[-1]]
+    assert gate_failures(runs[1:]) == []
+
+
+def test_a_preset_shows_its_name_and_expansion() -> None:
+    preset = run().model_copy(
+        update={
+            "score_formula": "price_performance",
+            "score_preset": "price_performance",
+            "score_canonical": "success_pct / (total_cost * 1000)",
+        }
+    )
+    assert run_block(preset)[1] == (
+        "Score: 45.23 (formula: price_performance = success_pct / (total_cost * 1000))"
+    )
+    # success_pct is a preset of itself: nothing to expand
+    plain = run().model_copy(
+        update={
+            "score_formula": "success_pct",
+            "score_preset": "success_pct",
+            "score_canonical": "success_pct",
+        }
+    )
+    assert run_block(plain)[1] == "Score: 45.23 (formula: success_pct)"

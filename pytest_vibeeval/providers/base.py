@@ -30,6 +30,8 @@ class ProviderResponse:
     input_tokens: int | None = None
     output_tokens: int | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    # Seconds, as the agent itself reported it; None means the runner's measured wall time is used.
+    latency: float | None = None
 
 
 class ProviderError(Exception):

@@ -119,4 +119,11 @@ class CliProvider:
             parsed = parse_output(result.stdout_path, self.config.output)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
-        return ProviderResponse(parsed.text, parsed.cost, parsed.input_tokens, parsed.output_tokens, [step])
+        return ProviderResponse(
+            parsed.text,
+            parsed.cost,
+            parsed.input_tokens,
+            parsed.output_tokens,
+            [step],  # keeps the measured wall time (duration) even when the agent reports its latency
+            latency=parsed.latency,
+        )

@@ -1,7 +1,8 @@
-"""Read an agent's answer, cost and token counts from its stdout: text, JSON, or JSON lines."""
+"""Read an agent's answer, cost, token counts and own latency from its stdout: text, JSON, or JSON lines."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ class ParsedOutput:
     cost: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    latency: float | None = None  # seconds, as the agent reported it (output.latency_ms / 1000)
 
 
 def lookup(data: Any, path: str) -> Any:
@@ -92,22 +94,27 @@ def _extract(data: Any, spec: OutputSpec) -> ParsedOutput:
         cost=_number(data, spec.cost, "cost", float),
         input_tokens=_number(data, spec.input_tokens, "input_tokens", int),
         output_tokens=_number(data, spec.output_tokens, "output_tokens", int),
+        latency=_latency(data, spec.latency_ms),
     )
+
+
+def _latency(data: Any, path: str | None) -> float | None:
+    """``output.latency_ms`` in seconds; None when not configured or absent (wall time is used)."""
+    millis = _number(data, path, "latency_ms", float)
+    return None if millis is None else millis / 1000
 
 
 def _number(data: Any, path: str | None, field: str, kind: type[float]) -> Any:
     if path is None:
         return None
-    value = lookup(data, path)
+    value = shown = lookup(data, path)
     if value is _MISSING or value is None:
         return None
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             value = float(value)
-        except ValueError:
-            value = _MISSING
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise OutputError(f"output.{field} path `{path}` holds {value!r}, not a non-negative number")
+        raise OutputError(f"output.{field} path `{path}` holds {shown!r}, not a non-negative finite number")
     if kind is int:
         if value != int(value):
             raise OutputError(f"output.{field} path `{path}` holds {value!r}, not a whole number")

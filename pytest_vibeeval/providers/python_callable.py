@@ -2,7 +2,8 @@
 
 The function is named ``module:function``; the suite's folder is importable. It is called as
 ``function(prompt, context)`` (or ``function(prompt)`` if it takes one argument) and returns the
-answer text or a dict with ``response`` and optionally ``cost``, ``input_tokens``, ``output_tokens``.
+answer text or a dict with ``response`` and optionally ``cost``, ``input_tokens``, ``output_tokens``
+and ``latency`` (seconds; used instead of the measured wall time).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from ..models import Configuration
 from .base import PromptRequest, ProviderError, ProviderResponse
 
-RESULT_KEYS = ("response", "cost", "input_tokens", "output_tokens")
+RESULT_KEYS = ("response", "cost", "input_tokens", "output_tokens", "latency")
+WHOLE_NUMBERS = ("input_tokens", "output_tokens")
 
 
 class PythonProvider:
@@ -108,9 +110,9 @@ class PythonProvider:
                 or number < 0
             ):
                 raise ProviderError(
-                    f"{self.target} returned {key}={number!r}; expected a non-negative number"
+                    f"{self.target} returned {key}={number!r}; expected a non-negative finite number"
                 )
-            if key != "cost" and number is not None and number != int(number):
+            if key in WHOLE_NUMBERS and number is not None and number != int(number):
                 raise ProviderError(f"{self.target} returned {key}={number!r}; expected a whole number")
             numbers[key] = number
         return ProviderResponse(
@@ -118,6 +120,7 @@ class PythonProvider:
             cost=None if numbers["cost"] is None else float(numbers["cost"]),
             input_tokens=None if numbers["input_tokens"] is None else int(numbers["input_tokens"]),
             output_tokens=None if numbers["output_tokens"] is None else int(numbers["output_tokens"]),
+            latency=None if numbers["latency"] is None else float(numbers["latency"]),
         )
 
 

@@ -1,0 +1,175 @@
+"""The formula variables: the token variables, per-eval tokens, and the README's table listing every
+variable of the registry with its unit."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import XDIST_MODES, load_json, run, run_of, run_summary, write
+
+from pytest_vibeeval.results import EvalRecord
+from pytest_vibeeval.variables import EVAL_VARIABLES, RUN_VARIABLES, compute_variables
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def record(name: str, outcome: str = "passed", *, named: bool = True, **extra: Any) -> EvalRecord:
+    return EvalRecord(name=name, named=named, nodeid=f"s.eval.yaml::{name}[c]", outcome=outcome, **extra)  # type: ignore[arg-type]
+
+
+def test_token_totals_when_every_eval_reported_them() -> None:
+    values, reasons = compute_variables(
+        [
+            record("a", input_tokens=10, output_tokens=3),
+            record("b", "failed", input_tokens=5, output_tokens=4),
+            record("c", "skipped"),  # skipped evals are not counted
+        ]
+    )
+    assert values["total_input_tokens"] == 15.0
+    assert values["total_output_tokens"] == 7.0
+    assert "total_input_tokens" not in reasons and "total_output_tokens" not in reasons
+
+
+def test_token_totals_are_null_with_a_reason_unless_every_eval_reported_them() -> None:
+    values, reasons = compute_variables(
+        [
+            record("a", input_tokens=10, output_tokens=3),
+            record("b", output_tokens=4),
+        ]
+    )
+    assert values["total_output_tokens"] == 7.0
+    assert values["total_input_tokens"] is None
+    assert reasons["total_input_tokens"] == "input tokens unknown for 1 of 2 evals (b)"
+
+    values, reasons = compute_variables([record("a"), record("b", "error")])
+    assert values["total_input_tokens"] is None and values["total_output_tokens"] is None
+    assert reasons["total_output_tokens"] == "no eval reported output tokens"
+
+    values, reasons = compute_variables([record("a", "skipped")])
+    assert reasons["total_input_tokens"] == "no eval ran"
+
+
+def test_per_eval_tokens_are_its_output_tokens() -> None:
+    values, reasons = compute_variables(
+        [
+            record("critical-eval", input_tokens=100, output_tokens=12),
+            record("quiet"),
+            record("gone", "skipped"),
+            record("unnamed-1", named=False, output_tokens=5),
+        ]
+    )
+    assert values["critical-eval_tokens"] == 12.0
+    assert values["quiet_tokens"] is None
+    assert reasons["quiet_tokens"] == "eval 'quiet' reported no output tokens"
+    assert values["gone_tokens"] is None
+    assert reasons["gone_tokens"] == "eval 'gone' was skipped"
+    assert "unnamed-1_tokens" not in values  # only named evals have per-eval variables
+
+
+def test_every_variable_of_the_run_is_in_the_map() -> None:
+    values, _ = compute_variables([record("a", output_tokens=1), record("b", named=False)])
+    assert set(values) == {v.name for v in RUN_VARIABLES} | {"a" + v.suffix for v in EVAL_VARIABLES}
+
+
+def test_eval_name_that_would_define_a_run_wide_token_variable_is_rejected(pytester: pytest.Pytester) -> None:
+    suite = {
+        "metadata": {"name": "clash", "model": "m"},
+        "evals": [{"name": "total_output", "prompt": "hi", "checks": [{"match": "*"}]}],
+    }
+    write(pytester.path / "clash.eval.yaml", yaml.safe_dump(suite))
+    result = run(pytester)
+    assert "would define the formula variable(s) 'total_output_tokens'" in "\n".join(result.outlines)
+
+
+# --- the README ---------------------------------------------------------------------------------
+
+
+def _readme_variable_rows() -> dict[str, tuple[str, str]]:
+    """Each variable named in the first column of the Scores table → (unit, meaning)."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("\n## Scores\n") :]
+    section = section[: section.index("\n## ", 1)]
+    rows: dict[str, tuple[str, str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or cells[0] in ("variable", "---"):
+            continue
+        for name in re.findall(r"`([^`]+)`", cells[0]):
+            rows[name] = (cells[1], cells[2])
+    return rows
+
+
+def test_readme_lists_every_variable_with_its_unit_and_meaning() -> None:
+    rows = _readme_variable_rows()
+    expected = {v.name: v.unit for v in RUN_VARIABLES} | {f"<name>{v.suffix}": v.unit for v in EVAL_VARIABLES}
+    missing = sorted(set(expected) - set(rows))
+    assert not missing, f"variables missing from the README's Scores table: {missing}"
+    for name, unit in expected.items():
+        assert rows[name][0] == unit, f"README unit of {name!r}: {rows[name][0]!r}, registry: {unit!r}"
+        assert rows[name][1], f"README meaning of {name!r} is empty"
+    unknown = sorted(set(rows) - set(expected))
+    assert not unknown, f"README lists variables that do not exist: {unknown}"
+
+
+# --- end to end ---------------------------------------------------------------------------------
+
+APP = """
+def answer(prompt, context):
+    if "silent" in prompt:
+        return {"response": "4"}
+    return {"response": "4", "input_tokens": 7, "output_tokens": 3 if "short" in prompt else 11}
+"""
+
+
+def token_suite(root: Path, *, silent: bool = False) -> None:
+    write(root / "vibe_tok_app.py", APP)
+    evals: list[dict[str, Any]] = [
+        {"name": "short-one", "prompt": "short: 2 + 2?", "checks": [{"match": "*4*"}]},
+        {"name": "long", "prompt": "long: 2 + 2?", "checks": [{"match": "*4*"}]},
+    ]
+    if silent:
+        evals.append({"name": "mute", "prompt": "silent: 2 + 2?", "checks": [{"match": "*4*"}]})
+    suite = {
+        "metadata": {"name": "tok", "model": "m"},
+        "evals": evals,
+        "score": {"formula": "total_output_tokens / total_input_tokens + short-one_tokens"},
+        "configurations": {"app": {"python": "vibe_tok_app:answer"}},
+    }
+    write(root / "tok.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
+
+
+@XDIST_MODES
+def test_token_variables_in_the_results_and_the_score(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    token_suite(pytester.path)
+    path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(path), xdist=xdist)
+    assert result.ret == 0
+    run_record = run_of(load_json(path), "app")
+    variables = run_record["variables"]
+    assert variables["total_input_tokens"] == 14.0
+    assert variables["total_output_tokens"] == 14.0
+    assert variables["short-one_tokens"] == 3.0 and variables["long_tokens"] == 11.0
+    assert run_record["score"] == pytest.approx(14 / 14 + 3)
+    assert run_record["score_breakdown"] == "14 / 14 + 3"
+
+
+def test_token_total_null_when_an_eval_reported_none(pytester: pytest.Pytester) -> None:
+    token_suite(pytester.path, silent=True)
+    path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(path))
+    run_record = run_of(load_json(path), "app")
+    assert run_record["variables"]["total_input_tokens"] is None
+    assert run_record["variables"]["mute_tokens"] is None
+    assert run_record["score"] is None
+    assert run_record["score_error"] == (
+        "no value for total_input_tokens: input tokens unknown for 1 of 3 evals (mute); "
+        "total_output_tokens: output tokens unknown for 1 of 3 evals (mute)"
+    )
+    assert (
+        "Score: null (formula: total_output_tokens / total_input_tokens + short-one_tokens)"
+        in run_summary(result)
+    )

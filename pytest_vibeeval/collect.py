@@ -13,13 +13,11 @@ import pytest
 from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
 from .configurations import configurations_for, select
 from .errors import InputError
-from .formula import Formula, FormulaError, parse_formula
 from .models import Configuration
 from .providers import Provider, make_provider
 from .runner import run_prompt_eval
 from .state import VibeState
-from .suite import EvalCase, Suite, load_suite
-from .variables import eval_variable_names, run_variable_names
+from .suite import EvalCase, Suite, load_suite, suite_formula
 
 TIMEOUT_MARGIN_S = 30.0
 STATE_KEY = pytest.StashKey[VibeState]()
@@ -36,7 +34,7 @@ class SuiteFile(pytest.File):
         state = get_state(self.config)
         try:
             suite = load_suite(self.path, state.registry)
-            formula = _validate_formula(suite)
+            formula = suite_formula(suite)
             configs = configurations_for(suite, self.config.rootpath, state.config_files)
         except InputError as exc:
             raise self.CollectError(exc.render(self.config.rootpath)) from None
@@ -89,21 +87,6 @@ class SuiteFile(pytest.File):
                     config_dir=configs.source.parent if configs.source else self.path.parent,
                     info=info,
                 )
-
-
-def _validate_formula(suite: Suite) -> Formula:
-    """Check the suite's formula; the controller evaluates its ``canonical`` text."""
-    known = set(run_variable_names())
-    for case in suite.evals:
-        if case.name:
-            known.update(eval_variable_names(case.name))
-    try:
-        formula = parse_formula(suite.formula, known)
-    except FormulaError as exc:
-        raise InputError.single(
-            suite.path, f"score.formula: {exc.render()}", line=suite.formula_line
-        ) from None
-    return formula
 
 
 class EvalItem(pytest.Function):

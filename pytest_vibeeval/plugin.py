@@ -226,6 +226,8 @@ class SessionHooks:
         state = self.state
         if not self.controller or not (state.aggregator.items or state.load_errors):
             return
+        if self.config.option.collectonly:
+            return  # nothing ran: no results to write
         runs = state.aggregator.runs()
         state.runs = list(runs)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from .checks import AnyOf, Check, CheckNode, CheckRegistry
 from .errors import InputError, Loc, Problem, did_you_mean
+from .formula import Formula, FormulaError, parse_formula
 from .models import Configuration, McpServer, SuiteFile, protected_name_problem
 from .templates import ANY_TEMPLATE, template_problems
 from .variables import eval_variable_names, run_variable_names
@@ -351,3 +352,37 @@ def prompt_slug(prompt: str, max_len: int = 40) -> str:
     if len(slug) < 3 or len(ascii_text) < len(prompt) / 2:
         return "eval-" + hashlib.sha1(prompt.encode()).hexdigest()[:8]
     return slug
+
+
+def suite_formula(suite: Suite) -> Formula:
+    """Check the suite's score formula against its variables; raises :class:`InputError`.
+
+    The controller later evaluates the returned formula's ``canonical`` text."""
+    known = set(run_variable_names())
+    for case in suite.evals:
+        if case.name:
+            known.update(eval_variable_names(case.name))
+    try:
+        return parse_formula(suite.formula, known)
+    except FormulaError as exc:
+        unnamed = _unnamed_reference(suite, exc)
+        raise InputError.single(
+            suite.path, f"score.formula: {(unnamed or exc).render()}", line=suite.formula_line
+        ) from None
+
+
+def _unnamed_reference(suite: Suite, error: FormulaError) -> FormulaError | None:
+    """A clearer error when the formula uses the generated id of an eval that has no ``name``."""
+    for case in suite.evals:
+        if case.name:
+            continue
+        found = re.search(rf"(?<![\w\[-]){re.escape(case.id)}(?![\w-])", error.formula)
+        if found:
+            where = f" (line {case.line})" if case.line else ""
+            return FormulaError(
+                error.formula,
+                f"{case.id!r} is the generated id of evals[{case.index}]{where}, which has no `name`; "
+                f"only named evals can be used in a formula: add `name: {case.id}` to that eval",
+                found.start(),
+            )
+    return None

@@ -1,0 +1,78 @@
+"""Formulas are checked when the suite is collected: bad ones fail that file, and nothing in them runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import XDIST_MODES, run, write
+
+SUITE = """
+metadata: {{name: s, model: m}}
+evals:
+  - prompt: Say hello
+    checks: [{{match: "*hello*"}}]
+  - name: math
+    prompt: 2 + 2
+    checks: [{{match: "*4*"}}]
+score:
+  formula: {formula}
+configurations: {{app: {{python: "app:answer"}}}}
+"""
+
+ATTACKS = [
+    "__import__('os').system('touch {marker}')",
+    "().__class__",
+    "(1).real",
+    "'a'*10**9",
+    "9**9**9",
+    " + ".join(["math"] * 5000),
+    "lambda: open('{marker}', 'w')",
+    "[open('{marker}', 'w') for x in (1,)]",
+    "math.real",
+]
+
+
+def _suite(directory: Path, formula: str) -> None:
+    write(directory / "app.py", "def answer(prompt):\n    return 'hello 4'\n")
+    write(directory / "s.eval.yaml", SUITE.format(formula=repr(formula)))
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a[:24] for a in ATTACKS])
+def test_attack_formulas_fail_collection_and_nothing_executes(pytester: pytest.Pytester, attack: str) -> None:
+    marker = pytester.path / "PWNED"
+    _suite(pytester.path, attack.format(marker=marker))
+    result = run(pytester, "--collect-only")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "s.eval.yaml:9: score.formula:" in out
+    assert "^" in out  # a caret under the offending part
+    assert "Traceback" not in out
+    assert not marker.exists()
+    assert not (pytester.path / ".vibeeval").exists()  # --collect-only writes no results
+
+
+def test_a_formula_using_an_unnamed_eval_says_how_to_name_it(pytester: pytest.Pytester) -> None:
+    _suite(pytester.path, "say-hello * 2 + math")
+    result = run(pytester, "--collect-only")
+    result.stdout.fnmatch_lines(
+        [
+            "s.eval.yaml:9: score.formula: 'say-hello' is the generated id of evals[0] (line 3), which"
+            " has no `name`; only named evals can be used in a formula: add `name: say-hello` to that eval",
+            "      say-hello * 2 + math",
+            "      ^",
+        ]
+    )
+
+
+@XDIST_MODES
+def test_a_bad_formula_stops_only_its_own_file(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    _suite(pytester.path / "bad", "succes_pct")
+    _suite(pytester.path / "good", "success_pct")
+    (pytester.path / "good" / "s.eval.yaml").rename(pytester.path / "good" / "ok.eval.yaml")
+    (pytester.path / "good" / "app.py").rename(pytester.path / "good" / "app_good.py")
+    text = (pytester.path / "good" / "ok.eval.yaml").read_text().replace("app:answer", "app_good:answer")
+    (pytester.path / "good" / "ok.eval.yaml").write_text(text)
+    result = run(pytester, xdist=xdist, subprocess=bool(xdist))
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*bad/s.eval.yaml:9: score.formula: unknown variable 'succes_pct'*"])

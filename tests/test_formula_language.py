@@ -203,10 +203,14 @@ def test_an_exponent_with_a_variable_is_checked_when_evaluated() -> None:
     # a huge base overflows quickly instead of building a huge integer
     value, error = evaluate(parse_formula("(10 ** 100) ** 100 ** 1", None), {}, {})
     assert (value, error) == (None, "overflow in '(10 ** 100) ** 100 ** 1'")
-    started = time.perf_counter()
-    value, error = evaluate(parse_formula("((9 ** 99) ** 99) ** 99", None), {}, {})
-    assert value is None
-    assert time.perf_counter() - started < 0.05
+    huge = parse_formula("((9 ** 99) ** 99) ** 99", None)
+    timings = []
+    for _ in range(3):  # the best of three: a property of the evaluator, not of the machine's load
+        started = time.perf_counter()
+        value, error = evaluate(huge, {}, {})
+        timings.append(time.perf_counter() - started)
+        assert value is None
+    assert min(timings) < 0.05
 
 
 def test_an_unused_branch_does_not_fail() -> None:

@@ -34,6 +34,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     }
     assert runs["support-bot", "app"]["metrics"]["success_pct"] == 100.0
     assert runs["support-bot", "app"]["score"] is not None
+    assert runs["support-bot", "app"]["gate"]["passed"] is True
     assert runs["quiz", "quiz-json"]["metrics"]["total_cost"] > 0
     assert runs["quiz", "quiz-text"]["metrics"]["total_cost"] is None
     failures = runs["known-failures", "quiz-json"]

@@ -10,6 +10,8 @@ import re
 import select
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,28 @@ def run_summary(result: pytest.RunResult) -> list[str]:
 
 def score_and_success_lines(result: pytest.RunResult) -> list[str]:
     return [line for line in run_summary(result) if line.startswith(("Score:", "Success Rate:"))]
+
+
+# An agent that starts a child sleeping forever, records both pids in the file named by its first
+# argument (atomically: never a half-written pid file), then sleeps forever itself.
+HANGING_TREE_SCRIPT = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"])
+with open(sys.argv[1] + ".tmp", "w") as handle:
+    handle.write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(1000)
+"""
+
+
+def best_time(call: Callable[[], object], repeats: int = 3) -> float:
+    """The shortest of ``repeats`` timings of ``call``: a property of the code, not of the load."""
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        timings.append(time.perf_counter() - started)
+    return min(timings)
 
 
 def is_gone(pid: int) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers import (
+    HANGING_TREE_SCRIPT,
     PYTHON,
     XDIST_MODES,
     agent,
@@ -273,19 +274,9 @@ def test_structured_output(pytester: pytest.Pytester) -> None:
     )
 
 
-HANGING_AGENT = """
-import os, subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"])
-with open(sys.argv[1] + ".tmp", "w") as handle:
-    handle.write(f"{os.getpid()} {child.pid}")
-os.replace(sys.argv[1] + ".tmp", sys.argv[1])  # atomic: never a half-written pid file
-time.sleep(1000)
-"""
-
-
 @XDIST_MODES
 def test_timeout_kills_the_agent_and_its_children(pytester: pytest.Pytester, xdist: list[str]) -> None:
-    script = agent(pytester.path, "hang.py", HANGING_AGENT)
+    script = agent(pytester.path, "hang.py", HANGING_TREE_SCRIPT)
     pid_file = pytester.path / "pids.txt"
     suite(pytester.path, {"hangs": {"cli": PYTHON, "args": [script, str(pid_file)], "timeout": 1000}})
     path = pytester.path / "results.json"

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
 
 AGENT = """\
 #!{python}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
+from helpers import best_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -361,13 +361,8 @@ def test_random_formulas_never_raise_and_evaluate_quickly(text: str) -> None:
     except FormulaError as exc:
         assert exc.reason  # rejected at parse time with a reason: fine
         return
-    # The best of three timings: a property of the evaluator, not of the machine's scheduler.
-    timings = []
-    for _ in range(3):
-        started = time.perf_counter()
-        value, error = evaluate(formula, VALUES, REASONS)
-        timings.append(time.perf_counter() - started)
-    assert min(timings) < 0.05
+    value, error = evaluate(formula, VALUES, REASONS)
+    assert best_time(lambda: evaluate(formula, VALUES, REASONS)) < 0.05
     if value is None:
         assert error
     else:

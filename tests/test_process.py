@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import pickle
 import resource
-import select
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import HANGING_TREE_SCRIPT, is_gone, wait_gone
 
 from pytest_vibeeval import process
 from pytest_vibeeval.process import (
@@ -23,16 +23,6 @@ from pytest_vibeeval.process import (
     resolve_executable,
     run_command,
 )
-
-# A script that starts a grandchild sleeping forever, records both pids, then sleeps forever.
-TREE_SCRIPT = """
-import os, subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"])
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write(f"{os.getpid()} {child.pid}")
-os.replace(sys.argv[1] + ".tmp", sys.argv[1])  # atomic: never a half-written pid file
-time.sleep(1000)
-"""
 
 
 def _script(tmp_path: Path, body: str, name: str = "script.py") -> Path:
@@ -49,28 +39,8 @@ def _run(tmp_path: Path, body: str, *args: str, **kwargs: Any) -> CommandResult:
     return run_command([sys.executable, str(script), *args], **kwargs)
 
 
-def _is_gone(pid: int) -> bool:
-    """True if pid does not exist or is a zombie (the container's init may not reap orphans)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    # Field 2 (comm) is parenthesised and may contain spaces; the state follows it.
-    return stat.rpartition(")")[2].split()[0] in {"Z", "X"}
-
-
 def _assert_gone(pid: int) -> None:
-    """SIGKILL to a process we do not reap completes asynchronously, so block (no polling sleep)
-    on a pidfd, which becomes readable once the process has terminated; bounded at 5 s."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        select.select([fd], [], [], 5)
-    finally:
-        os.close(fd)
-    assert _is_gone(pid), f"pid {pid} is still alive"
+    assert wait_gone(pid, 5), f"pid {pid} is still alive"
 
 
 def _read_pids(path: Path) -> list[int]:
@@ -215,7 +185,7 @@ def test_resolve_executable(tmp_path: Path) -> None:
 
 def test_timeout_kills_whole_tree(tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
-    result = _run(tmp_path, TREE_SCRIPT, str(pidfile), timeout=1)
+    result = _run(tmp_path, HANGING_TREE_SCRIPT, str(pidfile), timeout=1)
     assert result.timed_out
     assert result.exit_code is None
     assert 1 <= result.duration < 5
@@ -272,7 +242,7 @@ def test_interrupt_while_waiting_kills_and_reraises(tmp_path: Path, monkeypatch:
         _run(tmp_path, "import time; time.sleep(1000)")
     (proc,) = started
     assert proc.returncode == -9  # killed by the group SIGKILL and reaped
-    assert _is_gone(proc.pid)
+    assert is_gone(proc.pid)
 
 
 def test_large_output_bounded_memory(tmp_path: Path) -> None:

@@ -38,9 +38,6 @@ class RunInfo:
     score_canonical: str | None = None
     score_preset: str | None = None  # the preset's name when the formula is one
 
-    def has_gate(self) -> bool:
-        return self.score_min is not None or self.score_max is not None
-
     def key(self) -> tuple[str, str]:
         return (self.source, self.configuration)
 
@@ -105,7 +102,7 @@ class Aggregator:
                 return record.model_copy(
                     update={
                         "outcome": "error",
-                        "message": _first_lines(
+                        "message": _bounded(
                             f"no result recorded ({item.failed_phase} failed): {item.failure or ''}"
                         ),
                     }
@@ -117,7 +114,7 @@ class Aggregator:
             return record.model_copy(
                 update={
                     "outcome": "error",
-                    "message": _first_lines(f"{item.failed_phase} failed: {item.failure or ''}"),
+                    "message": _bounded(f"{item.failed_phase} failed: {item.failure or ''}"),
                 }
             )
         return record
@@ -246,9 +243,12 @@ _METRIC_NAMES = (
 )  # fmt: skip
 
 
-def _first_lines(text: str, limit: int = 20) -> str:
+def _bounded(text: str, limit: int = 20) -> str:
+    """At most ``limit`` lines: the first (what happened) and the last ones (where)."""
     lines = text.strip().splitlines()
-    return "\n".join(lines[-limit:])
+    if len(lines) <= limit:
+        return "\n".join(lines)
+    return "\n".join([lines[0], "…", *lines[-(limit - 2) :]])
 
 
 def _split_nodeid(nodeid: str) -> tuple[str, str, str]:

@@ -13,7 +13,7 @@ import pytest
 from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
 from .configurations import configurations_for, select
 from .errors import InputError
-from .models import Configuration
+from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
 from .runner import run_prompt_eval
 from .state import VibeState
@@ -48,8 +48,9 @@ class SuiteFile(pytest.File):
             if self.path.is_relative_to(self.config.rootpath)
             else str(self.path)
         )
-        for tag in suite.tags + tuple(t for case in suite.evals for t in case.tags):
-            self.config.addinivalue_line("markers", f"{tag}: vibeeval suite tag")
+        for tag in {*suite.tags, *(t for case in suite.evals for t in case.tags)} - state.registered_tags:
+            self.config.addinivalue_line("markers", f"{tag}: a pytest-vibeeval suite tag")
+            state.registered_tags.add(tag)
         # Items of one file share their fixture closure, as pytest's own parametrized items do;
         # computing it per item dominated collection time. The file node stands in for the items:
         # the closure depends only on the node id (conftest visibility) and usefixtures marks.
@@ -112,7 +113,7 @@ class EvalItem(pytest.Function):
             self.add_marker(getattr(pytest.mark, tag))
         if case.xfail:
             self.add_marker(pytest.mark.xfail(reason=case.xfail, strict=True))
-        timeout = configuration.timeout_s if configuration else 60.0
+        timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
         self.add_marker(pytest.mark.timeout(timeout + TIMEOUT_MARGIN_S))
         self.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
 

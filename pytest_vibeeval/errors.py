@@ -71,7 +71,3 @@ class InputError(Exception):
         cls, path: str | Path, message: str, *, line: int | None = None, hint: str | None = None
     ) -> InputError:
         return cls(str(path), [Problem(message, line=line, hint=hint)])
-
-
-class UsageError(Exception):
-    """A bad command-line option or ini value; rendered as a pytest usage error."""

@@ -6,10 +6,9 @@ so plugins can add check types.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
 from .errors import did_you_mean
@@ -27,6 +26,30 @@ NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
 EvalName = Annotated[str, StringConstraints(pattern=EVAL_NAME_PATTERN)]
 ConfigId = Annotated[str, StringConstraints(pattern=CONFIG_ID_PATTERN)]
 DottedPath = Annotated[str, StringConstraints(pattern=r"^[^.\s]+(\.[^.\s]+)*$")]
+
+
+# Marks that change how pytest runs an item; a tag must not silently become one of them.
+RESERVED_MARKS = frozenset(
+    {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout",
+     "xdist_group", "vibeeval", "tryfirst", "trylast"}
+)  # fmt: skip
+
+
+def _tag(value: str) -> str:
+    if value in RESERVED_MARKS:
+        raise PydanticCustomError(
+            "reserved_tag",
+            "tag {tag} is a pytest marker that changes how tests run; choose another name",
+            {"tag": repr(value)},
+        )
+    return value
+
+
+Tag = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$"),
+    AfterValidator(_tag),
+]
 
 
 class StrictModel(BaseModel):
@@ -68,7 +91,7 @@ class Metadata(StrictModel):
     system_prompt: str | None = None
     threads: Annotated[int, Field(ge=1)] | None = None
     mcp_server: McpServer | None = None
-    tags: list[NonEmptyStr] = Field(default_factory=list, description="pytest markers for every eval")
+    tags: list[Tag] = Field(default_factory=list, description="pytest markers for every eval")
 
 
 Bound = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -180,7 +203,7 @@ class EvalSpec(StrictModel):
     name: EvalName | None = None
     prompt: NonEmptyStr
     checks: Any = Field(description="a list of checks (all must pass) or {or: [...]} (any may pass)")
-    tags: list[NonEmptyStr] = Field(default_factory=list)
+    tags: list[Tag] = Field(default_factory=list)
     xfail: NonEmptyStr | None = Field(
         default=None, description="expected to fail, with the reason: reported as xfailed, strict"
     )
@@ -213,7 +236,3 @@ def protected_name_problem(name: str) -> str | None:
             f"protected: {', '.join(PROTECTED_KEYWORDS)}"
         )
     return None
-
-
-def is_valid_eval_name(name: str) -> bool:
-    return re.fullmatch(EVAL_NAME_PATTERN, name) is not None

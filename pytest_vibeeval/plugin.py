@@ -183,6 +183,17 @@ class SessionHooks:
             raise pytest.UsageError(self.usage_error)
         return result
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """The record travels on the call report only: the teardown report would copy it again
+        (responses can be megabytes) for the controller to parse twice."""
+        report = yield
+        if call.when == "call":
+            item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
+        return report
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Take our records off the report (controller only) and leave concise JUnit properties."""
@@ -213,6 +224,7 @@ class SessionHooks:
         report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
         if info is not None:
             report.user_properties.append(("vibe.configuration", info.configuration))
+        record = aggregator.items[report.nodeid].record  # the call report's, for the teardown one
         if record is not None:
             for name in ("outcome", "latency", "cost", "input_tokens", "output_tokens"):
                 value = getattr(record, name)
@@ -266,11 +278,14 @@ class SessionHooks:
 
 
 def _longrepr_text(report: pytest.TestReport) -> str | None:
+    """The failure text, led by the exception line (e.g. a pytest-timeout ``Failed: Timeout``)."""
     if report.longrepr is None:
         return None
     if isinstance(report.longrepr, tuple):
         return str(report.longrepr[2])
-    return str(report.longrepr)
+    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
+    text = str(report.longrepr)
+    return f"{crash}\n{text}" if crash else text
 
 
 def _flag(config: pytest.Config, name: str) -> bool:
@@ -293,7 +308,7 @@ def _add_junit_suite_properties(config: pytest.Config, runs: list[RunRecord]) ->
     if xml is None:
         return
     for run in runs:
-        prefix = f"vibe.{run.suite}.{run.configuration}"
+        prefix = f"vibe.{run.source}[{run.configuration}]"  # the file: suite names need not be unique
         xml.add_global_property(f"{prefix}.score", "null" if run.score is None else run.score)
         xml.add_global_property(
             f"{prefix}.success_pct",

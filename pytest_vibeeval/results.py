@@ -56,17 +56,6 @@ class EvalRecord(Record):
     xfail: bool = Field(default=False, description="expected to fail (reported as xfailed)")
 
 
-class ItemResult(Record):
-    """What a worker sends to the controller for one item: the record plus the run it belongs to."""
-
-    suite: str
-    source: str
-    configuration: str
-    configuration_name: str | None = None
-    score_formula: str
-    record: EvalRecord
-
-
 class GateRecord(Record):
     """The score gate of a run (``score.min`` / ``score.max``); a failed gate fails the session."""
 

@@ -131,6 +131,11 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
             message = "`evals` is empty; a suite needs at least one eval"
         elif kind == "string_pattern_mismatch" and "evals" in loc and loc[-1] == "name":
             message = "eval name may contain only letters, digits, '-' and '_' (it is used in formulas)"
+        elif kind == "string_pattern_mismatch" and "tags" in loc:
+            message = (
+                f"tag {error.get('input')!r} must start with a letter and hold only letters, digits"
+                " and '_' (it becomes a pytest marker)"
+            )
         elif kind == "string_pattern_mismatch":
             message = f"{message}: got {error.get('input')!r}"
         elif message.startswith("Value error, "):

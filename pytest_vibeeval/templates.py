@@ -67,7 +67,8 @@ class TemplateValues:
 
     cli_vars: Mapping[str, str] = field(default_factory=dict)
     ini_vars: Mapping[str, str] = field(default_factory=dict)
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    # repr=False: a traceback through these objects must not print the environment or secrets
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
 
     def lookup(self, kind: str, name: str) -> str:
         if kind == "var":
@@ -87,7 +88,7 @@ class Renderer:
     """Fills templates and remembers every secret value it used, for :class:`Redactor`."""
 
     values: TemplateValues
-    used_secrets: set[str] = field(default_factory=set)
+    used_secrets: set[str] = field(default_factory=set, repr=False)
 
     def render(self, text: str) -> str:
         if "{{" not in text:
@@ -120,7 +121,7 @@ def parse_assignments(items: Iterable[str], source: str) -> dict[str, str]:
 class Redactor:
     """Replaces secret values in text with ``[secret]``."""
 
-    secrets: set[str] = field(default_factory=set)
+    secrets: set[str] = field(default_factory=set, repr=False)
 
     def add(self, values: Iterable[str]) -> None:
         self.secrets.update(value for value in values if value)

@@ -102,3 +102,42 @@ def test_secret_rendered_only_in_args_is_redacted_from_the_first_eval_on(
         record = records[f"s.eval.yaml::{eval_id}[leaky]"]
         assert "token is [secret]" in record["response"]
         assert "token is [secret]" in record["steps"][0]["argv"]
+
+
+@XDIST_MODES
+def test_missing_value_in_args_skips_and_leaks_nothing(
+    pytester: pytest.Pytester, xdist: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VIBE_SECRET_TOK", "hunter2-secret")
+    agent = pytester.path / "agent.py"
+    _agent(agent)
+    write(
+        pytester.path / "s.eval.yaml",
+        f"""
+        metadata: {{name: s, model: m}}
+        evals: [{{name: ask, prompt: hi, checks: [{{match: "*"}}]}}]
+        configurations:
+          partial:
+            cli: {PYTHON}
+            args: ["{agent}", "{{{{var('nope')}}}}"]
+            env: {{TOKEN: "{{{{secret('tok')}}}}"}}
+        """,
+    )
+    results = pytester.path / "results.json"
+    xml = pytester.path / "junit.xml"
+    result = run(pytester, "-rs", "--vibe-results", str(results), f"--junitxml={xml}", xdist=xdist)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*template var 'nope' has no value: pass --vibe-var nope=VALUE*"])
+    produced = result.stdout.str() + result.stderr.str() + results.read_text() + xml.read_text()
+    assert "hunter2-secret" not in produced
+    assert "Traceback" not in produced
+
+
+def test_template_objects_do_not_show_the_environment_or_secrets() -> None:
+    from pytest_vibeeval.templates import Redactor, Renderer, TemplateValues
+
+    values = TemplateValues(environ={"VIBE_SECRET_TOK": "hunter2-secret"})
+    renderer = Renderer(values)
+    assert renderer.render("{{secret('tok')}}") == "hunter2-secret"
+    shown = repr(renderer) + repr(values) + repr(Redactor(renderer.used_secrets))
+    assert "hunter2-secret" not in shown

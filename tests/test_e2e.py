@@ -408,9 +408,11 @@ def test_junit_properties(pytester: pytest.Pytester, xdist: list[str]) -> None:
     global_props = {p.get("name"): p.get("value") for p in properties.iter("property")}
     for configuration in CONFIGS:
         expected = run_of(data, configuration)["score"]
-        assert float(global_props[f"vibe.demo.{configuration}.score"]) == pytest.approx(expected)
-        assert global_props[f"vibe.demo.{configuration}.score_formula"] == "success_pct / total_cost"
-    assert float(global_props["vibe.demo.inproc.success_pct"]) == pytest.approx(200 / 3)
+        assert float(global_props[f"vibe.demo.eval.yaml[{configuration}].score"]) == pytest.approx(expected)
+        assert (
+            global_props[f"vibe.demo.eval.yaml[{configuration}].score_formula"] == "success_pct / total_cost"
+        )
+    assert float(global_props["vibe.demo.eval.yaml[inproc].success_pct"]) == pytest.approx(200 / 3)
 
 
 def test_junit_private_xml_key_still_exists() -> None:

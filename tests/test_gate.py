@@ -95,7 +95,7 @@ def test_score_below_min_fails_the_session_though_every_eval_passed(
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures")) == ("3", "1")
     global_props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}  # type: ignore[union-attr]
-    assert global_props["vibe.quiz.claude.gate"] == "failed"
+    assert global_props["vibe.quiz.eval.yaml[claude].gate"] == "failed"
 
 
 @XDIST_MODES

@@ -604,7 +604,7 @@ def test_pydantic_model_error_maps_to_the_nested_line(tmp_path: Path) -> None:
         checks: [{match: x}]
     """
     err = fails(tmp_path, text)
-    problem = assert_problem(err, 10, "evals[1].tags[1]: String should have at least 1 character")
+    problem = assert_problem(err, 10, "evals[1].tags[1]: tag '' must start with a letter")
     assert problem.loc == ("evals", 1, "tags", 1)
 
 
@@ -820,3 +820,17 @@ def test_each_bad_file_gets_its_own_collection_error(pytester: pytest.Pytester) 
     ):
         assert fragment in out
     _no_traceback(result.stdout.str())
+
+
+@pytest.mark.parametrize(
+    ("tag", "message"),
+    [
+        ("_wip", "tag '_wip' must start with a letter and hold only letters, digits and '_'"),
+        ("bad tag", "tag 'bad tag' must start with a letter"),
+        ("skip", "tag 'skip' is a pytest marker that changes how tests run; choose another name"),
+        ("xfail", "tag 'xfail' is a pytest marker that changes how tests run"),
+    ],
+)
+def test_tags_that_cannot_be_markers_are_rejected(tmp_path: Path, tag: str, message: str) -> None:
+    err = fails(tmp_path, HEAD + f"  - prompt: p\n    tags: [{tag!r}]\n    checks: [{{match: x}}]\n")
+    assert_problem(err, 6, f"evals[0].tags[0]: {message}")

@@ -48,6 +48,8 @@ class CliProvider:
             return f"configuration {self.config_id!r} needs the environment variable(s) {', '.join(missing)}"
         try:
             env = self._env()
+            for arg in self.config.args:
+                self._expand(arg)
         except MissingValue as exc:
             return str(exc)
         if resolve_executable(self.executable, env) is None:
@@ -75,7 +77,10 @@ class CliProvider:
         return [self.executable, *args]
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
-        argv = self.argv(request)
+        try:
+            argv = self.argv(request)
+        except MissingValue as exc:  # unavailable_reason() normally skips the item first
+            raise ProviderError(str(exc)) from None
         stdin = request.prompt if self.config.prompt_via == "stdin" else None
         try:
             result = run_command(

@@ -15,6 +15,7 @@ from .configurations import configurations_for, select
 from .errors import InputError
 from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
+from .providers.python_callable import module_name_clash
 from .runner import run_prompt_eval
 from .state import VibeState
 from .suite import EvalCase, Suite, load_suite, suite_formula
@@ -38,10 +39,19 @@ class SuiteFile(pytest.File):
             configs = configurations_for(suite, self.config.rootpath, state.config_files)
         except InputError as exc:
             raise self.CollectError(exc.render(self.config.rootpath)) from None
+        config_ids = select(configs.ids(), configs.defaults, state.options.configs)
+        for config_id in config_ids:
+            python = configs.configurations[config_id].python if config_id in configs.configurations else None
+            clash = module_name_clash(state.python_modules, python, self.path.parent) if python else None
+            if clash:
+                raise self.CollectError(
+                    InputError.single(self.path, f"configuration {config_id!r}: {clash}").render(
+                        self.config.rootpath
+                    )
+                )
         state.suites_collected += 1
         state.known_configs.update(configs.ids())
         state.known_evals.update(case.id for case in suite.evals)
-        config_ids = select(configs.ids(), configs.defaults, state.options.configs)
         eval_ids = select([c.id for c in suite.evals], None, state.options.evals)
         source = (
             self.path.relative_to(self.config.rootpath).as_posix()

@@ -55,6 +55,7 @@ class VibeState:
     providers: dict[tuple[Path, str], Provider] = field(default_factory=dict)
     known_evals: set[str] = field(default_factory=set)
     registered_tags: set[str] = field(default_factory=set)
+    python_modules: dict[str, Path] = field(default_factory=dict)  # module name → file, see collect
     known_configs: set[str] = field(default_factory=set)
     suites_collected: int = 0
     started_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))

@@ -53,7 +53,7 @@ class PythonProvider:
                     f"cannot import {module_name!r} for configuration {self.config_id!r} "
                     f"(looked in {folder} and sys.path): {type(exc).__name__}: {exc}"
                 ) from None
-            local = _local_source(self.suite_dir, module_name)
+            local = local_module_source(self.suite_dir, module_name)
             loaded = getattr(module, "__file__", None)
             if local is not None and loaded is not None and Path(loaded).resolve() != local.resolve():
                 # Python imports a module name once per process: without this check the suite
@@ -124,10 +124,33 @@ class PythonProvider:
         )
 
 
-def _local_source(folder: Path, module_name: str) -> Path | None:
+def local_module_source(folder: Path, module_name: str) -> Path | None:
     """The file in the suite's folder that ``module_name`` names, if there is one."""
     base = folder.joinpath(*module_name.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
     return None
+
+
+def module_name_clash(seen: dict[str, Path], target: str, folder: Path) -> str | None:
+    """Why ``target``'s module cannot be used from ``folder`` in this session, or None.
+
+    Python imports a module name once per process, so two suite folders that each hold their
+    own ``app.py`` would be answered by whichever was imported first. Checked at collection,
+    which every xdist worker does alike, so a clash fails the same file with and without ``-n``.
+    ``seen`` maps module names to the file each was claimed from; it is updated.
+    """
+    module_name = target.partition(":")[0]
+    local = local_module_source(folder, module_name)
+    if local is None:
+        return None  # an installed module: the same everywhere
+    local = local.resolve()
+    claimed = seen.setdefault(module_name, local)
+    if claimed == local:
+        return None
+    return (
+        f"python module {module_name!r} of {target!r} is {local}, but another suite of this "
+        f"session uses a module of the same name from {claimed}; Python imports a module name "
+        "once per process: give the modules distinct names"
+    )

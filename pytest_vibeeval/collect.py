@@ -24,6 +24,11 @@ TIMEOUT_MARGIN_S = 30.0
 STATE_KEY = pytest.StashKey[VibeState]()
 
 
+def rootdir_relative(path: Path, rootdir: Path) -> str:
+    """``path`` as the results and node ids show it: relative to the rootdir when inside it."""
+    return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
+
+
 def get_state(config: pytest.Config) -> VibeState:
     return config.stash[STATE_KEY]
 
@@ -53,11 +58,7 @@ class SuiteFile(pytest.File):
         state.known_configs.update(configs.ids())
         state.known_evals.update(case.id for case in suite.evals)
         eval_ids = select([c.id for c in suite.evals], None, state.options.evals)
-        source = (
-            self.path.relative_to(self.config.rootpath).as_posix()
-            if self.path.is_relative_to(self.config.rootpath)
-            else str(self.path)
-        )
+        source = rootdir_relative(self.path, self.config.rootpath)
         for tag in {*suite.tags, *(t for case in suite.evals for t in case.tags)} - state.registered_tags:
             self.config.addinivalue_line("markers", f"{tag}: a pytest-vibeeval suite tag")
             state.registered_tags.add(tag)

@@ -197,7 +197,14 @@ class Formula:
         return dict(self.aliases).get(name, name)
 
     def shown(self) -> str:
-        return f"{self.text} = {self.canonical}" if self.preset and self.canonical != self.text else self.text
+        return show_formula(self.text, self.canonical, self.preset)
+
+
+def show_formula(text: str, canonical: str | None, preset: str | None) -> str:
+    """The formula as written; a preset with its expansion (``price_performance = success_pct / …``)."""
+    if preset and canonical and canonical != text.strip():
+        return f"{text} = {canonical}"
+    return text
 
 
 def parse_formula(text: str, known: Collection[str] | None, *, allow_unknown: bool = False) -> Formula:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
-from .collect import STATE_KEY, EvalItem, SuiteFile, get_state, provider_for
+from .collect import STATE_KEY, EvalItem, SuiteFile, get_state, provider_for, rootdir_relative
 from .configurations import parse_selection, unknown_selection
 from .providers import Provider
 from .results import EvalRecord, RunRecord
@@ -93,11 +93,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
     if not name.endswith((".yaml", ".yml")):
         return None
     state = get_state(parent.config)
-    rel = (
-        file_path.relative_to(parent.config.rootpath).as_posix()
-        if file_path.is_relative_to(parent.config.rootpath)
-        else name
-    )
+    rel = rootdir_relative(file_path, parent.config.rootpath)
     if (
         name.endswith(SUITE_SUFFIXES)
         or parent.session.isinitpath(file_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .formula import show_formula
 from .results import RunRecord
 
 
@@ -23,11 +24,7 @@ def _score(run: RunRecord) -> str:
 
 
 def formula_shown(run: RunRecord) -> str:
-    """The formula as written; a preset with its expansion (``price_performance = success_pct / …``)."""
-    expansion = run.score_canonical
-    if run.score_preset and expansion and expansion != run.score_formula.strip():
-        return f"{run.score_formula} = {expansion}"
-    return run.score_formula
+    return show_formula(run.score_formula, run.score_canonical, run.score_preset)
 
 
 def run_title(run: RunRecord) -> str:

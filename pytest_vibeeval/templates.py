@@ -126,10 +126,14 @@ class Redactor:
     def add(self, values: Iterable[str]) -> None:
         self.secrets.update(value for value in values if value)
 
+    _longest_first: tuple[str, ...] = field(default=(), init=False, repr=False)
+
     def __call__(self, text: str | None) -> str | None:
         if not text or not self.secrets:
             return text
-        for secret in sorted(self.secrets, key=len, reverse=True):
+        if len(self._longest_first) != len(self.secrets):  # the set only grows
+            self._longest_first = tuple(sorted(self.secrets, key=len, reverse=True))
+        for secret in self._longest_first:
             if secret:
                 text = text.replace(secret, REDACTED)
         return text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -62,3 +64,23 @@ class Unavailable:
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         raise ProviderError(self.reason)
+
+
+def missing_env_reason(config_id: str, names: list[str]) -> str | None:
+    """Why a configuration cannot run here: environment variables it requires are unset."""
+    missing = [name for name in names if not os.environ.get(name)]
+    if missing:
+        return f"configuration {config_id!r} needs the environment variable(s) {', '.join(missing)}"
+    return None
+
+
+def as_measure(value: object, *, whole: bool) -> float | int:
+    """``value`` as a reported cost, latency or token count; raises ValueError naming what it must be
+    (``a non-negative finite number`` / ``a whole number``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValueError("a non-negative finite number")
+    if whole:
+        if value != int(value):
+            raise ValueError("a whole number")
+        return int(value)
+    return float(value)

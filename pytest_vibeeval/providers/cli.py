@@ -9,7 +9,7 @@ from ..models import Configuration
 from ..process import CommandNotFound, read_tail, resolve_executable, run_command
 from ..results import StepRecord
 from ..templates import MissingValue, Renderer
-from .base import PromptRequest, ProviderError, ProviderResponse
+from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
 from .output import OutputError, parse_output
 
 CONFIG_DIR = "${CONFIG_DIR}"
@@ -43,9 +43,9 @@ class CliProvider:
         return self._unavailable
 
     def _check_available(self) -> str | None:
-        missing = [name for name in self.config.requires_env if not os.environ.get(name)]
+        missing = missing_env_reason(self.config_id, self.config.requires_env)
         if missing:
-            return f"configuration {self.config_id!r} needs the environment variable(s) {', '.join(missing)}"
+            return missing
         try:
             env = self._env()
             for arg in self.config.args:

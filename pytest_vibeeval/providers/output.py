@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..models import OutputSpec
+from .base import as_measure
 
 _MISSING = object()
 
@@ -113,10 +113,8 @@ def _number(data: Any, path: str | None, field: str, kind: type[float]) -> Any:
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             value = float(value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise OutputError(f"output.{field} path `{path}` holds {shown!r}, not a non-negative finite number")
-    if kind is int:
-        if value != int(value):
-            raise OutputError(f"output.{field} path `{path}` holds {value!r}, not a whole number")
-        return int(value)
-    return float(value)
+    try:
+        return as_measure(value, whole=kind is int)
+    except ValueError as exc:
+        shown = shown if str(exc) != "a whole number" else value
+        raise OutputError(f"output.{field} path `{path}` holds {shown!r}, not {exc}") from None

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
-import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -19,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import Configuration
-from .base import PromptRequest, ProviderError, ProviderResponse
+from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, missing_env_reason
 
 RESULT_KEYS = ("response", "cost", "input_tokens", "output_tokens", "latency")
 WHOLE_NUMBERS = ("input_tokens", "output_tokens")
@@ -35,9 +33,9 @@ class PythonProvider:
         self._function: Callable[..., Any] | None = None
 
     def unavailable_reason(self) -> str | None:
-        missing = [name for name in self.config.requires_env if not os.environ.get(name)]
+        missing = missing_env_reason(self.config_id, self.config.requires_env)
         if missing:
-            return f"configuration {self.config_id!r} needs the environment variable(s) {', '.join(missing)}"
+            return missing
         return None
 
     def function(self) -> Callable[..., Any]:
@@ -100,28 +98,14 @@ class PythonProvider:
                 f"{self.target} returned a dict with keys {sorted(value)}; it needs a str "
                 f"'response' and may have only {', '.join(RESULT_KEYS)}"
             )
-        numbers = {}
+        numbers: dict[str, Any] = {}
         for key in RESULT_KEYS[1:]:
             number = value.get(key)
-            if number is not None and (
-                isinstance(number, bool)
-                or not isinstance(number, int | float)
-                or not math.isfinite(number)
-                or number < 0
-            ):
-                raise ProviderError(
-                    f"{self.target} returned {key}={number!r}; expected a non-negative finite number"
-                )
-            if key in WHOLE_NUMBERS and number is not None and number != int(number):
-                raise ProviderError(f"{self.target} returned {key}={number!r}; expected a whole number")
-            numbers[key] = number
-        return ProviderResponse(
-            value["response"],
-            cost=None if numbers["cost"] is None else float(numbers["cost"]),
-            input_tokens=None if numbers["input_tokens"] is None else int(numbers["input_tokens"]),
-            output_tokens=None if numbers["output_tokens"] is None else int(numbers["output_tokens"]),
-            latency=None if numbers["latency"] is None else float(numbers["latency"]),
-        )
+            try:
+                numbers[key] = None if number is None else as_measure(number, whole=key in WHOLE_NUMBERS)
+            except ValueError as exc:
+                raise ProviderError(f"{self.target} returned {key}={number!r}; expected {exc}") from None
+        return ProviderResponse(value["response"], **numbers)
 
 
 def local_module_source(folder: Path, module_name: str) -> Path | None:

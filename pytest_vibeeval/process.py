@@ -176,7 +176,8 @@ def run_command(
             raise CommandNotFound(args[0], "not an executable file")
         raise CommandNotFound(args[0], "looked in PATH")
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if not out.is_dir():
+        out.mkdir(parents=True, exist_ok=True)
     stdout_path = out / f"{name}.stdout"
     stderr_path = out / f"{name}.stderr"
 

@@ -70,6 +70,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("vibe_results", "default for --vibe-results", default="")
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vibeeval: an eval item of pytest-vibeeval")
     try:
@@ -84,8 +90,13 @@ def pytest_configure(config: pytest.Config) -> None:
         results=Path(results).absolute() if results else None,
         patterns=tuple(config.getini("vibe_patterns")),
     )
-    config.stash[STATE_KEY] = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
+    state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
+    config.stash[STATE_KEY] = state
     config.pluginmanager.register(SessionHooks(config), SESSION_PLUGIN)
+    try:
+        config.hook.pytest_vibeeval_register_checks.call_historic(kwargs={"registry": state.registry})
+    except ValueError as exc:  # a name registered twice
+        raise pytest.UsageError(f"pytest_vibeeval_register_checks: {exc}") from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:

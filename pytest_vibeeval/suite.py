@@ -125,6 +125,11 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
         message = error["msg"]
         if kind in ("model_type", "dict_type"):
             message = f"must be a mapping, not {_kind(error.get('input'))}"
+        elif kind == "string_type" and isinstance(error.get("input"), bool):
+            message = (
+                f"must be text, not the boolean {str(error['input']).lower()}: YAML reads yes/no/on/off/"
+                "true/false as booleans; quote the value"
+            )
         elif kind == "list_type":
             message = f"must be a list, not {_kind(error.get('input'))}"
         elif kind == "too_short" and clean == ("evals",):

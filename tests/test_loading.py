@@ -834,3 +834,8 @@ def test_each_bad_file_gets_its_own_collection_error(pytester: pytest.Pytester) 
 def test_tags_that_cannot_be_markers_are_rejected(tmp_path: Path, tag: str, message: str) -> None:
     err = fails(tmp_path, HEAD + f"  - prompt: p\n    tags: [{tag!r}]\n    checks: [{{match: x}}]\n")
     assert_problem(err, 6, f"evals[0].tags[0]: {message}")
+
+
+def test_a_yaml_boolean_where_text_belongs_says_to_quote_it(tmp_path: Path) -> None:
+    err = fails(tmp_path, HEAD + "  - name: yes\n    prompt: p\n    checks: [{match: x}]\n")
+    assert_problem(err, 5, "evals[0].name: must be text, not the boolean true", "quote the value")

@@ -1,0 +1,372 @@
+"""The unified runner's config folder: ``eval-config.json``, ``cli-config.json``, ``command-registry.json``.
+
+:func:`load_config_dir` reads the three files, substitutes ``${VAR}`` in paths and checks every
+cross-reference (step names, folders, prompt files, default configurations). Each file's problems
+are collected together, each with the file, the key and the line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
+
+from .configurations import CLI_CONFIG_NAME
+from .errors import InputError, Loc, Problem, did_you_mean
+from .models import (
+    CONFIG_ID_PATTERN,
+    DEFAULT_TIMEOUT_MS,
+    EVAL_NAME_PATTERN,
+    CliConfigFile,
+    Configuration,
+    NonEmptyStr,
+    StrictModel,
+    protected_name_problem,
+)
+from .suite import pydantic_problems
+from .yamlsource import Document, load_document
+
+EVAL_CONFIG_NAME = "eval-config.json"
+REGISTRY_NAME = "command-registry.json"
+EVAL_ROOT = "EVAL_ROOT"
+# The document's writePrompt reads `<evals>/../prompts/problems/<prompt>` and
+# `<evals>/../prompts/shared/evaluation-instructions.md`, where <evals> is what ${EVAL_ROOT} stands for.
+DEFAULT_PROMPTS_DIR = "${EVAL_ROOT}/../prompts/problems"
+DEFAULT_SHARED_INSTRUCTIONS = "${EVAL_ROOT}/../prompts/shared/evaluation-instructions.md"
+
+_REFERENCE = re.compile(r"\$\{([^{}]*)\}")
+_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _eval_id(value: str) -> str:
+    if not re.match(EVAL_NAME_PATTERN, value):
+        raise PydanticCustomError(
+            "eval_id",
+            "evaluation id {id} may contain only letters, digits, '-' and '_' "
+            "(it names pytest items and formula variables)",
+            {"id": repr(value)},
+        )
+    protected = protected_name_problem(value)
+    if protected:
+        raise PydanticCustomError("eval_id", protected, {})
+    return value
+
+
+def _step_name(value: str) -> str:
+    if not re.match(CONFIG_ID_PATTERN, value):
+        raise PydanticCustomError(
+            "step_name",
+            "step name {name} must start with a letter or digit and hold only letters, digits and _.:+-",
+            {"name": repr(value)},
+        )
+    return value
+
+
+EvalId = Annotated[str, AfterValidator(_eval_id)]
+StepName = Annotated[str, AfterValidator(_step_name)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class Vybes(StrictModel):
+    """The document's project's scoring block, kept under its name for compatibility."""
+
+    multiplier: Positive = 1.0
+    timeLimitMinutes: Positive | None = None
+
+
+class WorkspaceEval(StrictModel):
+    """A coding-agent eval: one ``evaluations`` entry of eval-config.json (YAML: snake_case keys)."""
+
+    workspace: NonEmptyStr
+    grading: NonEmptyStr
+    prompt: NonEmptyStr
+    build_steps: list[StepName] = Field(default_factory=list, alias="buildSteps")
+    grade_steps: list[StepName] = Field(default_factory=list, alias="gradeSteps")
+    vybes: Vybes | None = None
+
+
+class EvalConfigFile(StrictModel):
+    """``eval-config.json``; ``promptsDir`` and ``sharedInstructions`` are optional extensions."""
+
+    evaluations: dict[EvalId, WorkspaceEval]
+    promptsDir: NonEmptyStr = DEFAULT_PROMPTS_DIR
+    sharedInstructions: NonEmptyStr | None = None
+
+
+class CommandDefinition(StrictModel):
+    """One ``command-registry.json`` entry; ``timeout`` in milliseconds."""
+
+    command: NonEmptyStr
+    args: list[str] = Field(default_factory=list)
+    timeout: Annotated[int, Field(gt=0)] = DEFAULT_TIMEOUT_MS
+
+    @property
+    def timeout_s(self) -> float:
+        return self.timeout / 1000
+
+
+REGISTRY = TypeAdapter(dict[StepName, CommandDefinition])
+
+
+@dataclass(frozen=True)
+class ResolvedEval:
+    """An evaluation with every path substituted, absolute and checked to exist."""
+
+    id: str
+    workspace: Path
+    grading: Path
+    prompt: Path
+    build_steps: tuple[str, ...]
+    grade_steps: tuple[str, ...]
+    vybes: Vybes | None
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    folder: Path
+    eval_root: Path
+    evaluations: dict[str, ResolvedEval]
+    configurations: dict[str, Configuration]
+    default_configurations: tuple[str, ...] | None
+    registry: dict[str, CommandDefinition]
+    shared_instructions: Path | None  # None: the default file is absent
+
+
+class ConfigDirError(InputError):
+    """Problems in several files of one config folder; ``path``/``problems`` are the first file's."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        self.errors = errors
+        super().__init__(errors[0].path, errors[0].problems)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.errors,))
+
+    def render(self, root: Path | None = None) -> str:
+        return "\n".join(err.render(root) for err in getattr(self, "errors", ()))
+
+
+class SubstitutionError(Exception):
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+def substitute(text: str, variables: Mapping[str, str], _stack: tuple[str, ...] = ()) -> str:
+    """``text`` with each ``${NAME}`` replaced; values may hold references themselves (loops refused)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if not _VAR_NAME.match(name):
+            raise SubstitutionError(
+                f"malformed reference ${{{name}}}", "a variable name holds only letters, digits and '_'"
+            )
+        if name in _stack:
+            loop = " → ".join((*_stack[_stack.index(name) :], name))
+            raise SubstitutionError(f"variable loop: {loop}", "give one of these variables a plain value")
+        value = variables.get(name)
+        if not value:
+            state = "is empty" if value == "" else "is not set"
+            raise SubstitutionError(
+                f"variable {name} {state}", f"set the environment variable {name} or remove ${{{name}}}"
+            )
+        return substitute(value, variables, (*_stack, name))
+
+    if "${" in _REFERENCE.sub("", text):
+        raise SubstitutionError(
+            f"malformed reference in {text!r}: '${{' without a matching '}}'", "write ${NAME}"
+        )
+    return _REFERENCE.sub(replace, text)
+
+
+class _Checker:
+    """Collects one file's problems."""
+
+    def __init__(self, doc: Document, variables: Mapping[str, str], base: Path) -> None:
+        self.doc, self.variables, self.base = doc, variables, base
+        self.problems: list[Problem] = []
+
+    def add(self, loc: Loc, message: str, hint: str | None = None) -> None:
+        self.problems.append(Problem(message, line=self.doc.line_of(loc), loc=loc, hint=hint))
+
+    def path(self, loc: Loc, raw: str, base: Path | None = None) -> Path | None:
+        try:
+            text = substitute(raw, self.variables)
+        except SubstitutionError as exc:
+            self.add(loc, exc.message, exc.hint)
+            return None
+        return _absolute(text, base or self.base)
+
+    def existing(
+        self, loc: Loc, raw: str, what: str, hint: str | None = None, base: Path | None = None
+    ) -> Path | None:
+        """The path ``raw`` names if it is an existing ``what`` (ending in "folder" or "file")."""
+        path = self.path(loc, raw, base)
+        if path is None or (path.is_dir() if what.endswith("folder") else path.is_file()):
+            return path
+        state = f"is not a {what.split()[-1]}" if path.exists() else "does not exist"
+        if hint is None and f"${{{EVAL_ROOT}}}" in raw:
+            hint = (
+                f"EVAL_ROOT is {self.variables[EVAL_ROOT]}; set the environment variable EVAL_ROOT to move it"
+            )
+        self.add(loc, f"{what} {path} {state} (from {raw!r})", hint)
+        return None
+
+
+def _absolute(text: str, base: Path) -> Path:
+    path = Path(text).expanduser()
+    return Path(os.path.normpath(path if path.is_absolute() else base / path))
+
+
+def _key(raw: Mapping[str, Any], name: str, alias: str) -> str:
+    """The spelling of a key as the file wrote it (JSON camelCase or YAML snake_case)."""
+    return alias if alias in raw else name
+
+
+def _validated(doc: Document, model: Any, data: Any) -> tuple[Any, list[Problem]]:
+    try:
+        return model.validate_python(data), []
+    except ValidationError as exc:
+        return None, pydantic_problems(exc, doc)
+
+
+def _check_evals(
+    doc: Document, variables: Mapping[str, str], registry: Mapping[str, Any] | None
+) -> tuple[dict[str, ResolvedEval], Path | None, list[Problem]]:
+    root = Path(variables[EVAL_ROOT])
+    parsed, problems = _validated(doc, TypeAdapter(EvalConfigFile), doc.data)
+    check = _Checker(doc, variables, root)
+    raw = doc.data if isinstance(doc.data, dict) else {}
+    # the entries that are valid on their own are cross-checked even when others are not
+    entries: dict[str, WorkspaceEval] = {}
+    if parsed is not None:
+        entries = parsed.evaluations
+    elif isinstance(raw.get("evaluations"), dict):
+        for eval_id, entry in raw["evaluations"].items():
+            try:
+                entries[_eval_id(str(eval_id))] = WorkspaceEval.model_validate(entry)
+            except (ValidationError, PydanticCustomError):
+                continue
+    prompts_raw = parsed.promptsDir if parsed else raw.get("promptsDir", DEFAULT_PROMPTS_DIR)
+    where = f"set `promptsDir` in {EVAL_CONFIG_NAME} to read prompts from another folder"
+    prompts = None
+    if isinstance(prompts_raw, str):
+        prompts = check.existing(("promptsDir",), prompts_raw, "prompts folder", where)
+    shared: Path | None = None
+    shared_raw = parsed.sharedInstructions if parsed else raw.get("sharedInstructions")
+    if isinstance(shared_raw, str):
+        shared = check.existing(("sharedInstructions",), shared_raw, "shared instructions file")
+    elif shared_raw is None:
+        default = check.path((), DEFAULT_SHARED_INSTRUCTIONS)
+        shared = default if default is not None and default.is_file() else None
+    resolved: dict[str, ResolvedEval] = {}
+    for eval_id, spec in entries.items():
+        loc: Loc = ("evaluations", eval_id)
+        entry_raw = raw["evaluations"][eval_id]
+        for name, alias in (("build_steps", "buildSteps"), ("grade_steps", "gradeSteps")):
+            for i, step in enumerate(getattr(spec, name)):
+                if registry is not None and step not in registry:
+                    check.add(
+                        (*loc, _key(entry_raw, name, alias), i),
+                        f"unknown step {step!r}{did_you_mean(step, registry)}",
+                        f"steps are defined in {REGISTRY_NAME}: {', '.join(registry) or 'none'}",
+                    )
+        workspace = check.existing((*loc, "workspace"), spec.workspace, "workspace folder")
+        grading = check.existing((*loc, "grading"), spec.grading, "grading folder")
+        prompt = None
+        if prompts is not None:
+            hint = f"prompts are read from {prompts}; {where}"
+            prompt = check.existing((*loc, "prompt"), spec.prompt, "prompt file", hint, prompts)
+        if workspace and grading and prompt:
+            resolved[eval_id] = ResolvedEval(
+                eval_id,
+                workspace,
+                grading,
+                prompt,
+                tuple(spec.build_steps),
+                tuple(spec.grade_steps),
+                spec.vybes,
+            )
+    return resolved, shared, problems + check.problems
+
+
+def _eval_root(folder: Path, environ: Mapping[str, str]) -> tuple[dict[str, str], Problem | None]:
+    variables = dict(environ)
+    if not variables.get(EVAL_ROOT):
+        variables[EVAL_ROOT] = str(folder.parent)
+        return variables, None
+    try:
+        root = _absolute(substitute(variables[EVAL_ROOT], variables), Path.cwd())
+    except SubstitutionError as exc:
+        return variables, Problem(f"environment variable EVAL_ROOT: {exc.message}", hint=exc.hint)
+    variables[EVAL_ROOT] = str(root)
+    if not root.is_dir():
+        return variables, Problem(
+            f"EVAL_ROOT {root} (from the environment) is not a folder",
+            hint="unset EVAL_ROOT to use the config folder's parent, or point it at the evals folder",
+        )
+    return variables, None
+
+
+def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
+    """Read and check a config folder; raise :class:`InputError` (every file's problems) if any."""
+    folder = folder.absolute()
+    errors: list[InputError] = []
+    variables, root_problem = _eval_root(folder, environ)
+    if root_problem is not None:
+        raise InputError(str(folder / EVAL_CONFIG_NAME), [root_problem])
+
+    def load(name: str, adapter: Any) -> tuple[Document | None, Any]:
+        try:
+            doc = load_document(folder / name)
+        except InputError as exc:
+            errors.append(exc)
+            return None, None
+        parsed, problems = _validated(doc, adapter, doc.data)
+        if problems:
+            errors.append(InputError(str(doc.path), problems))
+        return doc, parsed
+
+    _, registry = load(REGISTRY_NAME, REGISTRY)
+    cli_doc, cli = load(CLI_CONFIG_NAME, TypeAdapter(CliConfigFile))
+    if cli_doc is not None and cli is not None:
+        problems = [
+            Problem(
+                f"default configuration {cid!r} is not defined{did_you_mean(cid, cli.configurations)}",
+                line=cli_doc.line_of(("defaultConfigurations", i)),
+                loc=("defaultConfigurations", i),
+                hint=f"defined configurations: {', '.join(cli.configurations)}",
+            )
+            for i, cid in enumerate(cli.defaultConfigurations or ())
+            if cid not in cli.configurations
+        ]
+        if problems:
+            errors.append(InputError(str(cli_doc.path), problems))
+    evals: dict[str, ResolvedEval] = {}
+    shared = None
+    try:
+        eval_doc = load_document(folder / EVAL_CONFIG_NAME)
+    except InputError as exc:
+        errors.append(exc)
+    else:
+        evals, shared, problems = _check_evals(eval_doc, variables, registry)
+        if problems:
+            errors.append(InputError(str(eval_doc.path), problems))
+    if errors:
+        raise errors[0] if len(errors) == 1 else ConfigDirError(errors)
+    defaults = cli.defaultConfigurations
+    return RunnerConfig(
+        folder=folder,
+        eval_root=Path(variables[EVAL_ROOT]),
+        evaluations=evals,
+        configurations=dict(cli.configurations),
+        default_configurations=tuple(defaults) if defaults else None,
+        registry=dict(registry),
+        shared_instructions=shared,
+    )

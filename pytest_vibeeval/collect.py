@@ -101,6 +101,19 @@ class SuiteFile(pytest.File):
                 )
 
 
+def mark_item(
+    item: pytest.Function, keywords: tuple[str, ...], tags: tuple[str, ...], timeout_s: float, info: RunInfo
+) -> None:
+    """What every eval item carries: its ids as keywords, markers, the timeout backstop (the item's
+    own timeouts plus a margin) and its :class:`RunInfo` on the reports."""
+    item.extra_keyword_matches.update(keywords)
+    item.add_marker(pytest.mark.vibeeval)
+    for tag in tags:
+        item.add_marker(getattr(pytest.mark, tag))
+    item.add_marker(pytest.mark.timeout(timeout_s + TIMEOUT_MARGIN_S))
+    item.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
+
+
 class EvalItem(pytest.Function):
     """One eval against one configuration."""
 
@@ -118,15 +131,10 @@ class EvalItem(pytest.Function):
         super().__init__(**kwargs)
         self.suite, self.case, self.config_id = suite, case, config_id
         self.configuration, self.config_dir, self.info = configuration, config_dir, info
-        self.extra_keyword_matches.update({case.id, config_id})
-        self.add_marker(pytest.mark.vibeeval)
-        for tag in (*suite.tags, *case.tags):
-            self.add_marker(getattr(pytest.mark, tag))
+        timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
+        mark_item(self, (case.id, config_id), (*suite.tags, *case.tags), timeout, info)
         if case.xfail:
             self.add_marker(pytest.mark.xfail(reason=case.xfail, strict=True))
-        timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
-        self.add_marker(pytest.mark.timeout(timeout + TIMEOUT_MARGIN_S))
-        self.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else None

@@ -16,12 +16,15 @@ from .configurations import parse_selection, unknown_selection
 from .providers import Provider
 from .results import EvalRecord, RunRecord
 from .resultsfile import build_results, write_results
+from .runner_config import EVAL_CONFIG_NAME
 from .state import Options, VibeState
 from .summary import run_title, summary_lines
 from .templates import Renderer, TemplateValues, parse_assignments
+from .workspace_collect import WorkspaceConfigFile
 
 SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
 YAML_SUFFIXES = (".yaml", ".yml")
+SOURCE_SUFFIXES = (*YAML_SUFFIXES, EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 SESSION_PLUGIN = "vibeeval-session"
 GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
@@ -99,8 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest_vibeeval_register_checks: {exc}") from None
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     name = file_path.name
+    if name == EVAL_CONFIG_NAME:
+        return WorkspaceConfigFile.from_parent(parent, path=file_path)
     if not name.endswith((".yaml", ".yml")):
         return None
     state = get_state(parent.config)
@@ -164,7 +169,7 @@ class SessionHooks:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Remember suite files that failed to load (on xdist, the controller sees workers' reports)."""
         if report.failed:
-            if report.nodeid.endswith(YAML_SUFFIXES):
+            if report.nodeid.endswith(SOURCE_SUFFIXES):
                 if report.nodeid not in self.state.load_errors:
                     self.state.load_errors.append(report.nodeid)
             else:
@@ -211,7 +216,7 @@ class SessionHooks:
         aggregator = self.state.aggregator
         ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]
         crashed = report.when not in ("setup", "call", "teardown")
-        if not ours and not (crashed and report.nodeid.split("::")[0].endswith((".yaml", ".yml"))):
+        if not ours and not (crashed and report.nodeid.split("::")[0].endswith(SOURCE_SUFFIXES)):
             return
         info = record = None
         for key, value in ours:

@@ -49,7 +49,8 @@ def render_checks(checks: tuple[CheckNode, ...], renderer: Renderer) -> tuple[Ch
     return tuple(out)
 
 
-def _redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
+def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
+    """The steps with secret values removed from their command lines."""
     return [step.model_copy(update={"argv": [redact(a) or "" for a in step.argv]}) for step in steps]
 
 
@@ -106,7 +107,7 @@ def run_prompt_eval(
                 "outcome": "error",
                 "message": message,
                 "latency": latency,
-                "steps": _redact_steps(exc.steps, redact),
+                "steps": redact_steps(exc.steps, redact),
             }
         )
         return record, Verdict("error", message)
@@ -123,7 +124,7 @@ def run_prompt_eval(
             "output_tokens": response.output_tokens,
             "response": redact(response.text),
             "checks": [_check_record(r, redact) for r in results],
-            "steps": _redact_steps(response.steps, redact),
+            "steps": redact_steps(response.steps, redact),
         }
     )
     if verdict is None:

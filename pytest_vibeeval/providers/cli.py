@@ -31,6 +31,10 @@ class CliProvider:
     def _expand(self, text: str) -> str:
         return self.renderer.render(text).replace(CONFIG_DIR, self.config_dir)
 
+    def environment(self) -> dict[str, str]:
+        """The agent's complete environment: the process's, with the configuration's ``env``."""
+        return self._env()
+
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update({key: self._expand(value) for key, value in self.config.env.items()})

@@ -1,0 +1,153 @@
+"""A unified-runner config folder (``eval-config.json`` beside ``cli-config.json`` and
+``command-registry.json``) becomes a collector: one item per evaluation × selected configuration."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .aggregate import RESULT_PROPERTY, RunInfo
+from .collect import get_state, mark_item, rootdir_relative
+from .configurations import select
+from .errors import InputError
+from .formula import parse_formula
+from .models import Configuration
+from .providers import PromptRequest
+from .providers.cli import CliProvider
+from .runner import redact_steps
+from .runner_config import ResolvedEval, RunnerConfig, load_config_dir
+from .templates import Redactor
+from .variables import run_variable_names
+from .workspace import INSTRUCTION, AgentCommand, run_workspace_eval
+
+FORMULA = "success_pct"
+
+
+class WorkspaceConfigFile(pytest.File):
+    """``eval-config.json``: the config folder it lives in, read with :func:`load_config_dir`."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        state = get_state(self.config)
+        rootpath = self.config.rootpath
+        try:
+            runner = load_config_dir(self.path.parent, os.environ)
+        except InputError as exc:
+            raise self.CollectError(exc.render(rootpath)) from None
+        for config_id, configuration in runner.configurations.items():
+            if not configuration.cli:
+                message = f"configuration {config_id!r}: coding-agent evals need a `cli` configuration"
+                config_file = self.path.parent / "cli-config.json"
+                raise self.CollectError(InputError.single(config_file, message).render(rootpath))
+        formula = parse_formula(FORMULA, set(run_variable_names()))
+        state.suites_collected += 1
+        state.known_configs.update(runner.configurations)
+        state.known_evals.update(runner.evaluations)
+        config_ids = select(list(runner.configurations), runner.default_configurations, state.options.configs)
+        eval_ids = select(list(runner.evaluations), None, state.options.evals)
+        source = rootdir_relative(self.path, rootpath)
+        fixtureinfo = self.session._fixturemanager.getfixtureinfo(
+            node=self,  # type: ignore[arg-type]  # as in SuiteFile: items of one file share it
+            func=run_workspace_item,
+            cls=None,
+        )
+        for index, (eval_id, evaluation) in enumerate(runner.evaluations.items()):
+            if eval_id not in eval_ids:
+                continue
+            for config_id in config_ids:
+                configuration = runner.configurations[config_id]
+                info = RunInfo(
+                    suite=self.path.parent.name,
+                    source=source,
+                    configuration=config_id,
+                    configuration_name=configuration.name,
+                    score_formula=FORMULA,
+                    eval_id=eval_id,
+                    named=True,
+                    suite_evals=len(runner.evaluations),
+                    eval_index=index,
+                    score_canonical=formula.canonical or None,
+                    score_preset=formula.preset,
+                )
+                yield WorkspaceItem.from_parent(
+                    self,
+                    name=f"{eval_id}[{config_id}]",
+                    callobj=run_workspace_item,
+                    fixtureinfo=fixtureinfo,
+                    runner=runner,
+                    evaluation=evaluation,
+                    config_id=config_id,
+                    configuration=configuration,
+                    info=info,
+                )
+
+
+class WorkspaceItem(pytest.Function):
+    """One coding-agent evaluation against one configuration."""
+
+    def __init__(
+        self,
+        *,
+        runner: RunnerConfig,
+        evaluation: ResolvedEval,
+        config_id: str,
+        configuration: Configuration,
+        info: RunInfo,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.runner, self.evaluation, self.config_id = runner, evaluation, config_id
+        self.configuration, self.info = configuration, info
+        steps = (*evaluation.build_steps, *evaluation.grade_steps)
+        timeout = configuration.timeout_s + sum(runner.registry[name].timeout_s for name in steps)
+        mark_item(self, (evaluation.id, config_id), (), timeout, info)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.evaluation.id}[{self.config_id}]"
+
+
+def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
+    """The configuration's CLI as :class:`CliProvider` would run it, with the fixed instruction as
+    the prompt; skips the item when the CLI cannot run here."""
+    state = get_state(item.config)
+    provider = CliProvider(item.config_id, item.configuration, state.renderer, item.runner.folder)
+    reason = provider.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    request = PromptRequest(
+        INSTRUCTION,
+        item.configuration.model or "",
+        None,
+        item.info.suite,
+        item.evaluation.id,
+        item.config_id,
+        workspace_hint,
+    )
+    stdin = INSTRUCTION if item.configuration.prompt_via == "stdin" else None
+    return AgentCommand(
+        item.config_id, provider.argv(request), provider.environment(), item.configuration.timeout_s, stdin
+    )
+
+
+def run_workspace_item(request: pytest.FixtureRequest, vibe_workdir: Path) -> None:
+    """The body of every coding-agent item."""
+    item = request.node
+    assert isinstance(item, WorkspaceItem)
+    agent = agent_command(item, vibe_workdir / "workspace")
+    record, verdict = run_workspace_eval(
+        item.evaluation,
+        item.runner.registry,
+        item.runner.shared_instructions,
+        agent,
+        vibe_workdir,
+        item.nodeid,
+    )
+    redact = Redactor(get_state(item.config).renderer.used_secrets)
+    message = redact(record.message)
+    record = record.model_copy(update={"message": message, "steps": redact_steps(record.steps, redact)})
+    item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+    if verdict.outcome != "passed":
+        pytest.fail(message or verdict.outcome, pytrace=False)

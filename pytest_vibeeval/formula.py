@@ -49,6 +49,9 @@ PRESETS: dict[str, str] = {
     "success_pct": "success_pct",
     # vibecheck's price-performance score: success per (cost in tenths of a cent + latency in tens of s)
     "price_performance": "success_pct / (total_cost * 1000 + total_latency * 0.1)",
+    # the unified runner's time-penalised score: mean over the evals of
+    # 100 × multiplier × subtask fraction × clamp(timeLimitMinutes / agent minutes, 0.2, 1)
+    "vybes": "vybes_score",
 }
 
 

@@ -52,6 +52,18 @@ class EvalRecord(Record):
     response: str | None = None
     checks: list[CheckRecord] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
+    subtasks_passed: int | None = Field(
+        default=None, description="subtasks the grade steps reported as passed; None: no results file"
+    )
+    subtasks_total: int | None = Field(
+        default=None, description="subtasks the grade steps reported; None: no results file"
+    )
+    vybes_multiplier: float | None = Field(
+        default=None, description="the evaluation's vybes.multiplier; None: no vybes block"
+    )
+    vybes_time_limit_minutes: float | None = Field(
+        default=None, description="the evaluation's vybes.timeLimitMinutes; None: no time penalty"
+    )
     repeat: int = 0
     xfail: bool = Field(default=False, description="expected to fail (reported as xfailed)")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .formula import show_formula
-from .results import RunRecord
+from .results import EvalRecord, RunRecord
 
 
 def _money(value: float | None) -> str:
@@ -79,12 +79,12 @@ def _cost_gap(run: RunRecord) -> str:
     return f" (reported by {reported} of {len(counted)} evals)"
 
 
-def _first_failed_check(record: object) -> str:
-    checks = getattr(record, "checks", [])
-    for check in checks:
+def _first_failed_check(record: EvalRecord) -> str:
+    """The first failed check, or the first line of the message (a failed workspace step)."""
+    for check in record.checks:
         if check.passed is False:
             return f"{check.type}: {check.message}"
-    return "failed"
+    return (record.message or "failed").splitlines()[0]
 
 
 def comparison_table(runs: Sequence[RunRecord]) -> list[str]:

@@ -6,8 +6,10 @@ No pytest here: :func:`run_workspace_eval` returns the record and the verdict fo
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,9 @@ INSTRUCTION = "Execute the instructions in ./prompt.md"
 PROMPT_FILE = "prompt.md"
 PROBLEM_FILE = "problem.md"
 TAIL_LINES = 40
+# Where the grade steps' results are looked for, relative to the grading directory.
+DEFAULT_SUBTASK_GLOBS: tuple[str, ...] = ("**/junit*.xml", "**/results*.json")
+MAX_RESULTS_BYTES = 20 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,107 @@ def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, wor
     path = workspace / PROMPT_FILE
     path.write_text("\n\n".join(part.strip("\n") for part in parts) + "\n", encoding="utf-8")
     return path
+
+
+@dataclass(frozen=True)
+class Subtasks:
+    """What the grade steps' results files say: ``passed``/``total`` are None when no file counted."""
+
+    passed: int | None
+    total: int | None
+    notes: tuple[str, ...] = ()
+
+
+class ResultsFileError(ValueError):
+    """A file matched a results pattern but is not a JUnit XML or results JSON file."""
+
+
+def parse_junit(text: str) -> tuple[int, int]:
+    """(passed, total) of a JUnit XML document: every ``testcase`` counts; it passes unless it has a
+    ``failure``, ``error`` or ``skipped`` child."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ResultsFileError(f"not XML: {exc}") from None
+    if root.tag not in ("testsuites", "testsuite"):
+        raise ResultsFileError(f"root element <{root.tag}> is not <testsuites> or <testsuite>")
+    passed = total = 0
+    for case in root.iter("testcase"):
+        total += 1
+        if not any(child.tag in ("failure", "error", "skipped") for child in case):
+            passed += 1
+    return passed, total
+
+
+def parse_results_json(text: str) -> tuple[int, int]:
+    """(passed, total) of ``[{"taskId": ..., "passed": bool}, ...]`` or ``{"results": [...]}``."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ResultsFileError(f"not JSON: {exc}") from None
+    if isinstance(data, dict) and "results" in data:
+        data = data["results"]
+    if not isinstance(data, list):
+        raise ResultsFileError('expected a list of {"taskId", "passed"} entries or {"results": [...]}')
+    passed = 0
+    for index, entry in enumerate(data):
+        if not isinstance(entry, dict) or not isinstance(entry.get("passed"), bool):
+            raise ResultsFileError(f'entry {index} has no boolean "passed"')
+        passed += entry["passed"]
+    return passed, len(data)
+
+
+def parse_results_file(path: Path) -> tuple[int, int]:
+    """(passed, total) of one results file, by its suffix (``.xml`` JUnit, else results JSON)."""
+    try:
+        if path.stat().st_size > MAX_RESULTS_BYTES:
+            raise ResultsFileError(f"larger than {MAX_RESULTS_BYTES} bytes")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"unreadable: {exc}") from None
+    return parse_junit(text) if path.suffix.lower() == ".xml" else parse_results_json(text)
+
+
+def _fingerprint(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def snapshot_results(grading: Path, patterns: Sequence[str]) -> dict[Path, tuple[int, int] | None]:
+    """The results files present before the grade steps run (the agent's files included)."""
+    return {path: _fingerprint(path) for pattern in patterns for path in grading.glob(pattern)}
+
+
+def collect_subtasks(
+    grading: Path, patterns: Sequence[str], before: Mapping[Path, tuple[int, int] | None] | None = None
+) -> Subtasks:
+    """Sum the subtasks of the files matching ``patterns`` under ``grading`` that the grade steps
+    wrote (files unchanged since ``before`` are ignored, so an agent cannot plant results). A file
+    that cannot be read is ignored with a note."""
+    before = before or {}
+    seen: set[Path] = set()
+    passed = total = 0
+    found = False
+    notes: list[str] = []
+    for pattern in patterns:
+        for path in sorted(grading.glob(pattern)):
+            if path in seen or not path.is_file():
+                continue
+            seen.add(path)
+            if path in before and before[path] == _fingerprint(path):
+                continue
+            try:
+                file_passed, file_total = parse_results_file(path)
+            except ResultsFileError as exc:
+                notes.append(f"results file {path.relative_to(grading)} ignored: {exc}")
+                continue
+            found = True
+            passed += file_passed
+            total += file_total
+    return Subtasks(passed if found else None, total if found else None, tuple(notes))
 
 
 class _StepFailed(Exception):
@@ -127,15 +233,20 @@ def run_workspace_eval(
     agent: AgentCommand,
     workdir: Path,
     nodeid: str,
+    subtask_globs: Sequence[str] = DEFAULT_SUBTASK_GLOBS,
 ) -> tuple[EvalRecord, Verdict]:
     """Run the eval in ``workdir`` (``workspace/``, ``grading/``, ``logs/``); stop at the first
-    failing step. The item passes only if every step exits 0."""
+    failing step. The item passes only if every step exits 0. After the grade steps (passed or
+    not) the results files they wrote (``subtask_globs``) give the subtask counts."""
     workspace, grading, logs = workdir / "workspace", workdir / "grading", workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     copy_tree(evaluation.workspace, workspace)
     write_prompt(evaluation, shared_instructions, workspace)
     steps: list[StepRecord] = []
     latency: float | None = None
+    subtasks = Subtasks(None, None)
+    before: dict[Path, tuple[int, int] | None] | None = None
+    failure: _StepFailed | None = None
     try:
         step = _run_step(
             "agent", agent.name, agent.argv, workspace, logs, 0, agent.timeout_s, agent.env, agent.stdin_text
@@ -150,6 +261,7 @@ def run_workspace_eval(
             index += 1
         copy_tree(evaluation.grading, grading)
         copy_tree(workspace, grading)
+        before = snapshot_results(grading, subtask_globs)
         for name in evaluation.grade_steps:
             command = registry[name]
             argv = [command.command, *command.args]
@@ -159,14 +271,25 @@ def run_workspace_eval(
         steps.append(exc.step)
         if exc.step.phase == "agent":
             latency = exc.step.duration
-        record = EvalRecord(
-            name=evaluation.id,
-            nodeid=nodeid,
-            outcome="failed",
-            message=exc.message,
-            latency=latency,
-            steps=steps,
-        )
-        return record, Verdict("failed", exc.message)
-    record = EvalRecord(name=evaluation.id, nodeid=nodeid, outcome="passed", latency=latency, steps=steps)
-    return record, Verdict("passed", None)
+        failure = exc
+    if before is not None:
+        subtasks = collect_subtasks(grading, subtask_globs, before)
+    vybes = evaluation.vybes
+    notes = "\n".join(subtasks.notes) or None
+    message = notes
+    if failure is not None:
+        message = failure.message + ("\n" + notes if notes else "")
+    record = EvalRecord(
+        name=evaluation.id,
+        named=True,  # an evaluation's id is its explicit name
+        nodeid=nodeid,
+        outcome="passed" if failure is None else "failed",
+        message=message,
+        latency=latency,
+        steps=steps,
+        subtasks_passed=subtasks.passed,
+        subtasks_total=subtasks.total,
+        vybes_multiplier=vybes.multiplier if vybes else None,
+        vybes_time_limit_minutes=vybes.timeLimitMinutes if vybes else None,
+    )
+    return record, Verdict(record.outcome, None if failure is None else message)

@@ -60,7 +60,7 @@ class WorkspaceConfigFile(pytest.File):
             for config_id in config_ids:
                 configuration = runner.configurations[config_id]
                 info = RunInfo(
-                    suite=self.path.parent.name,
+                    suite=rootdir_relative(self.path.parent, self.config.rootpath),  # unique, unlike "config"
                     source=source,
                     configuration=config_id,
                     configuration_name=configuration.name,

@@ -31,6 +31,10 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         ("quiz", "quiz-text"),
         ("known-failures", "quiz-json"),
         ("known-failures", "quiz-text"),
+        (
+            "examples/coding-agent/evals/config",
+            "oracle",
+        ),  # examples/coding-agent: `defaultConfigurations` leaves nop out
     }
     assert runs["support-bot", "app"]["metrics"]["success_pct"] == 100.0
     assert runs["support-bot", "app"]["score"] is not None
@@ -39,6 +43,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     assert runs["quiz", "quiz-text"]["metrics"]["total_cost"] is None
     failures = runs["known-failures", "quiz-json"]
     assert failures["metrics"]["passed"] == 1 and failures["metrics"]["failed"] == 2
+    assert runs["examples/coding-agent/evals/config", "oracle"]["metrics"]["success_pct"] == 100.0
     checks_used = {
         check["type"]
         for run in data["runs"]
@@ -56,3 +61,41 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         "equals",
         "contains",
     } <= checks_used
+
+
+def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "examples/coding-agent", "-p", "no:cacheprovider",
+         "--vibe-config", "ALL", "--vibe-results", str(results)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == pytest.ExitCode.TESTS_FAILED, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "1 failed, 1 passed" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    data = json.loads(results.read_text())
+    runs = {(run["suite"], run["configuration"]): run for run in data["runs"]}
+    assert set(runs) == {
+        ("examples/coding-agent/evals/config", "oracle"),
+        ("examples/coding-agent/evals/config", "nop"),
+    }
+    [oracle] = runs["examples/coding-agent/evals/config", "oracle"]["evals"]
+    [nop] = runs["examples/coding-agent/evals/config", "nop"]["evals"]
+    assert oracle["outcome"] == "passed"
+    assert [(s["phase"], s["name"], s["exit_code"]) for s in oracle["steps"]] == [
+        ("agent", "oracle", 0),
+        ("build", "compile", 0),
+        ("grade", "test:public", 0),
+        ("grade", "test:hidden", 0),
+    ]
+    assert nop["outcome"] == "failed"
+    assert [(s["phase"], s["name"], s["exit_code"]) for s in nop["steps"]] == [
+        ("agent", "nop", 0),
+        ("build", "compile", 0),
+        ("grade", "test:public", 1),
+    ]
+    assert nop["message"].startswith("grade step 'test:public' exited with code 1")
+    assert "AssertionError: 'hello,-world!' != 'hello-world'" in nop["message"]
+    # the oracle wrote its solution into the item's copy, never into the template
+    template = REPO / "examples/coding-agent/evals/problems/slugify/workspace/slugify.py"
+    assert "return title.lower()" in template.read_text()

@@ -1,0 +1,196 @@
+"""Partial credit: the grade steps' JUnit XML / results JSON files give subtask counts, the
+``{name}_subtasks`` / ``subtask_pct`` variables, and the time-penalised ``vybes`` preset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import PYTHON, load_json, run, run_of, write
+from test_workspace_evals import make_config_dir
+
+from pytest_vibeeval.formula import PRESETS, evaluate, parse_formula
+from pytest_vibeeval.results import EvalRecord, StepRecord
+from pytest_vibeeval.variables import compute_variables, run_variable_names
+from pytest_vibeeval.workspace import (
+    DEFAULT_SUBTASK_GLOBS,
+    ResultsFileError,
+    collect_subtasks,
+    parse_junit,
+    parse_results_json,
+    snapshot_results,
+)
+
+JUNIT_3_OF_4 = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites>
+  <testsuite name="hidden" tests="4">
+    <testcase classname="calc" name="a"/>
+    <testcase classname="calc" name="b"><system-out>ok</system-out></testcase>
+    <testcase classname="calc" name="c"/>
+    <testcase classname="calc" name="d"><failure message="wrong">f(4, 5) != 9</failure></testcase>
+  </testsuite>
+</testsuites>
+"""
+
+# --------------------------------------------------------------------------- parsing
+
+
+def test_junit_pass_fail_error_skip() -> None:
+    assert parse_junit(JUNIT_3_OF_4) == (3, 4)
+    single = (
+        '<testsuite><testcase name="ok"/><testcase name="e"><error/></testcase>'
+        '<testcase name="s"><skipped/></testcase><testcase name="f"><failure/></testcase></testsuite>'
+    )
+    assert parse_junit(single) == (1, 4)  # a skipped testcase counts, and does not pass
+    assert parse_junit("<testsuites/>") == (0, 0)
+
+
+@pytest.mark.parametrize("text", ["not xml <", "<html><testcase/></html>"])
+def test_junit_that_is_not_junit_is_refused(text: str) -> None:
+    with pytest.raises(ResultsFileError):
+        parse_junit(text)
+
+
+def test_results_json_both_shapes() -> None:
+    entries = [{"taskId": "t1", "passed": True}, {"taskId": "t2", "passed": False}, {"passed": True}]
+    assert parse_results_json(json.dumps(entries)) == (2, 3)
+    assert parse_results_json(json.dumps({"results": entries, "meta": 1})) == (2, 3)
+    assert parse_results_json("[]") == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "text", ["{", '{"other": []}', '[{"taskId": "t", "passed": "yes"}]', "[1]", '"x"', '{"results": 3}']
+)
+def test_results_json_that_is_not_results_is_refused(text: str) -> None:
+    with pytest.raises(ResultsFileError):
+        parse_results_json(text)
+
+
+def test_collect_sums_files_ignores_bad_and_untouched_ones(tmp_path: Path) -> None:
+    planted = write(tmp_path / "junit.xml", '<testsuite><testcase name="fake"/></testsuite>')
+    write(tmp_path / "results.json", '[{"taskId": "old", "passed": true}]')
+    before = snapshot_results(tmp_path, DEFAULT_SUBTASK_GLOBS)
+    assert planted in before
+    # the grade steps write these (results.json is rewritten; junit.xml is left as planted)
+    write(tmp_path / "reports" / "junit-hidden.xml", JUNIT_3_OF_4)
+    write(tmp_path / "results.json", '{"results": [{"taskId": "x", "passed": false}]}')
+    write(tmp_path / "sub" / "results-broken.json", "{not json")
+    write(tmp_path / "junit-empty.xml", "")
+    found = collect_subtasks(tmp_path, DEFAULT_SUBTASK_GLOBS, before)
+    assert (found.passed, found.total) == (3, 5)  # 3/4 from JUnit + 0/1 from the results JSON
+    assert len(found.notes) == 2
+    assert any("sub/results-broken.json ignored: not JSON" in note for note in found.notes)
+    assert any("junit-empty.xml ignored: not XML" in note for note in found.notes)
+
+
+def test_collect_without_files_is_unknown(tmp_path: Path) -> None:
+    write(tmp_path / "other.xml", JUNIT_3_OF_4)  # no pattern matches it
+    found = collect_subtasks(tmp_path, DEFAULT_SUBTASK_GLOBS)
+    assert (found.passed, found.total, found.notes) == (None, None, ())
+
+
+# --------------------------------------------------------------------------- variables
+
+
+def record(
+    name: str, outcome: str = "passed", agent_seconds: float | None = None, **extra: Any
+) -> EvalRecord:
+    steps = []
+    if agent_seconds is not None:
+        steps.append(
+            StepRecord(
+                phase="agent",
+                name="c",
+                argv=["a"],
+                cwd=".",
+                exit_code=0,
+                duration=agent_seconds,
+                timed_out=False,
+            )
+        )
+    return EvalRecord(name=name, named=True, nodeid=f"x::{name}[c]", outcome=outcome, steps=steps, **extra)  # type: ignore[arg-type]
+
+
+def test_subtask_variables_and_reasons() -> None:
+    values, reasons = compute_variables(
+        [
+            record("a", subtasks_passed=3, subtasks_total=4),
+            record("b", "failed", subtasks_passed=1, subtasks_total=6),
+            record("c"),
+            record("d", "skipped"),
+        ]
+    )
+    assert values["a_subtasks"] == 0.75
+    assert values["b_subtasks"] == pytest.approx(1 / 6)
+    assert values["c_subtasks"] is None and "reported no subtasks" in reasons["c_subtasks"]
+    assert values["d_subtasks"] is None and "skipped" in reasons["d_subtasks"]
+    assert values["subtask_pct"] == 40.0  # (3 + 1) / (4 + 6) over the evals that reported subtasks
+
+    values, reasons = compute_variables([record("a"), record("b", "failed")])
+    assert values["subtask_pct"] is None and reasons["subtask_pct"] == "no eval reported subtasks"
+
+
+def test_vybes_hand_computed() -> None:
+    records = [
+        # 100 × 1.5 × 3/4 × clamp(5 min / (600 s = 10 min), 0.2, 1) = 100 × 1.5 × 0.75 × 0.5 = 56.25
+        record("half", agent_seconds=600, subtasks_passed=3, subtasks_total=4,
+               vybes_multiplier=1.5, vybes_time_limit_minutes=5),
+        # 100 × 2 × 1/2 × clamp(1 min / 60 min, 0.2, 1) = 100 × 2 × 0.5 × 0.2 = 20
+        record("slow", agent_seconds=3600, subtasks_passed=1, subtasks_total=2,
+               vybes_multiplier=2, vybes_time_limit_minutes=1),
+        # no vybes block: multiplier 1, no time penalty; no subtasks: passed counts 1 → 100
+        record("plain", agent_seconds=99999),
+        # failed without subtasks → 0
+        record("broken", "failed", agent_seconds=1, vybes_multiplier=3),
+    ]  # fmt: skip
+    values, reasons = compute_variables(records)
+    assert values["half_vybes"] == pytest.approx(56.25)
+    assert values["slow_vybes"] == pytest.approx(20.0)
+    assert values["plain_vybes"] == 100.0
+    assert values["broken_vybes"] == 0.0
+    # the preset: the mean, (56.25 + 20 + 100 + 0) / 4 = 44.0625
+    formula = parse_formula("vybes", set(values))
+    assert formula.preset == "vybes" and PRESETS["vybes"] == "vybes_score"
+    assert evaluate(formula, values, reasons) == (pytest.approx(44.0625), None)
+    assert "vybes_score" in run_variable_names()
+
+
+# --------------------------------------------------------------------------- a real run
+
+# A grade step writing JUnit XML (3 of 4 testcases pass) into a subfolder of the grading directory.
+JUNIT_STEP = f"""
+import os
+os.makedirs("reports", exist_ok=True)
+open(os.path.join("reports", "junit-hidden.xml"), "w").write({JUNIT_3_OF_4!r})
+"""
+
+
+def test_grade_step_junit_gives_partial_credit(pytester: pytest.Pytester) -> None:
+    script = write(pytester.path / "steps" / "junit_step.py", JUNIT_STEP)
+    config = make_config_dir(
+        pytester.path, {"junit": {"command": PYTHON, "args": [str(script)], "timeout": 60000}}
+    )
+    data = load_json(config / "eval-config.json")
+    data["evaluations"]["add"]["gradeSteps"].append("junit")
+    # a time limit of 10 000 minutes: the agent takes less, so the time factor clamps at 1
+    data["evaluations"]["add"]["vybes"] = {"multiplier": 2, "timeLimitMinutes": 10000}
+    write(config / "eval-config.json", json.dumps(data))
+    results_path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-config", "oracle", "--vibe-results", str(results_path))
+    result.assert_outcomes(passed=2)
+    results = run_of(load_json(results_path), "oracle")
+    records = {r["name"]: r for r in results["evals"]}
+    assert (records["add"]["subtasks_passed"], records["add"]["subtasks_total"]) == (3, 4)
+    assert (records["mul"]["subtasks_passed"], records["mul"]["subtasks_total"]) == (None, None)
+    assert records["add"]["vybes_multiplier"] == 2 and records["add"]["vybes_time_limit_minutes"] == 10000
+    agent_minutes = next(s["duration"] for s in records["add"]["steps"] if s["phase"] == "agent") / 60
+    assert 10000 / agent_minutes > 1  # so clamp(…, 0.2, 1) = 1
+    variables = results["variables"]
+    assert variables["add_subtasks"] == 0.75
+    assert variables["mul_subtasks"] is None
+    assert variables["subtask_pct"] == 75.0  # only add reported subtasks: 3 of 4
+    assert variables["add_vybes"] == pytest.approx(150.0)  # 100 × 2 × 0.75 × 1
+    assert variables["mul_vybes"] == 100.0  # no vybes block, no subtasks, passed: 100 × 1 × 1 × 1
+    assert variables["vybes_score"] == pytest.approx(125.0)  # (150 + 100) / 2

@@ -26,6 +26,7 @@ from .models import (
     CliConfigFile,
     Configuration,
     NonEmptyStr,
+    ScoreSpec,
     StrictModel,
     protected_name_problem,
 )
@@ -97,6 +98,7 @@ class EvalConfigFile(StrictModel):
     evaluations: dict[EvalId, WorkspaceEval]
     promptsDir: NonEmptyStr = DEFAULT_PROMPTS_DIR
     sharedInstructions: NonEmptyStr | None = None
+    score: ScoreSpec | None = None  # as in YAML suites: formula (default success_pct), min, max
 
 
 class CommandDefinition(StrictModel):
@@ -136,6 +138,8 @@ class RunnerConfig:
     default_configurations: tuple[str, ...] | None
     registry: dict[str, CommandDefinition]
     shared_instructions: Path | None  # None: the default file is absent
+    score: ScoreSpec | None = None
+    score_line: int | None = None  # of score.formula in eval-config.json
 
 
 class ConfigDirError(InputError):
@@ -350,6 +354,8 @@ def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
             errors.append(InputError(str(cli_doc.path), problems))
     evals: dict[str, ResolvedEval] = {}
     shared = None
+    score: ScoreSpec | None = None
+    score_line = None
     try:
         eval_doc = load_document(folder / EVAL_CONFIG_NAME)
     except InputError as exc:
@@ -358,6 +364,9 @@ def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
         evals, shared, problems = _check_evals(eval_doc, variables, registry)
         if problems:
             errors.append(InputError(str(eval_doc.path), problems))
+        elif isinstance(eval_doc.data, dict) and eval_doc.data.get("score") is not None:
+            score = ScoreSpec.model_validate(eval_doc.data["score"])  # validated with the file above
+            score_line = eval_doc.line_of(("score", "formula"))
     if errors:
         raise errors[0] if len(errors) == 1 else ConfigDirError(errors)
     defaults = cli.defaultConfigurations
@@ -369,4 +378,6 @@ def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
         default_configurations=tuple(defaults) if defaults else None,
         registry=dict(registry),
         shared_instructions=shared,
+        score=score,
+        score_line=score_line,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -364,21 +364,32 @@ def prompt_slug(prompt: str, max_len: int = 40) -> str:
     return slug
 
 
-def suite_formula(suite: Suite) -> Formula:
-    """Check the suite's score formula against its variables; raises :class:`InputError`.
+def check_formula(
+    path: Path,
+    text: str,
+    line: int | None,
+    eval_names: Iterable[str],
+    explain: Callable[[FormulaError], FormulaError | None] = lambda error: None,
+) -> Formula:
+    """Check a score formula against the variables of evals named ``eval_names``; raises
+    :class:`InputError` naming ``path`` and ``line``. ``explain`` may offer a clearer error.
 
     The controller later evaluates the returned formula's ``canonical`` text."""
     known = set(run_variable_names())
-    for case in suite.evals:
-        if case.name:
-            known.update(eval_variable_names(case.name))
+    for name in eval_names:
+        known.update(eval_variable_names(name))
     try:
-        return parse_formula(suite.formula, known)
+        return parse_formula(text, known)
     except FormulaError as exc:
-        unnamed = _unnamed_reference(suite, exc)
-        raise InputError.single(
-            suite.path, f"score.formula: {(unnamed or exc).render()}", line=suite.formula_line
-        ) from None
+        raise InputError.single(path, f"score.formula: {(explain(exc) or exc).render()}", line=line) from None
+
+
+def suite_formula(suite: Suite) -> Formula:
+    """Check a YAML suite's score formula (see :func:`check_formula`)."""
+    names = [case.name for case in suite.evals if case.name]
+    return check_formula(
+        suite.path, suite.formula, suite.formula_line, names, lambda error: _unnamed_reference(suite, error)
+    )
 
 
 def _unnamed_reference(suite: Suite, error: FormulaError) -> FormulaError | None:

@@ -14,17 +14,14 @@ from .aggregate import RESULT_PROPERTY, RunInfo
 from .collect import get_state, mark_item, rootdir_relative
 from .configurations import select
 from .errors import InputError
-from .formula import parse_formula
-from .models import Configuration
+from .models import Configuration, ScoreSpec
 from .providers import PromptRequest
 from .providers.cli import CliProvider
 from .runner import redact_steps
 from .runner_config import ResolvedEval, RunnerConfig, load_config_dir
+from .suite import check_formula
 from .templates import Redactor
-from .variables import run_variable_names
 from .workspace import INSTRUCTION, AgentCommand, run_workspace_eval
-
-FORMULA = "success_pct"
 
 
 class WorkspaceConfigFile(pytest.File):
@@ -42,7 +39,11 @@ class WorkspaceConfigFile(pytest.File):
                 message = f"configuration {config_id!r}: coding-agent evals need a `cli` configuration"
                 config_file = self.path.parent / "cli-config.json"
                 raise self.CollectError(InputError.single(config_file, message).render(rootpath))
-        formula = parse_formula(FORMULA, set(run_variable_names()))
+        score = runner.score or ScoreSpec()
+        try:
+            formula = check_formula(self.path, score.formula, runner.score_line, runner.evaluations)
+        except InputError as exc:
+            raise self.CollectError(exc.render(rootpath)) from None
         state.suites_collected += 1
         state.known_configs.update(runner.configurations)
         state.known_evals.update(runner.evaluations)
@@ -64,13 +65,15 @@ class WorkspaceConfigFile(pytest.File):
                     source=source,
                     configuration=config_id,
                     configuration_name=configuration.name,
-                    score_formula=FORMULA,
+                    score_formula=score.formula,
                     eval_id=eval_id,
                     named=True,
                     suite_evals=len(runner.evaluations),
                     eval_index=index,
                     score_canonical=formula.canonical or None,
                     score_preset=formula.preset,
+                    score_min=score.min,
+                    score_max=score.max,
                 )
                 yield WorkspaceItem.from_parent(
                     self,

@@ -211,3 +211,33 @@ def test_secrets_in_an_agents_args_are_redacted(
         s for run_ in json.loads(results.read_text())["runs"] for e in run_["evals"] for s in e["steps"]
     ]
     assert any("--key=[secret]" in step["argv"] for step in agent_steps if step["phase"] == "agent")
+
+
+def _with_score(config: Path, score: dict[str, Any]) -> None:
+    eval_config = json.loads((config / "eval-config.json").read_text())
+    eval_config["score"] = score
+    (config / "eval-config.json").write_text(json.dumps(eval_config, indent=2))
+
+
+@XDIST_MODES
+def test_eval_config_score_formula_and_gate(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    config = make_config_dir(pytester.path)
+    _with_score(config, {"formula": "add * 60 + mul * 40", "min": 50})
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-config", "oracle,nop", "--vibe-results", str(results), xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    runs = {r["configuration"]: r for r in load_json(results)["runs"]}
+    assert runs["oracle"]["score"] == 100.0  # 1 * 60 + 1 * 40
+    assert runs["oracle"]["gate"]["passed"] is True
+    assert runs["nop"]["score"] == 0.0  # 0 * 60 + 0 * 40
+    assert runs["nop"]["gate"]["passed"] is False
+    result.stdout.fnmatch_lines(["*GATE FAILED: evals/config × nop: score 0.00 is below min 50*"])
+
+
+def test_eval_config_bad_formula_is_a_collection_error_with_its_line(pytester: pytest.Pytester) -> None:
+    config = make_config_dir(pytester.path)
+    _with_score(config, {"formula": "ad * 2"})
+    result = run(pytester, "--collect-only")
+    result.stdout.fnmatch_lines(
+        ["evals/config/eval-config.json:*: score.formula: unknown variable 'ad' (did you mean 'add'?)"]
+    )

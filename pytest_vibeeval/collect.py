@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,16 @@ STATE_KEY = pytest.StashKey[VibeState]()
 def rootdir_relative(path: Path, rootdir: Path) -> str:
     """``path`` as the results and node ids show it: relative to the rootdir when inside it."""
     return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
+
+
+def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any:
+    """The fixture closure of ``func`` for every item of ``collector``'s file.
+
+    Items of one file share it, as pytest's own parametrized items do; computing it per item
+    dominated collection time. The file node stands in for the items: the closure depends only
+    on the node id (conftest visibility) and usefixtures marks."""
+    fixturemanager = collector.session._fixturemanager
+    return fixturemanager.getfixtureinfo(node=collector, func=func, cls=None)  # type: ignore[arg-type]
 
 
 def get_state(config: pytest.Config) -> VibeState:
@@ -62,11 +72,7 @@ class SuiteFile(pytest.File):
         for tag in {*suite.tags, *(t for case in suite.evals for t in case.tags)} - state.registered_tags:
             self.config.addinivalue_line("markers", f"{tag}: a pytest-vibeeval suite tag")
             state.registered_tags.add(tag)
-        # Items of one file share their fixture closure, as pytest's own parametrized items do;
-        # computing it per item dominated collection time. The file node stands in for the items:
-        # the closure depends only on the node id (conftest visibility) and usefixtures marks.
-        fixturemanager = self.session._fixturemanager
-        fixtureinfo = fixturemanager.getfixtureinfo(node=self, func=run_eval_item, cls=None)  # type: ignore[arg-type]
+        fixtureinfo = shared_fixtureinfo(self, run_eval_item)
         for case in suite.evals:
             if case.id not in eval_ids:
                 continue

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RunInfo
-from .collect import get_state, mark_item, rootdir_relative
+from .collect import get_state, mark_item, rootdir_relative, shared_fixtureinfo
 from .configurations import select
 from .errors import InputError
 from .models import Configuration, ScoreSpec
@@ -50,11 +50,7 @@ class WorkspaceConfigFile(pytest.File):
         config_ids = select(list(runner.configurations), runner.default_configurations, state.options.configs)
         eval_ids = select(list(runner.evaluations), None, state.options.evals)
         source = rootdir_relative(self.path, rootpath)
-        fixtureinfo = self.session._fixturemanager.getfixtureinfo(
-            node=self,  # type: ignore[arg-type]  # as in SuiteFile: items of one file share it
-            func=run_workspace_item,
-            cls=None,
-        )
+        fixtureinfo = shared_fixtureinfo(self, run_workspace_item)
         for index, (eval_id, evaluation) in enumerate(runner.evaluations.items()):
             if eval_id not in eval_ids:
                 continue
@@ -116,7 +112,13 @@ def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
     """The configuration's CLI as :class:`CliProvider` would run it, with the fixed instruction as
     the prompt; skips the item when the CLI cannot run here."""
     state = get_state(item.config)
-    provider = CliProvider(item.config_id, item.configuration, state.renderer, item.runner.folder)
+    key = (item.path, item.config_id)
+    if key not in state.providers:  # one per configuration: its availability is checked once
+        state.providers[key] = CliProvider(
+            item.config_id, item.configuration, state.renderer, item.runner.folder
+        )
+    provider = state.providers[key]
+    assert isinstance(provider, CliProvider)
     reason = provider.unavailable_reason()
     if reason:
         pytest.skip(reason)

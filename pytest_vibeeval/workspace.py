@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .copying import copy_tree
 from .process import CommandNotFound, read_tail, run_command
 from .results import EvalRecord, StepRecord
 from .runner import Verdict
@@ -39,12 +39,6 @@ class AgentCommand:
     env: Mapping[str, str] | None
     timeout_s: float
     stdin_text: str | None
-
-
-def copy_tree(source: Path, target: Path) -> None:
-    """Copy ``source``'s contents into ``target`` (created if needed): real copies, symlinks kept
-    as symlinks, never hardlinks; ``source`` is only read."""
-    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
 
 
 def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, workspace: Path) -> Path:

@@ -16,11 +16,20 @@ from .configurations import parse_selection, unknown_selection
 from .providers import Provider
 from .results import EvalRecord, RunRecord
 from .resultsfile import build_results, write_results
-from .runner_config import EVAL_CONFIG_NAME
+from .runner_config import EVAL_CONFIG_NAME, ResolvedEval
+from .sandbox import SANDBOX_MODES, SandboxUnavailable
 from .state import Options, VibeState
-from .summary import run_title, summary_lines
+from .summary import run_title, summary_lines, workspace_lines
 from .templates import Renderer, TemplateValues, parse_assignments
-from .workspace_collect import WorkspaceConfigFile
+from .workspace import DEFAULT_SUBTASK_GLOBS, RegistryCommands
+from .workspace_collect import (
+    WorkspaceConfigFile,
+    discard,
+    prepare_workspace,
+    registry_commands,
+    session_sandbox,
+    workspace_item,
+)
 
 SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -64,6 +73,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="failed evals of runs with a score gate (score.min/max) do not fail the session: "
         "the gate decides the exit code",
     )
+    group.addoption(
+        "--vibe-sandbox",
+        choices=SANDBOX_MODES,
+        default=None,
+        help="where coding agents run: bwrap (only their workspace writable), none, or auto "
+        "(bwrap when it works here; the default)",
+    )
+    group.addoption(
+        "--vibe-keep-workspaces",
+        action="store_true",
+        default=None,
+        help="keep each coding-agent item's workspace and grading copy, and print where",
+    )
+    parser.addini("vibe_sandbox", "default for --vibe-sandbox (auto, bwrap or none)", default="auto")
+    parser.addini(
+        "vibe_sandbox_writable",
+        "extra folders a sandboxed agent may write to (e.g. its tool's config folder, ~ expanded)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("vibe_keep_workspaces", "default for --vibe-keep-workspaces", type="bool", default=False)
+    parser.addini(
+        "vibe_workspace_ignore",
+        "glob names left out when copying workspace templates (e.g. node_modules, .git); default: none",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "vibe_subtask_globs",
+        "where grade steps' JUnit XML / results JSON files are looked for, relative to the grading folder",
+        type="linelist",
+        default=list(DEFAULT_SUBTASK_GLOBS),
+    )
     parser.addini("vibe_breakdown", "default for --vibe-breakdown", type="bool", default=False)
     parser.addini("vibe_gate_only", "default for --vibe-gate-only", type="bool", default=False)
     parser.addini("vibe_patterns", "extra glob patterns of YAML suite files", type="linelist", default=[])
@@ -87,13 +129,30 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     results = config.getoption("vibe_results") or config.getini("vibe_results") or None
+    sandbox_mode = config.getoption("vibe_sandbox") or config.getini("vibe_sandbox")
+    if sandbox_mode not in SANDBOX_MODES:
+        raise pytest.UsageError(
+            f"vibe_sandbox (ini): {sandbox_mode!r} is not one of {', '.join(SANDBOX_MODES)}"
+        )
     options = Options(
         evals=parse_selection(config.getoption("vibe_eval") or config.getini("vibe_eval") or None),
         configs=parse_selection(config.getoption("vibe_config") or config.getini("vibe_config") or None),
         results=Path(results).absolute() if results else None,
         patterns=tuple(config.getini("vibe_patterns")),
+        sandbox_mode=sandbox_mode,
+        sandbox_writable=tuple(
+            Path(p).expanduser().absolute() for p in config.getini("vibe_sandbox_writable")
+        ),
+        keep_workspaces=_flag(config, "vibe_keep_workspaces"),
+        workspace_ignore=tuple(config.getini("vibe_workspace_ignore")),
+        subtask_globs=tuple(config.getini("vibe_subtask_globs")),
     )
     state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
+    if sandbox_mode == "bwrap":  # fail now rather than at every item
+        try:
+            session_sandbox(state)
+        except SandboxUnavailable as exc:
+            raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(SessionHooks(config), SESSION_PLUGIN)
     try:
@@ -133,6 +192,30 @@ def vibe_workdir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     """A fresh directory for the current eval item's files: the agent's working directory and output."""
     state = get_state(request.config)
     return state.workdirs.new(lambda: tmp_path_factory.mktemp("vibeeval"), request.node.name)
+
+
+@pytest.fixture
+def vibe_evaluation(request: pytest.FixtureRequest) -> ResolvedEval:
+    """The current coding-agent item's evaluation: template, grading folder, prompt, steps."""
+    return workspace_item(request, "vibe_evaluation").evaluation
+
+
+@pytest.fixture
+def vibe_workspace(request: pytest.FixtureRequest, vibe_workdir: Path) -> Generator[Path]:
+    """The coding-agent item's workspace, ready for the agent: by default ``vibe_workdir/workspace``,
+    a copy of the evaluation's template (removed afterwards unless --vibe-keep-workspaces).
+    Override it in a conftest to prepare workspaces another way, e.g. as git worktrees."""
+    item = workspace_item(request, "vibe_workspace")
+    workspace = prepare_workspace(item, vibe_workdir)
+    yield workspace
+    discard(workspace, request.config)
+
+
+@pytest.fixture
+def vibe_commands(request: pytest.FixtureRequest, vibe_workdir: Path) -> RegistryCommands:
+    """Runs the coding-agent item's agent and registry steps by name and records them
+    (:class:`pytest_vibeeval.workspace.RegistryCommands`); override it to run them another way."""
+    return registry_commands(workspace_item(request, "vibe_commands"), vibe_workdir)
 
 
 class SessionHooks:
@@ -388,11 +471,16 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
             + ", ".join(state.load_errors)
         )
     breakdown = config.get_verbosity() >= 1 or _flag(config, "vibe_breakdown")
-    for line in summary_lines(state.runs, breakdown):  # type: ignore[arg-type]
+    for line in summary_lines(state.runs, breakdown):
         if line.startswith("GATE FAILED: "):
             terminalreporter.write_line(line, red=True, bold=True)
         else:
             terminalreporter.write_line(line)
+    mode = state.options.sandbox_mode
+    unsandboxed = any(record.sandbox == "none" for run in state.runs for record in run.evals)
+    reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
+    for line in workspace_lines(state.runs, mode, reason):
+        terminalreporter.write_line(line)
     hooks = config.pluginmanager.get_plugin(SESSION_PLUGIN)
     if isinstance(hooks, SessionHooks) and hooks.exit_note:
         terminalreporter.write_line(hooks.exit_note)

@@ -52,6 +52,17 @@ class EvalRecord(Record):
     response: str | None = None
     checks: list[CheckRecord] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
+    phase_durations: dict[str, float] = Field(
+        default_factory=dict,
+        description="coding-agent evals, seconds per phase: workspace (preparing it), agent, build, "
+        "grade (copying the grading folder and running the grade steps); phases not reached are absent",
+    )
+    sandbox: Literal["bwrap", "none"] | None = Field(
+        default=None, description="what the coding agent ran in; None for prompt evals"
+    )
+    workspace: str | None = Field(
+        default=None, description="the item's kept folder (--vibe-keep-workspaces); None: removed"
+    )
     subtasks_passed: int | None = Field(
         default=None, description="subtasks the grade steps reported as passed; None: no results file"
     )

@@ -90,6 +90,9 @@ class WorkspaceEval(StrictModel):
     build_steps: list[StepName] = Field(default_factory=list, alias="buildSteps")
     grade_steps: list[StepName] = Field(default_factory=list, alias="gradeSteps")
     vybes: Vybes | None = None
+    requires: list[NonEmptyStr] = Field(
+        default_factory=list, description="commands that must be on PATH, else the eval is skipped"
+    )
 
 
 class EvalConfigFile(StrictModel):
@@ -127,6 +130,7 @@ class ResolvedEval:
     build_steps: tuple[str, ...]
     grade_steps: tuple[str, ...]
     vybes: Vybes | None
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -296,6 +300,7 @@ def _check_evals(
                 tuple(spec.build_steps),
                 tuple(spec.grade_steps),
                 spec.vybes,
+                tuple(spec.requires),
             )
     return resolved, shared, problems + check.problems
 

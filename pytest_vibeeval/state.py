@@ -12,7 +12,10 @@ from .aggregate import Aggregator
 from .checks import CheckRegistry
 from .configurations import ConfigFileCache
 from .providers import Provider
+from .results import RunRecord
+from .sandbox import Sandbox, SandboxMode
 from .templates import Renderer
+from .workspace import DEFAULT_SUBTASK_GLOBS
 
 
 @dataclass
@@ -21,6 +24,11 @@ class Options:
     configs: tuple[str, ...] | None
     results: Path | None
     patterns: tuple[str, ...]
+    sandbox_mode: SandboxMode = "auto"
+    sandbox_writable: tuple[Path, ...] = ()
+    keep_workspaces: bool = False
+    workspace_ignore: tuple[str, ...] = ()
+    subtask_globs: tuple[str, ...] = DEFAULT_SUBTASK_GLOBS
 
 
 class WorkdirAllocator:
@@ -61,5 +69,6 @@ class VibeState:
     started_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     workdirs: WorkdirAllocator = field(default_factory=lambda: WorkdirAllocator())
     load_errors: list[str] = field(default_factory=list)  # node ids of suite files that failed to load
-    runs: list[object] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
     results_written: list[Path] = field(default_factory=list)
+    sandbox: Sandbox | None = None  # chosen at the first coding-agent item, see workspace_collect

@@ -139,3 +139,32 @@ def summary_lines(runs: Sequence[RunRecord], breakdown: bool = False) -> list[st
         lines.append("")
         lines.extend(failures)
     return lines
+
+
+KEPT_SHOWN = 20
+
+
+def workspace_lines(runs: Sequence[RunRecord], sandbox_mode: str, fallback_reason: str | None) -> list[str]:
+    """What the coding agents ran in, and where --vibe-keep-workspaces kept their folders
+    (nothing when no coding-agent item ran)."""
+    records = [record for run in runs for record in run.evals if record.sandbox is not None]
+    if not records:
+        return []
+    lines = []
+    if any(record.sandbox == "bwrap" for record in records):
+        lines.append("Sandbox: bwrap (coding agents could write only in their workspaces)")
+    if any(record.sandbox == "none" for record in records):
+        if sandbox_mode == "auto" and fallback_reason:
+            lines.append(
+                f"Sandbox: none, coding agents could write wherever you can: {fallback_reason} "
+                "(--vibe-sandbox auto)"
+            )
+        else:
+            lines.append(f"Sandbox: none (--vibe-sandbox {sandbox_mode})")
+    kept = [record for record in records if record.workspace]
+    if kept:
+        lines.append(f"Kept workspaces (--vibe-keep-workspaces): {len(kept)}")
+        lines += [f"  {record.nodeid}: {record.workspace}" for record in kept[:KEPT_SHOWN]]
+        if len(kept) > KEPT_SHOWN:
+            lines.append(f"  … and {len(kept) - KEPT_SHOWN} more (see `workspace` in the results JSON)")
+    return lines

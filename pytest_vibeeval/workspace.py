@@ -1,13 +1,15 @@
-"""Run one coding-agent eval: copy the workspace, write ``prompt.md``, run the agent, the build steps
-and (in a fresh copy of the grading folder holding the agent's files) the grade steps.
+"""Run one coding-agent eval in a prepared workspace: write ``prompt.md``, run the agent, the build
+steps and (in a fresh copy of the grading folder holding the agent's files) the grade steps.
 
-No pytest here: :func:`run_workspace_eval` returns the record and the verdict for the item.
+No pytest here: :func:`run_workspace_eval` returns the record and the verdict for the item;
+:class:`RegistryCommands` runs and records the commands.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,9 +21,11 @@ from .process import CommandNotFound, read_tail, run_command
 from .results import EvalRecord, StepRecord
 from .runner import Verdict
 from .runner_config import CommandDefinition, ResolvedEval
+from .sandbox import Sandbox
 
 INSTRUCTION = "Execute the instructions in ./prompt.md"
 PROMPT_FILE = "prompt.md"
+WORKSPACE_DIR, GRADING_DIR, LOGS_DIR = "workspace", "grading", "logs"  # in the item's folder
 PROBLEM_FILE = "problem.md"
 TAIL_LINES = 40
 # Where the grade steps' results are looked for, relative to the grading directory.
@@ -39,6 +43,8 @@ class AgentCommand:
     env: Mapping[str, str] | None
     timeout_s: float
     stdin_text: str | None
+    visible: tuple[Path, ...] = ()  # folders a sandboxed agent must see (the project, its Python)
+    hidden: tuple[Path, ...] = ()  # folders it must not see (the hidden tests)
 
 
 def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, workspace: Path) -> Path:
@@ -156,7 +162,9 @@ def collect_subtasks(
     return Subtasks(passed if found else None, total if found else None, tuple(notes))
 
 
-class _StepFailed(Exception):
+class StepFailed(Exception):
+    """A step failed (non-zero exit, timeout, or could not start); ``step`` is its record."""
+
     def __init__(self, step: StepRecord, message: str) -> None:
         super().__init__(message)
         self.step, self.message = step, message
@@ -166,103 +174,133 @@ def _log_stem(index: int, phase: str, name: str) -> str:
     return f"{index:02d}-{phase}-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", name)
 
 
-def _run_step(
-    phase: Literal["agent", "build", "grade"],
-    name: str,
-    argv: Sequence[str],
-    cwd: Path,
-    logs: Path,
-    index: int,
-    timeout_s: float,
-    env: Mapping[str, str] | None = None,
-    stdin_text: str | None = None,
-    shown_argv: Sequence[str] | None = None,
-) -> StepRecord:
-    """Run one command; return its record, or raise :class:`_StepFailed` (record included)."""
-    stem = _log_stem(index, phase, name)
-    try:
-        result = run_command(
-            argv, cwd=cwd, output_dir=logs, name=stem, env=env, timeout=timeout_s, stdin_text=stdin_text
+Phase = Literal["agent", "build", "grade"]
+
+
+class RegistryCommands:
+    """Runs the agent and the registry's steps by name, one after another, each under its
+    timeout with its output in ``logs``; :attr:`steps` records every command run so far.
+
+    This is the default value of the ``vibe_commands`` fixture: override the fixture to run the
+    steps some other way (in a container, say), keeping :meth:`run`'s contract.
+    """
+
+    def __init__(
+        self, registry: Mapping[str, CommandDefinition], logs: Path, sandbox: Sandbox | None = None
+    ) -> None:
+        self.registry, self.logs = registry, logs
+        self.sandbox = sandbox or Sandbox("none")
+        self.steps: list[StepRecord] = []
+
+    def run(self, phase: Literal["build", "grade"], name: str, cwd: Path) -> StepRecord:
+        """Run the registry's step ``name`` in ``cwd``; raise :class:`StepFailed` unless it exits 0."""
+        command = self.registry.get(name)
+        if command is None:
+            step = StepRecord(phase=phase, name=name, argv=[], cwd=str(cwd), exit_code=None, duration=0.0,
+                              timed_out=False)  # fmt: skip
+            self.steps.append(step)
+            raise StepFailed(step, f"{phase} step {name!r} is not in the command registry")
+        return self.run_argv(phase, name, [command.command, *command.args], cwd, command.timeout_s)
+
+    def run_agent(self, agent: AgentCommand, workspace: Path) -> StepRecord:
+        """Run the agent in ``workspace``, inside the sandbox."""
+        argv = self.sandbox.wrap(agent.argv, workspace, agent.visible, agent.hidden)
+        return self.run_argv(
+            "agent", agent.name, argv, workspace, agent.timeout_s, agent.env, agent.stdin_text, agent.argv
         )
-    except CommandNotFound as exc:
+
+    def run_argv(
+        self,
+        phase: Phase,
+        name: str,
+        argv: Sequence[str],
+        cwd: Path,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        stdin_text: str | None = None,
+        shown_argv: Sequence[str] | None = None,
+    ) -> StepRecord:
+        """Run one command and record it; raise :class:`StepFailed` (recorded too) unless it exits 0."""
+        self.logs.mkdir(parents=True, exist_ok=True)
+        stem = _log_stem(len(self.steps), phase, name)
+        shown = list(shown_argv or argv)
+        try:
+            result = run_command(
+                argv, cwd=cwd, output_dir=self.logs, name=stem, env=env, timeout=timeout_s,
+                stdin_text=stdin_text,
+            )  # fmt: skip
+        except CommandNotFound as exc:
+            step = StepRecord(phase=phase, name=name, argv=shown, cwd=str(cwd), exit_code=None, duration=0.0,
+                              timed_out=False)  # fmt: skip
+            self.steps.append(step)
+            raise StepFailed(step, f"{phase} step {name!r} could not start: {exc}") from None
         step = StepRecord(
             phase=phase,
             name=name,
-            argv=list(shown_argv or argv),
+            argv=shown,
             cwd=str(cwd),
-            exit_code=None,
-            duration=0.0,
-            timed_out=False,
-            log=None,
+            exit_code=result.exit_code,
+            duration=result.duration,
+            timed_out=result.timed_out,
+            log=str(result.stdout_path),
         )
-        raise _StepFailed(step, f"{phase} step {name!r} could not start: {exc}") from None
-    step = StepRecord(
-        phase=phase,
-        name=name,
-        argv=list(shown_argv or argv),
-        cwd=str(cwd),
-        exit_code=result.exit_code,
-        duration=result.duration,
-        timed_out=result.timed_out,
-        log=str(result.stdout_path),
-    )
-    if result.timed_out or result.exit_code != 0:
-        what = (
-            f"timed out after {timeout_s:g} s" if result.timed_out else f"exited with code {result.exit_code}"
-        )
-        lines = [f"{phase} step {name!r} {what}"]
-        for label, path in (("stdout", result.stdout_path), ("stderr", result.stderr_path)):
-            tail = read_tail(path, TAIL_LINES)
-            if tail:
-                lines.append(f"last {TAIL_LINES} lines of {label} ({path}):")
-                lines.append(tail.rstrip("\n"))
-        raise _StepFailed(step, "\n".join(lines))
-    return step
+        self.steps.append(step)
+        if result.timed_out or result.exit_code != 0:
+            what = (
+                f"timed out after {timeout_s:g} s"
+                if result.timed_out
+                else f"exited with code {result.exit_code}"
+            )
+            lines = [f"{phase} step {name!r} {what}"]
+            for label, path in (("stdout", result.stdout_path), ("stderr", result.stderr_path)):
+                tail = read_tail(path, TAIL_LINES)
+                if tail:
+                    lines.append(f"last {TAIL_LINES} lines of {label} ({path}):")
+                    lines.append(tail.rstrip("\n"))
+            raise StepFailed(step, "\n".join(lines))
+        return step
 
 
 def run_workspace_eval(
     evaluation: ResolvedEval,
-    registry: Mapping[str, CommandDefinition],
-    shared_instructions: Path | None,
+    commands: RegistryCommands,
     agent: AgentCommand,
+    workspace: Path,
     workdir: Path,
     nodeid: str,
+    shared_instructions: Path | None = None,
     subtask_globs: Sequence[str] = DEFAULT_SUBTASK_GLOBS,
 ) -> tuple[EvalRecord, Verdict]:
-    """Run the eval in ``workdir`` (``workspace/``, ``grading/``, ``logs/``); stop at the first
-    failing step. The item passes only if every step exits 0. After the grade steps (passed or
-    not) the results files they wrote (``subtask_globs``) give the subtask counts."""
-    workspace, grading, logs = workdir / "workspace", workdir / "grading", workdir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    copy_tree(evaluation.workspace, workspace)
+    """Write ``prompt.md`` into the prepared ``workspace``, run the agent and the build steps
+    there, then the grade steps in ``workdir/grading`` (a fresh copy of the grading folder with
+    the workspace copied over it); stop at the first failing step. The item passes only if every
+    step exits 0. After the grade steps (passed or not) the results files they wrote
+    (``subtask_globs``) give the subtask counts."""
+    grading = workdir / GRADING_DIR
     write_prompt(evaluation, shared_instructions, workspace)
-    steps: list[StepRecord] = []
     latency: float | None = None
+    durations: dict[str, float] = {}
     subtasks = Subtasks(None, None)
     before: dict[Path, tuple[int, int] | None] | None = None
-    failure: _StepFailed | None = None
+    failure: StepFailed | None = None
+    phase = "agent"
+    started = time.perf_counter()
     try:
-        step = _run_step(
-            "agent", agent.name, agent.argv, workspace, logs, 0, agent.timeout_s, agent.env, agent.stdin_text
-        )
-        steps.append(step)
-        latency = step.duration
-        index = 1
+        latency = commands.run_agent(agent, workspace).duration
+        durations["agent"] = time.perf_counter() - started
+        phase, started = "build", time.perf_counter()
         for name in evaluation.build_steps:
-            command = registry[name]
-            argv = [command.command, *command.args]
-            steps.append(_run_step("build", name, argv, workspace, logs, index, command.timeout_s))
-            index += 1
+            commands.run("build", name, workspace)
+        durations["build"] = time.perf_counter() - started
+        phase, started = "grade", time.perf_counter()
         copy_tree(evaluation.grading, grading)
         copy_tree(workspace, grading)
         before = snapshot_results(grading, subtask_globs)
         for name in evaluation.grade_steps:
-            command = registry[name]
-            argv = [command.command, *command.args]
-            steps.append(_run_step("grade", name, argv, grading, logs, index, command.timeout_s))
-            index += 1
-    except _StepFailed as exc:
-        steps.append(exc.step)
+            commands.run("grade", name, grading)
+        durations["grade"] = time.perf_counter() - started
+    except StepFailed as exc:
+        durations[phase] = time.perf_counter() - started
         if exc.step.phase == "agent":
             latency = exc.step.duration
         failure = exc
@@ -280,7 +318,9 @@ def run_workspace_eval(
         outcome="passed" if failure is None else "failed",
         message=message,
         latency=latency,
-        steps=steps,
+        steps=list(commands.steps),
+        phase_durations=durations,
+        sandbox=commands.sandbox.kind,
         subtasks_passed=subtasks.passed,
         subtasks_total=subtasks.total,
         vybes_multiplier=vybes.multiplier if vybes else None,

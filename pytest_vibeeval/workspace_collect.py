@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,15 +16,26 @@ import pytest
 from .aggregate import RESULT_PROPERTY, RunInfo
 from .collect import get_state, mark_item, rootdir_relative, shared_fixtureinfo
 from .configurations import select
+from .copying import copy_tree
 from .errors import InputError
 from .models import Configuration, ScoreSpec
 from .providers import PromptRequest
 from .providers.cli import CliProvider
 from .runner import redact_steps
 from .runner_config import ResolvedEval, RunnerConfig, load_config_dir
+from .sandbox import Sandbox, choose_sandbox
+from .state import VibeState
 from .suite import check_formula
 from .templates import Redactor
-from .workspace import INSTRUCTION, AgentCommand, run_workspace_eval
+from .workspace import (
+    GRADING_DIR,
+    INSTRUCTION,
+    LOGS_DIR,
+    WORKSPACE_DIR,
+    AgentCommand,
+    RegistryCommands,
+    run_workspace_eval,
+)
 
 
 class WorkspaceConfigFile(pytest.File):
@@ -100,9 +114,19 @@ class WorkspaceItem(pytest.Function):
         super().__init__(**kwargs)
         self.runner, self.evaluation, self.config_id = runner, evaluation, config_id
         self.configuration, self.info = configuration, info
+        self.setup_seconds = 0.0
         steps = (*evaluation.build_steps, *evaluation.grade_steps)
         timeout = configuration.timeout_s + sum(runner.registry[name].timeout_s for name in steps)
         mark_item(self, (evaluation.id, config_id), (), timeout, info)
+
+    def setup(self) -> None:
+        """Skip when a required command is missing; time the fixtures (the workspace's preparation)."""
+        missing = [name for name in self.evaluation.requires if shutil.which(name) is None]
+        if missing:
+            pytest.skip(f"{self.evaluation.id} requires {', '.join(missing)} on PATH (not found)")
+        started = time.perf_counter()
+        super().setup()
+        self.setup_seconds = time.perf_counter() - started
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.evaluation.id}[{self.config_id}]"
@@ -132,27 +156,88 @@ def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
         workspace_hint,
     )
     stdin = INSTRUCTION if item.configuration.prompt_via == "stdin" else None
+    runner = item.runner
+    visible = (item.config.rootpath, Path(sys.prefix), Path(sys.base_prefix), runner.folder, runner.eval_root)
     return AgentCommand(
-        item.config_id, provider.argv(request), provider.environment(), item.configuration.timeout_s, stdin
+        item.config_id,
+        provider.argv(request),
+        provider.environment(),
+        item.configuration.timeout_s,
+        stdin,
+        visible=tuple(dict.fromkeys(visible)),
+        hidden=(item.evaluation.grading,),
     )
 
 
-def run_workspace_item(request: pytest.FixtureRequest, vibe_workdir: Path) -> None:
-    """The body of every coding-agent item."""
+def workspace_item(request: pytest.FixtureRequest, fixture: str) -> WorkspaceItem:
+    """The coding-agent item ``request`` belongs to; a usage error for any other item."""
     item = request.node
-    assert isinstance(item, WorkspaceItem)
-    agent = agent_command(item, vibe_workdir / "workspace")
-    record, verdict = run_workspace_eval(
-        item.evaluation,
-        item.runner.registry,
-        item.runner.shared_instructions,
-        agent,
-        vibe_workdir,
-        item.nodeid,
-    )
-    redact = Redactor(get_state(item.config).renderer.used_secrets)
+    if not isinstance(item, WorkspaceItem):
+        raise pytest.UsageError(f"{fixture} is only available to pytest-vibeeval coding-agent items")
+    return item
+
+
+def prepare_workspace(item: WorkspaceItem, workdir: Path) -> Path:
+    """The default ``vibe_workspace``: ``workdir/workspace``, a copy of the evaluation's template."""
+    workspace = workdir / WORKSPACE_DIR
+    copy_tree(item.evaluation.workspace, workspace, get_state(item.config).options.workspace_ignore)
+    return workspace
+
+
+def discard(folder: Path, config: pytest.Config) -> None:
+    """Remove an item's workspace or grading copy unless --vibe-keep-workspaces keeps them."""
+    if not get_state(config).options.keep_workspaces:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def registry_commands(item: WorkspaceItem, workdir: Path) -> RegistryCommands:
+    """The default ``vibe_commands``: the item's registry, logs in ``workdir/logs``, agents in the
+    session's sandbox."""
+    state = get_state(item.config)
+    return RegistryCommands(item.runner.registry, workdir / LOGS_DIR, session_sandbox(state))
+
+
+def session_sandbox(state: VibeState) -> Sandbox:
+    """The sandbox agents run in, chosen once per process (the probe runs a bwrap command)."""
+    if state.sandbox is None:
+        options = state.options
+        state.sandbox = choose_sandbox(options.sandbox_mode, options.sandbox_writable)
+    return state.sandbox
+
+
+def run_workspace_item(
+    request: pytest.FixtureRequest,
+    vibe_workdir: Path,
+    vibe_workspace: Path,
+    vibe_commands: RegistryCommands,
+) -> None:
+    """The body of every coding-agent item."""
+    item = workspace_item(request, "run_workspace_item")
+    state = get_state(item.config)
+    agent = agent_command(item, vibe_workspace)
+    try:
+        record, verdict = run_workspace_eval(
+            item.evaluation,
+            vibe_commands,
+            agent,
+            vibe_workspace,
+            vibe_workdir,
+            item.nodeid,
+            item.runner.shared_instructions,
+            state.options.subtask_globs,
+        )
+    finally:
+        discard(vibe_workdir / GRADING_DIR, item.config)
+    redact = Redactor(state.renderer.used_secrets)
     message = redact(record.message)
-    record = record.model_copy(update={"message": message, "steps": redact_steps(record.steps, redact)})
+    durations = {"workspace": item.setup_seconds, **record.phase_durations}
+    update: dict[str, Any] = {
+        "message": message,
+        "steps": redact_steps(record.steps, redact),
+        "phase_durations": durations,
+        "workspace": str(vibe_workdir) if state.options.keep_workspaces else None,
+    }
+    record = record.model_copy(update=update)
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
     if verdict.outcome != "passed":
         pytest.fail(message or verdict.outcome, pytrace=False)

@@ -131,7 +131,7 @@ def test_oracle_passes_nop_and_breaker_fail(pytester: pytest.Pytester, xdist: li
     make_config_dir(pytester.path)
     templates = snapshot(pytester.path / "evals")
     results_path = pytester.path / "results.json"
-    result = run(pytester, "-rA", "--vibe-results", str(results_path), xdist=xdist)
+    result = run(pytester, "-rA", "--vibe-results", str(results_path), "--vibe-keep-workspaces", xdist=xdist)
     result.assert_outcomes(passed=2, failed=4)
     assert snapshot(pytester.path / "evals") == templates  # the templates were never written to
     records = evals_by_nodeid(load_json(results_path))

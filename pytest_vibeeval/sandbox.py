@@ -1,0 +1,105 @@
+"""Confining coding agents with bubblewrap (``bwrap``): the agent sees the whole system read-only,
+a private ``/tmp`` (where only what it needs, such as the project and the Python environment,
+appears), the network, not the eval's hidden grading folder, and may write only in its workspace
+(and the configured extra folders). Without bwrap the agent runs as the user does; templates are
+protected only by being copied, never linked.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+SandboxMode = Literal["auto", "bwrap", "none"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "none")
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+)
+PROBE_TIMEOUT_S = 10.0
+PRIVATE_TMP = Path("/tmp")
+
+
+class SandboxUnavailable(Exception):
+    """``--vibe-sandbox bwrap`` was asked for and bwrap does not work here."""
+
+
+@functools.cache
+def bwrap_problem() -> str | None:
+    """Why bwrap cannot confine an agent on this machine, or None when it can (probed once)."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return "bwrap is not installed"
+    probe = Path("/tmp")  # the argv the agents get, with /tmp as a stand-in workspace
+    argv = bwrap_argv(binary, ["true"], probe, ())
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not start: {exc}"
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        return f"bwrap does not work here ({detail[-1] if detail else f'exit code {proc.returncode}'})"
+    return None
+
+
+def bwrap_argv(
+    binary: str,
+    argv: Sequence[str],
+    workspace: Path,
+    writable: Sequence[Path],
+    visible: Sequence[Path] = (),
+    hidden: Sequence[Path] = (),
+) -> list[str]:
+    """``argv`` wrapped in bwrap: everything read-only; a private, empty ``/tmp`` in which only the
+    ``visible`` folders appear (read-only); ``hidden`` folders emptied; its own pid namespace (the
+    whole tree dies with it); ``workspace`` and ``writable`` folders writable."""
+    wrapped = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in visible:
+        if folder.is_relative_to(PRIVATE_TMP) and folder.exists():
+            wrapped += ["--ro-bind", str(folder), str(folder)]
+    for folder in hidden:
+        if folder.is_dir():
+            wrapped += ["--tmpfs", str(folder)]
+    for folder in (workspace, *writable):
+        wrapped += ["--bind", str(folder), str(folder)]
+    wrapped += ["--unshare-pid", "--die-with-parent", "--chdir", str(workspace), "--", *argv]
+    return wrapped
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """What the agents of this session run in: ``kind`` is ``bwrap`` or ``none``; ``reason`` says
+    why an ``auto`` sandbox fell back to ``none``."""
+
+    kind: Literal["bwrap", "none"]
+    reason: str | None = None
+    writable: tuple[Path, ...] = ()
+
+    def wrap(
+        self, argv: Sequence[str], workspace: Path, visible: Sequence[Path] = (), hidden: Sequence[Path] = ()
+    ) -> list[str]:
+        """``argv`` as it runs in this sandbox (see :func:`bwrap_argv` for ``visible``/``hidden``)."""
+        if self.kind == "none":
+            return list(argv)
+        binary = shutil.which("bwrap")
+        assert binary is not None  # checked by choose_sandbox
+        writable = [p for p in self.writable if p.exists()]
+        return bwrap_argv(binary, argv, workspace, writable, visible, hidden)
+
+
+def choose_sandbox(mode: SandboxMode, writable: Sequence[Path] = ()) -> Sandbox:
+    """The sandbox for ``mode``; raises :class:`SandboxUnavailable` when ``bwrap`` was required."""
+    if mode == "none":
+        return Sandbox("none")
+    problem = bwrap_problem()
+    if problem is None:
+        return Sandbox("bwrap", writable=tuple(writable))
+    if mode == "bwrap":
+        raise SandboxUnavailable(
+            f"--vibe-sandbox bwrap: {problem}; {INSTALL_HINT}, or use --vibe-sandbox auto"
+        )
+    return Sandbox("none", reason=f"{problem}; {INSTALL_HINT}")

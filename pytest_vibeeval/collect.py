@@ -3,44 +3,24 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
-from .configurations import configurations_for, select
+from .aggregate import RESULT_PROPERTY, RunInfo
+from .configurations import ConfigurationSet, configurations_for, select
 from .errors import InputError
+from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo
 from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
 from .providers.python_callable import module_name_clash
 from .runner import run_prompt_eval
-from .state import VibeState
+from .runner_config import RunnerConfig, resolve_suite_coding
 from .suite import EvalCase, Suite, load_suite, suite_formula
-
-TIMEOUT_MARGIN_S = 30.0
-STATE_KEY = pytest.StashKey[VibeState]()
-
-
-def rootdir_relative(path: Path, rootdir: Path) -> str:
-    """``path`` as the results and node ids show it: relative to the rootdir when inside it."""
-    return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
-
-
-def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any:
-    """The fixture closure of ``func`` for every item of ``collector``'s file.
-
-    Items of one file share it, as pytest's own parametrized items do; computing it per item
-    dominated collection time. The file node stands in for the items: the closure depends only
-    on the node id (conftest visibility) and usefixtures marks."""
-    fixturemanager = collector.session._fixturemanager
-    return fixturemanager.getfixtureinfo(node=collector, func=func, cls=None)  # type: ignore[arg-type]
-
-
-def get_state(config: pytest.Config) -> VibeState:
-    return config.stash[STATE_KEY]
+from .workspace_collect import WorkspaceItem, check_cli_configurations, run_workspace_item
 
 
 class SuiteFile(pytest.File):
@@ -72,7 +52,15 @@ class SuiteFile(pytest.File):
         for tag in {*suite.tags, *(t for case in suite.evals for t in case.tags)} - state.registered_tags:
             self.config.addinivalue_line("markers", f"{tag}: a pytest-vibeeval suite tag")
             state.registered_tags.add(tag)
+        config_dir = configs.source.parent if configs.source else self.path.parent
+        coding: RunnerConfig | None = None
+        if any(case.coding for case in suite.evals):
+            try:
+                coding = coding_runner(suite, configs, config_dir, config_ids)
+            except InputError as exc:
+                raise self.CollectError(exc.render(self.config.rootpath)) from None
         fixtureinfo = shared_fixtureinfo(self, run_eval_item)
+        coding_fixtureinfo = shared_fixtureinfo(self, run_workspace_item) if coding else None
         for case in suite.evals:
             if case.id not in eval_ids:
                 continue
@@ -93,6 +81,22 @@ class SuiteFile(pytest.File):
                     score_canonical=formula.canonical or None,
                     score_preset=formula.preset,
                 )
+                if coding is not None and case.coding is not None:
+                    yield WorkspaceItem.from_parent(
+                        self,
+                        name=f"{case.id}[{config_id}]",
+                        callobj=run_workspace_item,
+                        fixtureinfo=coding_fixtureinfo,
+                        runner=coding,
+                        evaluation=coding.evaluations[case.id],
+                        config_id=config_id,
+                        configuration=coding.configurations[config_id],
+                        info=info,
+                        tags=(*suite.tags, *case.tags),
+                        xfail=case.xfail,
+                        line=case.line,
+                    )
+                    continue
                 yield EvalItem.from_parent(
                     self,
                     name=f"{case.id}[{config_id}]",
@@ -102,22 +106,29 @@ class SuiteFile(pytest.File):
                     case=case,
                     config_id=config_id,
                     configuration=configuration,
-                    config_dir=configs.source.parent if configs.source else self.path.parent,
+                    config_dir=config_dir,
                     info=info,
                 )
 
 
-def mark_item(
-    item: pytest.Function, keywords: tuple[str, ...], tags: tuple[str, ...], timeout_s: float, info: RunInfo
-) -> None:
-    """What every eval item carries: its ids as keywords, markers, the timeout backstop (the item's
-    own timeouts plus a margin) and its :class:`RunInfo` on the reports."""
-    item.extra_keyword_matches.update(keywords)
-    item.add_marker(pytest.mark.vibeeval)
-    for tag in tags:
-        item.add_marker(getattr(pytest.mark, tag))
-    item.add_marker(pytest.mark.timeout(timeout_s + TIMEOUT_MARGIN_S))
-    item.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
+def coding_runner(
+    suite: Suite, configs: ConfigurationSet, config_dir: Path, config_ids: list[str]
+) -> RunnerConfig:
+    """The coding-agent evals of a YAML suite as a unified-runner config (both formats share the
+    run); every selected configuration must be a ``cli`` one."""
+    resolved = resolve_suite_coding(suite, config_dir, os.environ)
+    check_cli_configurations(
+        configs.source or suite.path, {cid: configs.configurations.get(cid) for cid in config_ids}
+    )
+    return RunnerConfig(
+        folder=config_dir,
+        eval_root=resolved.eval_root,
+        evaluations=resolved.evaluations,
+        configurations=dict(configs.configurations),
+        default_configurations=configs.defaults,
+        registry=resolved.registry,
+        shared_instructions=resolved.shared_instructions,
+    )
 
 
 class EvalItem(pytest.Function):
@@ -138,9 +149,7 @@ class EvalItem(pytest.Function):
         self.suite, self.case, self.config_id = suite, case, config_id
         self.configuration, self.config_dir, self.info = configuration, config_dir, info
         timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
-        mark_item(self, (case.id, config_id), (*suite.tags, *case.tags), timeout, info)
-        if case.xfail:
-            self.add_marker(pytest.mark.xfail(reason=case.xfail, strict=True))
+        mark_item(self, (case.id, config_id), (*suite.tags, *case.tags), timeout, info, case.xfail)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else None

@@ -6,6 +6,7 @@ so plugins can add check types.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -83,6 +84,50 @@ class McpServer(StrictModel):
     url: NonEmptyStr
     name: NonEmptyStr
     authorization_token: str | None = None
+
+
+def _step_name(value: str) -> str:
+    if not re.match(CONFIG_ID_PATTERN, value):
+        raise PydanticCustomError(
+            "step_name",
+            "step name {name} must start with a letter or digit and hold only letters, digits and _.:+-",
+            {"name": repr(value)},
+        )
+    return value
+
+
+StepName = Annotated[str, AfterValidator(_step_name)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class Vybes(StrictModel):
+    """The document's project's scoring block, kept under its name for compatibility."""
+
+    multiplier: Positive = 1.0
+    timeLimitMinutes: Positive | None = None
+
+
+class CodingFields(StrictModel):
+    """What a coding-agent eval adds, in eval-config.json and in YAML suites alike."""
+
+    build_steps: list[StepName] = Field(default_factory=list)
+    grade_steps: list[StepName] = Field(default_factory=list)
+    vybes: Vybes | None = None
+    requires: list[NonEmptyStr] = Field(
+        default_factory=list, description="commands that must be on PATH, else the eval is skipped"
+    )
+
+
+class CommandDefinition(StrictModel):
+    """One ``command-registry.json`` entry; ``timeout`` in milliseconds."""
+
+    command: NonEmptyStr
+    args: list[str] = Field(default_factory=list)
+    timeout: Annotated[int, Field(gt=0)] = DEFAULT_TIMEOUT_MS
+
+    @property
+    def timeout_s(self) -> float:
+        return self.timeout / 1000
 
 
 class Metadata(StrictModel):
@@ -199,10 +244,17 @@ class CliConfigFile(StrictModel):
     defaultConfigurations: list[ConfigId] | None = None
 
 
-class EvalSpec(StrictModel):
+class EvalSpec(CodingFields):
+    """One eval of a YAML suite: a prompt with checks, or (with ``workspace`` and ``grading``) a
+    coding-agent eval whose build and grade steps decide it."""
+
     name: EvalName | None = None
     prompt: NonEmptyStr
-    checks: Any = Field(description="a list of checks (all must pass) or {or: [...]} (any may pass)")
+    checks: Any = Field(
+        default=None, description="a list of checks (all must pass) or {or: [...]} (any may pass)"
+    )
+    workspace: NonEmptyStr | None = Field(default=None, description="the template folder the agent works in")
+    grading: NonEmptyStr | None = Field(default=None, description="the hidden tests' folder")
     tags: list[Tag] = Field(default_factory=list)
     xfail: NonEmptyStr | None = Field(
         default=None, description="expected to fail, with the reason: reported as xfailed, strict"
@@ -220,10 +272,60 @@ class EvalSpec(StrictModel):
             )
         return data
 
+    @model_validator(mode="after")
+    def _prompt_or_coding(self) -> EvalSpec:
+        coding = self.workspace is not None or self.grading is not None
+        if coding and (self.workspace is None or self.grading is None):
+            missing = "grading" if self.grading is None else "workspace"
+            raise PydanticCustomError(
+                "coding_eval",
+                "a coding-agent eval needs both `workspace` and `grading`; `{missing}` is missing",
+                {"missing": missing},
+            )
+        if not coding:
+            used = [
+                key
+                for key in ("build_steps", "grade_steps", "vybes", "requires")
+                if key in self.model_fields_set
+            ]
+            if used:
+                raise PydanticCustomError(
+                    "coding_keys",
+                    "{keys} belong to coding-agent evals, which also set `workspace` and `grading`",
+                    {"keys": ", ".join(f"`{key}`" for key in used)},
+                )
+            if (
+                self.checks is None and "checks" not in self.model_fields_set
+            ):  # `checks:` empty: see parse_checks
+                raise PydanticCustomError(
+                    "missing_checks",
+                    "missing required key 'checks' "
+                    "(a coding-agent eval sets `workspace` and `grading` instead)",
+                    {},
+                )
+        elif self.checks is not None:
+            raise PydanticCustomError(
+                "coding_checks",
+                "a coding-agent eval is decided by its build and grade steps; remove `checks`",
+                {},
+            )
+        return self
+
+    @property
+    def is_coding(self) -> bool:
+        return self.workspace is not None
+
 
 class SuiteFile(StrictModel):
     metadata: Metadata
     evals: Annotated[list[EvalSpec], Field(min_length=1)]
+    commands: dict[StepName, CommandDefinition] | None = Field(
+        default=None,
+        description="the steps of coding-agent evals (default: the nearest command-registry.json)",
+    )
+    instructions: NonEmptyStr | None = Field(
+        default=None, description="a file appended to every coding-agent eval's prompt.md"
+    )
     score: ScoreSpec | None = None
     configurations: dict[ConfigId, Configuration] | None = None
     default_configurations: list[ConfigId] | None = None

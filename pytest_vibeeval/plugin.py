@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
-from .collect import STATE_KEY, EvalItem, SuiteFile, get_state, provider_for, rootdir_relative
+from .collect import EvalItem, SuiteFile, provider_for
 from .configurations import parse_selection, unknown_selection
+from .items import STATE_KEY, get_state, rootdir_relative
 from .providers import Provider
 from .results import EvalRecord, RunRecord
 from .resultsfile import build_results, write_results

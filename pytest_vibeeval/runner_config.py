@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,17 +20,19 @@ from pydantic_core import PydanticCustomError
 from .configurations import CLI_CONFIG_NAME
 from .errors import InputError, Loc, Problem, did_you_mean
 from .models import (
-    CONFIG_ID_PATTERN,
-    DEFAULT_TIMEOUT_MS,
     EVAL_NAME_PATTERN,
     CliConfigFile,
+    CodingFields,
+    CommandDefinition,
     Configuration,
     NonEmptyStr,
     ScoreSpec,
+    StepName,
     StrictModel,
+    Vybes,
     protected_name_problem,
 )
-from .suite import pydantic_problems
+from .suite import Suite, pydantic_problems
 from .yamlsource import Document, load_document
 
 EVAL_CONFIG_NAME = "eval-config.json"
@@ -59,40 +61,18 @@ def _eval_id(value: str) -> str:
     return value
 
 
-def _step_name(value: str) -> str:
-    if not re.match(CONFIG_ID_PATTERN, value):
-        raise PydanticCustomError(
-            "step_name",
-            "step name {name} must start with a letter or digit and hold only letters, digits and _.:+-",
-            {"name": repr(value)},
-        )
-    return value
-
-
 EvalId = Annotated[str, AfterValidator(_eval_id)]
-StepName = Annotated[str, AfterValidator(_step_name)]
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-class Vybes(StrictModel):
-    """The document's project's scoring block, kept under its name for compatibility."""
-
-    multiplier: Positive = 1.0
-    timeLimitMinutes: Positive | None = None
-
-
-class WorkspaceEval(StrictModel):
-    """A coding-agent eval: one ``evaluations`` entry of eval-config.json (YAML: snake_case keys)."""
+class WorkspaceEval(CodingFields):
+    """A coding-agent eval: one ``evaluations`` entry of eval-config.json. In a YAML suite the
+    same keys (snake_case or camelCase) sit on an eval beside its inline ``prompt``."""
 
     workspace: NonEmptyStr
     grading: NonEmptyStr
-    prompt: NonEmptyStr
+    prompt: NonEmptyStr = Field(description="the prompt file's name, in promptsDir")
     build_steps: list[StepName] = Field(default_factory=list, alias="buildSteps")
     grade_steps: list[StepName] = Field(default_factory=list, alias="gradeSteps")
-    vybes: Vybes | None = None
-    requires: list[NonEmptyStr] = Field(
-        default_factory=list, description="commands that must be on PATH, else the eval is skipped"
-    )
 
 
 class EvalConfigFile(StrictModel):
@@ -102,18 +82,6 @@ class EvalConfigFile(StrictModel):
     promptsDir: NonEmptyStr = DEFAULT_PROMPTS_DIR
     sharedInstructions: NonEmptyStr | None = None
     score: ScoreSpec | None = None  # as in YAML suites: formula (default success_pct), min, max
-
-
-class CommandDefinition(StrictModel):
-    """One ``command-registry.json`` entry; ``timeout`` in milliseconds."""
-
-    command: NonEmptyStr
-    args: list[str] = Field(default_factory=list)
-    timeout: Annotated[int, Field(gt=0)] = DEFAULT_TIMEOUT_MS
-
-    @property
-    def timeout_s(self) -> float:
-        return self.timeout / 1000
 
 
 REGISTRY = TypeAdapter(dict[StepName, CommandDefinition])
@@ -126,11 +94,13 @@ class ResolvedEval:
     id: str
     workspace: Path
     grading: Path
-    prompt: Path
+    prompt: str  # the problem prompt's text (from its file, or inline in a YAML suite)
     build_steps: tuple[str, ...]
     grade_steps: tuple[str, ...]
     vybes: Vybes | None
     requires: tuple[str, ...] = ()
+    templated: bool = False  # a YAML suite's prompt: {{var()}} and {{secret()}} are filled in
+    prompt_file: Path | None = None  # where the prompt was read from (None: inline in a YAML suite)
 
 
 @dataclass(frozen=True)
@@ -226,6 +196,14 @@ class _Checker:
         self.add(loc, f"{what} {path} {state} (from {raw!r})", hint)
         return None
 
+    def text(self, loc: Loc, path: Path) -> str | None:
+        """The UTF-8 text of the file ``path``, or None (with a problem)."""
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.add(loc, f"cannot read {path}: {exc}", "a prompt file is UTF-8 text")
+            return None
+
 
 def _absolute(text: str, base: Path) -> Path:
     path = Path(text).expanduser()
@@ -274,41 +252,67 @@ def _check_evals(
         default = check.path((), DEFAULT_SHARED_INSTRUCTIONS)
         shared = default if default is not None and default.is_file() else None
     resolved: dict[str, ResolvedEval] = {}
+    steps_where = f"steps are defined in {REGISTRY_NAME}"
     for eval_id, spec in entries.items():
         loc: Loc = ("evaluations", eval_id)
-        entry_raw = raw["evaluations"][eval_id]
-        for name, alias in (("build_steps", "buildSteps"), ("grade_steps", "gradeSteps")):
-            for i, step in enumerate(getattr(spec, name)):
-                if registry is not None and step not in registry:
-                    check.add(
-                        (*loc, _key(entry_raw, name, alias), i),
-                        f"unknown step {step!r}{did_you_mean(step, registry)}",
-                        f"steps are defined in {REGISTRY_NAME}: {', '.join(registry) or 'none'}",
-                    )
-        workspace = check.existing((*loc, "workspace"), spec.workspace, "workspace folder")
-        grading = check.existing((*loc, "grading"), spec.grading, "grading folder")
-        prompt = None
+        prompt = path = None
         if prompts is not None:
             hint = f"prompts are read from {prompts}; {where}"
-            prompt = check.existing((*loc, "prompt"), spec.prompt, "prompt file", hint, prompts)
-        if workspace and grading and prompt:
-            resolved[eval_id] = ResolvedEval(
-                eval_id,
-                workspace,
-                grading,
-                prompt,
-                tuple(spec.build_steps),
-                tuple(spec.grade_steps),
-                spec.vybes,
-                tuple(spec.requires),
-            )
+            path = check.existing((*loc, "prompt"), spec.prompt, "prompt file", hint, prompts)
+            prompt = check.text((*loc, "prompt"), path) if path else None
+        evaluation = _resolve_coding(
+            check, loc, raw["evaluations"][eval_id], eval_id, spec, spec.workspace, spec.grading,
+            prompt, registry, steps_where,
+        )  # fmt: skip
+        if evaluation is not None:
+            resolved[eval_id] = replace(evaluation, prompt_file=path)
     return resolved, shared, problems + check.problems
 
 
-def _eval_root(folder: Path, environ: Mapping[str, str]) -> tuple[dict[str, str], Problem | None]:
+def _resolve_coding(
+    check: _Checker,
+    loc: Loc,
+    raw_entry: Any,
+    eval_id: str,
+    spec: CodingFields,
+    workspace_raw: str,
+    grading_raw: str,
+    prompt: str | None,
+    registry: Mapping[str, Any] | None,
+    registry_where: str,
+) -> ResolvedEval | None:
+    """One coding-agent eval with its paths resolved and its steps checked against the registry
+    (None, with problems in ``check``, when something is wrong)."""
+    for name, alias in (("build_steps", "buildSteps"), ("grade_steps", "gradeSteps")):
+        for i, step in enumerate(getattr(spec, name)):
+            if registry is not None and step not in registry:
+                check.add(
+                    (*loc, _key(raw_entry, name, alias), i),
+                    f"unknown step {step!r}{did_you_mean(step, registry)}",
+                    f"{registry_where}: {', '.join(registry) or 'none'}",
+                )
+    workspace = check.existing((*loc, "workspace"), workspace_raw, "workspace folder")
+    grading = check.existing((*loc, "grading"), grading_raw, "grading folder")
+    if workspace is None or grading is None or prompt is None:
+        return None
+    return ResolvedEval(
+        eval_id,
+        workspace,
+        grading,
+        prompt,
+        tuple(spec.build_steps),
+        tuple(spec.grade_steps),
+        spec.vybes,
+        tuple(spec.requires),
+    )
+
+
+def _eval_root(default: Path, environ: Mapping[str, str]) -> tuple[dict[str, str], Problem | None]:
+    """The variables for ``${...}`` in paths: the environment, and EVAL_ROOT (``default`` unless the
+    environment sets it)."""
     variables = dict(environ)
     if not variables.get(EVAL_ROOT):
-        variables[EVAL_ROOT] = str(folder.parent)
+        variables[EVAL_ROOT] = str(default)
         return variables, None
     try:
         root = _absolute(substitute(variables[EVAL_ROOT], variables), Path.cwd())
@@ -327,7 +331,7 @@ def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
     """Read and check a config folder; raise :class:`InputError` (every file's problems) if any."""
     folder = folder.absolute()
     errors: list[InputError] = []
-    variables, root_problem = _eval_root(folder, environ)
+    variables, root_problem = _eval_root(folder.parent, environ)
     if root_problem is not None:
         raise InputError(str(folder / EVAL_CONFIG_NAME), [root_problem])
 
@@ -386,3 +390,71 @@ def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
         score=score,
         score_line=score_line,
     )
+
+
+@dataclass(frozen=True)
+class SuiteCoding:
+    """A YAML suite's coding-agent evals, resolved, with the registry their steps come from."""
+
+    evaluations: dict[str, ResolvedEval]
+    registry: dict[str, CommandDefinition]
+    shared_instructions: Path | None
+    eval_root: Path
+
+
+def _nearest_registry(folders: Sequence[Path]) -> Path | None:
+    for folder in folders:
+        candidate = folder / REGISTRY_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolve_suite_coding(suite: Suite, config_dir: Path, environ: Mapping[str, str]) -> SuiteCoding:
+    """Resolve the coding-agent evals of a YAML suite: paths relative to the suite's folder (and
+    ``${VAR}``, EVAL_ROOT defaulting to that folder), steps from the suite's ``commands`` or else
+    the ``command-registry.json`` beside its configurations or the suite. Raises
+    :class:`InputError` with every problem, each with its line."""
+    doc = suite.document
+    assert doc is not None  # kept by load_suite for suites with coding-agent evals
+    folder = suite.path.parent.absolute()
+    variables, root_problem = _eval_root(folder, environ)
+    if root_problem is not None:
+        raise InputError(str(suite.path), [root_problem])
+    check = _Checker(doc, variables, folder)
+    registry: dict[str, CommandDefinition] | None = suite.commands
+    where = "steps are defined in the suite's `commands`"
+    if registry is None:
+        found = _nearest_registry((config_dir, folder))
+        if found is not None:
+            registry_doc = load_document(found)
+            registry, problems = _validated(registry_doc, REGISTRY, registry_doc.data)
+            if problems:
+                raise InputError(str(found), problems)
+            where = f"steps are defined in {found}"
+    shared = None
+    if suite.instructions is not None:
+        shared = check.existing(("instructions",), suite.instructions, "instructions file")
+    raw_evals = doc.data.get("evals", []) if isinstance(doc.data, dict) else []
+    resolved: dict[str, ResolvedEval] = {}
+    for case in suite.evals:
+        spec = case.coding
+        if spec is None or spec.workspace is None or spec.grading is None:
+            continue
+        loc: Loc = ("evals", case.index)
+        if registry is None and (spec.build_steps or spec.grade_steps):
+            check.add(
+                loc,
+                "this coding-agent eval names steps but no command registry defines them",
+                f"add `commands:` to the suite, or a {REGISTRY_NAME} beside it",
+            )
+            continue
+        evaluation = _resolve_coding(
+            check, loc, raw_evals[case.index], case.id, spec, spec.workspace, spec.grading,
+            spec.prompt, registry, where,
+        )  # fmt: skip
+        if evaluation is not None:
+            resolved[case.id] = replace(evaluation, templated=True)
+    if check.problems:
+        raise InputError(str(suite.path), sorted(check.problems, key=lambda p: p.line or 0))
+    return SuiteCoding(resolved, dict(registry or {}), shared, Path(variables[EVAL_ROOT]))

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from .checks import AnyOf, Check, CheckNode, CheckRegistry
 from .errors import InputError, Loc, Problem, did_you_mean
 from .formula import Formula, FormulaError, parse_formula
-from .models import Configuration, McpServer, SuiteFile, protected_name_problem
+from .models import CommandDefinition, Configuration, EvalSpec, McpServer, SuiteFile, protected_name_problem
 from .templates import ANY_TEMPLATE, template_problems
 from .variables import eval_variable_names, run_variable_names
 from .yamlsource import Document, load_document
@@ -41,6 +41,7 @@ class EvalCase:
     line: int | None
     tags: tuple[str, ...] = ()
     xfail: str | None = None
+    coding: EvalSpec | None = None  # a coding-agent eval: workspace, grading, steps (unresolved)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ class Suite:
     tags: tuple[str, ...]
     score_min: float | None = None  # the score gate (score.min / score.max)
     score_max: float | None = None
+    commands: dict[str, CommandDefinition] | None = None  # the steps of its coding-agent evals
+    instructions: str | None = None  # as written; resolved with the coding-agent evals
+    document: Document | None = None  # the parsed file, for the lines of later checks
 
 
 def load_suite(path: Path, registry: CheckRegistry) -> Suite:
@@ -100,6 +104,9 @@ def load_suite(path: Path, registry: CheckRegistry) -> Suite:
         tags=tuple(model.metadata.tags),
         score_min=model.score.min if model.score else None,
         score_max=model.score.max if model.score else None,
+        commands=model.commands,
+        instructions=model.instructions,
+        document=doc if any(case.coding for case in evals) else None,
     )
 
 
@@ -216,7 +223,9 @@ def _build_evals(
                 )
             else:
                 names[spec.name] = index
-        checks = parse_checks(spec.checks, (*loc, "checks"), doc, registry, problems)
+        checks = []
+        if not spec.is_coding:
+            checks = parse_checks(spec.checks, (*loc, "checks"), doc, registry, problems)
         yield EvalCase(
             id=spec.name or "",
             name=spec.name,
@@ -226,6 +235,7 @@ def _build_evals(
             line=line,
             tags=tuple(spec.tags),
             xfail=spec.xfail,
+            coding=spec if spec.is_coding else None,
         )
 
 

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Literal
 
 from .copying import copy_tree
+from .models import CommandDefinition
 from .process import CommandNotFound, read_tail, run_command
 from .results import EvalRecord, StepRecord
 from .runner import Verdict
-from .runner_config import CommandDefinition, ResolvedEval
+from .runner_config import ResolvedEval
 from .sandbox import Sandbox
 
 INSTRUCTION = "Execute the instructions in ./prompt.md"
@@ -50,7 +51,7 @@ class AgentCommand:
 def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, workspace: Path) -> Path:
     """``prompt.md``: the problem prompt, the workspace's ``problem.md`` and the shared
     instructions (those present), separated by blank lines."""
-    parts = [evaluation.prompt.read_text(encoding="utf-8")]
+    parts = [evaluation.prompt]
     problem = workspace / PROBLEM_FILE
     if problem.is_file():
         parts.append(problem.read_text(encoding="utf-8"))

@@ -7,17 +7,18 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RunInfo
-from .collect import get_state, mark_item, rootdir_relative, shared_fixtureinfo
-from .configurations import select
+from .configurations import CLI_CONFIG_NAME, select
 from .copying import copy_tree
 from .errors import InputError
+from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo
 from .models import Configuration, ScoreSpec
 from .providers import PromptRequest
 from .providers.cli import CliProvider
@@ -26,7 +27,7 @@ from .runner_config import ResolvedEval, RunnerConfig, load_config_dir
 from .sandbox import Sandbox, choose_sandbox
 from .state import VibeState
 from .suite import check_formula
-from .templates import Redactor
+from .templates import MissingValue, Redactor
 from .workspace import (
     GRADING_DIR,
     INSTRUCTION,
@@ -48,13 +49,9 @@ class WorkspaceConfigFile(pytest.File):
             runner = load_config_dir(self.path.parent, os.environ)
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
-        for config_id, configuration in runner.configurations.items():
-            if not configuration.cli:
-                message = f"configuration {config_id!r}: coding-agent evals need a `cli` configuration"
-                config_file = self.path.parent / "cli-config.json"
-                raise self.CollectError(InputError.single(config_file, message).render(rootpath))
         score = runner.score or ScoreSpec()
         try:
+            check_cli_configurations(self.path.parent / CLI_CONFIG_NAME, dict(runner.configurations))
             formula = check_formula(self.path, score.formula, runner.score_line, runner.evaluations)
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
@@ -98,6 +95,19 @@ class WorkspaceConfigFile(pytest.File):
                 )
 
 
+def check_cli_configurations(source: Path, configurations: Mapping[str, Configuration | None]) -> None:
+    """Coding agents are CLIs: raise :class:`InputError` naming ``source`` for any configuration
+    (None: the implicit HTTP one) that has no ``cli``."""
+    for config_id, configuration in configurations.items():
+        if configuration is None or not configuration.cli:
+            kind = "the implicit OpenRouter configuration" if configuration is None else f"{config_id!r}"
+            raise InputError.single(
+                source,
+                f"configuration {kind}: coding-agent evals need a `cli` configuration",
+                hint="give the suite `configurations:` (or a cli-config.json) with a `cli` agent",
+            )
+
+
 class WorkspaceItem(pytest.Function):
     """One coding-agent evaluation against one configuration."""
 
@@ -109,15 +119,18 @@ class WorkspaceItem(pytest.Function):
         config_id: str,
         configuration: Configuration,
         info: RunInfo,
+        tags: tuple[str, ...] = (),
+        xfail: str | None = None,
+        line: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.runner, self.evaluation, self.config_id = runner, evaluation, config_id
-        self.configuration, self.info = configuration, info
+        self.configuration, self.info, self.line = configuration, info, line
         self.setup_seconds = 0.0
         steps = (*evaluation.build_steps, *evaluation.grade_steps)
         timeout = configuration.timeout_s + sum(runner.registry[name].timeout_s for name in steps)
-        mark_item(self, (evaluation.id, config_id), (), timeout, info)
+        mark_item(self, (evaluation.id, config_id), tags, timeout, info, xfail)
 
     def setup(self) -> None:
         """Skip when a required command is missing; time the fixtures (the workspace's preparation)."""
@@ -129,7 +142,7 @@ class WorkspaceItem(pytest.Function):
         self.setup_seconds = time.perf_counter() - started
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.evaluation.id}[{self.config_id}]"
+        return self.path, self.line - 1 if self.line else None, f"{self.evaluation.id}[{self.config_id}]"
 
 
 def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
@@ -215,9 +228,15 @@ def run_workspace_item(
     item = workspace_item(request, "run_workspace_item")
     state = get_state(item.config)
     agent = agent_command(item, vibe_workspace)
+    evaluation = item.evaluation
+    if evaluation.templated:
+        try:
+            evaluation = replace(evaluation, prompt=state.renderer.render(evaluation.prompt))
+        except MissingValue as exc:
+            pytest.skip(str(exc))
     try:
         record, verdict = run_workspace_eval(
-            item.evaluation,
+            evaluation,
             vibe_commands,
             agent,
             vibe_workspace,

@@ -256,7 +256,7 @@ def test_input_error_survives_pickling() -> None:
 def test_unknown_eval_key_did_you_mean(tmp_path: Path) -> None:
     err = fails(tmp_path, HEAD + "  - promt: p\n    checks:\n      - match: x\n")
     problem = assert_problem(
-        err, 5, "evals[0]: unknown key 'promt' (did you mean 'prompt'?)", "allowed keys: checks, name"
+        err, 5, "evals[0]: unknown key 'promt' (did you mean 'prompt'?)", "allowed keys: build_steps, checks"
     )
     assert problem.loc == ("evals", 0)
 
@@ -264,7 +264,7 @@ def test_unknown_eval_key_did_you_mean(tmp_path: Path) -> None:
 def test_unknown_top_level_key_did_you_mean(tmp_path: Path) -> None:
     text = "metadata:\n  name: s\n  model: m\nevals:\n  - prompt: p\n    checks: [{match: x}]\nevalz: 1\n"
     err = fails(tmp_path, text)
-    assert_problem(err, 7, "unknown key 'evalz' (did you mean 'evals'?)", "allowed keys: configurations")
+    assert_problem(err, 7, "unknown key 'evalz' (did you mean 'evals'?)", "allowed keys: commands")
 
 
 def test_misspelled_required_top_level_key(tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def test_the_documents_layout_loads_with_absolute_paths(config: Path, tmp_path: 
     base64 = loaded.evaluations["base64-fix"]
     assert base64.workspace == evals / "problems" / "base64-fix" / "workspace"
     assert base64.grading == evals / "grading" / "base64-fix"
-    assert base64.prompt == tmp_path / "prompts" / "problems" / "base64-fix.md"
+    assert base64.prompt_file == tmp_path / "prompts" / "problems" / "base64-fix.md"
     assert base64.build_steps == ("typecheck", "lint", "test:public")
     assert base64.grade_steps == ("lint", "typecheck", "test:hidden")
     assert base64.vybes is None
@@ -176,7 +176,7 @@ def test_eval_root_comes_from_the_environment_when_set(config: Path, tmp_path: P
         == other / "evals" / "problems" / "base64-fix" / "workspace"
     )
     # the default prompts folder follows EVAL_ROOT too
-    assert loaded.evaluations["base64-fix"].prompt == other / "prompts" / "problems" / "base64-fix.md"
+    assert loaded.evaluations["base64-fix"].prompt_file == other / "prompts" / "problems" / "base64-fix.md"
 
 
 def test_an_empty_eval_root_in_the_environment_means_the_default(config: Path, tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ def test_prompts_dir_and_shared_instructions_are_configurable(tmp_path: Path) ->
     data = {**EVAL_CONFIG, "promptsDir": "config/p", "sharedInstructions": "${EVAL_ROOT}/config/shared.md"}
     write_configs(config, data)
     loaded = load_config_dir(config, {})
-    assert loaded.evaluations["base64-fix"].prompt == config / "p" / "base64-fix.md"
+    assert loaded.evaluations["base64-fix"].prompt_file == config / "p" / "base64-fix.md"
     assert loaded.shared_instructions == config / "shared.md"
 
 

@@ -1,15 +1,25 @@
-"""The bundled examples run offline, exit 0, and show passing and failing evals."""
+"""The bundled examples run without API keys, exit 0, and show passing and failing evals.
+
+The TypeScript coding-agent problem needs node and npm (skipped without them) and, for its first
+`npm ci`, the npm registry (later runs use npm's cache).
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+CODING_AGENT = "examples/coding-agent/evals/config"
+# The TypeScript problem (roman-numerals) declares `"requires": ["node", "npm"]`: skipped without them.
+HAS_NODE = all(shutil.which(tool) for tool in ("node", "npm"))
+NO_NODE = "node and npm are not on PATH: the TypeScript example problem roman-numerals is skipped"
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
@@ -31,10 +41,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         ("quiz", "quiz-text"),
         ("known-failures", "quiz-json"),
         ("known-failures", "quiz-text"),
-        (
-            "examples/coding-agent/evals/config",
-            "oracle",
-        ),  # examples/coding-agent: `defaultConfigurations` leaves nop out
+        (CODING_AGENT, "oracle"),  # examples/coding-agent: `defaultConfigurations` leaves nop out
     }
     assert runs["support-bot", "app"]["metrics"]["success_pct"] == 100.0
     assert runs["support-bot", "app"]["score"] is not None
@@ -43,7 +50,15 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     assert runs["quiz", "quiz-text"]["metrics"]["total_cost"] is None
     failures = runs["known-failures", "quiz-json"]
     assert failures["metrics"]["passed"] == 1 and failures["metrics"]["failed"] == 2
-    assert runs["examples/coding-agent/evals/config", "oracle"]["metrics"]["success_pct"] == 100.0
+    assert runs[CODING_AGENT, "oracle"]["metrics"]["success_pct"] == 100.0
+    coding = {record["name"]: record for record in runs[CODING_AGENT, "oracle"]["evals"]}
+    assert coding["slugify"]["outcome"] == "passed"
+    if HAS_NODE:
+        roman = coding["roman-numerals"]
+        assert roman["outcome"] == "passed", roman["message"]
+        assert (roman["subtasks_passed"], roman["subtasks_total"]) == (10, 10)
+    else:
+        assert coding["roman-numerals"]["outcome"] == "skipped"
     checks_used = {
         check["type"]
         for run in data["runs"]
@@ -63,11 +78,12 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     } <= checks_used
 
 
-def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_path: Path) -> None:
+def run_coding_agent_example(tmp_path: Path, evaluation: str) -> dict[str, list[dict[str, Any]]]:
+    """Both example agents (oracle, nop) on one problem of examples/coding-agent: their records."""
     results = tmp_path / "results.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "examples/coding-agent", "-p", "no:cacheprovider",
-         "--vibe-config", "ALL", "--vibe-results", str(results)],
+         "--vibe-config", "ALL", "--vibe-eval", evaluation, "--vibe-results", str(results)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == pytest.ExitCode.TESTS_FAILED, proc.stdout[-4000:] + proc.stderr[-2000:]
@@ -75,12 +91,13 @@ def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_pa
     assert "Traceback" not in proc.stderr
     data = json.loads(results.read_text())
     runs = {(run["suite"], run["configuration"]): run for run in data["runs"]}
-    assert set(runs) == {
-        ("examples/coding-agent/evals/config", "oracle"),
-        ("examples/coding-agent/evals/config", "nop"),
-    }
-    [oracle] = runs["examples/coding-agent/evals/config", "oracle"]["evals"]
-    [nop] = runs["examples/coding-agent/evals/config", "nop"]["evals"]
+    assert set(runs) == {(CODING_AGENT, "oracle"), (CODING_AGENT, "nop")}
+    return {config: run["evals"] for (_, config), run in runs.items()}
+
+
+def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_path: Path) -> None:
+    evals = run_coding_agent_example(tmp_path, "slugify")
+    [oracle], [nop] = evals["oracle"], evals["nop"]
     assert oracle["outcome"] == "passed"
     assert [(s["phase"], s["name"], s["exit_code"]) for s in oracle["steps"]] == [
         ("agent", "oracle", 0),
@@ -96,6 +113,38 @@ def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_pa
     ]
     assert nop["message"].startswith("grade step 'test:public' exited with code 1")
     assert "AssertionError: 'hello,-world!' != 'hello-world'" in nop["message"]
+    # unittest writes no results file: no partial credit
+    assert (oracle["subtasks_total"], nop["subtasks_total"]) == (None, None)
     # the oracle wrote its solution into the item's copy, never into the template
     template = REPO / "examples/coding-agent/evals/problems/slugify/workspace/slugify.py"
     assert "return title.lower()" in template.read_text()
+
+
+@pytest.mark.skipif(not HAS_NODE, reason=NO_NODE)
+def test_typescript_example_counts_vitest_subtasks(tmp_path: Path) -> None:
+    """roman-numerals: npm ci, then vitest on the public and the hidden tests, each writing JUnit XML."""
+    evals = run_coding_agent_example(tmp_path, "roman-numerals")
+    [oracle], [nop] = evals["oracle"], evals["nop"]
+    assert oracle["outcome"] == "passed", oracle["message"]
+    assert [(s["phase"], s["name"], s["exit_code"]) for s in oracle["steps"]] == [
+        ("agent", "oracle", 0),
+        ("build", "npm-ci", 0),
+        ("grade", "vitest:public", 0),
+        ("grade", "vitest:hidden", 0),
+    ]
+    assert (oracle["subtasks_passed"], oracle["subtasks_total"]) == (10, 10)  # 4 public + 6 hidden
+    assert oracle["message"] is None  # no results file was ignored (vitest's own cache is off)
+    assert nop["outcome"] == "failed"
+    assert [(s["phase"], s["name"], s["exit_code"]) for s in nop["steps"]] == [
+        ("agent", "nop", 0),
+        ("build", "npm-ci", 0),
+        ("grade", "vitest:public", 1),
+    ]
+    # the stub passes 1 of the 4 public tests; the hidden step never runs
+    assert (nop["subtasks_passed"], nop["subtasks_total"]) == (1, 4)
+    assert nop["message"].startswith("grade step 'vitest:public' exited with code 1")
+    assert "expected 'IIII' to be 'IV'" in nop["message"]
+    # npm ci ran in the item's copy: the template holds no node_modules and the stub is unchanged
+    template = REPO / "examples/coding-agent/evals/problems/roman-numerals/workspace"
+    assert not (template / "node_modules").exists()
+    assert "not implemented" in (template / "src/roman.ts").read_text()

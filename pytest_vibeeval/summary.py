@@ -55,15 +55,31 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
         f"Latency: avg {_seconds(m['avg_latency'])} · min {_seconds(m['min_latency'])}"
         f" · max {_seconds(m['max_latency'])}"
     )
+    subtasks = _subtasks_line(run)
+    if subtasks:
+        lines.append(subtasks)
     lines.extend(f"note: {note}" for note in run.notes)
     failed = [r for r in run.evals if r.outcome in ("failed", "error")]
     for record in failed[:10]:
         first = (record.message or "").splitlines()
         why = first[0] if record.outcome == "error" and first else _first_failed_check(record)
+        if record.subtasks_total is not None:
+            why += f" (subtasks {record.subtasks_passed}/{record.subtasks_total})"
         lines.append(f"  {record.outcome.upper():6} {record.name}: {why}")
     if len(failed) > 10:
         lines.append(f"  … and {len(failed) - 10} more")
     return lines
+
+
+def _subtasks_line(run: RunRecord) -> str | None:
+    """Partial credit: the subtasks the grade steps' results files reported, over the run."""
+    reported = [r for r in run.evals if r.subtasks_total is not None and r.subtasks_passed is not None]
+    if not reported:
+        return None
+    passed = sum(r.subtasks_passed or 0 for r in reported)
+    total = sum(r.subtasks_total or 0 for r in reported)
+    pct = f"{100 * passed / total:.1f}%" if total else "n/a"
+    return f"Subtasks: {pct} ({passed}/{total} from {len(reported)} of {len(run.evals)} evals)"
 
 
 def _cost_gap(run: RunRecord) -> str:

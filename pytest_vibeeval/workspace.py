@@ -134,6 +134,16 @@ def snapshot_results(grading: Path, patterns: Sequence[str]) -> dict[Path, tuple
     return {path: _fingerprint(path) for pattern in patterns for path in grading.glob(pattern)}
 
 
+SKIPPED_RESULT_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
+
+
+def _in_skipped_folder(path: Path, root: Path) -> bool:
+    """Results files of dependencies and caches (``node_modules``, dot folders) are not the grade
+    steps' own."""
+    folders = path.relative_to(root).parts[:-1]
+    return any(part in SKIPPED_RESULT_FOLDERS or part.startswith(".") for part in folders)
+
+
 def collect_subtasks(
     grading: Path, patterns: Sequence[str], before: Mapping[Path, tuple[int, int] | None] | None = None
 ) -> Subtasks:
@@ -147,7 +157,7 @@ def collect_subtasks(
     notes: list[str] = []
     for pattern in patterns:
         for path in sorted(grading.glob(pattern)):
-            if path in seen or not path.is_file():
+            if path in seen or not path.is_file() or _in_skipped_folder(path, grading):
                 continue
             seen.add(path)
             if path in before and before[path] == _fingerprint(path):
@@ -262,6 +272,15 @@ class RegistryCommands:
         return step
 
 
+def _first_of(failures: Sequence[StepFailed]) -> StepFailed:
+    """The first failed grade step, its message naming the others that failed too."""
+    first = failures[0]
+    if len(failures) == 1:
+        return first
+    others = ", ".join(repr(f.step.name) for f in failures[1:])
+    return StepFailed(first.step, f"{first.message}\n(grade steps {others} failed too)")
+
+
 def run_workspace_eval(
     evaluation: ResolvedEval,
     commands: RegistryCommands,
@@ -294,14 +313,21 @@ def run_workspace_eval(
             commands.run("build", name, workspace)
         durations["build"] = time.perf_counter() - started
         phase, started = "grade", time.perf_counter()
-        copy_tree(evaluation.grading, grading)
+        # The grading folder's files win over the agent's: an agent cannot replace hidden tests.
         copy_tree(workspace, grading)
+        copy_tree(evaluation.grading, grading)
         before = snapshot_results(grading, subtask_globs)
-        for name in evaluation.grade_steps:
-            commands.run("grade", name, grading)
+        grade_failures: list[StepFailed] = []
+        for name in evaluation.grade_steps:  # all of them: each may add subtasks
+            try:
+                commands.run("grade", name, grading)
+            except StepFailed as exc:
+                grade_failures.append(exc)
         durations["grade"] = time.perf_counter() - started
+        if grade_failures:
+            raise _first_of(grade_failures)
     except StepFailed as exc:
-        durations[phase] = time.perf_counter() - started
+        durations.setdefault(phase, time.perf_counter() - started)
         if exc.step.phase == "agent":
             latency = exc.step.duration
         failure = exc

@@ -110,8 +110,10 @@ def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_pa
         ("agent", "nop", 0),
         ("build", "compile", 0),
         ("grade", "test:public", 1),
+        ("grade", "test:hidden", 1),
     ]
     assert nop["message"].startswith("grade step 'test:public' exited with code 1")
+    assert "(grade steps 'test:hidden' failed too)" in nop["message"]
     assert "AssertionError: 'hello,-world!' != 'hello-world'" in nop["message"]
     # unittest writes no results file: no partial credit
     assert (oracle["subtasks_total"], nop["subtasks_total"]) == (None, None)
@@ -139,9 +141,10 @@ def test_typescript_example_counts_vitest_subtasks(tmp_path: Path) -> None:
         ("agent", "nop", 0),
         ("build", "npm-ci", 0),
         ("grade", "vitest:public", 1),
+        ("grade", "vitest:hidden", 1),
     ]
-    # the stub passes 1 of the 4 public tests; the hidden step never runs
-    assert (nop["subtasks_passed"], nop["subtasks_total"]) == (1, 4)
+    # every grade step runs, so the stub's partial credit counts over all 10 tests
+    assert (nop["subtasks_passed"], nop["subtasks_total"]) == (1, 10)
     assert nop["message"].startswith("grade step 'vitest:public' exited with code 1")
     assert "expected 'IIII' to be 'IV'" in nop["message"]
     # npm ci ran in the item's copy: the template holds no node_modules and the stub is unchanged

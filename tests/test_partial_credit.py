@@ -17,6 +17,7 @@ from pytest_vibeeval.variables import compute_variables, run_variable_names
 from pytest_vibeeval.workspace import (
     DEFAULT_SUBTASK_GLOBS,
     ResultsFileError,
+    Subtasks,
     collect_subtasks,
     parse_junit,
     parse_results_json,
@@ -194,3 +195,11 @@ def test_grade_step_junit_gives_partial_credit(pytester: pytest.Pytester) -> Non
     assert variables["add_vybes"] == pytest.approx(150.0)  # 100 × 2 × 0.75 × 1
     assert variables["mul_vybes"] == 100.0  # no vybes block, no subtasks, passed: 100 × 1 × 1 × 1
     assert variables["vybes_score"] == pytest.approx(125.0)  # (150 + 100) / 2
+    result.stdout.fnmatch_lines(["Subtasks: 75.0% (3/4 from 1 of 2 evals)"])
+
+
+def test_results_in_dependency_and_dot_folders_are_not_counted(tmp_path: Path) -> None:
+    for folder in ("node_modules/vitest", ".cache", "reports"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "junit-x.xml").write_text(JUNIT_3_OF_4)
+    assert collect_subtasks(tmp_path, DEFAULT_SUBTASK_GLOBS, {}) == Subtasks(3, 4)

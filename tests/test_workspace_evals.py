@@ -163,9 +163,9 @@ def test_oracle_passes_nop_and_breaker_fail(pytester: pytest.Pytester, xdist: li
 
         nop = records[node.format(problem, "nop")]
         assert nop["outcome"] == "failed"
-        assert [s["phase"] for s in nop["steps"]] == ["agent", "build", "grade"]
+        assert [s["phase"] for s in nop["steps"]] == ["agent", "build", "grade", "grade"]
         assert nop["steps"][0]["argv"][-1] == "Execute the instructions in ./prompt.md"
-        assert nop["steps"][-1]["name"] == "public" and nop["steps"][-1]["exit_code"] == 1
+        assert nop["steps"][2]["name"] == "public" and nop["steps"][2]["exit_code"] == 1
         assert nop["message"].startswith("grade step 'public' exited with code 1")
         assert "AssertionError: 0" in nop["message"]  # the log's tail
 

@@ -287,3 +287,23 @@ def test_workspace_fixtures_outside_coding_agent_items_are_a_clear_error(pyteste
     result = run(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*vibe_workspace is only available to pytest-vibeeval coding-agent items*"])
+
+
+@XDIST_MODES
+def test_an_agent_cannot_replace_the_hidden_tests(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """The grading folder's files are copied over the agent's: a planted check_hidden.py loses."""
+    config = make_config_dir(pytester.path)
+    planter = "open('check_hidden.py', 'w').write('print(\"all good\")\\n')\n"
+    data = load_json(config / "cli-config.json")
+    data["configurations"] = {
+        "planter": {"cli": PYTHON, "args": [agent(pytester.path / "agents", "p.py", planter)]}
+    }
+    write(config / "cli-config.json", json.dumps(data))
+    registry = load_json(config / "command-registry.json")
+    registry["public"]["args"] = ["-c", "pass"]  # only the hidden check decides
+    write(config / "command-registry.json", json.dumps(registry))
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results, xdist=xdist)
+    result.assert_outcomes(failed=2)
+    for record in evals_by_nodeid(load_json(results)).values():
+        assert record["message"].startswith("grade step 'hidden' exited with code 1")

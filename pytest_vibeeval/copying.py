@@ -11,6 +11,7 @@ file by a directory (that is a :class:`CopyError`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -49,6 +50,9 @@ def copy_tree(source: Path, target: Path, ignore: Sequence[str] = ()) -> None:
         raise CopyError(source, target, f"cannot read the source: {exc.strerror or exc}") from exc
     if not stat.S_ISDIR(mode):
         raise CopyError(source, target, "the source is not a directory")
+    real_source, real_target = os.path.realpath(source), os.path.realpath(target)
+    if os.path.commonpath([real_source, real_target]) == real_source:
+        raise CopyError(source, target, "the target is the source or inside it")
     try:
         os.makedirs(target, exist_ok=True)
     except OSError as exc:
@@ -183,3 +187,60 @@ def _describe(exc: OSError) -> str:
     elif exc.filename is not None:
         reason += f": {exc.filename}"
     return reason
+
+
+def copy_template(source: Path, target: Path, ignore: Sequence[str] = ()) -> None:
+    """:func:`copy_tree` of a template, then every absolute symlink that points into the template
+    is re-pointed (relatively) into the copy, so that writing through it never reaches the template."""
+    copy_tree(source, target, ignore)
+    for location, relative in _links_into(os.path.realpath(source), os.fspath(source)):
+        link = os.path.join(target, location)
+        if os.path.islink(link):
+            os.unlink(link)
+            os.symlink(relative, link)
+
+
+@functools.lru_cache(maxsize=256)
+def _links_into(real_source: str, source: str) -> tuple[tuple[str, str], ...]:
+    """The absolute symlinks of a template that point into it: (their path, the relative target
+    that means the same inside a copy). Templates are only read, so once a process suffices."""
+    found = []
+    roots = {real_source, os.path.normpath(os.path.abspath(source))}
+    for folder, dirs, files in os.walk(source):
+        for name in (*dirs, *files):
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                continue
+            pointed = os.readlink(path)
+            if not os.path.isabs(pointed):
+                continue
+            pointed = os.path.normpath(pointed)
+            root = next((r for r in roots if os.path.commonpath([r, pointed]) == r), None)
+            if root is None:
+                continue
+            location = os.path.relpath(path, source)
+            inside = os.path.join(real_source, os.path.relpath(pointed, root))
+            relative = os.path.relpath(inside, os.path.join(real_source, os.path.dirname(location)))
+            found.append((location, relative))
+    return tuple(found)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and everything below it, best effort: read-only or unreadable folders left
+    in it (as an agent or its tools may leave them) are opened up first; a path already gone is fine."""
+    try:
+        shutil.rmtree(path)
+        return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        os.chmod(path, stat.S_IRWXU)
+    for folder, dirs, _ in os.walk(path):  # top-down: each folder is opened before it is listed
+        for name in dirs:
+            child = os.path.join(folder, name)
+            if not os.path.islink(child):  # never follow a link out of the tree
+                with contextlib.suppress(OSError):
+                    os.chmod(child, stat.S_IRWXU)
+    shutil.rmtree(path, ignore_errors=True)

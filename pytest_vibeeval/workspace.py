@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .copying import copy_tree
+from .copying import copy_template, copy_tree
 from .models import CommandDefinition
 from .process import CommandNotFound, read_tail, run_command
 from .results import EvalRecord, StepRecord
@@ -236,6 +236,8 @@ class RegistryCommands:
         stem = _log_stem(len(self.steps), phase, name)
         shown = list(shown_argv or argv)
         try:
+            if not cwd.is_dir():  # e.g. an agent removed its own workspace
+                raise CommandNotFound(f"its working folder {cwd} is gone")
             result = run_command(
                 argv, cwd=cwd, output_dir=self.logs, name=stem, env=env, timeout=timeout_s,
                 stdin_text=stdin_text,
@@ -272,6 +274,10 @@ class RegistryCommands:
         return step
 
 
+class _NotGradable(Exception):
+    """The grading folder could not be prepared from what the agent left."""
+
+
 def _first_of(failures: Sequence[StepFailed]) -> StepFailed:
     """The first failed grade step, its message naming the others that failed too."""
     first = failures[0]
@@ -302,7 +308,7 @@ def run_workspace_eval(
     durations: dict[str, float] = {}
     subtasks = Subtasks(None, None)
     before: dict[Path, tuple[int, int] | None] | None = None
-    failure: StepFailed | None = None
+    failure: str | None = None
     phase = "agent"
     started = time.perf_counter()
     try:
@@ -314,8 +320,11 @@ def run_workspace_eval(
         durations["build"] = time.perf_counter() - started
         phase, started = "grade", time.perf_counter()
         # The grading folder's files win over the agent's: an agent cannot replace hidden tests.
-        copy_tree(workspace, grading)
-        copy_tree(evaluation.grading, grading)
+        try:
+            copy_tree(workspace, grading)
+            copy_template(evaluation.grading, grading)
+        except OSError as exc:  # what the agent left cannot be copied (or be overwritten)
+            raise _NotGradable(f"cannot prepare the grading folder: {exc}") from None
         before = snapshot_results(grading, subtask_globs)
         grade_failures: list[StepFailed] = []
         for name in evaluation.grade_steps:  # all of them: each may add subtasks
@@ -330,14 +339,17 @@ def run_workspace_eval(
         durations.setdefault(phase, time.perf_counter() - started)
         if exc.step.phase == "agent":
             latency = exc.step.duration
-        failure = exc
+        failure = exc.message
+    except _NotGradable as exc:
+        durations.setdefault(phase, time.perf_counter() - started)
+        failure = str(exc)
     if before is not None:
         subtasks = collect_subtasks(grading, subtask_globs, before)
     vybes = evaluation.vybes
     notes = "\n".join(subtasks.notes) or None
     message = notes
     if failure is not None:
-        message = failure.message + ("\n" + notes if notes else "")
+        message = failure + ("\n" + notes if notes else "")
     record = EvalRecord(
         name=evaluation.id,
         named=True,  # an evaluation's id is its explicit name

@@ -16,7 +16,7 @@ import pytest
 
 from .aggregate import RESULT_PROPERTY, RunInfo
 from .configurations import CLI_CONFIG_NAME, select
-from .copying import copy_tree
+from .copying import copy_template, remove_tree
 from .errors import InputError
 from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo
 from .models import Configuration, ScoreSpec
@@ -193,14 +193,14 @@ def workspace_item(request: pytest.FixtureRequest, fixture: str) -> WorkspaceIte
 def prepare_workspace(item: WorkspaceItem, workdir: Path) -> Path:
     """The default ``vibe_workspace``: ``workdir/workspace``, a copy of the evaluation's template."""
     workspace = workdir / WORKSPACE_DIR
-    copy_tree(item.evaluation.workspace, workspace, get_state(item.config).options.workspace_ignore)
+    copy_template(item.evaluation.workspace, workspace, get_state(item.config).options.workspace_ignore)
     return workspace
 
 
 def discard(folder: Path, config: pytest.Config) -> None:
     """Remove an item's workspace or grading copy unless --vibe-keep-workspaces keeps them."""
     if not get_state(config).options.keep_workspaces:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
 
 
 def registry_commands(item: WorkspaceItem, workdir: Path) -> RegistryCommands:

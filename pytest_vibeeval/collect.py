@@ -149,7 +149,8 @@ class EvalItem(pytest.Function):
         self.suite, self.case, self.config_id = suite, case, config_id
         self.configuration, self.config_dir, self.info = configuration, config_dir, info
         timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
-        mark_item(self, (case.id, config_id), (*suite.tags, *case.tags), timeout, info, case.xfail)
+        self.expected_failure = case.xfail or (configuration.xfail if configuration else None)
+        mark_item(self, (case.id, config_id), (*suite.tags, *case.tags), timeout, info, self.expected_failure)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else None
@@ -164,6 +165,8 @@ def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_
     record, verdict = run_prompt_eval(
         item.suite, item.case, item.config_id, vibe_provider, state.renderer, vibe_workdir, item.nodeid
     )
+    if item.expected_failure and not record.xfail:  # the configuration's xfail
+        record = record.model_copy(update={"xfail": True})
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
     if verdict.outcome == "skipped":
         skip = pytest.skip.Exception(verdict.message or "skipped")

@@ -215,6 +215,11 @@ class Configuration(StrictModel):
     requires_env: list[NonEmptyStr] = Field(default_factory=list)
     output: OutputSpec = Field(default_factory=OutputSpec)
     max_output_bytes: Annotated[int, Field(gt=0)] = 8 * 2**20
+    xfail: NonEmptyStr | None = Field(
+        default=None,
+        description="every eval of this configuration is expected to fail, with the reason "
+        "(reported as xfailed, strict: a pass fails the run)",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Configuration:

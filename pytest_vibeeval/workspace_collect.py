@@ -130,7 +130,8 @@ class WorkspaceItem(pytest.Function):
         self.setup_seconds = 0.0
         steps = (*evaluation.build_steps, *evaluation.grade_steps)
         timeout = configuration.timeout_s + sum(runner.registry[name].timeout_s for name in steps)
-        mark_item(self, (evaluation.id, config_id), tags, timeout, info, xfail)
+        self.expected_failure = xfail or configuration.xfail
+        mark_item(self, (evaluation.id, config_id), tags, timeout, info, self.expected_failure)
 
     def setup(self) -> None:
         """Skip when a required command is missing; time the fixtures (the workspace's preparation)."""
@@ -255,6 +256,7 @@ def run_workspace_item(
         "steps": redact_steps(record.steps, redact),
         "phase_durations": durations,
         "workspace": str(vibe_workdir) if state.options.keep_workspaces else None,
+        "xfail": item.expected_failure is not None,
     }
     record = record.model_copy(update=update)
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))

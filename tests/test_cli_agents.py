@@ -472,3 +472,24 @@ def test_same_module_name_in_two_suite_folders_is_an_error(
     data = load_json(path)
     assert data["load_errors"] == ["second/second.eval.yaml"]
     assert evals_by_nodeid(data)["first/first.eval.yaml::ask[app]"]["outcome"] == "passed"
+
+
+@XDIST_MODES
+def test_a_configuration_marked_xfail_is_expected_to_fail(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    silent = agent(pytester.path, "silent.py", "import sys\nsys.stdin.read()\n")
+    talker = agent(pytester.path, "talker.py", "import sys\nsys.stdin.read()\nprint('hi')\n")
+    evals = [{"name": "ask", "prompt": "Say hi", "checks": [{"match": "*hi*"}]}]
+    configurations = {
+        "silent": cli(silent, xfail="answers nothing"),
+        "talker": cli(talker, xfail="wrongly marked"),
+    }
+    suite(pytester.path, configurations, evals)
+    path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(path), "-rxX", xdist=xdist)
+    result.assert_outcomes(xfailed=1, failed=1)  # strict: a pass of an xfail configuration fails
+    result.stdout.fnmatch_lines(["*XFAIL*ask[[]silent]*answers nothing*"])
+    result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] wrongly marked*"])
+    records = evals_by_nodeid(load_json(path))
+    assert records["agents.eval.yaml::ask[silent]"]["xfail"] is True

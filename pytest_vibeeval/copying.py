@@ -193,11 +193,14 @@ def copy_template(source: Path, target: Path, ignore: Sequence[str] = ()) -> Non
     """:func:`copy_tree` of a template, then every absolute symlink that points into the template
     is re-pointed (relatively) into the copy, so that writing through it never reaches the template."""
     copy_tree(source, target, ignore)
-    for location, relative in _links_into(os.path.realpath(source), os.fspath(source)):
-        link = os.path.join(target, location)
-        if os.path.islink(link):
-            os.unlink(link)
-            os.symlink(relative, link)
+    try:
+        for location, relative in _links_into(os.path.realpath(source), os.fspath(source)):
+            link = os.path.join(target, location)
+            if os.path.islink(link):
+                os.unlink(link)
+                os.symlink(relative, link)
+    except OSError as exc:
+        raise CopyError(source, target, f"cannot re-point a symlink: {_describe(exc)}") from exc
 
 
 @functools.lru_cache(maxsize=256)

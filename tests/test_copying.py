@@ -13,7 +13,7 @@ import pytest
 from helpers import write
 
 from pytest_vibeeval import copying
-from pytest_vibeeval.copying import CopyError, copy_tree
+from pytest_vibeeval.copying import CopyError, copy_template, copy_tree, remove_tree
 
 Copy = Callable[..., None]
 
@@ -273,6 +273,22 @@ def test_a_missing_source_is_a_clear_error(tmp_path: Path, copy: Copy, kind: str
     assert not target.exists()
 
 
+@pytest.mark.parametrize("inside", [".", "sub", "sub/deeper"])
+def test_a_target_in_the_source_is_a_clear_error(tmp_path: Path, copy: Copy, inside: str) -> None:
+    source = tmp_path / "source"
+    write(source / "sub" / "a.txt", "a\n")
+    before = snapshot(source)
+    with pytest.raises(CopyError, match="the target is the source or inside it"):
+        copy(source, source / inside)
+    assert snapshot(source) == before
+
+
+def test_a_sibling_sharing_the_name_s_start_is_not_inside(tmp_path: Path, copy: Copy) -> None:
+    write(tmp_path / "source" / "a.txt", "a\n")
+    copy(tmp_path / "source", tmp_path / "source-copy")
+    assert (tmp_path / "source-copy" / "a.txt").read_text() == "a\n"
+
+
 def test_a_target_that_cannot_be_created_is_a_clear_error(tmp_path: Path, copy: Copy) -> None:
     (tmp_path / "source").mkdir()
     write(tmp_path / "file", "in the way\n")
@@ -338,3 +354,35 @@ def test_the_probe_wants_gnu_cp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_the_probe_runs_once() -> None:
     assert copying._gnu_cp() is copying._gnu_cp()
     assert copying._gnu_cp.cache_info().hits >= 1
+
+
+def test_copy_template_repoints_absolute_links_into_the_template(tmp_path: Path) -> None:
+    template = tmp_path / "template"
+    (template / "pkg").mkdir(parents=True)
+    (template / "calc.py").write_text("original\n")
+    (template / "pkg" / "abs_calc.py").symlink_to(template / "calc.py")
+    (template / "abs_pkg").symlink_to(template / "pkg", target_is_directory=True)
+    (template / "outside").symlink_to("/etc/hostname")
+    target = tmp_path / "copy"
+    copy_template(template, target)
+    assert os.readlink(target / "pkg" / "abs_calc.py") == "../calc.py"
+    assert os.readlink(target / "abs_pkg") == "pkg"
+    assert os.readlink(target / "outside") == "/etc/hostname"  # not into the template: kept
+    (target / "pkg" / "abs_calc.py").write_text("changed through the link\n")
+    assert (template / "calc.py").read_text() == "original\n"
+    assert (target / "calc.py").read_text() == "changed through the link\n"
+
+
+def test_remove_tree_opens_locked_folders_and_ignores_missing_paths(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "locked" / "deep").mkdir(parents=True)
+    (tree / "locked" / "deep" / "f").write_text("x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tree / "link").symlink_to(outside, target_is_directory=True)
+    os.chmod(tree / "locked" / "deep", 0)
+    os.chmod(tree / "locked", 0o500)
+    remove_tree(tree)
+    assert not tree.exists()
+    assert outside.is_dir() and stat.S_IMODE(outside.stat().st_mode) == 0o755  # links not followed
+    remove_tree(tree)  # already gone: fine

@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
+from pytest_vibeeval import semantic
+
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
 TokenCount = Annotated[int, Field(ge=0)]
 
@@ -90,6 +92,8 @@ class Response:
 
     text: str
     output_tokens: int | None = None  # as reported by the provider
+    # llm_judge: (criteria, response text) -> (passed or None when undecided, message)
+    judge: Callable[[str, str], tuple[bool | None, str]] | None = None
 
     def tokens(self) -> tuple[int, str]:
         if self.output_tokens is not None:
@@ -189,6 +193,32 @@ def _contains(needle: str, response: Response) -> Verdict:
     )
 
 
+def _semantic(args: SemanticArgs, response: Response) -> Verdict:
+    try:
+        score = semantic.similarity(args.expected, response.text)
+    except semantic.SemanticUnavailable as exc:
+        return Verdict(None, str(exc))
+    ok = score >= args.threshold
+    # The threshold's own digits (at least 2, at most 6), and a failing score never printed equal to it.
+    text = repr(args.threshold)
+    digits = min(6, max(2, len(text.partition(".")[2]) if "e" not in text else 6))
+    while not ok and digits < 6 and f"{score:.{digits}f}" == f"{args.threshold:.{digits}f}":
+        digits += 1
+    relation = ">=" if ok else "<"
+    return Verdict(
+        ok,
+        f"similarity {score:.{digits}f} {relation} threshold {args.threshold:.{digits}f} "
+        f"to {_quote(args.expected)}",
+    )
+
+
+def _llm_judge(args: JudgeArgs, response: Response) -> Verdict:
+    if response.judge is None:
+        return Verdict(None, "llm_judge: no judge configuration for this eval")
+    passed, message = response.judge(args.criteria, response.text)
+    return Verdict(passed, message)
+
+
 def _valid_regex(value: str) -> str:
     try:
         re.compile(value)
@@ -222,16 +252,14 @@ BUILTIN_CHECKS: tuple[CheckType, ...] = (
     CheckType(
         "semantic",
         SemanticArgs,
-        None,
+        _semantic,
         "embedding similarity to `expected` is at least `threshold`",
-        unavailable=f"the `semantic` check {NOT_YET}",
     ),
     CheckType(
         "llm_judge",
         JudgeArgs,
-        None,
+        _llm_judge,
         "a judge model decides whether the response meets `criteria`",
-        unavailable=f"the `llm_judge` check {NOT_YET}",
     ),
 )
 

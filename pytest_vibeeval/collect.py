@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RunInfo
-from .configurations import ConfigurationSet, configurations_for, select
-from .errors import InputError
-from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo
+from .checks import AnyOf, CheckNode
+from .configurations import IMPLICIT_ID, ConfigurationSet, configurations_for, select
+from .errors import InputError, did_you_mean
+from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo, start_or_skip
 from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
 from .providers.python_callable import module_name_clash
@@ -53,6 +54,15 @@ class SuiteFile(pytest.File):
             self.config.addinivalue_line("markers", f"{tag}: a pytest-vibeeval suite tag")
             state.registered_tags.add(tag)
         config_dir = configs.source.parent if configs.source else self.path.parent
+        judge = None
+        if uses_judge(suite):
+            if suite.judge is not None and suite.judge not in configs.configurations:
+                message = f"judge: configuration {suite.judge!r} is not defined" + did_you_mean(
+                    suite.judge, configs.configurations
+                )
+                error = InputError.single(self.path, message, line=suite.judge_line)
+                raise self.CollectError(error.render(self.config.rootpath))
+            judge = (suite.judge or IMPLICIT_ID, configs.configurations.get(suite.judge or ""))
         coding: RunnerConfig | None = None
         if any(case.coding for case in suite.evals):
             try:
@@ -108,6 +118,7 @@ class SuiteFile(pytest.File):
                     configuration=configuration,
                     config_dir=config_dir,
                     info=info,
+                    judge=judge,
                 )
 
 
@@ -143,10 +154,12 @@ class EvalItem(pytest.Function):
         configuration: Configuration | None,
         config_dir: Path,
         info: RunInfo,
+        judge: tuple[str, Configuration | None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.suite, self.case, self.config_id = suite, case, config_id
+        self.judge = judge  # the llm_judge configuration (None: the suite has no llm_judge check)
         self.configuration, self.config_dir, self.info = configuration, config_dir, info
         timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
         self.expected_failure = case.xfail or (configuration.xfail if configuration else None)
@@ -162,9 +175,19 @@ def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_
     item = request.node
     assert isinstance(item, EvalItem)
     state = get_state(item.config)
+    start_or_skip(state)
     record, verdict = run_prompt_eval(
-        item.suite, item.case, item.config_id, vibe_provider, state.renderer, vibe_workdir, item.nodeid
+        item.suite,
+        item.case,
+        item.config_id,
+        vibe_provider,
+        state.renderer,
+        vibe_workdir,
+        item.nodeid,
+        item.configuration,
+        judge_for(item),
     )
+    state.budget.add(record.cost)
     if item.expected_failure and not record.xfail:  # the configuration's xfail
         record = record.model_copy(update={"xfail": True})
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
@@ -183,6 +206,34 @@ def provider_for(item: EvalItem) -> Provider:
     key = (item.suite.path, item.config_id)
     if key not in state.providers:
         state.providers[key] = make_provider(
-            item.config_id, item.configuration, item.suite.path.parent, item.config_dir, state.renderer
+            item.config_id,
+            item.configuration,
+            item.suite.path.parent,
+            item.config_dir,
+            state.renderer,
+            state.lock_dir,
         )
     return state.providers[key]
+
+
+def uses_judge(suite: Suite) -> bool:
+    """Whether any eval of ``suite`` has an llm_judge check (inside ``or`` too)."""
+
+    def walk(nodes: tuple[CheckNode, ...]) -> bool:
+        return any(walk(n.children) if isinstance(n, AnyOf) else n.type.name == "llm_judge" for n in nodes)
+
+    return any(walk(case.checks) for case in suite.evals)
+
+
+def judge_for(item: EvalItem) -> tuple[str, Provider] | None:
+    """The (cached) provider of the item's judge configuration, with its id."""
+    if item.judge is None:
+        return None
+    judge_id, configuration = item.judge
+    state = get_state(item.config)
+    key = (item.suite.path, f"judge:{judge_id}")
+    if key not in state.providers:
+        state.providers[key] = make_provider(
+            judge_id, configuration, item.suite.path.parent, item.config_dir, state.renderer, state.lock_dir
+        )
+    return judge_id, state.providers[key]

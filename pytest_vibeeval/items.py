@@ -55,3 +55,10 @@ def mark_item(
         item.add_marker(pytest.mark.xfail(reason=xfail, strict=True))
     item.add_marker(pytest.mark.timeout(timeout_s + TIMEOUT_MARGIN_S))
     item.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
+
+
+def start_or_skip(state: VibeState) -> None:
+    """Skip the item when --vibe-max-cost is spent (checked as each item starts)."""
+    reason = state.budget.exhausted_reason()
+    if reason:
+        pytest.skip(reason)

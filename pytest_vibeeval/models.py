@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic_core import PydanticCustomError
 
 from .errors import did_you_mean
+from .presets import OTHER_KINDS, PRESETS, with_preset
 
 PROTECTED_KEYWORDS = (
     "max_latency", "min_latency", "avg_latency", "total_latency",
@@ -161,9 +162,27 @@ class ScoreSpec(StrictModel):
         return self
 
 
-class OutputSpec(StrictModel):
-    """How to read a CLI's stdout: plain text, one JSON document, or JSON lines (last matching event)."""
+def _known_parser(value: str) -> str:
+    from .providers.parsers import PARSERS  # the registry imports this module
 
+    if value not in PARSERS:
+        raise PydanticCustomError(
+            "unknown_parser",
+            "unknown output parser {name}{hint}; known parsers: {known}",
+            {"name": repr(value), "hint": did_you_mean(value, PARSERS), "known": ", ".join(sorted(PARSERS))},
+        )
+    return value
+
+
+class OutputSpec(StrictModel):
+    """How to read a CLI's stdout: plain text, one JSON document, JSON lines (last matching event),
+    or a named parser of an agent CLI's own output format."""
+
+    parser: Annotated[str, AfterValidator(_known_parser)] | None = Field(
+        default=None,
+        description="read the output with a built-in parser (claude-code, codex, gemini, llxprt, aider): "
+        "the response, cost, tokens, latency and tool calls; instead of `format` and the paths",
+    )
     format: Literal["text", "json", "jsonl"] = "text"
     response: DottedPath | None = None
     cost: DottedPath | None = None
@@ -180,6 +199,15 @@ class OutputSpec(StrictModel):
 
     @model_validator(mode="after")
     def _needs_response_path(self) -> OutputSpec:
+        if self.parser is not None:
+            others = sorted(self.model_fields_set - {"parser"})
+            if others:
+                raise PydanticCustomError(
+                    "parser_and_paths",
+                    "output.parser {name} reads the whole output; remove {keys} (or the parser)",
+                    {"name": repr(self.parser), "keys": ", ".join(f"`{key}`" for key in others)},
+                )
+            return self
         if self.format != "text" and not self.response:
             raise PydanticCustomError(
                 "missing_response_path",
@@ -196,6 +224,48 @@ class OutputSpec(StrictModel):
         return self
 
 
+Money = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Pricing(StrictModel):
+    """USD per million tokens, for a cost the provider does not report."""
+
+    input_per_mtok: Money
+    output_per_mtok: Money
+
+
+class HttpSpec(StrictModel):
+    """An OpenAI-compatible chat-completions endpoint (OpenRouter, OpenAI, vLLM, Ollama, LM Studio)."""
+
+    base_url: NonEmptyStr | None = Field(
+        default=None, description="default: $OPENROUTER_BASE_URL, else https://openrouter.ai/api/v1"
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="the environment variable holding the API key; default OPENROUTER_API_KEY when "
+        "base_url is not set, else none (a local server); an empty string sends no key",
+    )
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="more request body fields, passed through (max_tokens, top_p, …)"
+    )
+    headers: dict[str, str] = Field(default_factory=dict, description="extra request headers")
+    max_retries: Annotated[int, Field(ge=0, le=20)] = 4
+    max_concurrency: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="requests in flight at once for this configuration, across xdist workers"
+    )
+
+
+def _known_preset(value: str) -> str:
+    if value not in PRESETS:
+        raise PydanticCustomError(
+            "unknown_preset",
+            "unknown preset {name}{hint}; known presets: {known}",
+            {"name": repr(value), "hint": did_you_mean(value, PRESETS), "known": ", ".join(PRESETS)},
+        )
+    return value
+
+
 class Configuration(StrictModel):
     """How prompts are answered: an executable (``cli``) or a Python callable (``python``).
 
@@ -203,13 +273,21 @@ class Configuration(StrictModel):
     ``description``, ``args``, ``timeout`` in milliseconds).
     """
 
+    preset: Annotated[str, AfterValidator(_known_preset)] | None = Field(
+        default=None,
+        description="an agent CLI's ready configuration (claude-code, codex, gemini, llxprt, aider): "
+        "its cli, args, prompt_via, output and max_output_bytes, under the configuration's own keys",
+    )
     cli: NonEmptyStr | None = None
     python: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = None
+    http: HttpSpec | None = None
     name: str | None = None
     description: str | None = None
     args: list[str] = Field(default_factory=list)
     timeout: Annotated[int, Field(gt=0)] = DEFAULT_TIMEOUT_MS
     model: NonEmptyStr | None = None
+    system_prompt: str | None = Field(default=None, description="overrides metadata.system_prompt")
+    pricing: Pricing | None = None
     prompt_via: Literal["stdin", "argument"] = "stdin"
     env: dict[str, str] = Field(default_factory=dict)
     requires_env: list[NonEmptyStr] = Field(default_factory=list)
@@ -221,21 +299,35 @@ class Configuration(StrictModel):
         "(reported as xfailed, strict: a pass fails the run)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("preset") is None:
+            return data
+        clash = [key for key in OTHER_KINDS if key in data]
+        if clash:
+            raise PydanticCustomError(
+                "preset_kind",
+                "preset {name} runs an agent CLI; it cannot be combined with `{key}`",
+                {"name": repr(data["preset"]), "key": clash[0]},
+            )
+        return with_preset(data)
+
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Configuration:
-        kinds = [k for k in ("cli", "python") if getattr(self, k)]
+        kinds = [k for k in ("cli", "python", "http") if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise PydanticCustomError(
                 "configuration_kind",
-                "a configuration needs exactly one of `cli: <executable>` or `python: module:function`"
-                " (found {found})",
+                "a configuration needs exactly one of `cli: <executable>`, `python: module:function` or "
+                "`http: {base_url: …}` (found {found})",
                 {"found": " and ".join(kinds) or "neither"},
             )
         return self
 
     @property
     def kind(self) -> str:
-        return "cli" if self.cli else "python"
+        return "cli" if self.cli else "python" if self.python else "http"
 
     @property
     def timeout_s(self) -> float:
@@ -330,6 +422,11 @@ class SuiteFile(StrictModel):
     )
     instructions: NonEmptyStr | None = Field(
         default=None, description="a file appended to every coding-agent eval's prompt.md"
+    )
+    judge: ConfigId | None = Field(
+        default=None,
+        description="the configuration that answers llm_judge checks "
+        "(default: metadata.model through OpenRouter)",
     )
     score: ScoreSpec | None = None
     configurations: dict[ConfigId, Configuration] | None = None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import shutil
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
+from .budget import Budget
 from .collect import EvalItem, SuiteFile, provider_for
 from .configurations import parse_selection, unknown_selection
 from .items import STATE_KEY, get_state, rootdir_relative
@@ -20,7 +23,7 @@ from .resultsfile import build_results, write_results
 from .runner_config import EVAL_CONFIG_NAME, ResolvedEval
 from .sandbox import SANDBOX_MODES, SandboxUnavailable
 from .state import Options, VibeState
-from .summary import run_title, summary_lines, workspace_lines
+from .summary import budget_lines, run_title, summary_lines, workspace_lines
 from .templates import Renderer, TemplateValues, parse_assignments
 from .workspace import DEFAULT_SUBTASK_GLOBS, RegistryCommands
 from .workspace_collect import (
@@ -37,6 +40,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 SOURCE_SUFFIXES = (*YAML_SUFFIXES, EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 SESSION_PLUGIN = "vibeeval-session"
+LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
 
 
@@ -87,6 +91,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="keep each coding-agent item's workspace and grading copy, and print where",
     )
+    group.addoption(
+        "--vibe-max-cost",
+        metavar="USD",
+        type=float,
+        default=None,
+        help="start no new eval once the run has spent this much (reported costs)",
+    )
+    parser.addini("vibe_max_cost", "default for --vibe-max-cost", default="")
     parser.addini("vibe_sandbox", "default for --vibe-sandbox (auto, bwrap or none)", default="auto")
     parser.addini(
         "vibe_sandbox_writable",
@@ -135,6 +147,16 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"vibe_sandbox (ini): {sandbox_mode!r} is not one of {', '.join(SANDBOX_MODES)}"
         )
+    max_cost = config.getoption("vibe_max_cost")
+    if max_cost is None and config.getini("vibe_max_cost"):
+        try:
+            max_cost = float(config.getini("vibe_max_cost"))
+        except ValueError:
+            raise pytest.UsageError(
+                f"vibe_max_cost (ini): {config.getini('vibe_max_cost')!r} is not a number"
+            ) from None
+    if max_cost is not None and not max_cost > 0:
+        raise pytest.UsageError(f"--vibe-max-cost: {max_cost:g} is not a positive amount of USD")
     options = Options(
         evals=parse_selection(config.getoption("vibe_eval") or config.getini("vibe_eval") or None),
         configs=parse_selection(config.getoption("vibe_config") or config.getini("vibe_config") or None),
@@ -147,8 +169,15 @@ def pytest_configure(config: pytest.Config) -> None:
         keep_workspaces=_flag(config, "vibe_keep_workspaces"),
         workspace_ignore=tuple(config.getini("vibe_workspace_ignore")),
         subtask_globs=tuple(config.getini("vibe_subtask_globs")),
+        max_cost=max_cost,
     )
     state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get(LOCK_DIR_INPUT):
+        state.lock_dir = Path(workerinput[LOCK_DIR_INPUT])
+    else:
+        state.lock_dir = Path(tempfile.mkdtemp(prefix="pytest-vibeeval-locks-"))
+    state.budget = Budget(state.lock_dir, max_cost)
     if sandbox_mode == "bwrap":  # fail now rather than at every item
         try:
             session_sandbox(state)
@@ -160,6 +189,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.hook.pytest_vibeeval_register_checks.call_historic(kwargs={"registry": state.registry})
     except ValueError as exc:  # a name registered twice
         raise pytest.UsageError(f"pytest_vibeeval_register_checks: {exc}") from None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: the workers share its folder of concurrency slots."""
+    lock_dir = get_state(node.config).lock_dir
+    if lock_dir is not None:
+        node.workerinput[LOCK_DIR_INPUT] = str(lock_dir)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.lock_dir is not None and not hasattr(config, "workerinput"):
+        shutil.rmtree(state.lock_dir, ignore_errors=True)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
@@ -480,6 +523,8 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     mode = state.options.sandbox_mode
     unsandboxed = any(record.sandbox == "none" for run in state.runs for record in run.evals)
     reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
+    for line in budget_lines(state.runs, state.options.max_cost):
+        terminalreporter.write_line(line)
     for line in workspace_lines(state.runs, mode, reason):
         terminalreporter.write_line(line)
     hooks = config.pluginmanager.get_plugin(SESSION_PLUGIN)

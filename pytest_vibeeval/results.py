@@ -30,6 +30,21 @@ class StepRecord(Record):
     log: str | None = Field(default=None, description="path of the command's output file")
 
 
+class ToolCallRecord(Record):
+    """One tool call the agent reported in its output (read by the configuration's ``output.parser``)."""
+
+    tool: str = Field(
+        description="the tool's name as the agent reports it, e.g. Bash, read_file, command_execution"
+    )
+    success: bool | None = Field(
+        default=None, description="None: the agent reported no outcome (e.g. its output ends before it)"
+    )
+    error: str | None = Field(
+        default=None, description="what the agent reported about a failed call, shortened to 500 characters"
+    )
+    duration: float | None = Field(default=None, description="seconds, where the agent reports it")
+
+
 class CheckRecord(Record):
     type: str
     passed: bool | None = Field(description="None: could not be decided here")
@@ -47,11 +62,24 @@ class EvalRecord(Record):
     message: str | None = Field(default=None, description="why it failed, errored or was skipped")
     latency: float | None = Field(default=None, description="seconds")
     cost: float | None = Field(default=None, description="USD; None when nobody reported it")
+    cost_source: Literal["reported", "pricing", "default_pricing"] | None = Field(
+        default=None,
+        description="where the cost came from: the provider, the configuration's pricing, or the "
+        "shipped price table (an estimate)",
+    )
+    judge_cost: float | None = Field(
+        default=None, description="USD the llm_judge checks' judge cost (not part of `cost`)"
+    )
     input_tokens: int | None = None
     output_tokens: int | None = None
     response: str | None = None
     checks: list[CheckRecord] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(
+        default_factory=list,
+        description="the agent's tool calls in the order it made them, where its output.parser reads "
+        "them (agent presets); empty otherwise",
+    )
     phase_durations: dict[str, float] = Field(
         default_factory=dict,
         description="coding-agent evals, seconds per phase: workspace (preparing it), agent, build, "

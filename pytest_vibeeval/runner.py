@@ -10,7 +10,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from .checks import AnyOf, CheckNode, CheckResult, Response, run_checks
-from .providers import PromptRequest, Provider, ProviderError
+from .judge import Judge, JudgeError
+from .models import Configuration
+from .pricing import CostSource, cost_of, price_for
+from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
 from .results import CheckRecord, EvalRecord, Outcome, StepRecord
 from .suite import EvalCase, Suite
 from .templates import MissingValue, Redactor, Renderer
@@ -71,8 +74,13 @@ def run_prompt_eval(
     renderer: Renderer,
     workdir: Path,
     nodeid: str,
+    configuration: Configuration | None = None,
+    judge_provider: tuple[str, Provider] | None = None,
 ) -> tuple[EvalRecord, Verdict]:
-    """Ask the provider, run the checks. Never raises for a problem of the eval itself."""
+    """Ask the provider, run the checks. Never raises for a problem of the eval itself.
+
+    ``configuration`` (None: the implicit HTTP one) supplies prices for an unreported cost;
+    ``judge_provider`` (its configuration id and provider) answers the llm_judge checks."""
     # Shares the renderer's set: secrets the provider renders later (args, env) are redacted too.
     redact = Redactor(renderer.used_secrets)
     base = EvalRecord(
@@ -115,16 +123,44 @@ def run_prompt_eval(
     # The agent's own figure (output.latency_ms, or a callable's `latency`) wins over wall time,
     # which also counts process start-up; the steps keep the measured duration either way.
     latency = measured if response.latency is None else response.latency
-    verdict, results = run_checks(checks, Response(response.text, response.output_tokens))
+    judge = None
+    if judge_provider is not None:
+        judge_id, provider_of_judge = judge_provider
+        judge = Judge(provider_of_judge, judge_id, model, prompt, suite.name, case.id, workdir)
+    cost, cost_source = estimated_cost(response, configuration, model)
+    try:
+        verdict, results = run_checks(
+            checks, Response(response.text, response.output_tokens, judge.decide if judge else None)
+        )
+    except JudgeError as exc:
+        message = redact(str(exc)) or ""
+        record = base.model_copy(
+            update={
+                "outcome": "error",
+                "message": message,
+                "latency": latency,
+                "cost": cost,
+                "cost_source": cost_source,
+                "judge_cost": judge.cost if judge else None,
+                "response": redact(response.text),
+                "steps": redact_steps(response.steps, redact),
+            }
+        )
+        return record, Verdict("error", message)
     record = base.model_copy(
         update={
+            "judge_cost": judge.cost if judge else None,
             "latency": latency,
-            "cost": response.cost,
+            "cost": cost,
+            "cost_source": cost_source,
             "input_tokens": response.input_tokens,
             "output_tokens": response.output_tokens,
             "response": redact(response.text),
             "checks": [_check_record(r, redact) for r in results],
             "steps": redact_steps(response.steps, redact),
+            "tool_calls": [
+                call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls
+            ],
         }
     )
     if verdict is None:
@@ -137,6 +173,22 @@ def run_prompt_eval(
         return record.model_copy(update={"outcome": "passed"}), Verdict("passed", None)
     message = failure_message(record)
     return record.model_copy(update={"outcome": "failed", "message": message}), Verdict("failed", message)
+
+
+def estimated_cost(
+    response: ProviderResponse, configuration: Configuration | None, suite_model: str
+) -> tuple[float | None, CostSource | None]:
+    """The reported cost, else one from prices: the configuration's own ``pricing``, or for HTTP
+    configurations (whose model is known to be the one that answered) the shipped table."""
+    if response.cost is not None:
+        return response.cost, "reported"
+    http = configuration is None or configuration.kind == "http"
+    model = (configuration.model if configuration else None) or suite_model
+    prices, source = price_for(configuration.pricing if configuration else None, model if http else None)
+    if prices is None:
+        return None, None
+    cost = cost_of(response.input_tokens, response.output_tokens, prices)
+    return (cost, source) if cost is not None else (None, None)
 
 
 def failure_message(record: EvalRecord, response_chars: int = 600) -> str:

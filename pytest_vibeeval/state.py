@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .aggregate import Aggregator
+from .budget import Budget
 from .checks import CheckRegistry
 from .configurations import ConfigFileCache
 from .providers import Provider
@@ -29,6 +30,7 @@ class Options:
     keep_workspaces: bool = False
     workspace_ignore: tuple[str, ...] = ()
     subtask_globs: tuple[str, ...] = DEFAULT_SUBTASK_GLOBS
+    max_cost: float | None = None
 
 
 class WorkdirAllocator:
@@ -72,3 +74,5 @@ class VibeState:
     runs: list[RunRecord] = field(default_factory=list)
     results_written: list[Path] = field(default_factory=list)
     sandbox: Sandbox | None = None  # chosen at the first coding-agent item, see workspace_collect
+    lock_dir: Path | None = None  # concurrency slots shared by the controller and its workers
+    budget: Budget = field(default_factory=lambda: Budget(None, None))  # --vibe-max-cost

@@ -62,6 +62,8 @@ class Suite:
     commands: dict[str, CommandDefinition] | None = None  # the steps of its coding-agent evals
     instructions: str | None = None  # as written; resolved with the coding-agent evals
     document: Document | None = None  # the parsed file, for the lines of later checks
+    judge: str | None = None  # the configuration answering llm_judge checks (None: implicit)
+    judge_line: int | None = None
 
 
 def load_suite(path: Path, registry: CheckRegistry) -> Suite:
@@ -107,6 +109,8 @@ def load_suite(path: Path, registry: CheckRegistry) -> Suite:
         commands=model.commands,
         instructions=model.instructions,
         document=doc if any(case.coding for case in evals) else None,
+        judge=model.judge,
+        judge_line=doc.line_of(("judge",)) if model.judge else None,
     )
 
 

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from .formula import show_formula
 from .results import EvalRecord, RunRecord
 
+BUDGET_SKIP = "not started: --vibe-max-cost"
+
 
 def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:.4f}"
@@ -184,3 +186,14 @@ def workspace_lines(runs: Sequence[RunRecord], sandbox_mode: str, fallback_reaso
         if len(kept) > KEPT_SHOWN:
             lines.append(f"  … and {len(kept) - KEPT_SHOWN} more (see `workspace` in the results JSON)")
     return lines
+
+
+def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
+    """``--vibe-max-cost``: what the run spent and how many evals it did not start."""
+    if limit is None:
+        return []
+    records = [record for run in runs for record in run.evals]
+    spent = sum(record.cost or 0.0 for record in records)
+    held = sum(1 for r in records if r.outcome == "skipped" and BUDGET_SKIP in (r.message or ""))
+    line = f"Budget: ${spent:.4f} spent of ${limit:g} (--vibe-max-cost)"
+    return [line + (f"; {held} eval(s) not started" if held else "")]

@@ -18,7 +18,7 @@ from .aggregate import RESULT_PROPERTY, RunInfo
 from .configurations import CLI_CONFIG_NAME, select
 from .copying import copy_template, remove_tree
 from .errors import InputError
-from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo
+from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo, start_or_skip
 from .models import Configuration, ScoreSpec
 from .providers import PromptRequest
 from .providers.cli import CliProvider
@@ -228,6 +228,7 @@ def run_workspace_item(
     """The body of every coding-agent item."""
     item = workspace_item(request, "run_workspace_item")
     state = get_state(item.config)
+    start_or_skip(state)
     agent = agent_command(item, vibe_workspace)
     evaluation = item.evaluation
     if evaluation.templated:

@@ -347,12 +347,18 @@ def test_xfail_eval_that_passes_fails_strictly(pytester: pytest.Pytester) -> Non
 
 
 @XDIST_MODES
-def test_suite_without_configuration_skips_with_how_to(pytester: pytest.Pytester, xdist: list[str]) -> None:
+def test_suite_without_configuration_skips_with_how_to(
+    pytester: pytest.Pytester, xdist: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No configuration: the implicit OpenRouter one, which needs its key (tests/test_http_provider.py
+    runs it against a local server)."""
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.delenv("OPENROUTER_BASE_URL", raising=False)
     write(pytester.path / "bare.eval.yaml", suite_yaml("bare", formula="success_pct"))
     result = run(pytester, "-rs", xdist=xdist)
     result.assert_outcomes(skipped=3)
     assert result.ret == 0
-    how_to = "this suite has no configuration: add a `configurations:` section or a cli-config.json"
+    how_to = "set OPENROUTER_API_KEY: configuration 'openrouter' calls https://openrouter.ai/api/v1"
     skipped = [line for line in result.outlines if line.startswith("SKIPPED ")]
     # Each skip is reported at its eval's line in the suite, not inside the plugin.
     assert len(skipped) == 3, result.outlines

@@ -1,4 +1,5 @@
-"""How a configuration answers a prompt: an executable (``cli``) or a Python callable (``python``)."""
+"""How a configuration answers a prompt: an executable (``cli``), a Python callable (``python``) or
+an OpenAI-compatible HTTP endpoint (``http``, and the implicit OpenRouter configuration)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from ..models import Configuration
 from ..templates import Renderer
 from .base import PromptRequest, Provider, ProviderError, ProviderResponse, Unavailable
 from .cli import CliProvider
+from .http import HttpProvider
 from .python_callable import PythonProvider
 
 __all__ = [
     "CliProvider",
+    "HttpProvider",
     "PromptRequest",
     "Provider",
     "ProviderError",
@@ -23,17 +26,19 @@ __all__ = [
 
 
 def make_provider(
-    config_id: str, config: Configuration | None, suite_dir: Path, config_dir: Path, renderer: Renderer
+    config_id: str,
+    config: Configuration | None,
+    suite_dir: Path,
+    config_dir: Path,
+    renderer: Renderer,
+    lock_dir: Path | None = None,
 ) -> Provider:
     """The provider for a configuration; ``None`` is the implicit OpenRouter configuration.
 
-    ``config_dir`` is the folder of the file that defines the configuration."""
-    if config is None:
-        return Unavailable(
-            "this suite has no configuration: add a `configurations:` section or a cli-config.json "
-            "(in its folder or a parent up to the rootdir); the built-in OpenRouter HTTP provider "
-            "is not part of this version"
-        )
+    ``config_dir`` is the folder of the file that defines the configuration; ``lock_dir`` holds
+    the concurrency slots that HTTP configurations share across xdist workers."""
+    if config is None or config.kind == "http":
+        return HttpProvider(config_id, config, renderer.used_secrets, lock_dir)
     if config.kind == "cli":
         return CliProvider(config_id, config, renderer, config_dir)
     return PythonProvider(config_id, config, suite_dir)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..results import StepRecord
+from ..results import StepRecord, ToolCallRecord
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class ProviderResponse:
     steps: list[StepRecord] = field(default_factory=list)
     # Seconds, as the agent itself reported it; None means the runner's measured wall time is used.
     latency: float | None = None
+    # The agent's tool calls, in order, where its output says (an output.parser reads them).
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
 
 
 class ProviderError(Exception):

@@ -11,6 +11,7 @@ from ..results import StepRecord
 from ..templates import MissingValue, Renderer
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
 from .output import OutputError, parse_output
+from .parsers import parse_with
 
 CONFIG_DIR = "${CONFIG_DIR}"
 
@@ -124,8 +125,12 @@ class CliProvider:
                 f"({self.config.max_output_bytes}); raise it in the configuration if that is expected",
                 [step],
             )
+        spec = self.config.output
         try:
-            parsed = parse_output(result.stdout_path, self.config.output)
+            if spec.parser:
+                parsed = parse_with(spec.parser, result.stdout_path)
+            else:
+                parsed = parse_output(result.stdout_path, spec)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
         return ProviderResponse(
@@ -135,4 +140,5 @@ class CliProvider:
             parsed.output_tokens,
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
             latency=parsed.latency,
+            tool_calls=list(parsed.tool_calls),
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import OutputSpec
+from ..results import ToolCallRecord
 from .base import as_measure
 
 _MISSING = object()
@@ -25,6 +26,7 @@ class ParsedOutput:
     input_tokens: int | None = None
     output_tokens: int | None = None
     latency: float | None = None  # seconds, as the agent reported it (output.latency_ms / 1000)
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # read by an output.parser
 
 
 def lookup(data: Any, path: str) -> Any:

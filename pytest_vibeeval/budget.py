@@ -1,0 +1,53 @@
+"""``--vibe-max-cost``: what the run has spent so far, shared by the controller and its xdist
+workers through one append-only ledger file (one cost per line, appended under ``flock``)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+LEDGER_NAME = "spent.ledger"
+
+
+class Budget:
+    """The spend of one run against ``limit`` USD (None: no limit, nothing recorded)."""
+
+    def __init__(self, folder: Path | None, limit: float | None) -> None:
+        self.limit = limit
+        self.path = folder / LEDGER_NAME if folder is not None and limit is not None else None
+
+    def add(self, cost: float | None) -> None:
+        """Record the cost of a finished item."""
+        if self.path is None or not cost:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, f"{cost!r}\n".encode())
+        finally:
+            os.close(fd)
+
+    def spent(self) -> float:
+        if self.path is None:
+            return 0.0
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return 0.0
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            with os.fdopen(os.dup(fd), encoding="ascii") as handle:
+                return sum(float(line) for line in handle if line.strip())
+        finally:
+            os.close(fd)
+
+    def exhausted_reason(self) -> str | None:
+        """Why no new item may start (the limit is reached), or None."""
+        if self.limit is None:
+            return None
+        spent = self.spent()
+        if spent >= self.limit:
+            return f"not started: --vibe-max-cost ${self.limit:g} reached (spent ${spent:.4f})"
+        return None

@@ -1,0 +1,116 @@
+"""Ready configurations for agent CLIs: ``preset: claude-code`` supplies the executable, its
+arguments, how the prompt is passed and how the output is read; the configuration's own keys win.
+
+This module holds data only (no imports from the package), so :mod:`pytest_vibeeval.models` can
+apply a preset while validating a configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+# Agent transcripts (every tool call and its output) are much larger than answers.
+TRANSCRIPT_MAX_OUTPUT_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The keys a preset supplies. ``model_args`` are appended to ``args`` when the configuration
+    sets ``model`` but not ``args`` (with its own ``args`` it places ``${MODEL}`` itself)."""
+
+    cli: str
+    args: tuple[str, ...]
+    prompt_via: Literal["stdin", "argument"]
+    parser: str
+    model_args: tuple[str, ...]
+    max_output_bytes: int | None = None
+
+    def defaults(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The preset's keys for a configuration whose own keys are ``data``."""
+        args = list(self.args)
+        if "model" in data and "args" not in data:
+            args.extend(self.model_args)
+        keys: dict[str, Any] = {
+            "cli": self.cli,
+            "args": args,
+            "prompt_via": self.prompt_via,
+            "output": {"parser": self.parser},
+        }
+        if self.max_output_bytes is not None:
+            keys["max_output_bytes"] = self.max_output_bytes
+        return keys
+
+
+MODEL_ARGS = ("--model", "${MODEL}")
+
+PRESETS: dict[str, Preset] = {
+    # stream-json rather than json: only the stream has the tool_use / tool_result blocks; its
+    # last line is the same `result` object that json prints. The CLI needs --verbose for it.
+    "claude-code": Preset(
+        cli="claude",
+        args=("-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"),
+        prompt_via="stdin",
+        parser="claude-code",
+        model_args=MODEL_ARGS,
+        max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+    ),
+    # With no prompt argument `codex exec` reads the prompt from stdin. The item's folder is not
+    # a git repository, hence --skip-git-repo-check.
+    "codex": Preset(
+        cli="codex",
+        args=("exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"),
+        prompt_via="stdin",
+        parser="codex",
+        model_args=MODEL_ARGS,
+        max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+    ),
+    "gemini": Preset(
+        cli="gemini",
+        args=("--output-format", "stream-json", "--approval-mode", "auto_edit", "-p", "${PROMPT}"),
+        prompt_via="argument",
+        parser="gemini",
+        model_args=MODEL_ARGS,
+        max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+    ),
+    # A fork of Gemini CLI: the same flags and output formats (choose the backend with
+    # `--provider` in your own args).
+    "llxprt": Preset(
+        cli="llxprt",
+        args=("--output-format", "stream-json", "--approval-mode", "auto_edit", "-p", "${PROMPT}"),
+        prompt_via="argument",
+        parser="llxprt",
+        model_args=MODEL_ARGS,
+        max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+    ),
+    "aider": Preset(
+        cli="aider",
+        args=(
+            "--yes-always",
+            "--no-git",
+            "--no-pretty",
+            "--no-stream",
+            "--no-check-update",
+            "--no-show-model-warnings",
+            "--message",
+            "${PROMPT}",
+        ),
+        prompt_via="argument",
+        parser="aider",
+        model_args=MODEL_ARGS,
+    ),
+}
+
+# Keys that choose another kind of configuration than an agent CLI.
+OTHER_KINDS = ("python", "http")
+
+
+def with_preset(data: dict[str, Any]) -> dict[str, Any]:
+    """A configuration's keys over its preset's defaults; unchanged when there is no preset or it
+    is unknown (validating the ``preset`` field reports that)."""
+    name = data.get("preset")
+    preset = PRESETS.get(name) if isinstance(name, str) else None
+    if preset is None:
+        return data
+    return {**preset.defaults(data), **data}

@@ -1,0 +1,53 @@
+"""Cost from token counts when the provider does not report it.
+
+A configuration's own ``pricing`` wins; otherwise the shipped table below is used for the model
+ids it knows. The table is an **estimate**: list prices per million tokens as published by the
+model vendors, compiled on :data:`PRICES_AS_OF`; prices change, so set ``pricing`` on a
+configuration when the figure matters. With neither, the cost stays unknown (``null``), never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .models import Pricing
+
+PRICES_AS_OF = "2026-11-22"
+
+# (USD per million input tokens, per million output tokens), by OpenRouter model id.
+_TABLE: dict[str, tuple[float, float]] = {
+    "anthropic/claude-3.5-sonnet": (3.0, 15.0),
+    "anthropic/claude-3.5-haiku": (0.8, 4.0),
+    "anthropic/claude-3-opus": (15.0, 75.0),
+    "anthropic/claude-3-haiku": (0.25, 1.25),
+    "openai/gpt-4o": (2.5, 10.0),
+    "openai/gpt-4o-mini": (0.15, 0.6),
+    "openai/gpt-4-turbo": (10.0, 30.0),
+    "openai/gpt-3.5-turbo": (0.5, 1.5),
+    "google/gemini-1.5-pro": (1.25, 5.0),
+    "google/gemini-1.5-flash": (0.075, 0.3),
+    "meta-llama/llama-3.1-70b-instruct": (0.4, 0.4),
+    "meta-llama/llama-3.1-8b-instruct": (0.05, 0.05),
+    "mistralai/mistral-large": (2.0, 6.0),
+}
+DEFAULT_PRICES: dict[str, Pricing] = {
+    model: Pricing(input_per_mtok=inp, output_per_mtok=out) for model, (inp, out) in _TABLE.items()
+}
+
+CostSource = Literal["reported", "pricing", "default_pricing"]
+
+
+def price_for(own: Pricing | None, model: str | None) -> tuple[Pricing | None, CostSource | None]:
+    """The prices to apply: the configuration's own, else the table's for ``model``, else none."""
+    if own is not None:
+        return own, "pricing"
+    if model and model in DEFAULT_PRICES:
+        return DEFAULT_PRICES[model], "default_pricing"
+    return None, None
+
+
+def cost_of(input_tokens: int | None, output_tokens: int | None, pricing: Pricing) -> float | None:
+    """USD for the tokens; None when either count is unknown (a partial cost would look exact)."""
+    if input_tokens is None or output_tokens is None:
+        return None
+    return (input_tokens * pricing.input_per_mtok + output_tokens * pricing.output_per_mtok) / 1_000_000

@@ -1,0 +1,230 @@
+"""Answer prompts through an OpenAI-compatible chat-completions endpoint (OpenRouter by default).
+
+Retries 429, 5xx and connection errors with exponential backoff and jitter, honouring
+``Retry-After``, a bounded number of times; a configuration's ``max_concurrency`` holds across
+xdist workers (:class:`~pytest_vibeeval.slots.Slots`). The API key is read from the environment,
+sent only in the ``Authorization`` header, and added to the session's secrets so that no output
+shows it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..models import Configuration, HttpSpec
+from ..slots import Slots
+from .base import PromptRequest, ProviderError, ProviderResponse, as_measure
+
+OPENROUTER_URL = "https://openrouter.ai/api/v1"
+OPENROUTER_BASE_ENV = "OPENROUTER_BASE_URL"
+OPENROUTER_KEY_ENV = "OPENROUTER_API_KEY"
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 30.0
+RETRY_AFTER_CAP_S = 120.0
+ERROR_EXCERPT = 300
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """``Retry-After`` as seconds to wait (a number of seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
+
+
+def backoff_seconds(attempt: int, rng: Callable[[], float] = random.random) -> float:
+    """Full-jitter exponential backoff: a random wait up to ``base × 2^attempt`` (capped)."""
+    ceiling: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0**attempt)
+    return ceiling * (0.5 + rng() / 2)
+
+
+class HttpProvider:
+    """``config`` None is the implicit configuration of a suite without any: OpenRouter with the
+    suite's model. ``lock_dir`` holds the concurrency slots shared with the other workers."""
+
+    def __init__(
+        self,
+        config_id: str,
+        config: Configuration | None,
+        secrets: set[str],
+        lock_dir: Path | None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config_id = config_id
+        self.config = config
+        self.spec = config.http if config is not None and config.http is not None else HttpSpec()
+        self.secrets = secrets
+        self.sleep = sleep
+        spec = self.spec
+        self.openrouter = spec.base_url is None
+        self.base_url = (spec.base_url or os.environ.get(OPENROUTER_BASE_ENV) or OPENROUTER_URL).rstrip("/")
+        if spec.api_key_env is not None:
+            self.key_env: str | None = spec.api_key_env or None
+        else:
+            self.key_env = OPENROUTER_KEY_ENV if self.openrouter else None
+        self.timeout_s = config.timeout_s if config is not None else 300.0
+        self.slots = None
+        if spec.max_concurrency is not None and lock_dir is not None:
+            self.slots = Slots(lock_dir, f"http-{config_id}", spec.max_concurrency)
+        self._client: httpx.Client | None = None
+
+    def unavailable_reason(self) -> str | None:
+        if self.key_env and not os.environ.get(self.key_env):
+            return f"set {self.key_env}: configuration {self.config_id!r} calls {self.base_url}"
+        return None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **self.spec.headers}
+        if self.key_env:
+            key = os.environ.get(self.key_env, "")
+            self.secrets.add(key)  # redacted from every output from now on
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def body(self, request: PromptRequest) -> dict[str, Any]:
+        """The chat-completions request for ``request``."""
+        config = self.config
+        system = (
+            config.system_prompt if config is not None and config.system_prompt else request.system_prompt
+        )
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": request.prompt})
+        model = (config.model if config is not None else None) or request.model
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if self.spec.temperature is not None:
+            body["temperature"] = self.spec.temperature
+        if self.openrouter:
+            body["usage"] = {"include": True}  # OpenRouter reports the cost only when asked
+        body.update(self.spec.params)
+        return body
+
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s), follow_redirects=True)
+        return self._client
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        url = f"{self.base_url}/chat/completions"
+        body = self.body(request)
+        with self._slot():
+            data = self._post(url, body)
+        return parse_completion(data, url)
+
+    def _slot(self) -> Any:
+        return self.slots.hold() if self.slots is not None else nullcontext()
+
+    def _post(self, url: str, body: dict[str, Any]) -> Any:
+        """POST with retries; the decoded JSON of a 2xx answer, or ProviderError."""
+        attempts = self.spec.max_retries + 1
+        problem = ""
+        for attempt in range(attempts):
+            wait: float | None = None
+            try:
+                response = self.client().post(url, json=body, headers=self._headers())
+            except httpx.TimeoutException:
+                problem = f"no answer from {url} within {self.timeout_s:g} s"
+            except httpx.TransportError as exc:
+                problem = f"cannot reach {url}: {type(exc).__name__}: {exc}"
+            else:
+                if response.is_success:
+                    try:
+                        return response.json()
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        raise ProviderError(
+                            f"{url} answered {response.status_code} with a body that is not JSON: "
+                            f"{_excerpt(response.text)!r}"
+                        ) from None
+                if response.status_code not in RETRY_STATUSES:
+                    raise ProviderError(self._http_error(url, response, body))
+                problem = self._http_error(url, response, body)
+                wait = retry_after_seconds(response.headers.get("Retry-After"))
+            if attempt + 1 < attempts:
+                self.sleep(wait if wait is not None else backoff_seconds(attempt))
+        raise ProviderError(f"{problem} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})")
+
+    def _http_error(self, url: str, response: httpx.Response, body: dict[str, Any]) -> str:
+        status = response.status_code
+        detail = _server_message(response)
+        text = f"HTTP {status} from {url}" + (f": {detail}" if detail else "")
+        if status in (401, 403):
+            where = f"the key in {self.key_env}" if self.key_env else "the endpoint's authentication"
+            text += f"; check {where}"
+        elif status == 404:
+            text += f"; check the model {body.get('model')!r} and the base URL {self.base_url}"
+        elif status == 400 and "model" in detail.lower():
+            text += f"; check the model {body.get('model')!r}"
+        return text
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _server_message(response: httpx.Response) -> str:
+    """The server's own error message (OpenAI style ``{"error": {"message": …}}``) or body excerpt."""
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _excerpt(response.text)
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return _excerpt(error["message"])
+        if isinstance(error, str):
+            return _excerpt(error)
+    return _excerpt(response.text)
+
+
+def parse_completion(data: Any, url: str) -> ProviderResponse:
+    """The answer text and the usage of a chat-completions response; ProviderError if malformed."""
+    try:
+        message = data["choices"][0]["message"]
+        text = message.get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ProviderError(
+            f"{url} answered without choices[0].message: {_excerpt(json.dumps(data))!r}"
+        ) from None
+    if text is None:
+        text = ""
+    if not isinstance(text, str):  # content parts
+        text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
+    usage = data.get("usage") if isinstance(data, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    values: dict[str, Any] = {}
+    for key, field, whole in (
+        ("prompt_tokens", "input_tokens", True),
+        ("completion_tokens", "output_tokens", True),
+        ("cost", "cost", False),
+    ):
+        if usage.get(key) is None:
+            continue
+        try:
+            values[field] = as_measure(usage[key], whole=whole)
+        except ValueError as exc:
+            raise ProviderError(f"{url} reported usage.{key} = {usage[key]!r}, not {exc}") from None
+    return ProviderResponse(text, values.get("cost"), values.get("input_tokens"), values.get("output_tokens"))

@@ -1,0 +1,123 @@
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1 for the tests, run in a thread.
+
+What it does is chosen by the request's model, so that parallel pytest workers get the same
+behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without cost),
+``ratelimit`` answers 429 with ``Retry-After: 1`` on a prompt's first request, ``flaky`` answers
+500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
+404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
+``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
+``judge-garbage`` a sentence. Anything else is answered like ``ok``. The answer is
+``echo: <the user message>`` unless the prompt holds a line ``ANSWER: <text>``, then ``<text>``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SLOW_S = 0.3
+USAGE = {"prompt_tokens": 12, "completion_tokens": 5, "cost": 0.00042}
+
+
+class ChatServer:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []  # {"body", "headers"} of every request
+        self.seen: Counter[tuple[str, str]] = Counter()
+        self.in_flight: Counter[str] = Counter()
+        self.max_in_flight: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.handle(self, body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> ChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        model = str(body.get("model", ""))
+        prompt = next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+        with self.lock:
+            self.requests.append({"body": body, "headers": dict(handler.headers)})
+            self.seen[model, prompt] += 1
+            first = self.seen[model, prompt] == 1
+            self.in_flight[model] += 1
+            self.max_in_flight[model] = max(self.max_in_flight[model], self.in_flight[model])
+        try:
+            kind = model.rsplit("/", 1)[-1]
+            if kind == "slow":
+                time.sleep(SLOW_S)
+            if kind == "ratelimit" and first:
+                self.send(handler, 429, {"error": {"message": "rate limited"}}, {"Retry-After": "1"})
+            elif (kind == "flaky" and first) or kind == "down":
+                self.send(handler, 503 if kind == "down" else 500, {"error": {"message": "upstream hiccup"}})
+            elif kind == "unauthorized":
+                self.send(handler, 401, {"error": {"message": "No auth credentials found"}})
+            elif kind == "missing":
+                self.send(handler, 404, {"error": {"message": f"model {model} does not exist"}})
+            elif kind.startswith("judge-"):
+                verdicts = {
+                    "judge-pass": '{"pass": true, "reason": "the response meets the criteria"}',
+                    "judge-fail": '```json\n{"pass": false, "reason": "the response is off topic"}\n```',
+                }
+                answer = verdicts.get(kind, "I think it is probably fine.")
+                message = {"role": "assistant", "content": answer}
+                self.send(handler, 200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
+            elif kind == "garbage":
+                self.send_raw(handler, 200, b"<html>not json</html>", "text/html")
+            else:
+                usage = dict(USAGE)
+                if kind == "nocost":
+                    del usage["cost"]
+                answer = f"echo: {prompt}"
+                for line in prompt.splitlines():
+                    if line.startswith("ANSWER: "):
+                        answer = line[len("ANSWER: ") :]
+                message = {"role": "assistant", "content": answer}
+                self.send(
+                    handler, 200, {"id": "c1", "choices": [{"index": 0, "message": message}], "usage": usage}
+                )
+        finally:
+            with self.lock:
+                self.in_flight[model] -= 1
+
+    def send(
+        self, handler: BaseHTTPRequestHandler, status: int, data: Any, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_raw(handler, status, json.dumps(data).encode(), "application/json", headers)
+
+    @staticmethod
+    def send_raw(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        payload: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(payload)))
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(payload)

@@ -1,0 +1,281 @@
+"""The OpenAI-compatible HTTP provider against a real chat-completions server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chat_server import USAGE, ChatServer
+from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, run_of, write
+
+from pytest_vibeeval.models import Configuration
+from pytest_vibeeval.providers import PromptRequest, ProviderError
+from pytest_vibeeval.providers.http import HttpProvider, backoff_seconds, retry_after_seconds
+
+KEY = "sk-test-0123456789abcdef"
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with ChatServer() as chat:
+        yield chat
+
+
+def request(prompt: str = "hello", model: str = "suite/ok", system: str | None = None) -> PromptRequest:
+    return PromptRequest(prompt, model, system, "suite", "e", "c", Path("."))
+
+
+def provider(
+    server_url: str | None, sleeps: list[float] | None = None, lock_dir: Path | None = None, **http: Any
+) -> HttpProvider:
+    spec: dict[str, Any] = {"http": {"base_url": server_url, **http}} if server_url else {"http": http}
+    secrets: set[str] = set()
+    recorded = sleeps if sleeps is not None else []
+    return HttpProvider("c", Configuration.model_validate(spec), secrets, lock_dir, recorded.append)
+
+
+def test_an_answer_with_usage_and_cost(server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_KEY", KEY)
+    http = provider(server.url, api_key_env="MY_KEY", temperature=0.2, params={"max_tokens": 64})
+    response = http.answer(request("What is 2+2?", system="Be brief."))
+    assert response.text == "echo: What is 2+2?"
+    assert (response.input_tokens, response.output_tokens, response.cost) == (12, 5, USAGE["cost"])
+    sent = server.requests[0]
+    assert sent["body"] == {
+        "model": "suite/ok",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"}],
+        "temperature": 0.2,
+        "max_tokens": 64,
+    }  # no OpenRouter-only `usage` field for another server
+    assert sent["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert KEY in http.secrets  # so that every output redacts it
+
+
+def test_usage_without_cost_leaves_cost_unknown(server: ChatServer) -> None:
+    response = provider(server.url).answer(request(model="m/nocost"))
+    assert response.cost is None and response.output_tokens == 5
+
+
+def test_429_waits_for_retry_after(server: ChatServer) -> None:
+    sleeps: list[float] = []
+    response = provider(server.url, sleeps).answer(request(model="m/ratelimit"))
+    assert response.text == "echo: hello"
+    assert sleeps == [1.0]  # the server's Retry-After, not the backoff
+    assert len(server.requests) == 2
+
+
+def test_500_then_success_backs_off(server: ChatServer) -> None:
+    sleeps: list[float] = []
+    response = provider(server.url, sleeps).answer(request(model="m/flaky"))
+    assert response.text == "echo: hello"
+    assert len(sleeps) == 1 and 0.25 <= sleeps[0] <= 0.5  # attempt 0: half to all of 0.5 s
+
+
+def test_retries_are_bounded(server: ChatServer) -> None:
+    sleeps: list[float] = []
+    with pytest.raises(ProviderError) as info:
+        provider(server.url, sleeps, max_retries=2).answer(request(model="m/down"))
+    assert info.value.message.startswith(f"HTTP 503 from {server.url}/chat/completions: upstream hiccup")
+    assert info.value.message.endswith("(gave up after 3 attempts)")
+    assert len(server.requests) == 3 and len(sleeps) == 2
+
+
+def test_401_is_not_retried_and_names_the_key_variable(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_KEY", KEY)
+    with pytest.raises(ProviderError) as info:
+        provider(server.url, api_key_env="MY_KEY").answer(request(model="m/unauthorized"))
+    assert "HTTP 401" in info.value.message and "check the key in MY_KEY" in info.value.message
+    assert KEY not in info.value.message
+    assert len(server.requests) == 1
+
+
+def test_404_names_the_model(server: ChatServer) -> None:
+    with pytest.raises(ProviderError) as info:
+        provider(server.url).answer(request(model="m/missing"))
+    assert "HTTP 404" in info.value.message and "check the model 'm/missing'" in info.value.message
+
+
+def test_a_body_that_is_not_json_is_a_clear_error(server: ChatServer) -> None:
+    with pytest.raises(ProviderError, match="with a body that is not JSON"):
+        provider(server.url).answer(request(model="m/garbage"))
+
+
+def test_a_slow_server_times_out(server: ChatServer) -> None:
+    http = HttpProvider(
+        "c",
+        Configuration.model_validate({"http": {"base_url": server.url, "max_retries": 0}, "timeout": 50}),
+        set(),
+        None,
+    )
+    with pytest.raises(ProviderError, match=r"no answer from .* within 0.05 s \(gave up after 1 attempt\)"):
+        http.answer(request(model="m/slow"))
+
+
+def test_an_unreachable_server_is_retried_then_reported() -> None:
+    sleeps: list[float] = []
+    with pytest.raises(ProviderError, match=r"cannot reach http://127\.0\.0\.1:9/v1/chat/completions"):
+        provider("http://127.0.0.1:9/v1", sleeps, max_retries=1).answer(request())
+    assert len(sleeps) == 1
+
+
+def test_retry_after_and_backoff() -> None:
+    assert retry_after_seconds("3") == 3.0
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
+    assert retry_after_seconds("99999") == 120.0  # capped
+    assert retry_after_seconds("soon") is None
+    assert [backoff_seconds(a, lambda: 1.0) for a in range(8)] == [0.5, 1, 2, 4, 8, 16, 30, 30]
+    assert backoff_seconds(3, lambda: 0.0) == 2.0
+
+
+def test_openrouter_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.delenv("OPENROUTER_BASE_URL", raising=False)
+    implicit = HttpProvider("openrouter", None, set(), None)
+    assert implicit.base_url == "https://openrouter.ai/api/v1"
+    assert implicit.unavailable_reason() == (
+        "set OPENROUTER_API_KEY: configuration 'openrouter' calls https://openrouter.ai/api/v1"
+    )
+    assert implicit.body(request(model="anthropic/claude-3.5-sonnet"))["usage"] == {"include": True}
+    monkeypatch.setenv("OPENROUTER_BASE_URL", "http://proxy.internal/api/v1/")
+    assert HttpProvider("openrouter", None, set(), None).base_url == "http://proxy.internal/api/v1"
+    local = provider("http://127.0.0.1:8000/v1")
+    assert local.unavailable_reason() is None  # a local server needs no key unless api_key_env says so
+
+
+# --------------------------------------------------------------------------- real runs
+
+
+def suite(root: Path, evals: list[dict[str, Any]], configurations: dict[str, Any] | None = None) -> Path:
+    data: dict[str, Any] = {"metadata": {"name": "chat", "model": "vendor/ok"}, "evals": evals}
+    if configurations is not None:
+        data["configurations"] = configurations
+    return write(root / "chat.eval.yaml", yaml.safe_dump(data, sort_keys=False))
+
+
+@XDIST_MODES
+def test_a_suite_without_configurations_runs_through_openrouter_settings(
+    pytester: pytest.Pytester, server: ChatServer, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", server.url)
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    suite(
+        pytester.path,
+        [
+            {"name": "four", "prompt": "ANSWER: 4", "checks": [{"equals": "4"}]},
+            {"name": "five", "prompt": "ANSWER: 4", "checks": [{"equals": "5"}]},
+        ],
+    )
+    results = pytester.path / "results.json"
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, "--vibe-results", results, f"--junitxml={junit}", "-rA", xdist=xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    data = load_json(results)
+    chat = run_of(data, "openrouter")
+    assert chat["metrics"]["total_cost"] == pytest.approx(2 * USAGE["cost"])
+    record = evals_by_nodeid(data)["chat.eval.yaml::four[openrouter]"]
+    assert (record["input_tokens"], record["output_tokens"]) == (12, 5)
+    assert all(r["body"]["model"] == "vendor/ok" for r in server.requests)
+    produced = result.stdout.str() + result.stderr.str() + results.read_text() + junit.read_text()
+    assert KEY not in produced
+
+
+def test_without_the_key_the_suite_skips_saying_which_to_set(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    suite(pytester.path, [{"prompt": "hi", "checks": [{"match": "*"}]}])
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*set OPENROUTER_API_KEY: configuration 'openrouter' calls *"])
+
+
+def test_http_errors_make_the_item_error_with_the_reason(
+    pytester: pytest.Pytester, server: ChatServer
+) -> None:
+    configurations = {
+        "gone": {"http": {"base_url": server.url}, "model": "vendor/missing"},
+        "bad": {"http": {"base_url": server.url, "max_retries": 0}, "model": "vendor/garbage"},
+    }
+    suite(pytester.path, [{"name": "q", "prompt": "hi", "checks": [{"match": "*"}]}], configurations)
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results)
+    result.assert_outcomes(failed=2)
+    records = evals_by_nodeid(load_json(results))
+    assert records["chat.eval.yaml::q[gone]"]["outcome"] == "error"
+    assert "HTTP 404" in records["chat.eval.yaml::q[gone]"]["message"]
+    assert "not JSON" in records["chat.eval.yaml::q[bad]"]["message"]
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_the_concurrency_limit_holds_across_workers(pytester: pytest.Pytester, server: ChatServer) -> None:
+    configurations = {
+        "one-at-a-time": {"http": {"base_url": server.url, "max_concurrency": 1}, "model": "v/slow"}
+    }
+    evals = [{"name": f"q{i}", "prompt": f"question {i}", "checks": [{"match": "*"}]} for i in range(4)]
+    suite(pytester.path, evals, configurations)
+    result = run(pytester, xdist=["-n", "2"])
+    result.assert_outcomes(passed=4)
+    assert len(server.requests) == 4
+    assert server.max_in_flight["v/slow"] == 1  # each request took SLOW_S: never two at once
+
+
+def test_cost_from_pricing_when_the_server_reports_none(
+    pytester: pytest.Pytester, server: ChatServer
+) -> None:
+    configurations = {
+        "priced": {"http": {"base_url": server.url}, "model": "v/nocost", "pricing": {
+            "input_per_mtok": 3.0, "output_per_mtok": 15.0}},
+        "unpriced": {"http": {"base_url": server.url}, "model": "v/nocost"},
+        "reported": {"http": {"base_url": server.url}, "model": "v/ok", "pricing": {
+            "input_per_mtok": 1000.0, "output_per_mtok": 1000.0}},
+    }  # fmt: skip
+    suite(pytester.path, [{"name": "q", "prompt": "hi", "checks": [{"match": "*"}]}], configurations)
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results).assert_outcomes(passed=3)
+    records = {r["nodeid"].split("[")[1][:-1]: r for r in evals_by_nodeid(load_json(results)).values()}
+    assert records["priced"]["cost"] == pytest.approx((12 * 3.0 + 5 * 15.0) / 1e6)
+    assert records["priced"]["cost_source"] == "pricing"
+    assert (records["unpriced"]["cost"], records["unpriced"]["cost_source"]) == (None, None)
+    assert records["reported"]["cost"] == USAGE["cost"]  # the server's figure wins
+    assert records["reported"]["cost_source"] == "reported"
+
+
+def test_the_shipped_price_table_is_used_for_known_http_models() -> None:
+    from pytest_vibeeval.providers import ProviderResponse
+    from pytest_vibeeval.runner import estimated_cost
+
+    response = ProviderResponse("x", None, 1_000_000, 1_000_000)
+    http = Configuration.model_validate({"http": {}, "model": "openai/gpt-4o-mini"})
+    assert estimated_cost(response, http, "ignored") == (pytest.approx(0.75), "default_pricing")
+    assert estimated_cost(response, None, "openai/gpt-4o-mini") == (pytest.approx(0.75), "default_pricing")
+    agent = Configuration.model_validate({"cli": "agent", "model": "openai/gpt-4o-mini"})
+    assert estimated_cost(response, agent, "x") == (None, None)  # an agent CLI may use other models
+    half = ProviderResponse("x", None, 1000, None)
+    assert estimated_cost(half, http, "x") == (None, None)  # a partial count gives no cost
+
+
+@XDIST_MODES
+def test_max_cost_stops_starting_evals(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    configurations = {"paid": {"http": {"base_url": server.url}, "model": "v/ok"}}
+    evals = [{"name": f"q{i}", "prompt": f"question {i}", "checks": [{"match": "*"}]} for i in range(6)]
+    suite(pytester.path, evals, configurations)
+    results = pytester.path / "results.json"
+    limit = 2 * USAGE["cost"] - 1e-6  # reached after two evals
+    result = run(pytester, "--vibe-max-cost", str(limit), "--vibe-results", results, "-rs", xdist=xdist)
+    records = list(evals_by_nodeid(load_json(results)).values())
+    started = [r for r in records if r["outcome"] == "passed"]
+    held = [r for r in records if r["outcome"] == "skipped"]
+    # serially exactly two start; two workers may each start one more before seeing the spend
+    assert (len(started), len(held)) == (2, 4) if not xdist else 2 <= len(started) <= 3
+    assert all("not started: --vibe-max-cost" in r["message"] for r in held)
+    assert len(server.requests) == len(started)
+    result.stdout.fnmatch_lines(
+        [f"Budget: $* spent of ${limit:g} (--vibe-max-cost); {len(held)} eval(s) not started"]
+    )

@@ -1,0 +1,131 @@
+"""``llm_judge`` through a judge configuration answering on a real local chat-completions server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chat_server import USAGE, ChatServer
+from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.judge import JudgeError, parse_verdict
+
+CRITERIA = "The answer names a European capital."
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with ChatServer() as chat:
+        yield chat
+
+
+def judged_suite(root: Path, url: str, judge_model: str, judge: str | None = "grader") -> Path:
+    data: dict[str, Any] = {
+        "metadata": {"name": "judged", "model": judge_model},  # the default judge's model
+        "evals": [
+            {"name": "capital", "prompt": "ANSWER: Paris", "checks": [{"llm_judge": {"criteria": CRITERIA}}]},
+            {"name": "plain", "prompt": "ANSWER: 4", "checks": [{"equals": "4"}]},
+        ],
+        "configurations": {
+            "sut": {"http": {"base_url": url}, "model": "vendor/ok"},
+            "grader": {"http": {"base_url": url}, "model": judge_model},
+        },
+        "default_configurations": ["sut"],
+    }
+    if judge is not None:
+        data["judge"] = judge
+    return write(root / "judged.eval.yaml", yaml.safe_dump(data, sort_keys=False))
+
+
+@XDIST_MODES
+def test_a_passing_verdict_passes_with_the_judges_reason(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-pass")
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=2)
+    records = evals_by_nodeid(load_json(results))
+    capital = records["judged.eval.yaml::capital[sut]"]
+    assert capital["checks"][0] == {
+        "type": "llm_judge",
+        "passed": True,
+        "message": "judge: the response meets the criteria",
+        "children": [],
+    }
+    assert capital["cost"] == USAGE["cost"] and capital["judge_cost"] == USAGE["cost"]  # apart
+    assert records["judged.eval.yaml::plain[sut]"]["judge_cost"] is None  # no judge asked
+    [judge_request] = [r for r in server.requests if r["body"]["model"] == "vendor/judge-pass"]
+    sent = judge_request["body"]["messages"]
+    assert sent[0]["role"] == "system" and "impartial grader" in sent[0]["content"]
+    assert sent[1]["content"] == f"CRITERIA:\n{CRITERIA}\n\nPROMPT:\nANSWER: Paris\n\nRESPONSE:\nParis\n"
+
+
+def test_a_failing_verdict_fails_with_the_reason(pytester: pytest.Pytester, server: ChatServer) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-fail")
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*FAIL llm_judge: judge: the response is off topic*"])
+
+
+def test_a_malformed_verdict_is_an_error_not_a_pass(pytester: pytest.Pytester, server: ChatServer) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-garbage")
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results).assert_outcomes(passed=1, failed=1)
+    capital = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]
+    assert capital["outcome"] == "error"
+    assert capital["message"].startswith("the judge did not answer a JSON verdict")
+    assert capital["judge_cost"] == USAGE["cost"]  # it was asked, and it cost
+
+
+def test_the_default_judge_is_the_suites_model_through_openrouter(
+    pytester: pytest.Pytester, server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-pass", judge=None)
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    result = run(pytester, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*llm_judge (judge configuration 'openrouter'): set OPENROUTER_API_KEY*"])
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-judge")
+    monkeypatch.setenv("OPENROUTER_BASE_URL", server.url)
+    run(pytester).assert_outcomes(passed=2)
+    [judge_request] = [r for r in server.requests if r["body"]["model"] == "vendor/judge-pass"]
+    assert judge_request["body"]["usage"] == {"include": True}  # OpenRouter's way
+    assert judge_request["headers"]["Authorization"] == "Bearer sk-judge"
+
+
+def test_an_unknown_judge_is_a_collection_error_with_its_line(pytester: pytest.Pytester) -> None:
+    judged_suite(pytester.path, "http://127.0.0.1:9/v1", "x", judge="grdaer")
+    result = run(pytester, "--collect-only")
+    result.stdout.fnmatch_lines(
+        ["judged.eval.yaml:*: judge: configuration 'grdaer' is not defined (did you mean 'grader'?)"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"pass": true, "reason": "ok"}', (True, "ok")),
+        ('Sure! {"passed": false, "reason": " no "} hope that helps', (False, "no")),
+        ('```json\n{"pass": false, "reason": "off"}\n```', (False, "off")),
+    ],
+)
+def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:
+    assert parse_verdict(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("yes", "did not answer a JSON verdict"),
+        ('{"pass": "yes", "reason": "x"}', 'no boolean "pass"'),
+        ('{"pass": true}', 'no "reason"'),
+        ("{not json}", "did not answer a JSON verdict"),
+    ],
+)
+def test_malformed_verdicts_are_errors(text: str, problem: str) -> None:
+    with pytest.raises(JudgeError, match=problem):
+        parse_verdict(text)

@@ -1,0 +1,495 @@
+"""Agent CLI presets (``preset: claude-code`` …) and the output parsers they use: each parser
+against hand-written samples of its tool's documented format (tests/samples/<tool>/), malformed
+and truncated output, merging a preset with a configuration's own keys, and real runs."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
+from pydantic import ValidationError
+
+from pytest_vibeeval.checks import CheckRegistry
+from pytest_vibeeval.errors import InputError
+from pytest_vibeeval.models import CliConfigFile, Configuration
+from pytest_vibeeval.presets import PRESETS
+from pytest_vibeeval.providers.output import OutputError, ParsedOutput
+from pytest_vibeeval.providers.parsers import PARSERS, parse_with, register_parser
+from pytest_vibeeval.suite import load_suite
+
+SAMPLES = Path(__file__).parent / "samples"
+
+
+def parse(parser: str, sample: str) -> ParsedOutput:
+    return parse_with(parser, SAMPLES / sample)
+
+
+def calls(parsed: ParsedOutput) -> list[tuple[str, bool | None, str | None]]:
+    return [(call.tool, call.success, call.error) for call in parsed.tool_calls]
+
+
+def failure(parser: str, path: Path) -> str:
+    with pytest.raises(OutputError) as info:
+        parse_with(parser, path)
+    message = str(info.value)
+    assert message.startswith(f"output.parser {parser!r}: "), message
+    return message
+
+
+def variant(tmp_path: Path, sample: str, edit: Any, name: str = "out") -> Path:
+    """A copy of ``sample`` changed by ``edit`` (a function of its text)."""
+    path = tmp_path / name
+    path.write_text(edit((SAMPLES / sample).read_text(encoding="utf-8")), encoding="utf-8")
+    return path
+
+
+# --- the parsers on their samples --------------------------------------------------------------
+
+
+def test_claude_code_stream_json() -> None:
+    parsed = parse("claude-code", "claude-code/stream.jsonl")
+    assert parsed.text == "Fixed: `add` now returns a + b. The answer is 42."
+    assert parsed.cost == 0.0421
+    # usage.input_tokens counts only uncached input: the cache writes and reads are input too.
+    assert (parsed.input_tokens, parsed.output_tokens) == (20 + 1500 + 3000, 180)
+    assert parsed.latency == pytest.approx(8.421)  # duration_ms
+    assert calls(parsed) == [
+        ("Bash", True, None),
+        ("Read", False, "<tool_use_error>File does not exist.</tool_use_error>"),
+        ("Edit", True, None),
+    ]
+
+
+def test_claude_code_json_result() -> None:
+    parsed = parse("claude-code", "claude-code/result.json")
+    assert parsed.text == "Paris is the capital of France."
+    assert (parsed.cost, parsed.input_tokens, parsed.output_tokens) == (0.0123, 3 + 17500, 9)
+    assert parsed.latency == pytest.approx(2.95)
+    assert parsed.tool_calls == ()
+
+
+def test_claude_code_verbose_json_array(tmp_path: Path) -> None:
+    """``--output-format json --verbose`` prints every message as one JSON array."""
+    lines = (SAMPLES / "claude-code/stream.jsonl").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "out.json"
+    path.write_text(json.dumps([json.loads(line) for line in lines], indent=1), encoding="utf-8")
+    parsed = parse_with("claude-code", path)
+    assert parsed == parse("claude-code", "claude-code/stream.jsonl")
+
+
+def test_codex_events() -> None:
+    parsed = parse("codex", "codex/events.jsonl")
+    assert parsed.text == "Fixed `add` in calc.py; the tests pass now. The answer is 42."
+    assert parsed.cost is None  # codex reports no cost
+    assert (parsed.input_tokens, parsed.output_tokens) == (24763, 122)
+    assert parsed.latency is None
+    assert calls(parsed) == [
+        ("command_execution", True, None),
+        (
+            "command_execution",
+            False,
+            "exit code 1: F\nFAILED test_calc.py::test_add - assert -1 == 5\n1 failed in 0.03s",
+        ),
+        ("file_change", True, None),
+        ("mcp__docs__search", False, "MCP server docs is not running"),
+    ]
+
+
+@pytest.mark.parametrize("parser", ["gemini", "llxprt"])
+def test_gemini_stream_json(parser: str) -> None:
+    parsed = parse(parser, "gemini/stream.jsonl")
+    assert parsed.text == "I'll read the file first.\nFixed: add now returns a + b. The answer is 42."
+    assert parsed.cost is None
+    assert (parsed.input_tokens, parsed.output_tokens) == (5000, 230)
+    assert parsed.latency == pytest.approx(6.12)
+    assert calls(parsed) == [
+        ("read_file", True, None),
+        ("run_shell_command", False, "Tool execution denied by policy."),
+        ("replace", True, None),
+    ]
+    # the duration of each call is the time between its tool_use and tool_result events
+    assert [call.duration for call in parsed.tool_calls] == [
+        pytest.approx(0.25),
+        pytest.approx(0.1),
+        pytest.approx(0.5),
+    ]
+
+
+def test_llxprt_stream_json() -> None:
+    parsed = parse("llxprt", "llxprt/stream.jsonl")
+    assert parsed.text == "6 times 7 is 42."
+    assert (parsed.input_tokens, parsed.output_tokens, parsed.latency) == (3000, 100, 4.5)
+    assert calls(parsed) == [
+        ("run_shell_command", True, None),
+        ("web_fetch", False, "getaddrinfo ENOTFOUND example.invalid"),
+    ]
+
+
+def test_gemini_json_output() -> None:
+    parsed = parse("gemini", "gemini/output.json")
+    assert parsed.text == "Paris is the capital of France."
+    # summed over the models the run used: prompt and candidates tokens
+    assert (parsed.input_tokens, parsed.output_tokens) == (1200 + 80, 45 + 5)
+    # json output has only counts per tool: one record per counted call, without details
+    assert calls(parsed) == [("read_file", True, None), ("read_file", True, None), ("glob", False, None)]
+
+
+def test_aider_text() -> None:
+    parsed = parse("aider", "aider/output.txt")
+    assert parsed.text.startswith("calc.py\n<<<<<<< SEARCH\n")  # no start-up banner
+    assert "The answer is 42." in parsed.text
+    assert "Tokens:" not in parsed.text and "Cost:" not in parsed.text
+    assert parsed.text.endswith("Applied edit to calc.py")
+    assert parsed.cost == 0.0177  # the last session total
+    # two requests, as aider rounds them: 2.4k + 2.7k sent, 96 + 80 received
+    assert (parsed.input_tokens, parsed.output_tokens) == (5100, 176)
+    assert calls(parsed) == [
+        ("edit", False, "The LLM did not conform to the edit format."),
+        ("edit", True, None),
+    ]
+
+
+# --- malformed and truncated output --------------------------------------------------------------
+
+
+def cut_mid_last_line(text: str) -> str:
+    return text[: text.rstrip("\n").rfind("\n") + 40]
+
+
+def drop_last_line(text: str) -> str:
+    return "".join(text.splitlines(keepends=True)[:-1])
+
+
+@pytest.mark.parametrize(
+    ("parser", "sample", "line"),
+    [
+        ("claude-code", "claude-code/stream.jsonl", 9),
+        ("codex", "codex/events.jsonl", 12),
+        ("gemini", "gemini/stream.jsonl", 12),
+    ],
+)
+def test_output_cut_inside_a_line(tmp_path: Path, parser: str, sample: str, line: int) -> None:
+    message = failure(parser, variant(tmp_path, sample, cut_mid_last_line))
+    assert f"line {line} is not valid JSON (" in message
+    assert message.endswith("the output ends inside it: was the run cut off?")
+
+
+@pytest.mark.parametrize(
+    ("parser", "sample", "expected"),
+    [
+        ("claude-code", "claude-code/stream.jsonl", "no `result` event among 8 JSON lines"),
+        ("codex", "codex/events.jsonl", "no `turn.completed` event among 11 JSON lines"),
+        ("gemini", "gemini/stream.jsonl", "no `result` event among 11 JSON lines"),
+    ],
+)
+def test_output_without_its_final_event(tmp_path: Path, parser: str, sample: str, expected: str) -> None:
+    message = failure(parser, variant(tmp_path, sample, drop_last_line))
+    assert expected in message
+    assert "the output ends early (was the run cut off?)" in message
+
+
+def test_empty_or_foreign_output(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.write_text("", encoding="utf-8")
+    assert "no `result` event among 0 JSON lines" in failure("claude-code", empty)
+    text = tmp_path / "text"
+    text.write_text("Sure! The answer is 42.\n", encoding="utf-8")
+    assert "no `turn.completed` event among 0 JSON lines" in failure("codex", text)
+    assert "the output is not valid JSON (" in failure("gemini", text)
+    assert "no `result` event among 12 JSON lines" in failure("claude-code", SAMPLES / "codex/events.jsonl")
+
+
+def test_errors_the_agents_report() -> None:
+    assert failure("claude-code", SAMPLES / "claude-code/max_turns.jsonl") == (
+        "output.parser 'claude-code': the run ended with error_max_turns after 1 turns"
+    )
+    assert failure("codex", SAMPLES / "codex/failed.jsonl") == (
+        "output.parser 'codex': codex reported turn.failed: stream disconnected before completion: "
+        "rate limit reached"
+    )
+    assert failure("gemini", SAMPLES / "gemini/error.json") == (
+        "output.parser 'gemini': the run ended with an error: Please set an Auth method in your settings.json"
+    )
+
+
+def test_gemini_error_event_without_a_result(tmp_path: Path) -> None:
+    def fail_midway(text: str) -> str:
+        kept = text.splitlines(keepends=True)[:6]
+        error = {
+            "type": "error",
+            "timestamp": "2025-10-10T12:00:02Z",
+            "severity": "error",
+            "message": "quota",
+        }
+        return "".join(kept) + json.dumps(error) + "\n"
+
+    message = failure("gemini", variant(tmp_path, "gemini/stream.jsonl", fail_midway))
+    assert message == "output.parser 'gemini': the run reported an error and no `result` event: quota"
+
+
+def test_bad_values_name_the_field(tmp_path: Path) -> None:
+    bad_cost = variant(tmp_path, "claude-code/result.json", lambda t: t.replace("0.0123", '"lots"'))
+    assert "`total_cost_usd` holds 'lots', not a non-negative finite number" in failure(
+        "claude-code", bad_cost
+    )
+    bad_tokens = variant(
+        tmp_path, "codex/events.jsonl", lambda t: t.replace('"output_tokens":122', '"output_tokens":1.5')
+    )
+    assert "`usage.output_tokens` holds 1.5, not a whole number" in failure("codex", bad_tokens)
+
+
+def test_codex_retry_errors_do_not_fail_a_completed_turn(tmp_path: Path) -> None:
+    retried = variant(
+        tmp_path,
+        "codex/events.jsonl",
+        lambda t: t.replace(
+            '{"type":"turn.started"}\n',
+            '{"type":"turn.started"}\n{"type":"error","message":"Reconnecting... 1/5"}\n',
+        ),
+    )
+    assert parse_with("codex", retried).text.endswith("The answer is 42.")
+    no_answer = variant(
+        tmp_path, "codex/events.jsonl", lambda t: t.replace("agent_message", "reasoning"), "b"
+    )
+    assert "without an `agent_message` item" in failure("codex", no_answer)
+
+
+def test_a_tool_call_without_its_result_has_no_outcome(tmp_path: Path) -> None:
+    def drop_completion(text: str) -> str:
+        lines = text.splitlines(keepends=True)
+        return "".join(line for line in lines if not ('"item_2"' in line and "item.completed" in line))
+
+    unfinished = variant(tmp_path, "codex/events.jsonl", drop_completion)
+    assert calls(parse_with("codex", unfinished))[1] == ("command_execution", None, None)
+
+
+def test_registering_a_parser_name_twice_is_an_error() -> None:
+    with pytest.raises(ValueError, match="'codex' is already registered"):
+        register_parser("codex", PARSERS["codex"])
+
+
+# --- presets: defaults, overrides, errors ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_a_preset_supplies_a_complete_configuration(name: str) -> None:
+    config = Configuration.model_validate({"preset": name})
+    preset = PRESETS[name]
+    assert config.kind == "cli"
+    assert (config.cli, config.args, config.prompt_via) == (preset.cli, list(preset.args), preset.prompt_via)
+    assert config.output.parser == preset.parser
+    assert config.output.parser in PARSERS
+
+
+def test_presets_command_lines() -> None:
+    def argv(name: str) -> list[str]:
+        config = Configuration.model_validate({"preset": name})
+        return [config.cli or "", *config.args]
+
+    assert argv("claude-code")[:5] == ["claude", "-p", "--output-format", "stream-json", "--verbose"]
+    assert argv("codex")[:3] == ["codex", "exec", "--json"]
+    assert argv("gemini")[:3] == ["gemini", "--output-format", "stream-json"]
+    assert argv("gemini")[-2:] == ["-p", "${PROMPT}"]
+    assert argv("llxprt")[0] == "llxprt"
+    assert argv("aider")[-2:] == ["--message", "${PROMPT}"]
+
+
+def test_own_keys_override_the_preset() -> None:
+    config = Configuration.model_validate(
+        {
+            "preset": "claude-code",
+            "args": ["-p", "--output-format", "json"],
+            "timeout": 600000,
+            "cli": "./claude",
+        }
+    )
+    assert (config.cli, config.args, config.timeout) == (
+        "./claude",
+        ["-p", "--output-format", "json"],
+        600000,
+    )
+    assert config.output.parser == "claude-code"  # kept: it reads --output-format json too
+    own_output = Configuration.model_validate(
+        {"preset": "claude-code", "output": {"format": "json", "response": "result"}}
+    )
+    assert own_output.output.parser is None and own_output.output.response == "result"
+    assert (
+        Configuration.model_validate({"preset": "aider", "max_output_bytes": 1000}).max_output_bytes == 1000
+    )
+
+
+def test_model_adds_the_model_flag_unless_args_are_given() -> None:
+    with_model = Configuration.model_validate({"preset": "codex", "model": "gpt-5-codex"})
+    assert with_model.args[-2:] == ["--model", "${MODEL}"]
+    own_args = Configuration.model_validate({"preset": "codex", "model": "gpt-5-codex", "args": ["exec"]})
+    assert own_args.args == ["exec"]
+    assert "--model" not in Configuration.model_validate({"preset": "codex"}).args
+
+
+def problem(data: dict[str, Any]) -> str:
+    with pytest.raises(ValidationError) as info:
+        Configuration.model_validate(data)
+    return str(info.value)
+
+
+def test_configuration_errors() -> None:
+    unknown = problem({"preset": "claude"})
+    assert "unknown preset 'claude' (did you mean 'claude-code'?); known presets: " in unknown
+    assert "known presets: claude-code, codex, gemini, llxprt, aider" in unknown
+    assert "did you mean" not in problem({"preset": "cursor"})
+    assert "preset 'codex' runs an agent CLI; it cannot be combined with `python`" in problem(
+        {"preset": "codex", "python": "app:answer"}
+    )
+    assert "unknown output parser 'gemeni' (did you mean 'gemini'?)" in problem(
+        {"cli": "x", "output": {"parser": "gemeni"}}
+    )
+    assert "output.parser 'codex' reads the whole output; remove `format`, `response`" in problem(
+        {"cli": "x", "output": {"parser": "codex", "format": "json", "response": "text"}}
+    )
+
+
+def test_unknown_preset_in_a_suite_names_the_line(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "suite.eval.yaml",
+        """
+        metadata: {name: s, model: m}
+        evals:
+          - {name: ask, prompt: hi, checks: [{match: "*"}]}
+        configurations:
+          agent:
+            preset: codx
+            timeout: 1000
+        """,
+    )
+    with pytest.raises(InputError) as info:
+        load_suite(path, CheckRegistry())
+    assert info.value.render() == (
+        f"{path}:6: configurations.agent.preset: unknown preset 'codx' (did you mean 'codex'?); "
+        "known presets: claude-code, codex, gemini, llxprt, aider"
+    )
+
+
+def test_presets_in_cli_config_json() -> None:
+    parsed = CliConfigFile.model_validate(
+        {"configurations": {"claude": {"preset": "claude-code", "name": "Claude Code"}}}
+    )
+    assert parsed.configurations["claude"].cli == "claude"
+
+
+# --- real runs: a preset with `cli:` replaced by a fake agent printing a sample ----------------------
+
+FAKE_AGENT = f"""#!{PYTHON}
+import json, os, sys
+prompt = sys.stdin.read()
+with open(os.environ["FAKE_AGENT_RECORD"], "w") as handle:
+    json.dump({{"argv": sys.argv[1:], "stdin": prompt}}, handle)
+with open(os.environ["FAKE_AGENT_SAMPLE"], encoding="utf-8") as handle:
+    sys.stdout.write(handle.read())
+"""
+
+PROMPT = "What is the answer?"
+
+
+def fake(pytester: pytest.Pytester, config_id: str, sample: Path, **keys: Any) -> dict[str, Any]:
+    env = {"FAKE_AGENT_SAMPLE": str(sample), "FAKE_AGENT_RECORD": str(pytester.path / f"{config_id}.json")}
+    return {"cli": "./fake_agent.py", "env": env, **keys}
+
+
+@XDIST_MODES
+def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    script = write(pytester.path / "fake_agent.py", FAKE_AGENT)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    truncated = pytester.path / "truncated.jsonl"
+    truncated.write_text(cut_mid_last_line((SAMPLES / "codex/events.jsonl").read_text()), encoding="utf-8")
+    configurations = {
+        "claude": fake(
+            pytester, "claude", SAMPLES / "claude-code/stream.jsonl", preset="claude-code", timeout=600000
+        ),
+        "codex": fake(pytester, "codex", SAMPLES / "codex/events.jsonl", preset="codex"),
+        "gemini": fake(pytester, "gemini", SAMPLES / "gemini/stream.jsonl", preset="gemini"),
+        "llxprt": fake(pytester, "llxprt", SAMPLES / "llxprt/stream.jsonl", preset="llxprt"),
+        "aider": fake(pytester, "aider", SAMPLES / "aider/output.txt", preset="aider"),
+        "plain": fake(pytester, "plain", SAMPLES / "gemini/output.json", output={"parser": "gemini"}),
+        "cut": fake(pytester, "cut", truncated, preset="codex"),
+    }
+    suite = {
+        "metadata": {"name": "agents", "model": "suite/model"},
+        "evals": [{"name": "ask", "prompt": PROMPT, "checks": [{"match": "*"}]}],
+        "configurations": configurations,
+    }
+    write(pytester.path / "agents.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
+    path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(path), xdist=xdist)
+    result.assert_outcomes(passed=6, failed=1)
+    assert "Traceback" not in result.stdout.str()
+    records = {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
+
+    def seen(config_id: str) -> Any:
+        return load_json(pytester.path / f"{config_id}.json")
+
+    def tools(config_id: str) -> list[tuple[str, bool | None]]:
+        return [(call["tool"], call["success"]) for call in records[config_id]["tool_calls"]]
+
+    claude = records["claude"]
+    assert claude["response"] == "Fixed: `add` now returns a + b. The answer is 42."
+    assert (claude["cost"], claude["input_tokens"], claude["output_tokens"]) == (0.0421, 4520, 180)
+    assert claude["latency"] == pytest.approx(8.421)  # as Claude Code reported it
+    assert claude["tool_calls"][1] == {
+        "tool": "Read",
+        "success": False,
+        "error": "<tool_use_error>File does not exist.</tool_use_error>",
+        "duration": None,
+    }
+    assert tools("claude") == [("Bash", True), ("Read", False), ("Edit", True)]
+    # the preset's arguments reach the agent; the prompt arrives on stdin
+    assert seen("claude") == {"argv": list(PRESETS["claude-code"].args), "stdin": PROMPT}
+
+    codex = records["codex"]
+    assert codex["response"].endswith("The answer is 42.")
+    assert (codex["cost"], codex["input_tokens"], codex["output_tokens"]) == (None, 24763, 122)
+    assert tools("codex") == [
+        ("command_execution", True),
+        ("command_execution", False),
+        ("file_change", True),
+        ("mcp__docs__search", False),
+    ]
+    assert seen("codex") == {"argv": list(PRESETS["codex"].args), "stdin": PROMPT}
+
+    gemini = records["gemini"]
+    assert gemini["response"].endswith("The answer is 42.")
+    assert (gemini["input_tokens"], gemini["output_tokens"], gemini["latency"]) == (5000, 230, 6.12)
+    assert tools("gemini") == [("read_file", True), ("run_shell_command", False), ("replace", True)]
+    # the prompt is the value of -p, and not on stdin
+    assert seen("gemini") == {"argv": [*PRESETS["gemini"].args[:-1], PROMPT], "stdin": ""}
+    assert records["gemini"]["steps"][0]["argv"][-1] == "<prompt>"
+
+    assert records["llxprt"]["response"] == "6 times 7 is 42."
+    assert tools("llxprt") == [("run_shell_command", True), ("web_fetch", False)]
+
+    aider = records["aider"]
+    assert "The answer is 42." in aider["response"] and "Tokens:" not in aider["response"]
+    assert (aider["cost"], aider["input_tokens"], aider["output_tokens"]) == (0.0177, 5100, 176)
+    assert tools("aider") == [("edit", False), ("edit", True)]
+    assert seen("aider")["argv"][-2:] == ["--message", PROMPT]
+
+    plain = records["plain"]
+    assert plain["response"] == "Paris is the capital of France."
+    assert tools("plain") == [("read_file", True), ("read_file", True), ("glob", False)]
+
+    cut = records["cut"]
+    assert cut["outcome"] == "error"
+    assert cut["message"].startswith("output.parser 'codex': line 12 is not valid JSON (")
+    assert cut["message"].endswith("the output ends inside it: was the run cut off?")
+    assert cut["tool_calls"] == [] and cut["response"] is None
+    result.stdout.fnmatch_lines(["*output.parser 'codex': line 12 is not valid JSON*"])
+
+
+def test_the_samples_say_they_are_hand_written() -> None:
+    for folder in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
+        readme = (folder / "README.md").read_text(encoding="utf-8")
+        assert "hand-written" in readme.lower() and "not captured from a real run" in readme, folder

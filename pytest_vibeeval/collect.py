@@ -18,9 +18,12 @@ from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo, s
 from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
 from .providers.python_callable import module_name_clash
+from .recording import recorded
 from .runner import run_prompt_eval
 from .runner_config import RunnerConfig, resolve_suite_coding
+from .state import VibeState
 from .suite import EvalCase, Suite, load_suite, suite_formula
+from .templates import Redactor
 from .workspace_collect import WorkspaceItem, check_cli_configurations, run_workspace_item
 
 
@@ -205,7 +208,7 @@ def provider_for(item: EvalItem) -> Provider:
     state = get_state(item.config)
     key = (item.suite.path, item.config_id)
     if key not in state.providers:
-        state.providers[key] = make_provider(
+        provider = make_provider(
             item.config_id,
             item.configuration,
             item.suite.path.parent,
@@ -213,7 +216,18 @@ def provider_for(item: EvalItem) -> Provider:
             state.renderer,
             state.lock_dir,
         )
+        state.providers[key] = _recorded(provider, item.config_id, item.configuration, state)
     return state.providers[key]
+
+
+def _recorded(
+    provider: Provider, config_id: str, configuration: Configuration | None, state: VibeState
+) -> Provider:
+    options = state.options
+    model = configuration.model if configuration is not None else None
+    return recorded(
+        provider, config_id, model, options.record, options.replay, Redactor(state.renderer.used_secrets)
+    )
 
 
 def uses_judge(suite: Suite) -> bool:
@@ -233,7 +247,8 @@ def judge_for(item: EvalItem) -> tuple[str, Provider] | None:
     state = get_state(item.config)
     key = (item.suite.path, f"judge:{judge_id}")
     if key not in state.providers:
-        state.providers[key] = make_provider(
+        provider = make_provider(
             judge_id, configuration, item.suite.path.parent, item.config_dir, state.renderer, state.lock_dir
         )
+        state.providers[key] = _recorded(provider, judge_id, configuration, state)
     return judge_id, state.providers[key]

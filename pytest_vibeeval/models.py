@@ -281,6 +281,9 @@ class Configuration(StrictModel):
     cli: NonEmptyStr | None = None
     python: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = None
     http: HttpSpec | None = None
+    replay: NonEmptyStr | None = Field(
+        default=None, description="a store of recorded answers (--vibe-record) to answer from"
+    )
     name: str | None = None
     description: str | None = None
     args: list[str] = Field(default_factory=list)
@@ -315,19 +318,22 @@ class Configuration(StrictModel):
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Configuration:
-        kinds = [k for k in ("cli", "python", "http") if getattr(self, k) is not None]
+        kinds = [k for k in ("cli", "python", "http", "replay") if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise PydanticCustomError(
                 "configuration_kind",
-                "a configuration needs exactly one of `cli: <executable>`, `python: module:function` or "
-                "`http: {base_url: …}` (found {found})",
+                "a configuration needs exactly one of `cli: <executable>`, `python: module:function`, "
+                "`http: {base_url: …}` or `replay: <store folder>` (found {found})",
                 {"found": " and ".join(kinds) or "neither"},
             )
         return self
 
     @property
     def kind(self) -> str:
-        return "cli" if self.cli else "python" if self.python else "http"
+        for kind in ("cli", "python", "replay"):
+            if getattr(self, kind) is not None:
+                return kind
+        return "http"
 
     @property
     def timeout_s(self) -> float:

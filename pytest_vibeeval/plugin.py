@@ -98,6 +98,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="start no new eval once the run has spent this much (reported costs)",
     )
+    group.addoption(
+        "--vibe-record",
+        metavar="DIR",
+        help="store every provider answer (response, usage, cost, latency) in this folder",
+    )
+    group.addoption(
+        "--vibe-replay",
+        metavar="DIR",
+        help="answer every prompt from this folder of recorded answers (a miss is an error)",
+    )
     parser.addini("vibe_max_cost", "default for --vibe-max-cost", default="")
     parser.addini("vibe_sandbox", "default for --vibe-sandbox (auto, bwrap or none)", default="auto")
     parser.addini(
@@ -157,6 +167,11 @@ def pytest_configure(config: pytest.Config) -> None:
             ) from None
     if max_cost is not None and not max_cost > 0:
         raise pytest.UsageError(f"--vibe-max-cost: {max_cost:g} is not a positive amount of USD")
+    record, replay = config.getoption("vibe_record"), config.getoption("vibe_replay")
+    if record and replay:
+        raise pytest.UsageError("--vibe-record and --vibe-replay exclude each other: record, then replay")
+    if replay and not Path(replay).is_dir():
+        raise pytest.UsageError(f"--vibe-replay: {replay} is not a folder of recorded answers")
     options = Options(
         evals=parse_selection(config.getoption("vibe_eval") or config.getini("vibe_eval") or None),
         configs=parse_selection(config.getoption("vibe_config") or config.getini("vibe_config") or None),
@@ -170,6 +185,8 @@ def pytest_configure(config: pytest.Config) -> None:
         workspace_ignore=tuple(config.getini("vibe_workspace_ignore")),
         subtask_globs=tuple(config.getini("vibe_subtask_globs")),
         max_cost=max_cost,
+        record=Path(record).absolute() if record else None,
+        replay=Path(replay).absolute() if replay else None,
     )
     state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
     workerinput = getattr(config, "workerinput", None)

@@ -31,6 +31,8 @@ class Options:
     workspace_ignore: tuple[str, ...] = ()
     subtask_globs: tuple[str, ...] = DEFAULT_SUBTASK_GLOBS
     max_cost: float | None = None
+    record: Path | None = None  # --vibe-record: store every provider answer here
+    replay: Path | None = None  # --vibe-replay: answer from this store only
 
 
 class WorkdirAllocator:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..models import Configuration
-from ..templates import Renderer
+from ..templates import Redactor, Renderer
 from .base import PromptRequest, Provider, ProviderError, ProviderResponse, Unavailable
 from .cli import CliProvider
 from .http import HttpProvider
@@ -37,6 +37,11 @@ def make_provider(
 
     ``config_dir`` is the folder of the file that defines the configuration; ``lock_dir`` holds
     the concurrency slots that HTTP configurations share across xdist workers."""
+    if config is not None and config.replay is not None:
+        from ..recording import ReplayProvider, Store  # the store module imports this package
+
+        store = Path(config_dir, config.replay)
+        return ReplayProvider(Store(store, Redactor(renderer.used_secrets)), config_id, config.model)
     if config is None or config.kind == "http":
         return HttpProvider(config_id, config, renderer.used_secrets, lock_dir)
     if config.kind == "cli":

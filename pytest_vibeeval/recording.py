@@ -1,0 +1,141 @@
+"""Record and replay provider answers, for deterministic CI and cheap iteration on checks and
+formulas.
+
+A store is a folder: one JSON file per answer under ``<store>/<configuration>/``, named by a hash
+of what the answer depends on (configuration, model, system prompt, prompt). ``--vibe-record DIR``
+wraps every provider in a :class:`RecordingProvider`; ``--vibe-replay DIR`` (or a configuration's
+``replay: DIR``) answers from the store with a :class:`ReplayProvider`, which fails clearly on a
+miss. Stored prompts are redacted for reading; the hash is of the real prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
+from .results import ToolCallRecord
+from .templates import Redactor
+
+FORMAT = 1
+
+
+def answer_key(config_id: str, model: str, system_prompt: str | None, prompt: str) -> str:
+    """The hash an answer is stored under."""
+    material = json.dumps([FORMAT, config_id, model, system_prompt, prompt], ensure_ascii=False)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+class Store:
+    """The answers of one store folder."""
+
+    def __init__(self, folder: Path, redact: Redactor | None = None) -> None:
+        self.folder = folder
+        self.redact = redact or Redactor()
+
+    def path_for(self, config_id: str, key: str) -> Path:
+        safe = re.sub(r"[^A-Za-z0-9._+-]+", "_", config_id)
+        return self.folder / safe / f"{key[:40]}.json"
+
+    def save(self, config_id: str, model: str, request: PromptRequest, response: ProviderResponse) -> None:
+        key = answer_key(config_id, model, request.system_prompt, request.prompt)
+        entry = {
+            "format": FORMAT,
+            "configuration": config_id,
+            "model": model,
+            "system_prompt": self.redact(request.system_prompt),
+            "prompt": self.redact(request.prompt),
+            "response": self.redact(response.text),
+            "cost": response.cost,
+            "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens,
+            "latency": response.latency,
+            "tool_calls": [call.model_dump() for call in response.tool_calls],
+        }
+        path = self.path_for(config_id, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(entry, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(temp, path)
+
+    def load(self, config_id: str, model: str, request: PromptRequest) -> ProviderResponse | None:
+        path = self.path_for(config_id, answer_key(config_id, model, request.system_prompt, request.prompt))
+        try:
+            entry: Any = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise ProviderError(f"recorded answer {path} is unreadable: {exc}") from None
+        try:
+            return ProviderResponse(
+                entry["response"],
+                entry.get("cost"),
+                entry.get("input_tokens"),
+                entry.get("output_tokens"),
+                latency=entry.get("latency"),
+                tool_calls=[ToolCallRecord.model_validate(call) for call in entry.get("tool_calls", [])],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProviderError(f"recorded answer {path} is not a stored answer: {exc}") from None
+
+
+class RecordingProvider:
+    """Answers with ``inner`` and stores every answer."""
+
+    def __init__(self, inner: Provider, store: Store, config_id: str, model: str | None) -> None:
+        self.inner, self.store, self.config_id, self.model = inner, store, config_id, model
+
+    def unavailable_reason(self) -> str | None:
+        return self.inner.unavailable_reason()
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        response = self.inner.answer(request)
+        self.store.save(self.config_id, self.model or request.model, request, response)
+        return response
+
+
+class ReplayProvider:
+    """Answers from ``store`` only; a prompt it has no answer for is an error saying how to record it."""
+
+    def __init__(self, store: Store, config_id: str, model: str | None) -> None:
+        self.store, self.config_id, self.model = store, config_id, model
+
+    def unavailable_reason(self) -> str | None:
+        if not self.store.folder.is_dir():
+            return f"replay store {self.store.folder} does not exist (record one with --vibe-record)"
+        return None
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        model = self.model or request.model
+        response = self.store.load(self.config_id, model, request)
+        if response is None:
+            key = answer_key(self.config_id, model, request.system_prompt, request.prompt)
+            raise ProviderError(
+                f"no recorded answer for configuration {self.config_id!r}, model {model!r} and this "
+                f"prompt in {self.store.folder} (expected {self.store.path_for(self.config_id, key).name}); "
+                f"record it with --vibe-record {self.store.folder}"
+            )
+        return response
+
+
+def recorded(
+    provider: Provider,
+    config_id: str,
+    model: str | None,
+    record: Path | None,
+    replay: Path | None,
+    redact: Redactor,
+) -> Provider:
+    """``provider`` as --vibe-record / --vibe-replay make it (unchanged without either)."""
+    if replay is not None:
+        return ReplayProvider(Store(replay, redact), config_id, model)
+    if record is not None:
+        return RecordingProvider(provider, Store(record, redact), config_id, model)
+    return provider

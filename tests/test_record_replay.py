@@ -1,0 +1,106 @@
+"""--vibe-record stores every answer; --vibe-replay (or `replay:` on a configuration) answers from
+the store with the server gone, giving the same outcomes and scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chat_server import ChatServer
+from helpers import XDIST_MODES, comparable, evals_by_nodeid, load_json, run, write
+
+KEY = "sk-record-0123456789"
+
+
+def recorded_suite(root: Path, url: str) -> Path:
+    data: dict[str, Any] = {
+        "metadata": {"name": "recorded", "model": "vendor/ok", "system_prompt": "Be brief."},
+        "evals": [
+            {"name": "four", "prompt": "ANSWER: 4", "checks": [{"equals": "4"}]},
+            {"name": "five", "prompt": "ANSWER: 4", "checks": [{"equals": "5"}]},
+            {
+                "name": "judged",
+                "prompt": "ANSWER: Paris",
+                "checks": [{"llm_judge": {"criteria": "a capital"}}],
+            },
+        ],
+        "configurations": {
+            "sut": {"http": {"base_url": url, "api_key_env": "CHAT_KEY"}, "model": "vendor/ok"},
+            "grader": {"http": {"base_url": url}, "model": "vendor/judge-pass"},
+        },
+        "default_configurations": ["sut"],
+        "judge": "grader",
+        "score": {"formula": "success_pct * 2"},
+    }
+    return write(root / "recorded.eval.yaml", yaml.safe_dump(data, sort_keys=False))
+
+
+@XDIST_MODES
+def test_record_then_replay_without_the_server(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    monkeypatch.setenv("CHAT_KEY", KEY)
+    store = pytester.path / "store"
+    with ChatServer() as server:
+        recorded_suite(pytester.path, server.url)
+        first = pytester.path / "first.json"
+        run(pytester, "--vibe-record", store, "--vibe-results", first, xdist=xdist).assert_outcomes(
+            passed=2, failed=1
+        )
+        asked = len(server.requests)
+    assert asked == 4  # three evals and one judge call
+    files = sorted(p.relative_to(store).as_posix() for p in store.rglob("*.json"))
+    # one answer per configuration × model × system prompt × prompt: `four` and `five` share theirs
+    assert [f.split("/")[0] for f in files] == ["grader", "sut", "sut"]
+    stored = [json.loads(p.read_text()) for p in store.rglob("*.json")]
+    assert all(KEY not in json.dumps(entry) for entry in stored)
+    # the server is gone: every answer, the judge's too, comes from the store
+    second = pytester.path / "second.json"
+    run(pytester, "--vibe-replay", store, "--vibe-results", second, xdist=xdist).assert_outcomes(
+        passed=2, failed=1
+    )
+    assert comparable(load_json(first)) == comparable(load_json(second))
+    runs = load_json(second)["runs"]
+    assert runs[0]["score"] == pytest.approx(2 * 200 / 3)
+    judged = evals_by_nodeid(load_json(second))["recorded.eval.yaml::judged[sut]"]
+    assert judged["checks"][0]["message"] == "judge: the response meets the criteria"
+
+
+def test_a_replay_miss_is_an_error_saying_how_to_record(pytester: pytest.Pytester) -> None:
+    recorded_suite(pytester.path, "http://127.0.0.1:9/v1")
+    store = pytester.path / "empty-store"
+    store.mkdir()
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-replay", store, "--vibe-results", results, "-k", "four")
+    result.assert_outcomes(failed=1)
+    record = evals_by_nodeid(load_json(results))["recorded.eval.yaml::four[sut]"]
+    assert record["outcome"] == "error"
+    assert record["message"].startswith("no recorded answer for configuration 'sut', model 'vendor/ok'")
+    assert f"record it with --vibe-record {store}" in record["message"]
+
+
+def test_a_replay_configuration_answers_from_its_store(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAT_KEY", KEY)
+    with ChatServer() as server:
+        suite = recorded_suite(pytester.path, server.url)
+        run(pytester, "--vibe-record", pytester.path / "answers").assert_outcomes(passed=2, failed=1)
+    data = yaml.safe_load(suite.read_text())
+    data["configurations"] = {
+        "sut": {"replay": "answers", "model": "vendor/ok"},
+        "grader": {"replay": "answers", "model": "vendor/judge-pass"},
+    }
+    write(suite, yaml.safe_dump(data, sort_keys=False))
+    run(pytester).assert_outcomes(passed=2, failed=1)
+
+
+def test_record_and_replay_together_are_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--vibe-record", "a", "--vibe-replay", "b")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--vibe-record and --vibe-replay exclude each other*"])
+    result = run(pytester, "--vibe-replay", "nowhere")
+    result.stderr.fnmatch_lines(["*--vibe-replay: nowhere is not a folder of recorded answers*"])

@@ -15,6 +15,8 @@ import json
 import os
 import re
 import tempfile
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +98,10 @@ class RecordingProvider:
         return self.inner.unavailable_reason()
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
+        started = time.perf_counter()
         response = self.inner.answer(request)
+        if response.latency is None:  # replays report the latency measured now
+            response = replace(response, latency=time.perf_counter() - started)
         self.store.save(self.config_id, self.model or request.model, request, response)
         return response
 

@@ -6,6 +6,7 @@ The TypeScript coding-agent problem needs node and npm (skipped without them) an
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 CODING_AGENT = "examples/coding-agent/evals/config"
 # The TypeScript problem (roman-numerals) declares `"requires": ["node", "npm"]`: skipped without them.
 HAS_NODE = all(shutil.which(tool) for tool in ("node", "npm"))
+HAS_SEMANTIC = importlib.util.find_spec("sentence_transformers") is not None
 NO_NODE = "node and npm are not on PATH: the TypeScript example problem roman-numerals is skipped"
 
 
@@ -43,7 +45,17 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         ("known-failures", "quiz-text"),
         (CODING_AGENT, "oracle"),
         (CODING_AGENT, "nop"),  # expected to fail: `xfail` in its configuration
+        ("geography", "sonnet"),  # recorded answers: the judge's verdict comes from the store too
     }
+    geography = {record["name"]: record for record in runs["geography", "sonnet"]["evals"]}
+    river = geography["longest-river"]
+    assert river["outcome"] == "passed"
+    assert river["checks"][1]["message"] == "judge: the response names the Nile"
+    assert river["judge_cost"] == 0.00049 and river["cost"] == 0.00021  # the judge's apart
+    if HAS_SEMANTIC:
+        assert geography["capital-france"]["outcome"] == "passed"
+    else:
+        assert "pytest-vibeeval[semantic]" in geography["capital-france"]["message"]
     assert runs["support-bot", "app"]["metrics"]["success_pct"] == 100.0
     assert runs["support-bot", "app"]["score"] is not None
     assert runs["support-bot", "app"]["gate"]["passed"] is True

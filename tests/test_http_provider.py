@@ -163,10 +163,11 @@ def test_a_suite_without_configurations_runs_through_openrouter_settings(
 ) -> None:
     monkeypatch.setenv("OPENROUTER_BASE_URL", server.url)
     monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    monkeypatch.setenv("VIBE_SECRET_TOKEN", "tok-secret-987654")
     suite(
         pytester.path,
         [
-            {"name": "four", "prompt": "ANSWER: 4", "checks": [{"equals": "4"}]},
+            {"name": "four", "prompt": "ANSWER: 4\ntoken {{secret('token')}}", "checks": [{"equals": "4"}]},
             {"name": "five", "prompt": "ANSWER: 4", "checks": [{"equals": "5"}]},
         ],
     )
@@ -180,8 +181,12 @@ def test_a_suite_without_configurations_runs_through_openrouter_settings(
     record = evals_by_nodeid(data)["chat.eval.yaml::four[openrouter]"]
     assert (record["input_tokens"], record["output_tokens"]) == (12, 5)
     assert all(r["body"]["model"] == "vendor/ok" for r in server.requests)
-    produced = result.stdout.str() + result.stderr.str() + results.read_text() + junit.read_text()
-    assert KEY not in produced
+    assert any("tok-secret-987654" in r["body"]["messages"][-1]["content"] for r in server.requests)
+    produced = result.stdout.str() + result.stderr.str()
+    for path in pytester.path.rglob("*"):  # results, JUnit, logs, basetemp: every file the run left
+        if path.is_file():
+            produced += path.read_bytes().decode(errors="replace")
+    assert KEY not in produced and "tok-secret-987654" not in produced
 
 
 def test_without_the_key_the_suite_skips_saying_which_to_set(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -284,3 +285,30 @@ def test_max_cost_stops_starting_evals(
     result.stdout.fnmatch_lines(
         [f"Budget: $* spent of ${limit:g} (--vibe-max-cost); {len(held)} eval(s) not started"]
     )
+
+
+@XDIST_MODES
+def test_every_server_behaviour_through_real_runs(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """Each configuration meets one behaviour of the server; the same outcomes serially and on workers."""
+    kinds = ("ok", "nocost", "ratelimit", "flaky", "unauthorized", "missing", "garbage", "slow")
+    configurations = {
+        kind: {"http": {"base_url": server.url, "max_retries": 2}, "model": f"v/{kind}"} for kind in kinds
+    }
+    suite(
+        pytester.path, [{"name": "q", "prompt": "ANSWER: yes", "checks": [{"equals": "yes"}]}], configurations
+    )
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=5, failed=3)
+    records = {r["nodeid"].split("[")[1][:-1]: r for r in evals_by_nodeid(load_json(results)).values()}
+    for kind in ("ok", "nocost", "ratelimit", "flaky", "slow"):
+        assert records[kind]["outcome"] == "passed", records[kind]["message"]
+    assert records["ok"]["cost"] == USAGE["cost"] and records["nocost"]["cost"] is None
+    assert records["nocost"]["output_tokens"] == 5
+    assert "HTTP 401" in records["unauthorized"]["message"]
+    assert "HTTP 404" in records["missing"]["message"]
+    assert "not JSON" in records["garbage"]["message"]
+    assert all(records[k]["outcome"] == "error" for k in ("unauthorized", "missing", "garbage"))
+    tries = Counter(r["body"]["model"] for r in server.requests)
+    assert (tries["v/ratelimit"], tries["v/flaky"], tries["v/unauthorized"]) == (2, 2, 1)

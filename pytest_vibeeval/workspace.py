@@ -14,11 +14,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .copying import copy_template, copy_tree
-from .models import CommandDefinition
+from .models import CommandDefinition, OutputSpec
 from .process import CommandNotFound, read_tail, run_command
+from .providers.output import OutputError
+from .providers.parsers import parse_agent_output
 from .results import EvalRecord, StepRecord
 from .runner import Verdict
 from .runner_config import ResolvedEval
@@ -46,6 +48,36 @@ class AgentCommand:
     stdin_text: str | None
     visible: tuple[Path, ...] = ()  # folders a sandboxed agent must see (the project, its Python)
     hidden: tuple[Path, ...] = ()  # folders it must not see (the hidden tests)
+
+
+def agent_report(
+    steps: Sequence[StepRecord], output: OutputSpec, max_bytes: int
+) -> tuple[dict[str, Any], str | None]:
+    """What a coding agent reported on stdout, read as its configuration's ``output`` says (an
+    agent preset's parser, JSON paths): EvalRecord fields (response, cost, tokens, tool calls),
+    and a note when the output could not be read. Plain-text agents report nothing."""
+    log = next((Path(step.log) for step in steps if step.phase == "agent" and step.log), None)
+    if log is None or (output.format == "text" and not output.parser):
+        return {}, None
+    try:
+        size = log.stat().st_size
+    except OSError:
+        return {}, None
+    if size > max_bytes:
+        return {}, f"agent output not read: {size} bytes, more than max_output_bytes ({max_bytes})"
+    try:
+        parsed = parse_agent_output(log, output)
+    except OutputError as exc:
+        return {}, f"agent output not read: {exc}"
+    fields: dict[str, Any] = {
+        "response": parsed.text,
+        "cost": parsed.cost,
+        "cost_source": "reported" if parsed.cost is not None else None,
+        "input_tokens": parsed.input_tokens,
+        "output_tokens": parsed.output_tokens,
+        "tool_calls": list(parsed.tool_calls),
+    }
+    return fields, None
 
 
 def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, workspace: Path) -> Path:

@@ -35,6 +35,7 @@ from .workspace import (
     WORKSPACE_DIR,
     AgentCommand,
     RegistryCommands,
+    agent_report,
     run_workspace_eval,
 )
 
@@ -250,9 +251,18 @@ def run_workspace_item(
     finally:
         discard(vibe_workdir / GRADING_DIR, item.config)
     redact = Redactor(state.renderer.used_secrets)
-    message = redact(record.message)
+    reported, note = agent_report(
+        record.steps, item.configuration.output, item.configuration.max_output_bytes
+    )
+    message = redact("\n".join(part for part in (record.message, note) if part) or None)
+    if reported:
+        reported["response"] = redact(reported["response"])
+        reported["tool_calls"] = [
+            c.model_copy(update={"error": redact(c.error)}) for c in reported["tool_calls"]
+        ]
     durations = {"workspace": item.setup_seconds, **record.phase_durations}
     update: dict[str, Any] = {
+        **reported,
         "message": message,
         "steps": redact_steps(record.steps, redact),
         "phase_durations": durations,
@@ -260,6 +270,7 @@ def run_workspace_item(
         "xfail": item.expected_failure is not None,
     }
     record = record.model_copy(update=update)
+    state.budget.add(record.cost)
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
     if verdict.outcome != "passed":
         pytest.fail(message or verdict.outcome, pytrace=False)

@@ -68,13 +68,15 @@ class ChatServer:
             if kind == "slow":
                 time.sleep(SLOW_S)
             if kind == "ratelimit" and first:
-                self.send(handler, 429, {"error": {"message": "rate limited"}}, {"Retry-After": "1"})
+                reply = self.json_reply(429, {"error": {"message": "rate limited"}}, {"Retry-After": "1"})
             elif (kind == "flaky" and first) or kind == "down":
-                self.send(handler, 503 if kind == "down" else 500, {"error": {"message": "upstream hiccup"}})
+                reply = self.json_reply(
+                    503 if kind == "down" else 500, {"error": {"message": "upstream hiccup"}}
+                )
             elif kind == "unauthorized":
-                self.send(handler, 401, {"error": {"message": "No auth credentials found"}})
+                reply = self.json_reply(401, {"error": {"message": "No auth credentials found"}})
             elif kind == "missing":
-                self.send(handler, 404, {"error": {"message": f"model {model} does not exist"}})
+                reply = self.json_reply(404, {"error": {"message": f"model {model} does not exist"}})
             elif kind.startswith("judge-"):
                 verdicts = {
                     "judge-pass": '{"pass": true, "reason": "the response meets the criteria"}',
@@ -82,9 +84,9 @@ class ChatServer:
                 }
                 answer = verdicts.get(kind, "I think it is probably fine.")
                 message = {"role": "assistant", "content": answer}
-                self.send(handler, 200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
+                reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
             elif kind == "garbage":
-                self.send_raw(handler, 200, b"<html>not json</html>", "text/html")
+                reply = (200, b"<html>not json</html>", "text/html", None)
             else:
                 usage = dict(USAGE)
                 if kind == "nocost":
@@ -94,17 +96,20 @@ class ChatServer:
                     if line.startswith("ANSWER: "):
                         answer = line[len("ANSWER: ") :]
                 message = {"role": "assistant", "content": answer}
-                self.send(
-                    handler, 200, {"id": "c1", "choices": [{"index": 0, "message": message}], "usage": usage}
+                reply = self.json_reply(
+                    200, {"id": "c1", "choices": [{"index": 0, "message": message}], "usage": usage}
                 )
         finally:
+            # Out of flight before the answer leaves: once a client has it, it may send the next one.
             with self.lock:
                 self.in_flight[model] -= 1
+        self.send_raw(handler, *reply)
 
-    def send(
-        self, handler: BaseHTTPRequestHandler, status: int, data: Any, headers: dict[str, str] | None = None
-    ) -> None:
-        self.send_raw(handler, status, json.dumps(data).encode(), "application/json", headers)
+    @staticmethod
+    def json_reply(
+        status: int, data: Any, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes, str, dict[str, str] | None]:
+        return status, json.dumps(data).encode(), "application/json", headers
 
     @staticmethod
     def send_raw(

@@ -307,3 +307,39 @@ def test_an_agent_cannot_replace_the_hidden_tests(pytester: pytest.Pytester, xdi
     result.assert_outcomes(failed=2)
     for record in evals_by_nodeid(load_json(results)).values():
         assert record["message"].startswith("grade step 'hidden' exited with code 1")
+
+
+CLAUDE_LIKE = """
+import shutil, sys
+sys.stdin.read()
+problem = open("prompt.md").readline().split()[-1]
+shutil.copytree(sys.argv[1] + "/" + problem, ".", dirs_exist_ok=True)
+sys.stdout.write(open(sys.argv[2]).read())
+"""
+
+
+@XDIST_MODES
+def test_a_coding_agents_own_report_is_read_with_its_parser(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """An agent preset's parser reads the coding agent's stdout: response, cost, tokens, tool calls."""
+    config = make_config_dir(pytester.path)
+    sample = Path(__file__).parent / "samples" / "claude-code" / "stream.jsonl"
+    script = agent(pytester.path / "agents", "claude_like.py", CLAUDE_LIKE)
+    data = load_json(config / "cli-config.json")
+    data["configurations"] = {
+        "claude": {"cli": PYTHON, "args": [script, str(config.parent / "solutions"), str(sample)],
+                   "output": {"parser": "claude-code"}},
+        "broken": {"cli": PYTHON, "args": [agent(pytester.path / "agents", "b.py", "print('not json')")],
+                   "output": {"parser": "claude-code"}},
+    }  # fmt: skip
+    write(config / "cli-config.json", json.dumps(data))
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, "-k", "add", xdist=xdist).assert_outcomes(passed=1, failed=1)
+    records = evals_by_nodeid(load_json(results))
+    claude = records["evals/config/eval-config.json::add[claude]"]
+    assert claude["response"] == "Fixed: `add` now returns a + b. The answer is 42."
+    assert (claude["cost"], claude["cost_source"], claude["input_tokens"]) == (0.0421, "reported", 4520)
+    assert [call["tool"] for call in claude["tool_calls"]][:2] == ["Bash", "Read"]
+    broken = records["evals/config/eval-config.json::add[broken]"]
+    assert "agent output not read: output.parser 'claude-code'" in broken["message"]

@@ -10,8 +10,8 @@ from ..process import CommandNotFound, read_tail, resolve_executable, run_comman
 from ..results import StepRecord
 from ..templates import MissingValue, Renderer
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
-from .output import OutputError, parse_output
-from .parsers import parse_with
+from .output import OutputError
+from .parsers import parse_agent_output
 
 CONFIG_DIR = "${CONFIG_DIR}"
 
@@ -125,12 +125,8 @@ class CliProvider:
                 f"({self.config.max_output_bytes}); raise it in the configuration if that is expected",
                 [step],
             )
-        spec = self.config.output
         try:
-            if spec.parser:
-                parsed = parse_with(spec.parser, result.stdout_path)
-            else:
-                parsed = parse_output(result.stdout_path, spec)
+            parsed = parse_agent_output(result.stdout_path, self.config.output)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
         return ProviderResponse(

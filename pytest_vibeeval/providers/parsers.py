@@ -15,9 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..models import OutputSpec
 from ..results import ToolCallRecord
 from .base import as_measure
-from .output import OutputError, ParsedOutput
+from .output import OutputError, ParsedOutput, parse_output
 
 Parser = Callable[[Path], ParsedOutput]
 PARSERS: dict[str, Parser] = {}
@@ -42,6 +43,12 @@ def parse_with(name: str, path: Path) -> ParsedOutput:
         return PARSERS[name](path)
     except Malformed as exc:
         raise OutputError(f"output.parser {name!r}: {exc}") from None
+
+
+def parse_agent_output(path: Path, spec: OutputSpec) -> ParsedOutput:
+    """An agent's stdout at ``path`` read as its configuration's ``output`` says: with the named
+    parser, else as text, JSON or JSON lines; raises :class:`OutputError`."""
+    return parse_with(spec.parser, path) if spec.parser else parse_output(path, spec)
 
 
 # --- shared helpers -------------------------------------------------------------------------

@@ -239,7 +239,7 @@ def gate_record(
 _METRIC_NAMES = (
     "success_pct", "passed", "failed", "total",
     "total_latency", "avg_latency", "min_latency", "max_latency",
-    "total_cost", "avg_cost", "min_cost", "max_cost",
+    "total_cost", "avg_cost", "min_cost", "max_cost", "total_judge_cost",
 )  # fmt: skip
 
 

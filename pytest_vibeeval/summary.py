@@ -53,6 +53,8 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
         extra = f", {m['skipped']} skipped" if m["skipped"] else ""
         lines.append(f"Success Rate: {m['success_pct']:.1f}% ({m['passed']:.0f}/{m['total']:.0f}{extra})")
     lines.append(f"Total Cost: {_money(m['total_cost'])}{_cost_gap(run)}")
+    if m.get("total_judge_cost") is not None:
+        lines.append(f"Judge Cost: {_money(m['total_judge_cost'])} (llm_judge; not in Total Cost)")
     lines.append(
         f"Latency: avg {_seconds(m['avg_latency'])} · min {_seconds(m['min_latency'])}"
         f" · max {_seconds(m['max_latency'])}"

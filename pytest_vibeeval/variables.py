@@ -113,6 +113,23 @@ for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("ma
     RUN_VARIABLES.append(
         RunVariable(f"{_how}_cost", "USD", f"{_label} of the evals' costs", _aggregate("cost", _how))
     )
+
+
+def _judge_cost(records: Sequence[EvalRecord]) -> Reasoned:
+    asked = [r.judge_cost for r in ran(records) if r.judge_cost is not None]
+    if not asked:
+        return None, "no eval's llm_judge judge reported a cost"
+    return float(sum(asked)), None
+
+
+RUN_VARIABLES.append(
+    RunVariable(
+        "total_judge_cost",
+        "USD",
+        "sum of what the llm_judge judges cost (not part of the evals' costs)",
+        _judge_cost,
+    )
+)
 RUN_VARIABLES.append(
     RunVariable(
         "total_input_tokens",

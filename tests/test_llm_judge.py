@@ -129,3 +129,13 @@ def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:
 def test_malformed_verdicts_are_errors(text: str, problem: str) -> None:
     with pytest.raises(JudgeError, match=problem):
         parse_verdict(text)
+
+
+def test_the_judges_cost_is_summed_apart(pytester: pytest.Pytester, server: ChatServer) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-pass")
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results)
+    [sut] = load_json(results)["runs"]
+    assert sut["metrics"]["total_judge_cost"] == USAGE["cost"]  # one judge call
+    assert sut["metrics"]["total_cost"] == pytest.approx(2 * USAGE["cost"])  # the two answers only
+    result.stdout.fnmatch_lines(["Judge Cost: $0.0004 (llm_judge; not in Total Cost)"])

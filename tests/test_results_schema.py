@@ -18,7 +18,7 @@ from pytest_vibeeval.variables import EVAL_VARIABLES, run_variable_names
 METRIC_KEYS = {
     "success_pct", "passed", "failed", "total",
     "total_latency", "avg_latency", "min_latency", "max_latency",
-    "total_cost", "avg_cost", "min_cost", "max_cost",
+    "total_cost", "avg_cost", "min_cost", "max_cost", "total_judge_cost",
     "errors", "skipped",
 }  # fmt: skip
 

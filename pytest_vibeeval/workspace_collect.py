@@ -172,14 +172,18 @@ def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
     )
     stdin = INSTRUCTION if item.configuration.prompt_via == "stdin" else None
     runner = item.runner
+    argv = provider.argv(request)
+    # What the agent needs to see in a sandbox's private /tmp: the project, Python, the config
+    # folders, and every file or folder its command line names.
+    named = [Path(arg) for arg in argv if os.path.isabs(arg) and os.path.exists(arg)]
     visible = (item.config.rootpath, Path(sys.prefix), Path(sys.base_prefix), runner.folder, runner.eval_root)
     return AgentCommand(
         item.config_id,
-        provider.argv(request),
+        argv,
         provider.environment(),
         item.configuration.timeout_s,
         stdin,
-        visible=tuple(dict.fromkeys(visible)),
+        visible=tuple(dict.fromkeys((*visible, *named))),
         hidden=(item.evaluation.grading,),
     )
 

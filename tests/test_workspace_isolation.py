@@ -343,3 +343,28 @@ def test_a_coding_agents_own_report_is_read_with_its_parser(
     assert [call["tool"] for call in claude["tool_calls"]][:2] == ["Bash", "Read"]
     broken = records["evals/config/eval-config.json::add[broken]"]
     assert "agent output not read: output.parser 'claude-code'" in broken["message"]
+
+
+@needs_bwrap
+def test_files_the_agents_command_line_names_are_visible_in_the_sandbox(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Outside the project, under the private /tmp: visible read-only because argv names them."""
+    config = make_config_dir(pytester.path)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    notes = write(elsewhere / "notes.txt", "from elsewhere\n")
+    reader = agent(
+        elsewhere,
+        "reader.py",
+        "import sys\nprint(open(sys.argv[1]).read())\nopen(sys.argv[1], 'a').write('x')\n",
+    )
+    data = load_json(config / "cli-config.json")
+    data["configurations"] = {"reader": {"cli": PYTHON, "args": [reader, str(notes)]}}
+    write(config / "cli-config.json", json.dumps(data))
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-sandbox", "bwrap", "--vibe-results", results, "-k", "add").assert_outcomes(failed=1)
+    record = evals_by_nodeid(load_json(results))["evals/config/eval-config.json::add[reader]"]
+    assert record["steps"][0]["exit_code"] == 1  # it read the file, then could not write to it
+    assert "Read-only file system" in record["message"]
+    assert notes.read_text() == "from elsewhere\n"
+    assert "from elsewhere" in Path(record["steps"][0]["log"]).read_text()

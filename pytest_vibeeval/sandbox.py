@@ -58,9 +58,14 @@ def bwrap_argv(
     ``visible`` folders appear (read-only); ``hidden`` folders emptied; its own pid namespace (the
     whole tree dies with it); ``workspace`` and ``writable`` folders writable."""
     wrapped = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    bound: list[Path] = []
     for folder in visible:
-        if folder.is_relative_to(PRIVATE_TMP) and folder.exists():
-            wrapped += ["--ro-bind", str(folder), str(folder)]
+        if not folder.is_relative_to(PRIVATE_TMP) or not folder.exists():
+            continue  # outside /tmp it is visible anyway
+        if any(folder.is_relative_to(root) for root in bound):
+            continue  # inside a folder already shown (binding onto its entries can fail)
+        bound.append(folder)
+        wrapped += ["--ro-bind", str(folder), str(folder)]
     for folder in hidden:
         if folder.is_dir():
             wrapped += ["--tmpfs", str(folder)]

@@ -174,8 +174,13 @@ def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
     runner = item.runner
     argv = provider.argv(request)
     # What the agent needs to see in a sandbox's private /tmp: the project, Python, the config
-    # folders, and every file or folder its command line names.
-    named = [Path(arg) for arg in argv if os.path.isabs(arg) and os.path.exists(arg)]
+    # folders, and the folders of the files its command line names (and of their link targets).
+    named = [
+        folder
+        for arg in argv
+        if os.path.isabs(arg) and os.path.exists(arg)
+        for folder in {Path(arg).parent, Path(os.path.realpath(arg)).parent}
+    ]
     visible = (item.config.rootpath, Path(sys.prefix), Path(sys.base_prefix), runner.folder, runner.eval_root)
     return AgentCommand(
         item.config_id,

@@ -194,6 +194,7 @@ def pytest_configure(config: pytest.Config) -> None:
         state.lock_dir = Path(workerinput[LOCK_DIR_INPUT])
     else:
         state.lock_dir = Path(tempfile.mkdtemp(prefix="pytest-vibeeval-locks-"))
+        state.owns_lock_dir = True
     state.budget = Budget(state.lock_dir, max_cost)
     if sandbox_mode == "bwrap":  # fail now rather than at every item
         try:
@@ -218,7 +219,7 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
-    if state is not None and state.lock_dir is not None and not hasattr(config, "workerinput"):
+    if state is not None and state.lock_dir is not None and state.owns_lock_dir:
         shutil.rmtree(state.lock_dir, ignore_errors=True)
 
 

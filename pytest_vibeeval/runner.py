@@ -128,39 +128,33 @@ def run_prompt_eval(
         judge_id, provider_of_judge = judge_provider
         judge = Judge(provider_of_judge, judge_id, model, prompt, suite.name, case.id, workdir)
     cost, cost_source = estimated_cost(response, configuration, model)
-    try:
-        verdict, results = run_checks(
-            checks, Response(response.text, response.output_tokens, judge.decide if judge else None)
-        )
-    except JudgeError as exc:
-        message = redact(str(exc)) or ""
-        record = base.model_copy(
-            update={
-                "outcome": "error",
-                "message": message,
-                "latency": latency,
-                "cost": cost,
-                "cost_source": cost_source,
-                "judge_cost": judge.cost if judge else None,
-                "response": redact(response.text),
-                "steps": redact_steps(response.steps, redact),
-            }
-        )
-        return record, Verdict("error", message)
-    record = base.model_copy(
+    answered = base.model_copy(
         update={
-            "judge_cost": judge.cost if judge else None,
             "latency": latency,
             "cost": cost,
             "cost_source": cost_source,
             "input_tokens": response.input_tokens,
             "output_tokens": response.output_tokens,
             "response": redact(response.text),
-            "checks": [_check_record(r, redact) for r in results],
             "steps": redact_steps(response.steps, redact),
             "tool_calls": [
                 call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls
             ],
+        }
+    )
+    try:
+        verdict, results = run_checks(
+            checks, Response(response.text, response.output_tokens, judge.decide if judge else None)
+        )
+    except JudgeError as exc:
+        message = redact(str(exc)) or ""
+        judge_cost = judge.cost if judge else None
+        update = {"outcome": "error", "message": message, "judge_cost": judge_cost}
+        return answered.model_copy(update=update), Verdict("error", message)
+    record = answered.model_copy(
+        update={
+            "judge_cost": judge.cost if judge else None,
+            "checks": [_check_record(r, redact) for r in results],
         }
     )
     if verdict is None:

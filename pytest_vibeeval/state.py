@@ -77,4 +77,5 @@ class VibeState:
     results_written: list[Path] = field(default_factory=list)
     sandbox: Sandbox | None = None  # chosen at the first coding-agent item, see workspace_collect
     lock_dir: Path | None = None  # concurrency slots shared by the controller and its workers
+    owns_lock_dir: bool = False  # made by this process (removed at its end), not received from xdist
     budget: Budget = field(default_factory=lambda: Budget(None, None))  # --vibe-max-cost

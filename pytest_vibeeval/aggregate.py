@@ -6,11 +6,14 @@ still counts, as an error.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
-from .results import EvalRecord, GateRecord, RunRecord
+from .repeats import aggregate_scores, eval_stats, mean_ci95, recency_order
+from .results import EvalRecord, EvalStats, GateRecord, RunRecord
+from .rubric import grade
 from .variables import compute_variables, eval_variable_names, ran, run_variable_names
 
 RUN_PROPERTY = "vibeeval_run"
@@ -37,6 +40,9 @@ class RunInfo:
     # for a RunInfo made without one; then score_formula is re-read against the run's variables.
     score_canonical: str | None = None
     score_preset: str | None = None  # the preset's name when the formula is one
+    repeat: int = 0  # 1…repeats with --vibe-repeat; 0 when not repeated
+    repeats: int = 1
+    min_pass_rate: float | None = None  # the eval's
 
     def key(self) -> tuple[str, str]:
         return (self.source, self.configuration)
@@ -97,6 +103,7 @@ class Aggregator:
                 named=info.named,
                 nodeid=nodeid,
                 outcome="skipped",
+                repeat=info.repeat,
             )
             if item.failed_phase:
                 return record.model_copy(
@@ -121,7 +128,9 @@ class Aggregator:
 
     @staticmethod
     def _run(entries: list[tuple[RunInfo, EvalRecord]]) -> RunRecord:
-        in_suite_order = sorted(entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].nodeid))
+        in_suite_order = sorted(
+            entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].repeat, e[1].nodeid)
+        )
         info = in_suite_order[0][0]  # a collected item's info before one rebuilt for a crashed item
         records = [record for _, record in in_suite_order]
         values, reasons = compute_variables(records)
@@ -138,16 +147,12 @@ class Aggregator:
                 f"{len(skipped)} eval(s) skipped and not counted: "
                 + "; ".join(sorted({(r.message or "skipped").splitlines()[0] for r in skipped}))
             )
-        score, score_error, shown = None, None, None
-        try:
-            formula = _parse(info, values)
-        except FormulaError as exc:
-            score_error = exc.reason
-        else:
-            for name in formula.names - set(values):
-                reasons[name] = "the eval did not run in this run (deselected?)"
-            score, score_error = evaluate(formula, values, reasons)
-            shown = _breakdown(formula, values)
+        score, score_error, shown = _score(info, values, reasons)
+        stats = _eval_stats(in_suite_order)
+        repeat_fields: dict[str, object] = {}
+        if info.repeats > 1:
+            score, score_error, repeat_fields = _repeated_score(info, records, notes)
+            shown = None  # the score is not the formula over one set of values
         counted = ran(records)
         metrics = {name: values[name] for name in _METRIC_NAMES}
         metrics["errors"] = sum(1 for r in counted if r.outcome == "error")
@@ -167,8 +172,63 @@ class Aggregator:
             metrics=metrics,
             variables=values,
             notes=notes,
+            grade=grade(score) if info.score_preset == "rubric" else None,
+            repeats=info.repeats,
+            eval_stats=stats,
             evals=records,
+            **repeat_fields,  # type: ignore[arg-type]
         )
+
+
+def _score(
+    info: RunInfo, values: dict[str, float | None], reasons: dict[str, str]
+) -> tuple[float | None, str | None, str | None]:
+    """The run's score, why it is null, and its breakdown."""
+    try:
+        formula = _parse(info, values)
+    except FormulaError as exc:
+        return None, exc.reason, None
+    for name in formula.names - set(values):
+        reasons[name] = "the eval did not run in this run (deselected?)"
+    score, score_error = evaluate(formula, values, reasons)
+    return score, score_error, _breakdown(formula, values)
+
+
+def _eval_stats(entries: list[tuple[RunInfo, EvalRecord]]) -> list[EvalStats]:
+    """Each eval over its runs (one, or its repeats), in suite order."""
+    grouped: dict[str, tuple[RunInfo, list[EvalRecord]]] = {}
+    for info, record in entries:
+        grouped.setdefault(record.name, (info, []))[1].append(record)
+    return [eval_stats(name, records, info.min_pass_rate) for name, (info, records) in grouped.items()]
+
+
+def _repeated_score(
+    info: RunInfo, records: list[EvalRecord], notes: list[str]
+) -> tuple[float | None, str | None, dict[str, object]]:
+    """With --vibe-repeat: the formula over each repeat alone, then the rubric document's
+    aggregation of those scores (the latest repeat counts as the most recent), and their mean with
+    a 95 % interval."""
+    per_repeat: list[float | None] = []
+    errors: list[str] = []
+    for repeat in range(1, info.repeats + 1):
+        values, reasons = compute_variables([r for r in records if r.repeat == repeat])
+        score, error, _ = _score(info, values, reasons)
+        per_repeat.append(score)
+        if score is None:
+            errors.append(f"repeat {repeat}: {error}")
+    if errors:
+        notes.append(f"{len(errors)} of {info.repeats} repeat(s) have no score: " + "; ".join(errors[:3]))
+    scored = [s for s in per_repeat if s is not None]
+    interval = mean_ci95(scored)
+    fields: dict[str, object] = {"repeat_scores": per_repeat}
+    if interval is not None:
+        fields["score_mean"] = interval.mean
+        if interval.interval is not None:
+            fields["score_ci95"] = list(interval.interval)
+    score = aggregate_scores(recency_order(per_repeat))
+    if score is None:
+        return None, errors[-1] if errors else "no repeat ran", fields
+    return score, None, fields
 
 
 def _parse(info: RunInfo, values: dict[str, float | None]) -> Formula:
@@ -264,6 +324,10 @@ def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
     siblings = [info for info in known if info.source == source]
     if not siblings:
         return RunInfo(source, source, config, None, "success_pct", eval_id, False, 0)
+    repeat = 0
+    repeated = _REPEAT_SUFFIX.match(config)
+    if repeated and any(i.repeats > 1 for i in siblings):
+        config, repeat = repeated[1], int(repeated[2])
     info = next((i for i in siblings if i.configuration == config), siblings[0])
     same = info.configuration == config
     return RunInfo(
@@ -279,7 +343,13 @@ def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
         score_max=info.score_max,
         score_canonical=info.score_canonical,
         score_preset=info.score_preset,
+        repeat=repeat,
+        repeats=info.repeats if repeat else 1,
+        min_pass_rate=next((i.min_pass_rate for i in siblings if i.eval_id == eval_id), None),
     )
+
+
+_REPEAT_SUFFIX = re.compile(r"^(.*)-r(\d+)$")  # a repeated item's configuration part: ``config-r2``
 
 
 def _in_formula(eval_id: str, info: RunInfo) -> bool:

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RunInfo
+from .assess import assess
 from .checks import AnyOf, CheckNode
 from .configurations import IMPLICIT_ID, ConfigurationSet, configurations_for, select
 from .errors import InputError, did_you_mean
-from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo, start_or_skip
+from .items import get_state, mark_item, repeated, rootdir_relative, shared_fixtureinfo, start_or_skip
 from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
 from .providers.python_callable import module_name_clash
@@ -93,36 +94,38 @@ class SuiteFile(pytest.File):
                     score_max=suite.score_max,
                     score_canonical=formula.canonical or None,
                     score_preset=formula.preset,
+                    min_pass_rate=case.min_pass_rate,
                 )
-                if coding is not None and case.coding is not None:
-                    yield WorkspaceItem.from_parent(
+                for name, repeat_info in repeated(info, state.options.repeats):
+                    if coding is not None and case.coding is not None:
+                        yield WorkspaceItem.from_parent(
+                            self,
+                            name=name,
+                            callobj=run_workspace_item,
+                            fixtureinfo=coding_fixtureinfo,
+                            runner=coding,
+                            evaluation=coding.evaluations[case.id],
+                            config_id=config_id,
+                            configuration=coding.configurations[config_id],
+                            info=repeat_info,
+                            tags=(*suite.tags, *case.tags),
+                            xfail=case.xfail,
+                            line=case.line,
+                        )
+                        continue
+                    yield EvalItem.from_parent(
                         self,
-                        name=f"{case.id}[{config_id}]",
-                        callobj=run_workspace_item,
-                        fixtureinfo=coding_fixtureinfo,
-                        runner=coding,
-                        evaluation=coding.evaluations[case.id],
+                        name=name,
+                        callobj=run_eval_item,
+                        fixtureinfo=fixtureinfo,
+                        suite=suite,
+                        case=case,
                         config_id=config_id,
-                        configuration=coding.configurations[config_id],
-                        info=info,
-                        tags=(*suite.tags, *case.tags),
-                        xfail=case.xfail,
-                        line=case.line,
+                        configuration=configuration,
+                        config_dir=config_dir,
+                        info=repeat_info,
+                        judge=judge,
                     )
-                    continue
-                yield EvalItem.from_parent(
-                    self,
-                    name=f"{case.id}[{config_id}]",
-                    callobj=run_eval_item,
-                    fixtureinfo=fixtureinfo,
-                    suite=suite,
-                    case=case,
-                    config_id=config_id,
-                    configuration=configuration,
-                    config_dir=config_dir,
-                    info=info,
-                    judge=judge,
-                )
 
 
 def coding_runner(
@@ -170,7 +173,7 @@ class EvalItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else None
-        return self.path, line, f"{self.case.id}[{self.config_id}]"
+        return self.path, line, self.name
 
 
 def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_workdir: Path) -> None:
@@ -189,7 +192,9 @@ def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_
         item.nodeid,
         item.configuration,
         judge_for(item),
+        item.info.repeat,
     )
+    record = assess(record, item.configuration, vibe_workdir, item.case.rubric, coding=False)
     state.budget.add(record.cost)
     if item.expected_failure and not record.xfail:  # the configuration's xfail
         record = record.model_copy(update={"xfail": True})

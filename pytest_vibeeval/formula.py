@@ -26,6 +26,7 @@ from simpleeval import SimpleEval
 
 from .errors import did_you_mean
 from .formula_names import MAX_DEPTH, FormulaError, Rewrite, rewrite_names
+from .rubric import RUBRIC_FORMULA
 
 __all__ = [
     "FUNCTIONS",
@@ -52,6 +53,8 @@ PRESETS: dict[str, str] = {
     # the unified runner's time-penalised score: mean over the evals of
     # 100 × multiplier × subtask fraction × clamp(timeLimitMinutes / agent minutes, 0.2, 1)
     "vybes": "vybes_score",
+    # the scoring rubric document's weighted automatic signals, 0–100 (grades A+ … F beside it)
+    "rubric": RUBRIC_FORMULA,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,18 @@ def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any
     on the node id (conftest visibility) and usefixtures marks."""
     fixturemanager = collector.session._fixturemanager
     return fixturemanager.getfixtureinfo(node=collector, func=func, cls=None)  # type: ignore[arg-type]
+
+
+def repeated(info: RunInfo, repeats: int) -> list[tuple[str, RunInfo]]:
+    """The items of one eval × configuration: one, or with ``--vibe-repeat N`` N items whose ids
+    carry the repeat (``eval[config-r2]``), each its own run of the eval."""
+    plain = f"{info.eval_id}[{info.configuration}]"
+    if repeats <= 1:
+        return [(plain, info)]
+    return [
+        (f"{info.eval_id}[{info.configuration}-r{n}]", replace(info, repeat=n, repeats=repeats))
+        for n in range(1, repeats + 1)
+    ]
 
 
 def get_state(config: pytest.Config) -> VibeState:

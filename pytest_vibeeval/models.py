@@ -7,6 +7,7 @@ so plugins can add check types.
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -108,7 +109,36 @@ class Vybes(StrictModel):
     timeLimitMinutes: Positive | None = None
 
 
-class CodingFields(StrictModel):
+class RubricSpec(StrictModel):
+    """How the automatic rubric reads one eval (see the README's "Automatic rubric")."""
+
+    complexity: Literal["simple", "medium", "complex"] = Field(
+        default="medium",
+        description="sets max_expected for efficiency: simple 30 s / 5 tools, medium 120 s / 15, "
+        "complex 300 s / 30",
+    )
+    efficiency: Literal["time", "tools"] = Field(
+        default="time", description="efficiency from the agent's time or from its tool-call count"
+    )
+    task: Literal["coding", "general"] | None = Field(
+        default=None,
+        description="coding tasks earn completeness for a code block; default: coding for coding-agent "
+        "evals, general otherwise",
+    )
+
+
+class ScoringFields(StrictModel):
+    """What any eval may set about how it is scored, in eval-config.json and YAML suites alike."""
+
+    rubric: RubricSpec = Field(default_factory=RubricSpec)
+    min_pass_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = Field(
+        default=None,
+        description="with --vibe-repeat: the eval counts as passed when this share of its runs pass "
+        "(0–1); reported with its rate",
+    )
+
+
+class CodingFields(ScoringFields):
     """What a coding-agent eval adds, in eval-config.json and in YAML suites alike."""
 
     build_steps: list[StepName] = Field(default_factory=list)
@@ -266,6 +296,18 @@ def _known_preset(value: str) -> str:
     return value
 
 
+def _relative_file(value: str) -> str:
+    path = PurePosixPath(value)
+    if not value.strip() or path.is_absolute() or ".." in path.parts or value.endswith("/"):
+        raise PydanticCustomError(
+            "relative_file",
+            "{value} must be a file path relative to the agent's working directory, without `..` "
+            "(each item has its own folder; point the agent's log at $VIBEEVAL_TRANSCRIPT)",
+            {"value": repr(value)},
+        )
+    return value
+
+
 class Configuration(StrictModel):
     """How prompts are answered: an executable (``cli``) or a Python callable (``python``).
 
@@ -296,6 +338,11 @@ class Configuration(StrictModel):
     requires_env: list[NonEmptyStr] = Field(default_factory=list)
     output: OutputSpec = Field(default_factory=OutputSpec)
     max_output_bytes: Annotated[int, Field(gt=0)] = 8 * 2**20
+    transcript: Annotated[str, AfterValidator(_relative_file)] | None = Field(
+        default=None,
+        description="a JSONL tool log the agent writes ({ts, tool, exit, success, …} per line), relative "
+        "to its working directory; its absolute path is in the agent's VIBEEVAL_TRANSCRIPT variable",
+    )
     xfail: NonEmptyStr | None = Field(
         default=None,
         description="every eval of this configuration is expected to fail, with the reason "

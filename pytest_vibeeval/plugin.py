@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
+from .baseline import BaselineError, append_history, compare_results, load_baseline, resolve_baseline
 from .budget import Budget
 from .collect import EvalItem, SuiteFile, provider_for
 from .configurations import parse_selection, unknown_selection
 from .items import STATE_KEY, get_state, rootdir_relative
 from .providers import Provider
-from .results import EvalRecord, RunRecord
-from .resultsfile import build_results, write_results
+from .results import EvalRecord, ResultsFile, RunRecord
+from .resultsfile import DEFAULT_HISTORY, build_results, write_results
 from .runner_config import EVAL_CONFIG_NAME, ResolvedEval
 from .sandbox import SANDBOX_MODES, SandboxUnavailable
 from .state import Options, VibeState
@@ -41,6 +42,7 @@ SOURCE_SUFFIXES = (*YAML_SUFFIXES, EVAL_CONFIG_NAME)  # files whose load errors 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 SESSION_PLUGIN = "vibeeval-session"
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
+MAX_REPEATS = 1000
 GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
 
 
@@ -108,6 +110,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="answer every prompt from this folder of recorded answers (a miss is an error)",
     )
+    group.addoption(
+        "--vibe-repeat",
+        metavar="N",
+        type=int,
+        default=None,
+        help="run every eval N times, as N items (ids end in -r1 … -rN); adds pass rates, pass@k, "
+        "pass^k and a score over the repeats",
+    )
+    group.addoption(
+        "--vibe-baseline",
+        metavar="PATH|latest",
+        help="compare every suite × configuration with this results JSON (latest: the previous run's)",
+    )
+    group.addoption(
+        "--vibe-fail-on-regression",
+        action="store_true",
+        default=None,
+        help="with --vibe-baseline: a score regression fails the session",
+    )
+    group.addoption(
+        "--vibe-history",
+        metavar="PATH",
+        help="append one JSON line per suite × configuration to this file "
+        "(default: .vibeeval/history.jsonl under the rootdir; '' for none)",
+    )
+    parser.addini("vibe_repeat", "default for --vibe-repeat", default="")
+    parser.addini("vibe_baseline", "default for --vibe-baseline", default="")
+    parser.addini(
+        "vibe_fail_on_regression", "default for --vibe-fail-on-regression", type="bool", default=False
+    )
+    parser.addini("vibe_history", "default for --vibe-history", default=None)
     parser.addini("vibe_max_cost", "default for --vibe-max-cost", default="")
     parser.addini("vibe_sandbox", "default for --vibe-sandbox (auto, bwrap or none)", default="auto")
     parser.addini(
@@ -167,6 +200,7 @@ def pytest_configure(config: pytest.Config) -> None:
             ) from None
     if max_cost is not None and not max_cost > 0:
         raise pytest.UsageError(f"--vibe-max-cost: {max_cost:g} is not a positive amount of USD")
+    repeats = _repeats(config)
     record, replay = config.getoption("vibe_record"), config.getoption("vibe_replay")
     if record and replay:
         raise pytest.UsageError("--vibe-record and --vibe-replay exclude each other: record, then replay")
@@ -187,8 +221,13 @@ def pytest_configure(config: pytest.Config) -> None:
         max_cost=max_cost,
         record=Path(record).absolute() if record else None,
         replay=Path(replay).absolute() if replay else None,
+        repeats=repeats,
+        fail_on_regression=_flag(config, "vibe_fail_on_regression"),
+        history=_history_path(config),
     )
     state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
+    if not hasattr(config, "workerinput"):
+        _read_baseline(config, state)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and workerinput.get(LOCK_DIR_INPUT):
         state.lock_dir = Path(workerinput[LOCK_DIR_INPUT])
@@ -292,6 +331,7 @@ class SessionHooks:
         self.failed_nodeids: set[str] = set()  # controller: items with a failed report, ours or not
         self.gate_only = _flag(config, "vibe_gate_only")
         self.exit_note: str | None = None  # what vibe_gate_only did to the exit code
+        self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         state = self.state
@@ -401,35 +441,91 @@ class SessionHooks:
         state.runs = list(runs)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         results = build_results(runs, state.started_at, interrupted, state.load_errors)
+        if state.baseline is not None:
+            results = self._compare(results)
+            runs = state.runs = list(results.runs)
         state.results_written = write_results(results, state.options.results, self.config.rootpath)
+        if state.options.history is not None:
+            written = state.results_written[0] if state.results_written else None
+            shown = rootdir_relative(written, self.config.rootpath) if written else None
+            try:
+                append_history(state.options.history, results, shown)
+            except OSError as exc:
+                self.exit_note = f"history not written to {state.options.history}: {exc.strerror or exc}"
         _add_junit_suite_properties(self.config, runs)
         _add_junit_gate_cases(self.config, runs)
         self._apply_gates(session, runs)
+        self._apply_regressions(session, runs)
+
+    def _compare(self, results: ResultsFile) -> ResultsFile:
+        """The results with each run compared with the baseline's same suite × configuration."""
+        state = self.state
+        assert state.baseline is not None and state.baseline_path is not None
+        comparison = compare_results(results, state.baseline, state.baseline_path)
+        state.baseline_missing = comparison.missing
+        compared = {id(run): record for run, record in comparison.pairs}
+        runs = [run.model_copy(update={"baseline": compared.get(id(run))}) for run in results.runs]
+        return results.model_copy(update={"runs": runs})
+
+    def _apply_regressions(self, session: pytest.Session, runs: list[RunRecord]) -> None:
+        """--vibe-fail-on-regression: a run that regressed against the baseline fails the session."""
+        regressed = [run for run in runs if run.baseline is not None and run.baseline.label == "regression"]
+        if not (self.state.options.fail_on_regression and regressed):
+            return
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        shown = ", ".join(run_title(run) for run in regressed[:3]) + (", …" if len(regressed) > 3 else "")
+        self.regression_note = (
+            f"--vibe-fail-on-regression: {len(regressed)} run(s) regressed against the baseline ({shown})"
+        )
 
     def _apply_gates(self, session: pytest.Session, runs: list[RunRecord]) -> None:
-        """A failed gate turns exit code 0 into 1. With vibe_gate_only, failed evals of gated runs
-        are forgiven: if they are the session's only failures, the gates alone decide (0 or 1)."""
+        """A failed gate turns exit code 0 into 1. Failed runs of an eval whose pass rate met its
+        min_pass_rate do not fail the session; with vibe_gate_only neither do failed evals of gated
+        runs. When those are the session's only failures, the gates alone decide (0 or 1)."""
         gated = [run for run in runs if run.gate is not None]
         gate_failed = any(run.gate is not None and not run.gate.passed for run in runs)
-        if self.gate_only and gated and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
-            covered = {record.nodeid for run in gated for record in run.evals}
+        by_rate = {
+            record.nodeid
+            for run in runs
+            for stats in run.eval_stats
+            if stats.passed_by_rate
+            for record in run.evals
+            if record.name == stats.name
+        }
+        gate_only = self.gate_only and bool(gated)
+        forgiven_by_rate = self.failed_nodeids & by_rate
+        if (gate_only or forgiven_by_rate) and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            covered = set(by_rate)
+            if gate_only:
+                covered |= {record.nodeid for run in gated for record in run.evals}
             others = sorted(self.failed_nodeids - covered)
             blockers = []
             if others:
                 shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
-                blockers.append(f"{len(others)} failure(s) outside runs with a score gate ({shown})")
+                where = "outside runs with a score gate" if gate_only else "not forgiven by a min_pass_rate"
+                blockers.append(f"{len(others)} failure(s) {where} ({shown})")
             if self.state.load_errors or self.other_collection_errors:
                 blockers.append("collection errors")
             if session.shouldfail or session.shouldstop:
                 blockers.append("the session stopped early (-x/--maxfail)")
+            what = "vibe_gate_only" if gate_only else "min_pass_rate"
             if blockers:
-                self.exit_note = "vibe_gate_only not applied: " + "; ".join(blockers)
+                self.exit_note = f"{what} not applied: " + "; ".join(blockers)
             else:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED if gate_failed else pytest.ExitCode.OK
-                self.exit_note = (
-                    f"vibe_gate_only: {len(self.failed_nodeids)} failed eval(s) do not fail the session;"
-                    f" the score gates decide the exit code ({int(session.exitstatus)})"
-                )
+                notes = []
+                if forgiven_by_rate:
+                    notes.append(
+                        f"min_pass_rate: {len(forgiven_by_rate)} failed run(s) of evals that passed often "
+                        "enough do not fail the session"
+                    )
+                if gate_only:
+                    notes.append(
+                        f"vibe_gate_only: {len(self.failed_nodeids)} failed eval(s) do not fail the session;"
+                        f" the score gates decide the exit code ({int(session.exitstatus)})"
+                    )
+                self.exit_note = "; ".join(notes)
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -443,6 +539,47 @@ def _longrepr_text(report: pytest.TestReport) -> str | None:
     crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
     text = str(report.longrepr)
     return f"{crash}\n{text}" if crash else text
+
+
+def _history_path(config: pytest.Config) -> Path | None:
+    """--vibe-history, else the ini value, else ``.vibeeval/history.jsonl`` under the rootdir; '' for none."""
+    value = config.getoption("vibe_history")
+    if value is None:
+        value = config.getini("vibe_history")
+    if value is None:
+        return config.rootpath / DEFAULT_HISTORY
+    return Path(value).absolute() if str(value).strip() else None
+
+
+def _read_baseline(config: pytest.Config, state: VibeState) -> None:
+    """Read --vibe-baseline now: a usage error before anything runs, and ``latest`` is the previous
+    run's file, not the one this session writes."""
+    spec = config.getoption("vibe_baseline") or config.getini("vibe_baseline") or None
+    if spec is None:
+        if state.options.fail_on_regression:
+            raise pytest.UsageError("--vibe-fail-on-regression needs --vibe-baseline PATH|latest")
+        return
+    path = resolve_baseline(spec, config.rootpath)
+    try:
+        state.baseline = load_baseline(path)
+    except BaselineError as exc:
+        hint = " (no earlier run wrote one: run once without --vibe-baseline)" if spec == "latest" else ""
+        raise pytest.UsageError(f"--vibe-baseline: {exc}{hint}") from None
+    state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
+
+
+def _repeats(config: pytest.Config) -> int:
+    value: object = config.getoption("vibe_repeat")
+    where = "--vibe-repeat"
+    if value is None:
+        value, where = config.getini("vibe_repeat") or "1", "vibe_repeat (ini)"
+    try:
+        repeats = int(str(value))
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {value!r} is not a whole number") from None
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise pytest.UsageError(f"{where}: {repeats} is not between 1 and {MAX_REPEATS}")
+    return repeats
 
 
 def _flag(config: pytest.Config, name: str) -> bool:
@@ -546,7 +683,14 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     for line in workspace_lines(state.runs, mode, reason):
         terminalreporter.write_line(line)
     hooks = config.pluginmanager.get_plugin(SESSION_PLUGIN)
-    if isinstance(hooks, SessionHooks) and hooks.exit_note:
-        terminalreporter.write_line(hooks.exit_note)
+    if state.baseline_path is not None:
+        terminalreporter.write_line(f"baseline: {state.baseline_path}")
+        if state.baseline_missing:
+            shown = ", ".join(state.baseline_missing[:5]) + (" …" if len(state.baseline_missing) > 5 else "")
+            terminalreporter.write_line(f"  in the baseline but not in this session: {shown}")
+    if isinstance(hooks, SessionHooks):
+        for note in (hooks.exit_note, hooks.regression_note):
+            if note:
+                terminalreporter.write_line(note, red=note is hooks.regression_note)
     for path in state.results_written:
         terminalreporter.write_line(f"results: {path}")

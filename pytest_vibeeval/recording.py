@@ -27,9 +27,13 @@ from .templates import Redactor
 FORMAT = 1
 
 
-def answer_key(config_id: str, model: str, system_prompt: str | None, prompt: str) -> str:
-    """The hash an answer is stored under."""
-    material = json.dumps([FORMAT, config_id, model, system_prompt, prompt], ensure_ascii=False)
+def answer_key(config_id: str, model: str, system_prompt: str | None, prompt: str, repeat: int = 0) -> str:
+    """The hash an answer is stored under. Each repeat (--vibe-repeat) has its own answer: a repeat
+    served the answer of another would not be an independent sample."""
+    parts: list[object] = [FORMAT, config_id, model, system_prompt, prompt]
+    if repeat:
+        parts.append(repeat)
+    material = json.dumps(parts, ensure_ascii=False)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
@@ -45,11 +49,12 @@ class Store:
         return self.folder / safe / f"{key[:40]}.json"
 
     def save(self, config_id: str, model: str, request: PromptRequest, response: ProviderResponse) -> None:
-        key = answer_key(config_id, model, request.system_prompt, request.prompt)
+        key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat)
         entry = {
             "format": FORMAT,
             "configuration": config_id,
             "model": model,
+            "repeat": request.repeat,
             "system_prompt": self.redact(request.system_prompt),
             "prompt": self.redact(request.prompt),
             "response": self.redact(response.text),
@@ -68,7 +73,8 @@ class Store:
         os.replace(temp, path)
 
     def load(self, config_id: str, model: str, request: PromptRequest) -> ProviderResponse | None:
-        path = self.path_for(config_id, answer_key(config_id, model, request.system_prompt, request.prompt))
+        key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat)
+        path = self.path_for(config_id, key)
         try:
             entry: Any = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -121,11 +127,18 @@ class ReplayProvider:
         model = self.model or request.model
         response = self.store.load(self.config_id, model, request)
         if response is None:
-            key = answer_key(self.config_id, model, request.system_prompt, request.prompt)
+            key = answer_key(self.config_id, model, request.system_prompt, request.prompt, request.repeat)
+            which = f"repeat {request.repeat} of " if request.repeat else ""
+            how = (
+                " with the same --vibe-repeat (each repeat is answered on its own, never from another's "
+                "answer)"
+                if request.repeat
+                else ""
+            )
             raise ProviderError(
-                f"no recorded answer for configuration {self.config_id!r}, model {model!r} and this "
+                f"no recorded answer for {which}configuration {self.config_id!r}, model {model!r} and this "
                 f"prompt in {self.store.folder} (expected {self.store.path_for(self.config_id, key).name}); "
-                f"record it with --vibe-record {self.store.folder}"
+                f"record it with --vibe-record {self.store.folder}{how}"
             )
         return response
 

@@ -43,6 +43,63 @@ class ToolCallRecord(Record):
         default=None, description="what the agent reported about a failed call, shortened to 500 characters"
     )
     duration: float | None = Field(default=None, description="seconds, where the agent reports it")
+    retry: bool = Field(default=False, description="the log marks this call as a retry of an earlier one")
+
+
+class ToolStats(Record):
+    """One tool's calls in a transcript."""
+
+    calls: int
+    succeeded: int
+    failed: int = Field(description="calls reported as failed; the rest reported no outcome")
+
+
+class TranscriptRecord(Record):
+    """An agent's tool calls, summarised (from its own output or a JSONL log it wrote)."""
+
+    source: str = Field(description="where the calls were read: `output:<parser>` or the log's path")
+    calls: int
+    succeeded: int
+    tools: dict[str, ToolStats] = Field(default_factory=dict, description="per tool, by name")
+    errors: dict[str, int] = Field(
+        default_factory=dict, description="counts by type: tool_fail (failed calls), retry"
+    )
+    retries: int = Field(
+        default=0, description="calls marked as retries, or repeating the same tool right after it failed"
+    )
+    duration: float | None = Field(
+        default=None, description="seconds from the first to the last call's timestamp; None: no timestamps"
+    )
+    problems: list[str] = Field(
+        default_factory=list, description="log lines that could not be read (file:line: what is wrong)"
+    )
+
+
+RubricSignal = Literal["tool_success_rate", "output_quality", "efficiency", "error_rate", "structure_score"]
+
+
+class RubricRecord(Record):
+    """The automatic rubric of one eval: five signals (0–1), the weighted score (0–100) and its grade."""
+
+    signals: dict[str, float | None] = Field(
+        description="tool_success_rate, output_quality, efficiency, error_rate, structure_score; "
+        "None where it could not be computed"
+    )
+    missing: dict[str, str] = Field(
+        default_factory=dict, description="each signal that could not be computed, with the reason"
+    )
+    score: float | None = Field(
+        description="0.35·tool_success_rate + 0.25·output_quality + 0.20·efficiency + "
+        "0.15·(1 - error_rate) + 0.05·structure_score, × 100, 2 decimals; None when a signal is missing"
+    )
+    grade: str | None = Field(description="A+, A, B, C, D or F; None without a score")
+    complexity: Literal["simple", "medium", "complex"]
+    efficiency_basis: Literal["time", "tools"]
+    task: Literal["coding", "general"]
+    errors: dict[str, int] = Field(
+        default_factory=dict,
+        description="errors counted for error_rate, by type: tool_fail, retry, output_error",
+    )
 
 
 class CheckRecord(Record):
@@ -103,7 +160,11 @@ class EvalRecord(Record):
     vybes_time_limit_minutes: float | None = Field(
         default=None, description="the evaluation's vybes.timeLimitMinutes; None: no time penalty"
     )
-    repeat: int = 0
+    transcript: TranscriptRecord | None = Field(
+        default=None, description="the agent's tool calls summarised; None: no transcript for this eval"
+    )
+    rubric: RubricRecord | None = None
+    repeat: int = Field(default=0, description="1…N with --vibe-repeat N; 0 when not repeated")
     xfail: bool = Field(default=False, description="expected to fail (reported as xfailed)")
 
 
@@ -114,6 +175,47 @@ class GateRecord(Record):
     max: float | None = Field(description="the highest passing score (inclusive); None: no upper bound")
     passed: bool
     message: str = Field(description="e.g. 'score 42.10 is below min 50 (by 7.90)'")
+
+
+class EvalStats(Record):
+    """One eval over its repeats (--vibe-repeat N; one run without)."""
+
+    name: str
+    runs: int = Field(description="repeats that ran (skipped ones are not counted)")
+    passed: int
+    pass_rate: float | None = Field(description="passed / runs; None when none ran")
+    pass_at_k: dict[str, float] = Field(
+        default_factory=dict,
+        description="k → unbiased pass@k (at least one of k samples passes), k = 1 … runs",
+    )
+    pass_hat_k: dict[str, float] = Field(
+        default_factory=dict, description="k → unbiased pass^k (all k samples pass), k = 1 … runs"
+    )
+    min_pass_rate: float | None = Field(default=None, description="the eval's min_pass_rate, if set")
+    status: Literal["passed", "failed", "skipped"] = Field(
+        description="passed: every run passed, or the pass rate met min_pass_rate"
+    )
+    passed_by_rate: bool = Field(
+        default=False, description="counted as passed because its pass rate met min_pass_rate"
+    )
+
+
+Decision = Literal[
+    "significant_improvement", "marginal_improvement", "exploration", "regression", "incomparable", "new"
+]
+
+
+class BaselineRecord(Record):
+    """This run against the same suite × configuration in a baseline results file."""
+
+    baseline: str = Field(description="the baseline results file")
+    score: float | None = Field(description="the baseline's score")
+    delta: float | None = Field(description="this score - the baseline's; None if either is null")
+    label: Decision
+    accepted: bool | None = Field(description="whether the change would be kept; None: incomparable/new")
+    reason: str
+    pass_to_fail: list[str] = Field(default_factory=list, description="evals that passed there, fail here")
+    fail_to_pass: list[str] = Field(default_factory=list, description="evals that failed there, pass here")
 
 
 class RunRecord(Record):
@@ -137,6 +239,19 @@ class RunRecord(Record):
     metrics: dict[str, Any]
     variables: dict[str, float | None]
     notes: list[str] = Field(default_factory=list, description="what the summary warns about")
+    grade: str | None = Field(
+        default=None, description="the rubric grade (A+ … F) of the score, for the `rubric` preset"
+    )
+    repeats: int = Field(default=1, description="how many times each eval ran (--vibe-repeat)")
+    repeat_scores: list[float | None] = Field(
+        default_factory=list, description="with repeats: the formula's score over each repeat alone"
+    )
+    score_mean: float | None = Field(default=None, description="with repeats: mean of repeat_scores")
+    score_ci95: list[float] | None = Field(
+        default=None, description="with repeats: 95 % interval of the mean (Student's t), [low, high]"
+    )
+    eval_stats: list[EvalStats] = Field(default_factory=list, description="per eval, over its repeats")
+    baseline: BaselineRecord | None = Field(default=None, description="with --vibe-baseline")
     evals: list[EvalRecord]
 
 

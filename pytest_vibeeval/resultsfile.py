@@ -11,6 +11,7 @@ from pathlib import Path
 from .results import ResultsFile, RunRecord
 
 DEFAULT_DIR = Path(".vibeeval") / "results"
+DEFAULT_HISTORY = Path(".vibeeval") / "history.jsonl"
 
 
 def _umask() -> int:

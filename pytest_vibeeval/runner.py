@@ -76,6 +76,7 @@ def run_prompt_eval(
     nodeid: str,
     configuration: Configuration | None = None,
     judge_provider: tuple[str, Provider] | None = None,
+    repeat: int = 0,
 ) -> tuple[EvalRecord, Verdict]:
     """Ask the provider, run the checks. Never raises for a problem of the eval itself.
 
@@ -89,6 +90,7 @@ def run_prompt_eval(
         nodeid=nodeid,
         outcome="skipped",
         xfail=case.xfail is not None,
+        repeat=repeat,
     )
     reason = provider.unavailable_reason()
     if reason:
@@ -103,7 +105,9 @@ def run_prompt_eval(
             mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
     except MissingValue as exc:
         return base.model_copy(update={"message": str(exc)}), Verdict("skipped", str(exc))
-    request = PromptRequest(prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp)
+    request = PromptRequest(
+        prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp, repeat
+    )
     started = time.perf_counter()
     try:
         response = provider.answer(request)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +26,7 @@ from .models import (
     CommandDefinition,
     Configuration,
     NonEmptyStr,
+    RubricSpec,
     ScoreSpec,
     StepName,
     StrictModel,
@@ -101,6 +102,8 @@ class ResolvedEval:
     requires: tuple[str, ...] = ()
     templated: bool = False  # a YAML suite's prompt: {{var()}} and {{secret()}} are filled in
     prompt_file: Path | None = None  # where the prompt was read from (None: inline in a YAML suite)
+    rubric: RubricSpec = field(default_factory=RubricSpec)
+    min_pass_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +307,8 @@ def _resolve_coding(
         tuple(spec.grade_steps),
         spec.vybes,
         tuple(spec.requires),
+        rubric=spec.rubric,
+        min_pass_rate=spec.min_pass_rate,
     )
 
 

@@ -13,7 +13,7 @@ from .budget import Budget
 from .checks import CheckRegistry
 from .configurations import ConfigFileCache
 from .providers import Provider
-from .results import RunRecord
+from .results import ResultsFile, RunRecord
 from .sandbox import Sandbox, SandboxMode
 from .templates import Renderer
 from .workspace import DEFAULT_SUBTASK_GLOBS
@@ -33,6 +33,9 @@ class Options:
     max_cost: float | None = None
     record: Path | None = None  # --vibe-record: store every provider answer here
     replay: Path | None = None  # --vibe-replay: answer from this store only
+    repeats: int = 1  # --vibe-repeat: items per eval × configuration
+    fail_on_regression: bool = False
+    history: Path | None = None  # the JSONL history file (None: none)
 
 
 class WorkdirAllocator:
@@ -79,3 +82,6 @@ class VibeState:
     lock_dir: Path | None = None  # concurrency slots shared by the controller and its workers
     owns_lock_dir: bool = False  # made by this process (removed at its end), not received from xdist
     budget: Budget = field(default_factory=lambda: Budget(None, None))  # --vibe-max-cost
+    baseline: ResultsFile | None = None  # --vibe-baseline, read at configure (before latest.json is replaced)
+    baseline_path: str | None = None
+    baseline_missing: list[str] = field(default_factory=list)  # its runs this session did not have

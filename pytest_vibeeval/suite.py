@@ -6,7 +6,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,15 @@ from pydantic import ValidationError
 from .checks import AnyOf, Check, CheckNode, CheckRegistry
 from .errors import InputError, Loc, Problem, did_you_mean
 from .formula import Formula, FormulaError, parse_formula
-from .models import CommandDefinition, Configuration, EvalSpec, McpServer, SuiteFile, protected_name_problem
+from .models import (
+    CommandDefinition,
+    Configuration,
+    EvalSpec,
+    McpServer,
+    RubricSpec,
+    SuiteFile,
+    protected_name_problem,
+)
 from .templates import ANY_TEMPLATE, template_problems
 from .variables import eval_variable_names, run_variable_names
 from .yamlsource import Document, load_document
@@ -42,6 +50,8 @@ class EvalCase:
     tags: tuple[str, ...] = ()
     xfail: str | None = None
     coding: EvalSpec | None = None  # a coding-agent eval: workspace, grading, steps (unresolved)
+    rubric: RubricSpec = field(default_factory=RubricSpec)
+    min_pass_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +250,8 @@ def _build_evals(
             tags=tuple(spec.tags),
             xfail=spec.xfail,
             coding=spec if spec.is_coding else None,
+            rubric=spec.rubric,
+            min_pass_rate=spec.min_pass_rate,
         )
 
 

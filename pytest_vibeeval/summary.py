@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from .formula import show_formula
 from .results import EvalRecord, RunRecord
+from .rubric import grade
 
 BUDGET_SKIP = "not started: --vibe-max-cost"
 
@@ -25,6 +26,15 @@ def _score(run: RunRecord) -> str:
     return "null" if run.score is None else f"{run.score:.2f}"
 
 
+def _graded(run: RunRecord) -> str:
+    """The score with its rubric grade beside it, where it has one."""
+    return _score(run) + (f" ({run.grade})" if run.grade else "")
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.2f}"
+
+
 def formula_shown(run: RunRecord) -> str:
     return show_formula(run.score_formula, run.score_canonical, run.score_preset)
 
@@ -39,7 +49,8 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
     m = run.metrics
     config = run.configuration + (f" ({run.configuration_name})" if run.configuration_name else "")
     lines = [f"{run.suite} × {config}  [{run.source}]"]
-    lines.append(f"Score: {_score(run)} (formula: {formula_shown(run)})")
+    lines.append(f"Score: {_graded(run)} (formula: {formula_shown(run)})")
+    lines.extend(_repeat_lines(run))
     if breakdown and run.score_breakdown is not None:
         lines.append(f"  {run.score_breakdown} = {_score(run)}")
     if run.score_error:
@@ -62,6 +73,11 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
     subtasks = _subtasks_line(run)
     if subtasks:
         lines.append(subtasks)
+    rubric = _rubric_line(run)
+    if rubric:
+        lines.append(rubric)
+    if run.baseline is not None:
+        lines.append(baseline_line(run))
     lines.extend(f"note: {note}" for note in run.notes)
     failed = [r for r in run.evals if r.outcome in ("failed", "error")]
     for record in failed[:10]:
@@ -69,10 +85,72 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
         why = first[0] if record.outcome == "error" and first else _first_failed_check(record)
         if record.subtasks_total is not None:
             why += f" (subtasks {record.subtasks_passed}/{record.subtasks_total})"
-        lines.append(f"  {record.outcome.upper():6} {record.name}: {why}")
+        which = f"{record.name} (r{record.repeat})" if record.repeat else record.name
+        lines.append(f"  {record.outcome.upper():6} {which}: {why}")
     if len(failed) > 10:
         lines.append(f"  … and {len(failed) - 10} more")
     return lines
+
+
+def _repeat_lines(run: RunRecord) -> list[str]:
+    """With --vibe-repeat: the repeats' scores and their mean, pass@k and pass^k, and the evals a
+    min_pass_rate let pass."""
+    lines = []
+    if run.repeats > 1:
+        shown = ", ".join("null" if s is None else f"{s:.2f}" for s in run.repeat_scores)
+        mean = "n/a" if run.score_mean is None else f"{run.score_mean:.2f}"
+        interval = f" (95% CI {run.score_ci95[0]:.2f} to {run.score_ci95[1]:.2f})" if run.score_ci95 else ""
+        lines.append(
+            f"Repeats: {run.repeats} (score: trimmed, recency-weighted; mean {mean}{interval}); "
+            f"per repeat: {shown}"
+        )
+        k = str(run.repeats)
+        ran = [st for st in run.eval_stats if st.runs]
+        at_k = [st.pass_at_k[k] for st in ran if k in st.pass_at_k]
+        hat_k = [st.pass_hat_k[k] for st in ran if k in st.pass_hat_k]
+        rates = [st.pass_rate for st in ran if st.pass_rate is not None]
+        if rates:
+            line = f"Pass rate: {sum(rates) / len(rates):.2f} mean over {len(rates)} evals"
+            if at_k and len(at_k) == len(ran):
+                line += f" · pass@{k} {sum(at_k) / len(at_k):.2f} · pass^{k} {sum(hat_k) / len(hat_k):.2f}"
+            lines.append(line)
+    for st in run.eval_stats:
+        if st.passed_by_rate and st.pass_rate is not None:
+            lines.append(
+                f"  FLAKY  {st.name}: passed {st.passed}/{st.runs} ({100 * st.pass_rate:.0f}%), "
+                f"min_pass_rate {st.min_pass_rate:g}: counted as passed"
+            )
+    return lines
+
+
+def _rubric_line(run: RunRecord) -> str | None:
+    """The automatic rubric over the run, when its score is not already the rubric."""
+    value = run.variables.get("rubric_score")
+    if run.score_preset == "rubric":
+        return None
+    if value is None:
+        graded = [r for r in run.evals if r.rubric is not None and r.rubric.score is not None]
+        if not graded:
+            return None
+        return f"Rubric: n/a ({len(graded)} of {len(run.evals)} evals graded; see `rubric.missing`)"
+    return f"Rubric: {value:.2f} ({grade(value)}) mean over the evals"
+
+
+def baseline_line(run: RunRecord) -> str:
+    """``Baseline: 82.10 → 78.00 (Δ -4.10) regression; pass→fail: a, b``."""
+    base = run.baseline
+    assert base is not None
+    before = "null" if base.score is None else f"{base.score:.2f}"
+    delta = "" if base.delta is None else f" (Δ {_signed(base.delta)})"
+    line = f"Baseline: {before} → {_score(run)}{delta} {base.label}"
+    if base.accepted is not None and base.label == "exploration":
+        line += " (kept)" if base.accepted else " (not kept)"
+    if base.label in ("incomparable", "new"):
+        line += f": {base.reason}"
+    for label, names in (("pass→fail", base.pass_to_fail), ("fail→pass", base.fail_to_pass)):
+        if names:
+            line += f"; {label}: {', '.join(names[:10])}" + (" …" if len(names) > 10 else "")
+    return line
 
 
 def _subtasks_line(run: RunRecord) -> str | None:
@@ -113,7 +191,7 @@ def comparison_table(runs: Sequence[RunRecord]) -> list[str]:
     rows = [
         (
             run.configuration,
-            _score(run),
+            _graded(run),
             "n/a" if run.metrics["success_pct"] is None else f"{run.metrics['success_pct']:.1f}%",
             f"{run.metrics['passed']:.0f}/{run.metrics['total']:.0f}",
             _money(run.metrics["total_cost"]),

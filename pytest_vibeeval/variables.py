@@ -276,8 +276,75 @@ EVAL_VARIABLES.append(
 )
 
 
+def _rubric_value(record: EvalRecord, signal: str | None) -> Reasoned:
+    """One rubric signal of ``record`` (``signal`` None: its rubric score, 0–100)."""
+    if record.outcome == "skipped":
+        return None, f"eval {record.name!r} was skipped"
+    rubric = record.rubric
+    if rubric is None:
+        return None, f"eval {record.name!r} has no rubric"
+    if signal is None:
+        if rubric.score is None:
+            return None, f"eval {record.name!r}: rubric signals missing ({', '.join(rubric.missing)})"
+        return rubric.score, None
+    value = rubric.signals.get(signal)
+    if value is None:
+        return None, f"eval {record.name!r}: {rubric.missing.get(signal, f'no {signal}')}"
+    return value, None
+
+
+def _rubric_signal(signal: str | None) -> Callable[[EvalRecord], Reasoned]:
+    return lambda record: _rubric_value(record, signal)
+
+
+def _rubric_mean(signal: str | None) -> Callable[[Sequence[EvalRecord]], Reasoned]:
+    def compute(records: Sequence[EvalRecord]) -> Reasoned:
+        counted = ran(records)
+        if not counted:
+            return None, "no eval ran"
+        values: list[float] = []
+        for record in counted:
+            value, reason = _rubric_value(record, signal)
+            if value is None:
+                return None, reason
+            values.append(value)
+        return sum(values) / len(values), None
+
+    return compute
+
+
+RUBRIC_SIGNALS: dict[str, str] = {
+    "tool_success_rate": "share of the agent's tool calls that succeeded (needs a transcript)",
+    "output_quality": "(completeness + accuracy) / 2 of the response, by the rubric's heuristics",
+    "efficiency": "1 - time (or tool calls) / max_expected for the eval's complexity, 0–1",
+    "error_rate": "min(1, errors / 10): failed tool calls, retries, error patterns (needs a transcript)",
+    "structure_score": "headers 0.4 + lists 0.3 + code blocks 0.3 in the response",
+}
+for _signal, _meaning in RUBRIC_SIGNALS.items():
+    RUN_VARIABLES.append(
+        RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", _rubric_mean(_signal))
+    )
+    EVAL_VARIABLES.append(EvalVariable(f"_{_signal}", "fraction 0–1", _meaning, _rubric_signal(_signal)))
+RUN_VARIABLES.append(
+    RunVariable(
+        "rubric_score",
+        "points 0–100",
+        "mean of the evals' automatic rubric scores (`<name>_rubric`)",
+        _rubric_mean(None),
+    )
+)
+EVAL_VARIABLES.append(
+    EvalVariable(
+        "_rubric",
+        "points 0–100",
+        "that eval's automatic rubric score (the weighted signals × 100)",
+        _rubric_signal(None),
+    )
+)
+
+
 def register_run_variable(variable: RunVariable) -> None:
-    """Add a run-wide variable (used by the workspace and rubric features)."""
+    """Add a run-wide variable."""
     if any(v.name == variable.name for v in RUN_VARIABLES):
         raise ValueError(f"variable {variable.name!r} already exists")
     RUN_VARIABLES.append(variable)
@@ -292,7 +359,10 @@ def eval_variable_names(eval_name: str) -> list[str]:
 
 
 def compute_variables(records: Sequence[EvalRecord]) -> tuple[dict[str, Value], dict[str, str]]:
-    """Every variable's value for one run, and the reason for each that has none."""
+    """Every variable's value for one run, and the reason for each that has none.
+
+    An eval that ran several times (--vibe-repeat) gives each of its variables the mean over its
+    runs: ``<name>`` is then its pass rate."""
     values: dict[str, Value] = {}
     reasons: dict[str, str] = {}
     for variable in RUN_VARIABLES:
@@ -300,14 +370,29 @@ def compute_variables(records: Sequence[EvalRecord]) -> tuple[dict[str, Value], 
         if reason:
             reasons[variable.name] = reason
     run_wide = set(values)
+    by_eval: dict[str, list[EvalRecord]] = {}
     for record in records:
-        if not record.named:
-            continue
+        if record.named:
+            by_eval.setdefault(record.name, []).append(record)
+    for eval_name, runs in by_eval.items():
         for eval_variable in EVAL_VARIABLES:
-            name = record.name + eval_variable.suffix
+            name = eval_name + eval_variable.suffix
             if name in run_wide:
                 continue  # an eval named like a run-wide variable must not replace it
-            values[name], reason = eval_variable.compute(record)
+            values[name], reason = _mean_over_runs(runs, eval_variable)
             if reason:
                 reasons[name] = reason
     return values, reasons
+
+
+def _mean_over_runs(runs: Sequence[EvalRecord], variable: EvalVariable) -> Reasoned:
+    """The variable over an eval's runs: its value, or the mean when it ran several times (skipped
+    runs are left out; a run without a value leaves none)."""
+    counted = [r for r in runs if r.outcome != "skipped"] or list(runs[:1])
+    found: list[float] = []
+    for record in counted:
+        value, reason = variable.compute(record)
+        if value is None:
+            return None, reason
+        found.append(value)
+    return sum(found) / len(found), None

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from .aggregate import RESULT_PROPERTY, RunInfo
+from .assess import assess
 from .configurations import CLI_CONFIG_NAME, select
 from .copying import copy_template, remove_tree
 from .errors import InputError
-from .items import get_state, mark_item, rootdir_relative, shared_fixtureinfo, start_or_skip
+from .items import get_state, mark_item, repeated, rootdir_relative, shared_fixtureinfo, start_or_skip
 from .models import Configuration, ScoreSpec
 from .providers import PromptRequest
 from .providers.cli import CliProvider
@@ -82,18 +83,20 @@ class WorkspaceConfigFile(pytest.File):
                     score_preset=formula.preset,
                     score_min=score.min,
                     score_max=score.max,
+                    min_pass_rate=evaluation.min_pass_rate,
                 )
-                yield WorkspaceItem.from_parent(
-                    self,
-                    name=f"{eval_id}[{config_id}]",
-                    callobj=run_workspace_item,
-                    fixtureinfo=fixtureinfo,
-                    runner=runner,
-                    evaluation=evaluation,
-                    config_id=config_id,
-                    configuration=configuration,
-                    info=info,
-                )
+                for name, repeat_info in repeated(info, state.options.repeats):
+                    yield WorkspaceItem.from_parent(
+                        self,
+                        name=name,
+                        callobj=run_workspace_item,
+                        fixtureinfo=fixtureinfo,
+                        runner=runner,
+                        evaluation=evaluation,
+                        config_id=config_id,
+                        configuration=configuration,
+                        info=repeat_info,
+                    )
 
 
 def check_cli_configurations(source: Path, configurations: Mapping[str, Configuration | None]) -> None:
@@ -144,7 +147,7 @@ class WorkspaceItem(pytest.Function):
         self.setup_seconds = time.perf_counter() - started
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, self.line - 1 if self.line else None, f"{self.evaluation.id}[{self.config_id}]"
+        return self.path, self.line - 1 if self.line else None, self.name
 
 
 def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
@@ -185,7 +188,7 @@ def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
     return AgentCommand(
         item.config_id,
         argv,
-        provider.environment(),
+        provider.request_environment(workspace_hint),
         item.configuration.timeout_s,
         stdin,
         visible=tuple(dict.fromkeys((*visible, *named))),
@@ -277,8 +280,11 @@ def run_workspace_item(
         "phase_durations": durations,
         "workspace": str(vibe_workdir) if state.options.keep_workspaces else None,
         "xfail": item.expected_failure is not None,
+        "repeat": item.info.repeat,
     }
-    record = record.model_copy(update=update)
+    record = assess(
+        record.model_copy(update=update), item.configuration, vibe_workspace, evaluation.rubric, coding=True
+    )
     state.budget.add(record.cost)
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
     if verdict.outcome != "passed":

@@ -78,20 +78,29 @@ def run_of(results: dict[str, Any], configuration: str, suite: str | None = None
 _VARIABLE = "<varies>"
 
 
+def _timed(variable: str) -> bool:
+    return any(part in variable for part in ("latency", "efficiency", "rubric"))
+
+
 def comparable(results: dict[str, Any]) -> dict[str, Any]:
     """The results without what legitimately differs between two runs of the same suite: times,
-    latencies, temporary paths and ordering."""
+    latencies (and the time-based rubric values: efficiency and the scores it enters), temporary
+    paths and ordering."""
     data = copy.deepcopy(results)
     data.pop("started_at")
     data.pop("finished_at")
     for run_record in data["runs"]:
         for mapping in (run_record["metrics"], run_record["variables"]):
             for key, value in mapping.items():
-                if "latency" in key and value is not None:
+                if _timed(key) and value is not None:
                     mapping[key] = _VARIABLE
         for record in run_record["evals"]:
             if record["latency"] is not None:
                 record["latency"] = _VARIABLE
+            rubric = record.get("rubric")
+            if rubric is not None:
+                rubric.update(score=_VARIABLE, grade=_VARIABLE)
+                rubric["signals"]["efficiency"] = _VARIABLE
             for step in record["steps"]:
                 step.update(cwd=_VARIABLE, log=_VARIABLE, duration=_VARIABLE)
         run_record["evals"].sort(key=lambda r: r["nodeid"])

@@ -444,8 +444,26 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         "success": False,
         "error": "<tool_use_error>File does not exist.</tool_use_error>",
         "duration": None,
+        "retry": False,
     }
     assert tools("claude") == [("Bash", True), ("Read", False), ("Edit", True)]
+    # the transcript summarises them: per tool, errors by type; the rubric's tool signals use it
+    assert claude["transcript"] == {
+        "source": "output:claude-code",
+        "calls": 3,
+        "succeeded": 2,
+        "tools": {
+            "Bash": {"calls": 1, "succeeded": 1, "failed": 0},
+            "Read": {"calls": 1, "succeeded": 0, "failed": 1},
+            "Edit": {"calls": 1, "succeeded": 1, "failed": 0},
+        },
+        "errors": {"tool_fail": 1, "retry": 0},
+        "retries": 0,
+        "duration": None,
+        "problems": [],
+    }
+    assert claude["rubric"]["signals"]["tool_success_rate"] == pytest.approx(2 / 3)
+    assert claude["rubric"]["signals"]["error_rate"] == pytest.approx(0.1)
     # the preset's arguments reach the agent; the prompt arrives on stdin
     assert seen("claude") == {"argv": list(PRESETS["claude-code"].args), "stdin": PROMPT}
 

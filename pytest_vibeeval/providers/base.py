@@ -23,6 +23,7 @@ class PromptRequest:
     configuration_id: str
     workdir: Path  # a private directory for this item's files
     mcp_server: dict[str, Any] | None = None
+    repeat: int = 0  # 1…N with --vibe-repeat N: recorded answers are kept per repeat
 
 
 @dataclass(frozen=True)

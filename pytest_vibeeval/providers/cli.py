@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..assess import TRANSCRIPT_ENV, transcript_path
 from ..models import Configuration
 from ..process import CommandNotFound, read_tail, resolve_executable, run_command
 from ..results import StepRecord
@@ -32,9 +33,15 @@ class CliProvider:
     def _expand(self, text: str) -> str:
         return self.renderer.render(text).replace(CONFIG_DIR, self.config_dir)
 
-    def environment(self) -> dict[str, str]:
-        """The agent's complete environment: the process's, with the configuration's ``env``."""
-        return self._env()
+    def request_environment(self, cwd: Path) -> dict[str, str]:
+        """The environment of one run in ``cwd``: with the configuration's ``transcript``, the
+        variable naming where the agent's JSONL tool log goes (its folder is made here)."""
+        env = self._env()
+        log = transcript_path(self.config, cwd)
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            env[TRANSCRIPT_ENV] = str(log)
+        return env
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -93,7 +100,7 @@ class CliProvider:
                 cwd=request.workdir,
                 output_dir=request.workdir,
                 name="agent",
-                env=self._env(),
+                env=self.request_environment(request.workdir),
                 timeout=self.config.timeout_s,
                 stdin_text=stdin,
             )

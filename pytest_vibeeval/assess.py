@@ -1,0 +1,78 @@
+"""Give a finished eval record its transcript (the agent's tool calls, summarised) and its
+automatic rubric. Runs in the item, on whichever process ran it; the run-wide means are computed
+on the controller from these records alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .models import Configuration, RubricSpec
+from .results import EvalRecord
+from .rubric import evaluate_rubric
+from .transcripts import ToolLogError, read_tool_log, summarise
+from .variables import agent_seconds
+
+TRANSCRIPT_ENV = "VIBEEVAL_TRANSCRIPT"  # the agent's variable naming where its JSONL log goes
+
+
+def transcript_path(configuration: Configuration | None, cwd: Path) -> Path | None:
+    """Where the configuration's JSONL tool log is written for an agent working in ``cwd``."""
+    if configuration is None or configuration.transcript is None:
+        return None
+    return cwd / configuration.transcript
+
+
+def transcript_of(
+    record: EvalRecord, configuration: Configuration | None, cwd: Path
+) -> tuple[EvalRecord, str | None]:
+    """The record with its transcript: from the configuration's JSONL log when it names one (its
+    calls become the record's ``tool_calls``), else from the calls its output parser read. Returns
+    why there is none when a log was expected but cannot be read."""
+    log = transcript_path(configuration, cwd)
+    if configuration is not None and log is not None:
+        if not log.exists():
+            return record, (
+                f"no transcript: the agent wrote no tool log at {configuration.transcript} "
+                f"(the path in its {TRANSCRIPT_ENV} variable)"
+            )
+        try:
+            calls, duration, problems = read_tool_log(log)
+        except ToolLogError as exc:
+            return record, str(exc)
+        transcript = summarise(calls, configuration.transcript or log.name, duration, problems)
+        return record.model_copy(update={"transcript": transcript, "tool_calls": calls}), None
+    parser = configuration.output.parser if configuration is not None else None
+    if parser is None:
+        return record, None
+    transcript = summarise(record.tool_calls, f"output:{parser}")
+    return record.model_copy(update={"transcript": transcript}), None
+
+
+def assess(
+    record: EvalRecord,
+    configuration: Configuration | None,
+    cwd: Path,
+    spec: RubricSpec,
+    coding: bool,
+) -> EvalRecord:
+    """``record`` with its transcript and rubric; a skipped record is returned as it is."""
+    if record.outcome == "skipped":
+        return record
+    record, log_problem = transcript_of(record, configuration, cwd)
+    seconds = agent_seconds(record) if coding else record.latency
+    rubric = evaluate_rubric(
+        output=record.response,
+        passed=record.outcome == "passed",
+        transcript=record.transcript,
+        seconds=seconds,
+        complexity=spec.complexity,
+        basis=spec.efficiency,
+        task=spec.task or ("coding" if coding else "general"),
+    )
+    if log_problem is not None:
+        missing = {
+            name: log_problem if reason.startswith("no transcript") else reason
+            for name, reason in rubric.missing.items()
+        }
+        rubric = rubric.model_copy(update={"missing": missing})
+    return record.model_copy(update={"rubric": rubric})

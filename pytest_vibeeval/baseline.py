@@ -1,0 +1,354 @@
+"""Compare a session's results with a baseline results file, and keep a JSONL history of sessions.
+
+The decision follows the Scoring Rubric's ``should_apply_mutation`` with its coin flip replaced by a
+rule: a slight regression (exploration) is accepted only when no eval went from pass to fail.
+No pytest here: the plugin and ``python -m pytest_vibeeval compare`` both use it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from .results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
+from .resultsfile import DEFAULT_DIR
+
+SIGNIFICANT = 5.0  # delta above this: significant_improvement
+EXPLORATION_FLOOR = -3.0  # delta above this (and at most 0): exploration; at or below: regression
+DELTA_DIGITS = 9  # deltas are rounded to this many decimals, so 85.1 - 80.1 is exactly 5
+SHOWN_ERRORS = 3  # validation errors quoted in a BaselineError
+
+
+class BaselineError(Exception):
+    """A results file that cannot be used; the message names the file and says what is wrong."""
+
+
+# --- loading -----------------------------------------------------------------------------------------
+
+
+def resolve_baseline(spec: str, rootdir: Path) -> Path:
+    """``latest`` → ``<rootdir>/.vibeeval/results/latest.json``; anything else is a path (relative to cwd)."""
+    if spec == "latest":
+        return rootdir / DEFAULT_DIR / "latest.json"
+    return Path(spec).expanduser()
+
+
+def _location(loc: Sequence[int | str]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _validation_message(error: ValidationError) -> str:
+    errors = error.errors()
+    shown = [f"{_location(e['loc'])}: {e['msg']}" for e in errors[:SHOWN_ERRORS]]
+    more = len(errors) - SHOWN_ERRORS
+    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+
+
+def load_baseline(path: Path) -> ResultsFile:
+    """Read a results file; BaselineError when it is missing, not JSON, not a results file or too new."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise BaselineError(f"{path}: not JSON (not UTF-8 text: {exc.reason})") from None
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise BaselineError(f"{path}: not a pytest-vibeeval results file (expected a JSON object)")
+    version = data.get("schema_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise BaselineError(
+            f"{path}: schema_version {version} is newer than this pytest-vibeeval reads "
+            f"({SCHEMA_VERSION}); upgrade pytest-vibeeval"
+        )
+    try:
+        return ResultsFile.model_validate(data)
+    except ValidationError as exc:
+        raise BaselineError(
+            f"{path}: not a pytest-vibeeval results file: {_validation_message(exc)}"
+        ) from None
+
+
+# --- deciding ----------------------------------------------------------------------------------------
+
+
+def decide(delta: float, pass_to_fail: bool) -> tuple[Decision, bool]:
+    """The label and whether the change is accepted, from the score delta (new - baseline).
+
+    Above +5: significant_improvement; above 0: marginal_improvement (both accepted); above -3:
+    exploration, accepted only when no eval went from pass to fail (``pass_to_fail`` False); -3 or
+    below: regression. Boundaries are exclusive as in the document: 5 is marginal, 0 is exploration,
+    -3 is a regression.
+    """
+    if delta > SIGNIFICANT:
+        return "significant_improvement", True
+    if delta > 0:
+        return "marginal_improvement", True
+    if delta > EXPLORATION_FLOOR:
+        return "exploration", not pass_to_fail
+    return "regression", False
+
+
+def eval_outcomes(run: RunRecord) -> dict[str, bool]:
+    """Eval name → passed, over its repeats; evals that did not run are absent.
+
+    An eval's ``eval_stats`` status decides when it has one (passed / failed; skipped: absent); else its
+    records: passed when every one that ran passed.
+    """
+    outcomes: dict[str, bool] = {}
+    for record in run.evals:
+        if record.outcome != "skipped":
+            outcomes[record.name] = outcomes.get(record.name, True) and record.outcome == "passed"
+    for stats in run.eval_stats:
+        if stats.status == "skipped":
+            outcomes.pop(stats.name, None)
+        else:
+            outcomes[stats.name] = stats.status == "passed"
+    return outcomes
+
+
+def _flips(run: RunRecord, base: RunRecord) -> tuple[list[str], list[str]]:
+    now, then = eval_outcomes(run), eval_outcomes(base)
+    common = now.keys() & then.keys()
+    pass_to_fail = sorted(name for name in common if then[name] and not now[name])
+    fail_to_pass = sorted(name for name in common if not then[name] and now[name])
+    return pass_to_fail, fail_to_pass
+
+
+def _no_score(run: RunRecord) -> str:
+    return run.score_error or "no score"
+
+
+def _reason(label: Decision, delta: float, pass_to_fail: Sequence[str]) -> str:
+    shown = f"delta {delta:+.2f}"
+    if label == "significant_improvement":
+        return f"{shown} is above +{SIGNIFICANT:g}"
+    if label == "marginal_improvement":
+        return f"{shown} is above 0, at most +{SIGNIFICANT:g}"
+    if label == "regression":
+        return f"{shown} is {EXPLORATION_FLOOR:g} or below"
+    window = f"{shown} is above {EXPLORATION_FLOOR:g}, at most 0"
+    if pass_to_fail:
+        return f"{window}, but {len(pass_to_fail)} eval(s) went from pass to fail: rejected"
+    return f"{window} and no eval went from pass to fail: accepted"
+
+
+def compare_run(run: RunRecord, base: RunRecord | None, baseline_path: str) -> BaselineRecord:
+    """This run against the baseline's run of the same suite × configuration (None: the baseline has none)."""
+    if base is None:
+        return BaselineRecord(
+            baseline=baseline_path,
+            score=None,
+            delta=None,
+            label="new",
+            accepted=None,
+            reason=f"the baseline has no run of {run.source} against {run.configuration}",
+        )
+    pass_to_fail, fail_to_pass = _flips(run, base)
+    delta: float | None = None
+    label: Decision = "incomparable"
+    accepted: bool | None = None
+    if run.score is None or base.score is None:
+        pairs = (("this run", run), ("the baseline", base))
+        reason = "; ".join(f"{who} has no score ({_no_score(r)})" for who, r in pairs if r.score is None)
+    elif not math.isfinite(run.score - base.score):
+        reason = f"the delta is not a number ({run.score} - {base.score})"
+    else:
+        delta = round(run.score - base.score, DELTA_DIGITS)
+        label, accepted = decide(delta, bool(pass_to_fail))
+        reason = _reason(label, delta, pass_to_fail)
+    return BaselineRecord(
+        baseline=baseline_path,
+        score=base.score,
+        delta=delta,
+        label=label,
+        accepted=accepted,
+        reason=reason,
+        pass_to_fail=pass_to_fail,
+        fail_to_pass=fail_to_pass,
+    )
+
+
+def run_key(run: RunRecord) -> tuple[str, str]:
+    """What pairs runs across files: (suite source, configuration)."""
+    return run.source, run.configuration
+
+
+def run_title(run: RunRecord) -> str:
+    """``suite [configuration]``."""
+    return f"{run.suite} [{run.configuration}]"
+
+
+@dataclass
+class Comparison:
+    """A results file against a baseline: each new run with its BaselineRecord, and the baseline's runs
+    that the new file lacks (as ``suite [configuration]``)."""
+
+    baseline: str
+    pairs: list[tuple[RunRecord, BaselineRecord]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[RunRecord]:
+        """The new runs labelled ``regression``."""
+        return [run for run, record in self.pairs if record.label == "regression"]
+
+
+def compare_results(new: ResultsFile, base: ResultsFile, baseline_path: str) -> Comparison:
+    """Pair every run of ``new`` with the baseline's run of the same (source, configuration)."""
+    by_key: dict[tuple[str, str], RunRecord] = {}
+    for run in base.runs:
+        by_key.setdefault(run_key(run), run)
+    pairs = [(run, compare_run(run, by_key.get(run_key(run)), baseline_path)) for run in new.runs]
+    present = {run_key(run) for run in new.runs}
+    missing = [run_title(run) for key, run in by_key.items() if key not in present]
+    return Comparison(baseline=baseline_path, pairs=pairs, missing=missing)
+
+
+# --- showing -----------------------------------------------------------------------------------------
+
+
+def _score(value: float | None) -> str:
+    return "none" if value is None else f"{value:.2f}"
+
+
+def run_line(run: RunRecord, record: BaselineRecord) -> str:
+    """``suite [config]: 82.10 → 78.00 (Δ -4.10) regression — pass→fail: a, b; fail→pass: c``."""
+    head = f"{run_title(run)}: "
+    if record.label == "new":
+        return head + f"{_score(run.score)} new (not in the baseline)"
+    text = f"{head}{_score(record.score)} → {_score(run.score)} "
+    if record.delta is None:
+        text += f"incomparable: {record.reason}"
+    else:
+        verdict = "accepted" if record.accepted else "not accepted"
+        text += f"(Δ {record.delta:+.2f}) {record.label}, {verdict}"
+    changes = (("pass→fail", record.pass_to_fail), ("fail→pass", record.fail_to_pass))
+    flips = [f"{title}: {', '.join(names)}" for title, names in changes if names]
+    return text + (" — " + "; ".join(flips) if flips else "")
+
+
+def comparison_lines(comparison: Comparison) -> list[str]:
+    """Human-readable lines: the baseline, one per run, the missing runs and the verdict."""
+    lines = [f"baseline: {comparison.baseline}"]
+    lines += [run_line(run, record) for run, record in comparison.pairs]
+    lines += [f"{title}: missing from these results" for title in comparison.missing]
+    regressions = comparison.regressions
+    if regressions:
+        lines.append(f"{len(regressions)} regression(s): {', '.join(run_title(run) for run in regressions)}")
+    else:
+        lines.append("no regression")
+    return lines
+
+
+# --- history -----------------------------------------------------------------------------------------
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def history_entry(results: ResultsFile, run: RunRecord, results_path: str | None) -> dict[str, Any]:
+    """One history line: a run of a session, summarised."""
+    metrics = run.metrics
+    entry = {
+        "started_at": results.started_at,
+        "finished_at": results.finished_at,
+        "results": results_path,
+        "suite": run.suite,
+        "source": run.source,
+        "configuration": run.configuration,
+        "score": run.score,
+        "grade": run.grade,
+        "score_mean": run.score_mean,
+        "score_ci95": run.score_ci95,
+        "repeats": run.repeats,
+        "success_pct": metrics.get("success_pct"),
+        "total_cost": metrics.get("total_cost"),
+        "avg_latency": metrics.get("avg_latency"),
+        "passed": metrics.get("passed"),
+        "total": metrics.get("total"),
+        "baseline_label": run.baseline.label if run.baseline else None,
+    }
+    return {key: _finite(value) for key, value in entry.items()}
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def append_history(path: Path, results: ResultsFile, results_path: str | None) -> None:
+    """Append one JSON line per run of the session to ``path`` (created with its folders).
+
+    All lines go in one ``os.write`` on an O_APPEND descriptor, so concurrent sessions do not interleave.
+    A file whose last line was torn (no final newline) gets a newline first, so our lines stay whole;
+    a short write (e.g. a full disk) is continued with further writes.
+    """
+    lines = [
+        json.dumps(history_entry(results, run, results_path), ensure_ascii=False) for run in results.runs
+    ]
+    if not lines:
+        return
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        _write_all(fd, (b"\n" if _ends_torn(fd) else b"") + data)
+    finally:
+        os.close(fd)
+
+
+class History(NamedTuple):
+    """The entries of a history file, and its lines that could not be read (``file:line: what``)."""
+
+    entries: list[dict[str, Any]]
+    problems: list[str]
+
+
+def _parse_lines(path: Path, lines: Iterable[tuple[int, str]]) -> History:
+    history = History([], [])
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            history.problems.append(f"{path}:{number}: not JSON ({exc.msg}); skipped")
+            continue
+        if isinstance(entry, dict):
+            history.entries.append(entry)
+        else:
+            history.problems.append(f"{path}:{number}: not a JSON object; skipped")
+    return history
+
+
+def read_history(path: Path) -> History:
+    """Read a history file; lines that are not JSON objects (e.g. a torn last line) are skipped and
+    listed in ``problems``. A missing file is an empty history."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return History([], [])
+    return _parse_lines(path, enumerate(text.split("\n"), start=1))

@@ -1,0 +1,168 @@
+"""Baselines through real pytest runs: --vibe-baseline PATH|latest labels every run against an
+earlier results file with its flips, --vibe-fail-on-regression fails the session on a regression,
+the history file gets one line per run, and `compare` says the same without running anything."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import XDIST_MODES, load_json, run, run_of, run_summary, write
+
+# The app's behaviour comes from state.json: each eval's cost, and which evals answer wrongly.
+APP = """
+import json, pathlib
+
+def answer(prompt):
+    state = json.loads((pathlib.Path(__file__).parent / "state.json").read_text())
+    text = "wrong" if prompt in state["fail"] else "right"
+    return {"response": text, "cost": state["cost"]}
+"""
+
+
+def make_suite(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "app.py", APP)
+    write(
+        pytester.path / "base.eval.yaml",
+        """
+        metadata: {name: base, model: m}
+        configurations:
+          app: {python: "app:answer"}
+        score: {formula: "success_pct - total_cost * 100"}
+        evals:
+          - {name: a, prompt: a, checks: [{match: right}]}
+          - {name: b, prompt: b, checks: [{match: right}]}
+          - {name: c, prompt: c, checks: [{match: right}]}
+        """,
+    )
+
+
+def set_state(pytester: pytest.Pytester, cost: float, fail: tuple[str, ...] = ()) -> None:
+    (pytester.path / "state.json").write_text(json.dumps({"cost": cost, "fail": list(fail)}))
+
+
+def session(
+    pytester: pytest.Pytester, out: str, *args: str, xdist: list[str] | None = None
+) -> pytest.RunResult:
+    return run(pytester, "--vibe-results", str(pytester.path / out), *args, xdist=xdist)
+
+
+@XDIST_MODES
+def test_labels_flips_and_fail_on_regression(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester)
+    set_state(pytester, 0.01, fail=("b",))  # score 66.67 - 3 = 63.67
+    assert session(pytester, "first.json", xdist=xdist).ret == 1
+
+    set_state(pytester, 0.01)  # all pass: 100 - 3 = 97, Δ +33.33
+    result = session(pytester, "second.json", "--vibe-baseline", "first.json", xdist=xdist)
+    assert result.ret == 0
+    compared = run_of(load_json(pytester.path / "second.json"), "app")["baseline"]
+    assert compared["label"] == "significant_improvement" and compared["accepted"] is True
+    assert compared["delta"] == pytest.approx(100 / 3)
+    assert (compared["fail_to_pass"], compared["pass_to_fail"]) == (["b"], [])
+    assert compared["baseline"] == "first.json"
+    summary = "\n".join(run_summary(result))
+    assert "Baseline: 63.67 → 97.00 (Δ +33.33) significant_improvement; fail→pass: b" in summary
+
+    set_state(pytester, 0.015)  # 100 - 4.5 = 95.5: Δ -1.5, no flips: exploration, kept
+    result = session(pytester, "third.json", "--vibe-baseline", "second.json", xdist=xdist)
+    compared = run_of(load_json(pytester.path / "third.json"), "app")["baseline"]
+    assert (compared["label"], compared["accepted"]) == ("exploration", True)
+    assert "(Δ -1.50) exploration (kept)" in "\n".join(run_summary(result))
+
+    set_state(pytester, 0.05)  # 100 - 15 = 85: Δ -12 against second.json, every eval still passes
+    result = session(pytester, "fourth.json", "--vibe-baseline", "second.json", xdist=xdist)
+    assert result.ret == 0  # a regression alone is reported, not a failure ...
+    assert run_of(load_json(pytester.path / "fourth.json"), "app")["baseline"]["label"] == "regression"
+    result = session(
+        pytester, "fifth.json", "--vibe-baseline", "second.json", "--vibe-fail-on-regression", xdist=xdist
+    )
+    assert result.ret == 1  # ... unless asked
+    assert result.parseoutcomes()["passed"] == 3
+    assert "--vibe-fail-on-regression: 1 run(s) regressed against the baseline (base × app)" in (
+        "\n".join(run_summary(result))
+    )
+
+    # the same comparison without running anything
+    compare = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_vibeeval",
+            "compare",
+            "second.json",
+            "fourth.json",
+            "--fail-on-regression",
+        ],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert compare.returncode == 1, compare.stderr
+    assert "regression" in compare.stdout
+
+    # the history: one line per run of every session that ran, in order
+    lines = (pytester.path / ".vibeeval" / "history.jsonl").read_text().splitlines()
+    history = [json.loads(line) for line in lines]
+    assert len(history) == 5
+    assert [h["baseline_label"] for h in history] == [
+        None, "significant_improvement", "exploration", "regression", "regression",
+    ]  # fmt: skip
+    assert history[0]["score"] == pytest.approx(200 / 3 - 3)
+    assert history[1]["results"] == "second.json" and history[1]["configuration"] == "app"
+
+
+def test_latest_is_the_previous_run(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    assert run(pytester).ret == 0  # writes .vibeeval/results/latest.json
+    set_state(pytester, 0.01, fail=("a", "c"))
+    out = pytester.path / "now.json"
+    result = run(pytester, "--vibe-baseline", "latest", "--vibe-results", str(out))
+    compared = run_of(load_json(out), "app")["baseline"]
+    assert compared["baseline"] == ".vibeeval/results/latest.json"
+    assert (compared["label"], compared["pass_to_fail"]) == ("regression", ["a", "c"])
+    assert "baseline: .vibeeval/results/latest.json" in result.stdout.str()
+
+
+def test_a_run_missing_from_the_baseline_is_new(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    baseline = pytester.path / "empty.json"
+    baseline.write_text(
+        json.dumps({"schema_version": 1, "started_at": "x", "finished_at": "y", "runs": []}), encoding="utf-8"
+    )
+    out = pytester.path / "now.json"
+    run(pytester, "--vibe-baseline", str(baseline), "--vibe-fail-on-regression", "--vibe-results", str(out))
+    assert run_of(load_json(out), "app")["baseline"]["label"] == "new"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vibe-baseline", "nowhere.json"], "--vibe-baseline: nowhere.json: no such file"),
+        (["--vibe-baseline", "latest"], "no earlier run wrote one: run once without --vibe-baseline"),
+        (["--vibe-baseline", "app.py"], "app.py: not JSON (line 1"),
+        (["--vibe-fail-on-regression"], "--vibe-fail-on-regression needs --vibe-baseline PATH|latest"),
+    ],
+)
+def test_bad_baselines_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_history_can_be_moved_or_turned_off(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    run(pytester, "--vibe-history", "hist/runs.jsonl")
+    assert len((pytester.path / "hist" / "runs.jsonl").read_text().splitlines()) == 1
+    run(pytester, "--vibe-history", "")
+    assert not (pytester.path / ".vibeeval" / "history.jsonl").exists()
+    assert len(Path(pytester.path / "hist" / "runs.jsonl").read_text().splitlines()) == 1

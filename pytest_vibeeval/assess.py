@@ -23,11 +23,12 @@ def transcript_path(configuration: Configuration | None, cwd: Path) -> Path | No
 
 
 def transcript_of(
-    record: EvalRecord, configuration: Configuration | None, cwd: Path
+    record: EvalRecord, configuration: Configuration | None, cwd: Path, seconds: float | None
 ) -> tuple[EvalRecord, str | None]:
     """The record with its transcript: from the configuration's JSONL log when it names one (its
-    calls become the record's ``tool_calls``), else from the calls its output parser read. Returns
-    why there is none when a log was expected but cannot be read."""
+    calls become the record's ``tool_calls``), else from the calls its output parser read (which
+    carry no timestamps: the duration is the agent's run time, ``seconds``). Returns why there is
+    none when a log was expected but cannot be read."""
     log = transcript_path(configuration, cwd)
     if configuration is not None and log is not None:
         if not log.exists():
@@ -44,7 +45,7 @@ def transcript_of(
     parser = configuration.output.parser if configuration is not None else None
     if parser is None:
         return record, None
-    transcript = summarise(record.tool_calls, f"output:{parser}")
+    transcript = summarise(record.tool_calls, f"output:{parser}", seconds)
     return record.model_copy(update={"transcript": transcript}), None
 
 
@@ -58,8 +59,8 @@ def assess(
     """``record`` with its transcript and rubric; a skipped record is returned as it is."""
     if record.outcome == "skipped":
         return record
-    record, log_problem = transcript_of(record, configuration, cwd)
     seconds = agent_seconds(record) if coding else record.latency
+    record, log_problem = transcript_of(record, configuration, cwd, seconds)
     rubric = evaluate_rubric(
         output=record.response,
         passed=record.outcome == "passed",

@@ -94,6 +94,9 @@ def configurations_for(suite: Suite, rootdir: Path, cache: ConfigFileCache) -> C
     if found is None:
         return ConfigurationSet({}, None, None, implicit=True)
     parsed = cache.load(found)
+    if suite.default_configurations:  # the suite's own choice among the file's configurations
+        _check_defaults(suite.path, suite.default_configurations, parsed.configurations, None)
+        return ConfigurationSet(parsed.configurations, suite.default_configurations, found)
     defaults = tuple(parsed.defaultConfigurations) if parsed.defaultConfigurations else None
     return ConfigurationSet(parsed.configurations, defaults, found)
 

@@ -68,7 +68,9 @@ class TranscriptRecord(Record):
         default=0, description="calls marked as retries, or repeating the same tool right after it failed"
     )
     duration: float | None = Field(
-        default=None, description="seconds from the first to the last call's timestamp; None: no timestamps"
+        default=None,
+        description="seconds: from the first to the last timestamp of a JSONL log; the agent's run time "
+        "for calls read from its output; None: unknown",
     )
     problems: list[str] = Field(
         default_factory=list, description="log lines that could not be read (file:line: what is wrong)"

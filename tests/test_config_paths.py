@@ -141,3 +141,46 @@ def test_template_objects_do_not_show_the_environment_or_secrets() -> None:
     assert renderer.render("{{secret('tok')}}") == "hunter2-secret"
     shown = repr(renderer) + repr(values) + repr(Redactor(renderer.used_secrets))
     assert "hunter2-secret" not in shown
+
+
+def test_a_suites_default_configurations_pick_among_a_cli_config_json(pytester: pytest.Pytester) -> None:
+    write(
+        pytester.path / "cli-config.json",
+        json.dumps(
+            {
+                "configurations": {"a": {"cli": "true"}, "b": {"cli": "true"}, "c": {"cli": "true"}},
+                "defaultConfigurations": ["a", "b"],
+            }
+        ),
+    )
+    write(
+        pytester.path / "own.eval.yaml",
+        """
+        metadata: {name: own, model: m}
+        default_configurations: [c]
+        evals:
+          - {name: e, prompt: hi, checks: [{match: "*"}]}
+        """,
+    )
+    write(
+        pytester.path / "file.eval.yaml",
+        """
+        metadata: {name: file, model: m}
+        evals:
+          - {name: e, prompt: hi, checks: [{match: "*"}]}
+        """,
+    )
+    result = run(pytester, "--collect-only", "-q")
+    collected = [line for line in result.outlines if "::" in line]
+    assert collected == ["file.eval.yaml::e[a]", "file.eval.yaml::e[b]", "own.eval.yaml::e[c]"]
+    write(
+        pytester.path / "own.eval.yaml",
+        """
+        metadata: {name: own, model: m}
+        default_configurations: [d]
+        evals:
+          - {name: e, prompt: hi, checks: [{match: "*"}]}
+        """,
+    )
+    result = run(pytester, "--collect-only", "-q")
+    assert "own.eval.yaml: default configuration 'd' is not defined" in result.stdout.str()

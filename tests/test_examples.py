@@ -43,6 +43,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         ("quiz", "quiz-text"),
         ("known-failures", "quiz-json"),
         ("known-failures", "quiz-text"),
+        ("graded", "quiz-json"),  # the suite's default_configurations pick one of cli-config.json's
         (CODING_AGENT, "oracle"),
         (CODING_AGENT, "nop"),  # expected to fail: `xfail` in its configuration
         ("geography", "sonnet"),  # recorded answers: the judge's verdict comes from the store too
@@ -61,6 +62,11 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     assert runs["support-bot", "app"]["gate"]["passed"] is True
     assert runs["quiz", "quiz-json"]["metrics"]["total_cost"] > 0
     assert runs["quiz", "quiz-text"]["metrics"]["total_cost"] is None
+    graded = runs["graded", "quiz-json"]
+    assert graded["score_preset"] == "rubric" and graded["grade"] in ("A+", "A", "B", "C", "D", "F")
+    lookups = {r["name"]: r["transcript"]["tools"]["lookup_fact"] for r in graded["evals"]}
+    assert lookups["out-of-table"] == {"calls": 1, "succeeded": 0, "failed": 1}
+    assert lookups["capital-fact"] == {"calls": 1, "succeeded": 1, "failed": 0}
     failures = runs["known-failures", "quiz-json"]
     assert failures["metrics"]["passed"] == 1 and failures["metrics"]["failed"] == 2
     assert runs[CODING_AGENT, "oracle"]["metrics"]["success_pct"] == 100.0

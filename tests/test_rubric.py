@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -394,17 +393,17 @@ def test_valid_or_unchecked_blocks(language: str, text: str) -> None:
     assert accuracy(output, True) == 1.0
 
 
-def test_yaml_alias_bomb_is_quick() -> None:
+@pytest.mark.timeout(60)  # expanding the aliases would take gigabytes: a backstop, not a benchmark
+def test_yaml_alias_bomb_is_not_expanded() -> None:
     lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
         lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
     output = block("yaml", "\n".join(lines))
-    started = time.perf_counter()
     assert syntax_errors(output) == []
-    assert time.perf_counter() - started < 1.0
 
 
-def test_deep_nesting_is_not_checked_and_is_quick() -> None:
+@pytest.mark.timeout(60)  # a backstop: building these would recurse or take minutes
+def test_deep_nesting_is_not_checked() -> None:
     output = "".join(
         [
             block("yaml", "[" * 100_000 + "]" * 100_000),
@@ -412,9 +411,7 @@ def test_deep_nesting_is_not_checked_and_is_quick() -> None:
             block("python", "x" + "[0]" * 60_000),
         ]
     )
-    started = time.perf_counter()
     assert syntax_errors(output) == []
-    assert time.perf_counter() - started < 2.0
 
 
 def test_oversized_blocks_are_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:

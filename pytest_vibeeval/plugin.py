@@ -18,6 +18,7 @@ from .budget import Budget
 from .collect import EvalItem, SuiteFile, provider_for
 from .configurations import parse_selection, unknown_selection
 from .items import STATE_KEY, get_state, rootdir_relative
+from .junit import add_gate_cases, add_suite_properties, eval_properties
 from .providers import Provider
 from .results import EvalRecord, ResultsFile, RunRecord
 from .resultsfile import DEFAULT_HISTORY, build_results, write_results
@@ -43,7 +44,6 @@ USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workerou
 SESSION_PLUGIN = "vibeeval-session"
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 MAX_REPEATS = 1000
-GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -419,14 +419,8 @@ class SessionHooks:
             hasattr(report, "wasxfail"),
         )
         report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
-        if info is not None:
-            report.user_properties.append(("vibe.configuration", info.configuration))
         record = aggregator.items[report.nodeid].record  # the call report's, for the teardown one
-        if record is not None:
-            for name in ("outcome", "latency", "cost", "input_tokens", "output_tokens"):
-                value = getattr(record, name)
-                if value is not None:
-                    report.user_properties.append((f"vibe.{name}", value))
+        report.user_properties.extend(eval_properties(info, record))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -452,8 +446,8 @@ class SessionHooks:
                 append_history(state.options.history, results, shown)
             except OSError as exc:
                 self.exit_note = f"history not written to {state.options.history}: {exc.strerror or exc}"
-        _add_junit_suite_properties(self.config, runs)
-        _add_junit_gate_cases(self.config, runs)
+        add_suite_properties(self.config, runs)
+        add_gate_cases(self.config, runs)
         self._apply_gates(session, runs)
         self._apply_regressions(session, runs)
 
@@ -586,68 +580,6 @@ def _flag(config: pytest.Config, name: str) -> bool:
     """A boolean option: the command line if given, else the ini value."""
     option = config.getoption(name)
     return bool(config.getini(name)) if option is None else bool(option)
-
-
-def _log_xml(config: pytest.Config) -> Any:
-    """The controller's JUnit writer (a private pytest object), or None without --junitxml."""
-    try:
-        from _pytest.junitxml import xml_key  # private: record_testsuite_property fails under xdist
-    except ImportError:  # pragma: no cover - a test fails if pytest moves it
-        return None
-    return config.stash.get(xml_key, None)
-
-
-def _add_junit_suite_properties(config: pytest.Config, runs: list[RunRecord]) -> None:
-    xml = _log_xml(config)
-    if xml is None:
-        return
-    for run in runs:
-        prefix = f"vibe.{run.source}[{run.configuration}]"  # the file: suite names need not be unique
-        xml.add_global_property(f"{prefix}.score", "null" if run.score is None else run.score)
-        xml.add_global_property(
-            f"{prefix}.success_pct",
-            "null" if run.metrics["success_pct"] is None else run.metrics["success_pct"],
-        )
-        xml.add_global_property(f"{prefix}.score_formula", run.score_formula)
-        if run.gate is not None:
-            xml.add_global_property(f"{prefix}.gate", "passed" if run.gate.passed else "failed")
-
-
-def _add_junit_gate_cases(config: pytest.Config, runs: list[RunRecord]) -> None:
-    """One test case per run with a gate, ``score-gate[<suite>::<configuration>]`` in the suite
-    file's class: passed, or failed with the gate's message. Uses LogXML.node_reporter and
-    _NodeReporter (private pytest API; tests/test_gate.py fails if it moves)."""
-    xml = _log_xml(config)
-    if xml is None:
-        return
-    import xml.etree.ElementTree as ET
-
-    for run in runs:
-        if run.gate is None:
-            continue
-        name = f"{GATE_TESTCASE}[{run.suite}::{run.configuration}]"
-        # As pytest names the classname of the suite's eval test cases: the path, dotted.
-        classname = run.source.replace("/", ".")
-        if xml.prefix:
-            classname = f"{xml.prefix}.{classname}"
-        reporter = xml.node_reporter(f"{run.source}::{name}")
-        reporter.add_attribute("classname", classname)
-        reporter.add_attribute("name", name)
-        reporter.add_property("vibe.configuration", run.configuration)
-        reporter.add_property("vibe.score", "null" if run.score is None else run.score)
-        for bound in ("min", "max"):
-            value = getattr(run.gate, bound)
-            if value is not None:
-                reporter.add_property(f"vibe.{bound}", value)
-        if run.gate.passed:
-            xml.add_stats("passed")
-        else:
-            failure = ET.Element("failure", message=f"GATE FAILED: {run_title(run)}: {run.gate.message}")
-            failure.text = f"score formula: {run.score_formula}\n{run.gate.message}"
-            if run.score_error:
-                failure.text += f"\nscore error: {run.score_error}"
-            reporter.append(failure)
-        reporter.finalize()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -1,17 +1,18 @@
 """The command line.
 
-``python -m pytest_vibeeval schema [--check]``: write or check the shipped JSON Schemas.
+``python -m pytest_vibeeval schema [--check] [--dir DIR] [--print-dir]``: write or check the JSON Schemas
+of the results file and of the input files (for editors).
 ``python -m pytest_vibeeval compare BASELINE NEW [--fail-on-regression]``: compare two results files.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from .baseline import BaselineError, compare_results, comparison_lines, load_baseline, resolve_baseline
+from .editor_schemas import EDITOR_SCHEMAS, render_schema
 from .results import ResultsFile
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -22,20 +23,43 @@ def results_schema() -> str:
     schema = ResultsFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "pytest-vibeeval results"
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return render_schema(schema)
 
 
-def schema_command(check: bool) -> int:
-    """Write the shipped schemas, or (``check``) fail when they are out of date."""
-    target = SCHEMA_DIR / "results.schema.json"
-    text = results_schema()
+def shipped_schemas() -> dict[str, str]:
+    """Each shipped schema's file name and text: the results file's, then the input files'."""
+    texts = {"results.schema.json": results_schema()}
+    texts.update((name, render_schema(build())) for name, build in EDITOR_SCHEMAS.items())
+    return texts
+
+
+def stale_schemas(folder: Path) -> list[str]:
+    """What is wrong with the schema files in ``folder``, one line per missing or outdated file."""
+    problems = []
+    for name, text in shipped_schemas().items():
+        target = folder / name
+        if not target.is_file():
+            problems.append(f"{target} is missing")
+        elif target.read_text(encoding="utf-8") != text:
+            problems.append(f"{target} is out of date")
+    return problems
+
+
+def schema_command(check: bool, folder: Path | None = None) -> int:
+    """Write the schemas into ``folder`` (default: the package's), or (``check``) fail when one
+    there is missing or out of date."""
+    target = folder or SCHEMA_DIR
     if check:
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            print(f"{target} is out of date: run `python -m pytest_vibeeval schema`", file=sys.stderr)
-            return 1
-        return 0
-    target.write_text(text, encoding="utf-8")
-    print(f"wrote {target}")
+        problems = stale_schemas(target)
+        rerun = "python -m pytest_vibeeval schema" + (f" --dir {folder}" if folder else "")
+        for problem in problems:
+            print(f"{problem}: run `{rerun}`", file=sys.stderr)
+        return 1 if problems else 0
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in shipped_schemas().items():
+        path = target / name
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 
@@ -56,8 +80,18 @@ def compare_command(baseline: str, new: str, fail_on_regression: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_vibeeval")
     sub = parser.add_subparsers(dest="command", required=True)
-    schema = sub.add_parser("schema", help="write the JSON Schemas shipped in the package")
-    schema.add_argument("--check", action="store_true", help="fail if the shipped schemas are out of date")
+    schema = sub.add_parser(
+        "schema",
+        help="write the JSON Schemas shipped in the package",
+        description="Write the JSON Schemas of the results file, YAML suites (suite.schema.json), "
+        "cli-config.json, eval-config.json and command-registry.json into the package (or DIR).",
+    )
+    action = schema.add_mutually_exclusive_group()
+    action.add_argument("--check", action="store_true", help="fail if a schema is missing or out of date")
+    action.add_argument("--print-dir", action="store_true", help="print the package's schema folder")
+    schema.add_argument(
+        "--dir", type=Path, help="write (or check) the schemas in DIR instead, e.g. for editor settings"
+    )
     compare = sub.add_parser(
         "compare",
         help="compare a results file with a baseline results file",
@@ -72,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "compare":
         return compare_command(args.baseline, args.new, args.fail_on_regression)
-    return schema_command(args.check)
+    if args.print_dir:
+        print(SCHEMA_DIR)
+        return 0
+    return schema_command(args.check, args.dir)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from .results import EvalRecord, EvalStats, GateRecord, RunRecord
 from .rubric import grade
 from .variables import compute_variables, eval_variable_names, ran, run_variable_names
 
+_PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
 RUN_PROPERTY = "vibeeval_run"
 RESULT_PROPERTY = "vibeeval_result"
 
@@ -43,6 +44,7 @@ class RunInfo:
     repeat: int = 0  # 1…repeats with --vibe-repeat; 0 when not repeated
     repeats: int = 1
     min_pass_rate: float | None = None  # the eval's
+    input_digest: str | None = None  # the suite file(s) and the configuration's settings (resume)
 
     def key(self) -> tuple[str, str]:
         return (self.source, self.configuration)
@@ -83,11 +85,13 @@ class Aggregator:
         elif outcome == "skipped" and not wasxfail and item.skipped is None:
             item.skipped = longrepr or "skipped"
 
-    def runs(self) -> list[RunRecord]:
+    def runs(self, interrupted: bool = False) -> list[RunRecord]:
+        """The runs of every item reported so far; ``interrupted``: items that started but left no
+        verdict were cut short by the interruption (skipped, saying so), not failures."""
         groups: dict[tuple[str, str], list[tuple[RunInfo, EvalRecord]]] = {}
         for nodeid, item in self.items.items():
             info = item.info or _info_from_nodeid(nodeid, self._known_infos())
-            record = self._final_record(nodeid, item, info)
+            record = self._final_record(nodeid, item, info, interrupted)
             groups.setdefault(info.key(), []).append((info, record))
         return [self._run(entries) for _, entries in sorted(groups.items())]
 
@@ -95,7 +99,7 @@ class Aggregator:
         return (item.info for item in self.items.values() if item.info)
 
     @staticmethod
-    def _final_record(nodeid: str, item: _Item, info: RunInfo) -> EvalRecord:
+    def _final_record(nodeid: str, item: _Item, info: RunInfo, interrupted: bool = False) -> EvalRecord:
         record = item.record
         if record is None:
             record = EvalRecord(
@@ -106,16 +110,17 @@ class Aggregator:
                 repeat=info.repeat,
             )
             if item.failed_phase:
+                phase = f" ({item.failed_phase} failed)" if item.failed_phase in _PHASES else ""
                 return record.model_copy(
                     update={
                         "outcome": "error",
-                        "message": _bounded(
-                            f"no result recorded ({item.failed_phase} failed): {item.failure or ''}"
-                        ),
+                        "message": _bounded(f"no result recorded{phase}: {item.failure or ''}"),
                     }
                 )
             if item.skipped:
                 return record.model_copy(update={"message": item.skipped})
+            if interrupted:
+                return record.model_copy(update={"message": "not finished: the session was interrupted"})
             return record.model_copy(update={"outcome": "error", "message": "no result recorded"})
         if item.failed_phase in ("setup", "teardown") and record.outcome == "passed":
             return record.model_copy(
@@ -167,6 +172,7 @@ class Aggregator:
             score_error=score_error,
             score_canonical=info.score_canonical,
             score_preset=info.score_preset,
+            input_digest=info.input_digest,
             score_breakdown=shown,
             gate=gate_record(score, score_error, info.score_min, info.score_max),
             metrics=metrics,
@@ -312,8 +318,9 @@ def _bounded(text: str, limit: int = 20) -> str:
 
 
 def _split_nodeid(nodeid: str) -> tuple[str, str, str]:
-    """``path::eval[config]`` → (path, eval, config)."""
+    """``path::eval[config]`` → (path, eval, config); an xdist ``@group`` suffix is dropped."""
     source, _, rest = nodeid.partition("::")
+    rest = rest.partition("@")[0]
     eval_id, _, config = rest.partition("[")
     return source, eval_id, config.rstrip("]")
 
@@ -346,6 +353,7 @@ def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
         repeat=repeat,
         repeats=info.repeats if repeat else 1,
         min_pass_rate=next((i.min_pass_rate for i in siblings if i.eval_id == eval_id), None),
+        input_digest=info.input_digest if same else None,
     )
 
 

@@ -15,11 +15,22 @@ from .assess import assess
 from .checks import AnyOf, CheckNode
 from .configurations import IMPLICIT_ID, ConfigurationSet, configurations_for, select
 from .errors import InputError, did_you_mean
-from .items import get_state, mark_item, repeated, rootdir_relative, shared_fixtureinfo, start_or_skip
+from .items import (
+    ReusableItem,
+    get_state,
+    loadgroup_name,
+    mark_item,
+    phases_of,
+    repeated,
+    rootdir_relative,
+    shared_fixtureinfo,
+    start_or_skip,
+)
 from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
 from .providers.python_callable import module_name_clash
 from .recording import recorded
+from .resume import input_digest
 from .runner import run_prompt_eval
 from .runner_config import RunnerConfig, resolve_suite_coding
 from .state import VibeState
@@ -73,6 +84,7 @@ class SuiteFile(pytest.File):
                 coding = coding_runner(suite, configs, config_dir, config_ids)
             except InputError as exc:
                 raise self.CollectError(exc.render(self.config.rootpath)) from None
+        digested = [self.path, *([configs.source] if configs.source else [])]
         fixtureinfo = shared_fixtureinfo(self, run_eval_item)
         coding_fixtureinfo = shared_fixtureinfo(self, run_workspace_item) if coding else None
         for case in suite.evals:
@@ -95,8 +107,11 @@ class SuiteFile(pytest.File):
                     score_canonical=formula.canonical or None,
                     score_preset=formula.preset,
                     min_pass_rate=case.min_pass_rate,
+                    input_digest=input_digest(digested, configuration),
                 )
-                for name, repeat_info in repeated(info, state.options.repeats):
+                for name, repeat_info in repeated(
+                    info, state.options.repeats, loadgroup_name(self.config, configuration, config_id)
+                ):
                     if coding is not None and case.coding is not None:
                         yield WorkspaceItem.from_parent(
                             self,
@@ -148,7 +163,7 @@ def coding_runner(
     )
 
 
-class EvalItem(pytest.Function):
+class EvalItem(ReusableItem):
     """One eval against one configuration."""
 
     def __init__(
@@ -169,7 +184,9 @@ class EvalItem(pytest.Function):
         self.configuration, self.config_dir, self.info = configuration, config_dir, info
         timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
         self.expected_failure = case.xfail or (configuration.xfail if configuration else None)
-        mark_item(self, (case.id, config_id), (*suite.tags, *case.tags), timeout, info, self.expected_failure)
+        group = configuration.group_name(config_id) if configuration else None
+        keywords, tags = (case.id, config_id), (*suite.tags, *case.tags)
+        mark_item(self, keywords, tags, timeout, info, self.expected_failure, group)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else None
@@ -193,6 +210,7 @@ def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_
         item.configuration,
         judge_for(item),
         item.info.repeat,
+        phases.enter if (phases := phases_of(item)) else None,
     )
     record = assess(record, item.configuration, vibe_workdir, item.case.rubric, coding=False)
     state.budget.add(record.cost)

@@ -4,6 +4,7 @@ the shared fixture info, and the markers and run info an item carries."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -11,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from .aggregate import RUN_PROPERTY, RunInfo
+from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
+from .models import Configuration
+from .phases import PhaseTracker
+from .results import EvalRecord
 from .state import VibeState
 
-TIMEOUT_MARGIN_S = 30.0
 STATE_KEY = pytest.StashKey[VibeState]()
 
 
@@ -33,16 +36,31 @@ def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any
     return fixturemanager.getfixtureinfo(node=collector, func=func, cls=None)  # type: ignore[arg-type]
 
 
-def repeated(info: RunInfo, repeats: int) -> list[tuple[str, RunInfo]]:
+def repeated(info: RunInfo, repeats: int, group: str | None = None) -> list[tuple[str, RunInfo]]:
     """The items of one eval × configuration: one, or with ``--vibe-repeat N`` N items whose ids
-    carry the repeat (``eval[config-r2]``), each its own run of the eval."""
-    plain = f"{info.eval_id}[{info.configuration}]"
+    carry the repeat (``eval[config-r2]``), each its own run of the eval. ``group``: the
+    configuration's xdist group under ``--dist loadgroup``, which the ids end in (``@group``)."""
+    suffix = f"@{group}" if group else ""
     if repeats <= 1:
-        return [(plain, info)]
+        return [(f"{info.eval_id}[{info.configuration}]{suffix}", info)]
     return [
-        (f"{info.eval_id}[{info.configuration}-r{n}]", replace(info, repeat=n, repeats=repeats))
+        (f"{info.eval_id}[{info.configuration}-r{n}]{suffix}", replace(info, repeat=n, repeats=repeats))
         for n in range(1, repeats + 1)
     ]
+
+
+def loadgroup_name(config: pytest.Config, configuration: Configuration | None, config_id: str) -> str | None:
+    """The configuration's xdist group when this run distributes with ``--dist loadgroup``.
+
+    xdist groups the items whose node ids end in ``@<group>``; it appends that suffix itself on the
+    workers, which pytest 9.2's immutable node ids no longer allow (pytest-xdist#1386), so the
+    items are named with it."""
+    if configuration is None or configuration.group_name(config_id) is None:
+        return None
+    on_worker = getattr(config.option, "loadgroup", False)
+    if not on_worker and getattr(config.option, "dist", None) != "loadgroup":
+        return None
+    return configuration.group_name(config_id)
 
 
 def get_state(config: pytest.Config) -> VibeState:
@@ -56,6 +74,7 @@ def mark_item(
     timeout_s: float,
     info: RunInfo,
     xfail: str | None = None,
+    group: str | None = None,
 ) -> None:
     """What every eval item carries: its ids as keywords, markers (``xfail`` strict, with its
     reason), the timeout backstop (the item's own timeouts plus a margin) and its
@@ -66,8 +85,45 @@ def mark_item(
         item.add_marker(getattr(pytest.mark, tag))
     if xfail:
         item.add_marker(pytest.mark.xfail(reason=xfail, strict=True))
-    item.add_marker(pytest.mark.timeout(timeout_s + TIMEOUT_MARGIN_S))
+    if group:
+        item.add_marker(pytest.mark.xdist_group(name=group))  # --dist loadgroup: one worker, in turn
+    margin = get_state(item.config).options.timeout_margin
+    # The signal method raises in the item, so its finally blocks kill the commands it started and
+    # the item still reports; the thread method (no SIGALRM) ends the whole process.
+    method = "signal" if hasattr(signal, "SIGALRM") else "thread"
+    item.add_marker(pytest.mark.timeout(timeout_s + margin, method=method))
     item.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
+    item.vibe_phases = PhaseTracker()  # type: ignore[attr-defined]
+    resume = get_state(item.config).resume
+    if resume is not None and info.input_digest is not None and isinstance(item, ReusableItem):
+        item.reused = resume.find(
+            info.source, info.input_digest, info.configuration, info.eval_id, info.repeat
+        )
+
+
+class ReusableItem(pytest.Function):
+    """An eval item that --vibe-resume may answer with its finished record from an earlier run:
+    then neither its fixtures (the workspace copy) nor its body run."""
+
+    reused: EvalRecord | None = None
+
+    def setup(self) -> None:
+        if self.reused is None:
+            super().setup()
+
+    def runtest(self) -> None:
+        if self.reused is None:
+            super().runtest()
+            return
+        self.user_properties.append((RESULT_PROPERTY, self.reused.model_dump_json()))
+        if self.reused.outcome != "passed":
+            pytest.fail(self.reused.message or self.reused.outcome, pytrace=False)
+
+
+def phases_of(item: pytest.Item) -> PhaseTracker | None:
+    """The item's phase tracker (None for items that are not ours)."""
+    tracker = getattr(item, "vibe_phases", None)
+    return tracker if isinstance(tracker, PhaseTracker) else None
 
 
 def start_or_skip(state: VibeState) -> None:

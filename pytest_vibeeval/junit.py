@@ -1,29 +1,78 @@
-"""What pytest-vibeeval adds to pytest's JUnit XML (--junitxml): properties of each eval's test
-case, each run's score as test suite properties, and a test case per score gate."""
+"""What pytest-vibeeval adds to pytest's JUnit XML (--junitxml), in both junit families.
+
+The published schema CI tools check against (the Jenkins xUnit plugin's junit-10.xsd, shipped as
+tests/junit-10.xsd) allows properties on the test suite only, not on test cases. So everything is
+a test suite property: each run's score, success rate, formula and gate as
+``vibe.<suite file>[<configuration>].<name>``, and each eval's configuration, outcome, latency,
+cost, tokens and score variables as ``vibe.<node id>.<name>``. A run with a score gate adds the test
+case ``score-gate[<suite>::<configuration>]``, failed when its gate fails.
+"""
 
 from __future__ import annotations
 
+import json
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from .aggregate import RunInfo
+from .formula import FormulaError, parse_formula
 from .results import EvalRecord, RunRecord
 from .summary import run_title
+from .variables import eval_variable_names, run_variable_names
 
 GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
+EVAL_FIELDS = ("outcome", "latency", "cost", "input_tokens", "output_tokens")
 
 
-def eval_properties(info: RunInfo | None, record: EvalRecord | None) -> Iterator[tuple[str, object]]:
-    """The ``vibe.*`` properties of one eval's test case: its configuration and what it measured."""
-    if info is not None:
-        yield "vibe.configuration", info.configuration
-    if record is not None:
-        for name in ("outcome", "latency", "cost", "input_tokens", "output_tokens"):
-            value = getattr(record, name)
+def score_variables(run: RunRecord, record: EvalRecord) -> dict[str, float | None]:
+    """The eval's own variables that its run's formula uses, with their values in the run: what
+    the eval puts into the score beyond the run-wide variables (success_pct, total_cost, …), which
+    every eval that ran feeds. Only named evals have variables; with --vibe-repeat a value is the
+    mean over the eval's repeats. Empty when the formula uses none of them."""
+    if not record.named:
+        return {}
+    try:
+        if run.score_canonical is not None:
+            used = parse_formula(run.score_canonical, None).names
+        else:
+            used = parse_formula(run.score_formula, set(run.variables), allow_unknown=True).names
+    except FormulaError:
+        return {}
+    run_wide = set(run_variable_names())  # an eval named like a run-wide variable does not own it
+    own = [name for name in eval_variable_names(record.name) if name in used and name not in run_wide]
+    return {name: run.variables.get(name) for name in own}
+
+
+def eval_suite_properties(run: RunRecord, record: EvalRecord) -> Iterator[tuple[str, object]]:
+    """One eval's properties, ``vibe.<node id>.<name>``: its configuration, what it measured (where
+    known) and its ``score_variables`` (a JSON object, where the formula uses any)."""
+    prefix = f"vibe.{record.nodeid}"
+    yield f"{prefix}.configuration", run.configuration
+    for name in EVAL_FIELDS:
+        value = getattr(record, name)
+        if value is not None:
+            yield f"{prefix}.{name}", value
+    variables = score_variables(run, record)
+    if variables:
+        yield f"{prefix}.score_variables", json.dumps(variables)
+
+
+def run_suite_properties(run: RunRecord) -> Iterator[tuple[str, object]]:
+    """One run's properties, ``vibe.<suite file>[<configuration>].<name>`` (the file: suite names
+    need not be unique): score, success rate, formula and, with a score gate, the gate."""
+    prefix = f"vibe.{run.source}[{run.configuration}]"
+    yield f"{prefix}.score", "null" if run.score is None else run.score
+    success = run.metrics["success_pct"]
+    yield f"{prefix}.success_pct", "null" if success is None else success
+    yield f"{prefix}.score_formula", run.score_formula
+    if run.gate is not None:
+        yield f"{prefix}.gate", "passed" if run.gate.passed else "failed"
+        for bound in ("min", "max"):
+            value = getattr(run.gate, bound)
             if value is not None:
-                yield f"vibe.{name}", value
+                yield f"{prefix}.gate_{bound}", value
 
 
 def _log_xml(config: pytest.Config) -> Any:
@@ -36,32 +85,27 @@ def _log_xml(config: pytest.Config) -> Any:
 
 
 def add_suite_properties(config: pytest.Config, runs: list[RunRecord]) -> None:
-    """Each run's score, success rate, formula and gate as test suite properties (the controller's
-    writer: record_testsuite_property fails under xdist, pytest #7767)."""
+    """Each run's and each of its evals' properties as test suite properties, through the
+    controller's writer (record_testsuite_property fails under xdist, pytest #7767)."""
     xml = _log_xml(config)
     if xml is None:
         return
     for run in runs:
-        prefix = f"vibe.{run.source}[{run.configuration}]"  # the file: suite names need not be unique
-        xml.add_global_property(f"{prefix}.score", "null" if run.score is None else run.score)
-        xml.add_global_property(
-            f"{prefix}.success_pct",
-            "null" if run.metrics["success_pct"] is None else run.metrics["success_pct"],
-        )
-        xml.add_global_property(f"{prefix}.score_formula", run.score_formula)
-        if run.gate is not None:
-            xml.add_global_property(f"{prefix}.gate", "passed" if run.gate.passed else "failed")
+        for name, value in run_suite_properties(run):
+            xml.add_global_property(name, value)
+        for record in run.evals:
+            for name, value in eval_suite_properties(run, record):
+                xml.add_global_property(name, value)
 
 
 def add_gate_cases(config: pytest.Config, runs: list[RunRecord]) -> None:
     """One test case per run with a gate, ``score-gate[<suite>::<configuration>]`` in the suite
-    file's class: passed, or failed with the gate's message. Uses LogXML.node_reporter and
+    file's class: passed, or failed with the gate's message. With junit_family=xunit1 it carries the
+    suite file as ``file``, as pytest's xunit1 test cases do. Uses LogXML.node_reporter and
     _NodeReporter (private pytest API; tests/test_gate.py fails if it moves)."""
     xml = _log_xml(config)
     if xml is None:
         return
-    import xml.etree.ElementTree as ET
-
     for run in runs:
         if run.gate is None:
             continue
@@ -73,12 +117,8 @@ def add_gate_cases(config: pytest.Config, runs: list[RunRecord]) -> None:
         reporter = xml.node_reporter(f"{run.source}::{name}")
         reporter.add_attribute("classname", classname)
         reporter.add_attribute("name", name)
-        reporter.add_property("vibe.configuration", run.configuration)
-        reporter.add_property("vibe.score", "null" if run.score is None else run.score)
-        for bound in ("min", "max"):
-            value = getattr(run.gate, bound)
-            if value is not None:
-                reporter.add_property(f"vibe.{bound}", value)
+        if xml.family == "xunit1":
+            reporter.add_attribute("file", run.source)
         if run.gate.passed:
             xml.add_stats("passed")
         else:

@@ -343,6 +343,12 @@ class Configuration(StrictModel):
         description="a JSONL tool log the agent writes ({ts, tool, exit, success, …} per line), relative "
         "to its working directory; its absolute path is in the agent's VIBEEVAL_TRANSCRIPT variable",
     )
+    xdist_group: Annotated[str, StringConstraints(min_length=1)] | bool | None = Field(
+        default=None,
+        description="with `--dist loadgroup`, one xdist worker runs this configuration's evals one at "
+        "a time (a rate-limited API): true for a group named after the configuration, or a group "
+        "name shared with other configurations",
+    )
     xfail: NonEmptyStr | None = Field(
         default=None,
         description="every eval of this configuration is expected to fail, with the reason "
@@ -385,6 +391,12 @@ class Configuration(StrictModel):
     @property
     def timeout_s(self) -> float:
         return self.timeout / 1000
+
+    def group_name(self, config_id: str) -> str | None:
+        """The xdist_group of this configuration's items (None: no group)."""
+        if self.xdist_group is True:
+            return config_id
+        return self.xdist_group or None
 
 
 class CliConfigFile(StrictModel):

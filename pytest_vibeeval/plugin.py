@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
 import tempfile
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,15 @@ from .baseline import BaselineError, append_history, compare_results, load_basel
 from .budget import Budget
 from .collect import EvalItem, SuiteFile, provider_for
 from .configurations import parse_selection, unknown_selection
-from .items import STATE_KEY, get_state, rootdir_relative
-from .junit import add_gate_cases, add_suite_properties, eval_properties
+from .html_report import write_html
+from .items import STATE_KEY, get_state, phases_of, rootdir_relative
+from .junit import add_gate_cases, add_suite_properties
+from .phases import unfinished_record
+from .progress import LiveStatus, ProgressBoard, Running
 from .providers import Provider
 from .results import EvalRecord, ResultsFile, RunRecord
 from .resultsfile import DEFAULT_HISTORY, build_results, write_results
+from .resume import load_resume
 from .runner_config import EVAL_CONFIG_NAME, ResolvedEval
 from .sandbox import SANDBOX_MODES, SandboxUnavailable
 from .state import Options, VibeState
@@ -42,6 +48,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 SOURCE_SUFFIXES = (*YAML_SUFFIXES, EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 SESSION_PLUGIN = "vibeeval-session"
+LIVE_PLUGIN = "vibeeval-live-status"
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 MAX_REPEATS = 1000
 
@@ -124,6 +131,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="compare every suite × configuration with this results JSON (latest: the previous run's)",
     )
     group.addoption(
+        "--vibe-html",
+        metavar="PATH",
+        help="also write a self-contained HTML report of the results here",
+    )
+    group.addoption(
+        "--vibe-resume",
+        metavar="PATH|latest",
+        nargs="?",
+        const="latest",
+        default=None,
+        help="reuse the finished evals of an earlier (interrupted) run's results file and run only the "
+        "rest (default: latest)",
+    )
+    group.addoption(
         "--vibe-fail-on-regression",
         action="store_true",
         default=None,
@@ -135,7 +156,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="append one JSON line per suite × configuration to this file "
         "(default: .vibeeval/history.jsonl under the rootdir; '' for none)",
     )
+    parser.addini(
+        "vibe_timeout_margin",
+        "seconds the pytest-timeout backstop of every eval item adds to its own command timeouts",
+        default="30",
+    )
     parser.addini("vibe_repeat", "default for --vibe-repeat", default="")
+    parser.addini("vibe_html", "default for --vibe-html", default="")
+    parser.addini(
+        "vibe_progress_interval",
+        "seconds between the live progress lines when the output is not a terminal (0: none)",
+        default="30",
+    )
     parser.addini("vibe_baseline", "default for --vibe-baseline", default="")
     parser.addini(
         "vibe_fail_on_regression", "default for --vibe-fail-on-regression", type="bool", default=False
@@ -224,10 +256,12 @@ def pytest_configure(config: pytest.Config) -> None:
         repeats=repeats,
         fail_on_regression=_flag(config, "vibe_fail_on_regression"),
         history=_history_path(config),
+        timeout_margin=_timeout_margin(config),
     )
     state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
     if not hasattr(config, "workerinput"):
         _read_baseline(config, state)
+    _read_resume(config, state)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and workerinput.get(LOCK_DIR_INPUT):
         state.lock_dir = Path(workerinput[LOCK_DIR_INPUT])
@@ -332,6 +366,8 @@ class SessionHooks:
         self.gate_only = _flag(config, "vibe_gate_only")
         self.exit_note: str | None = None  # what vibe_gate_only did to the exit code
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
+        self.lost_workers: list[str] = []  # xdist workers that went down with an error
+        self.board = ProgressBoard(self.state.lock_dir)  # what this process runs now (live progress)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         state = self.state
@@ -368,17 +404,45 @@ class SessionHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """xdist controller: remember a usage error a worker found during its collection."""
+        """xdist controller: remember a usage error a worker found during its collection, and a
+        worker that was lost (it crashed, e.g. killed by the item it ran)."""
         message = getattr(node, "workeroutput", {}).get(USAGE_ERROR_OUTPUT)
         if message and self.usage_error is None:
             self.usage_error = str(message)
+        if error is not None:
+            name = getattr(getattr(node, "gateway", None), "id", "?")
+            self.lost_workers.append(
+                f"{name}: {str(error).strip().splitlines()[0] if str(error).strip() else error}"
+            )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        result = yield
+        live = _start_live_status(self.config) if self.controller else None
+        try:
+            result = yield
+        finally:
+            if live is not None:
+                live.stop()
+                self.config.pluginmanager.unregister(name=LIVE_PLUGIN)
         if self.usage_error is not None:
             raise pytest.UsageError(self.usage_error)
         return result
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Put the item on this process's progress board as it enters each phase."""
+        phases = phases_of(item)
+        if phases is None:
+            return
+        board, nodeid, started = self.board, item.nodeid, time.time()
+
+        def show(phase: str, detail: str) -> None:
+            board.show(Running(nodeid, phase, detail, started, time.time()))
+
+        phases.listener = show
+
+    def pytest_runtest_logfinish(self) -> None:
+        self.board.clear()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -387,13 +451,15 @@ class SessionHooks:
         """The record travels on the call report only: the teardown report would copy it again
         (responses can be megabytes) for the controller to parse twice."""
         report = yield
+        if report.failed and call.when in ("setup", "call"):
+            _record_unfinished(item, report)
         if call.when == "call":
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
         return report
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Take our records off the report (controller only) and leave concise JUnit properties."""
+        """Take our records off the report (controller only); the JUnit properties are added at the end."""
         if not self.controller:
             return
         if report.failed:
@@ -419,8 +485,6 @@ class SessionHooks:
             hasattr(report, "wasxfail"),
         )
         report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
-        record = aggregator.items[report.nodeid].record  # the call report's, for the teardown one
-        report.user_properties.extend(eval_properties(info, record))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -431,14 +495,19 @@ class SessionHooks:
             return
         if self.config.option.collectonly:
             return  # nothing ran: no results to write
-        runs = state.aggregator.runs()
-        state.runs = list(runs)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        runs = state.aggregator.runs(interrupted)
+        state.runs = list(runs)
         results = build_results(runs, state.started_at, interrupted, state.load_errors)
         if state.baseline is not None:
             results = self._compare(results)
             runs = state.runs = list(results.runs)
         state.results_written = write_results(results, state.options.results, self.config.rootpath)
+        html = self.config.getoption("vibe_html") or self.config.getini("vibe_html")
+        if html:
+            path = Path(html).absolute()
+            write_html(results, path)
+            state.report_written = path
         if state.options.history is not None:
             written = state.results_written[0] if state.results_written else None
             shown = rootdir_relative(written, self.config.rootpath) if written else None
@@ -524,6 +593,103 @@ class SessionHooks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def _start_live_status(config: pytest.Config) -> LiveStatus | None:
+    """The controller's live progress display, unless -q, no terminal reporter or no lock folder."""
+    state = get_state(config)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if config.get_verbosity() < 0 or reporter is None or state.lock_dir is None:
+        return None
+    interval = _progress_interval(config)
+    if interval == 0:
+        return None
+    writer = reporter._tw  # pytest's TerminalWriter: its file and the line it is writing
+    stream, owned = _terminal_stream(config, writer._file)
+    live = LiveStatus(
+        state.lock_dir,
+        stream,
+        tty=bool(getattr(writer._file, "isatty", lambda: False)()),
+        current_line=lambda: str(getattr(writer, "_current_line", "")),
+        width=lambda: int(writer.fullwidth),
+        interval=interval,
+        sync=writer.flush,
+        owns_stream=owned,
+    )
+    config.pluginmanager.register(LiveHooks(live), LIVE_PLUGIN)
+    live.start()
+    return live
+
+
+def _terminal_stream(config: pytest.Config, default: Any) -> tuple[Any, bool]:
+    """Where the status goes: the terminal itself. In a serial run the items' output is captured
+    at the file-descriptor level while they run, which would swallow pytest's own stream; pytest's
+    capture keeps a duplicate of the real descriptor (private API; falls back to pytest's stream)."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    out = getattr(getattr(capman, "_global_capturing", None), "out", None)
+    saved = getattr(out, "targetfd_save", None)
+    if not isinstance(saved, int):
+        return default, False
+    try:
+        return open(os.dup(saved), "w", encoding="utf-8", errors="replace"), True
+    except OSError:
+        return default, False
+
+
+def _progress_interval(config: pytest.Config) -> float:
+    value = config.getini("vibe_progress_interval")
+    try:
+        interval = float(value)
+    except ValueError:
+        interval = -1.0
+    if not 0 <= interval < float("inf"):
+        raise pytest.UsageError(
+            f"vibe_progress_interval (ini): {value!r} is not a number of seconds >= 0 (0: no progress lines)"
+        )
+    return interval
+
+
+class LiveHooks:
+    """Keeps the live status line out of pytest's way: cleared while pytest writes a report."""
+
+    def __init__(self, live: LiveStatus) -> None:
+        self.live = live
+
+    def _around(self) -> Generator[None, object, object]:
+        self.live.pause()
+        try:
+            return (yield)
+        finally:
+            self.live.resume()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logstart(self) -> Generator[None, object, object]:
+        return (yield from self._around())
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self) -> Generator[None, object, object]:
+        return (yield from self._around())
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logfinish(self) -> Generator[None, object, object]:
+        return (yield from self._around())
+
+
+def _record_unfinished(item: pytest.Item, report: pytest.TestReport) -> None:
+    """An eval item that failed without leaving its result (its timeout backstop fired, a fixture
+    raised) gets one: an error naming the phase it was in, with the steps it finished."""
+    phases = phases_of(item)
+    if phases is None or any(key == RESULT_PROPERTY for key, _ in report.user_properties):
+        return
+    info = getattr(item, "info", None)
+    if not isinstance(info, RunInfo):
+        return
+    commands = getattr(item, "funcargs", {}).get("vibe_commands")
+    steps = list(commands.steps) if isinstance(commands, RegistryCommands) else []
+    record = unfinished_record(
+        info.eval_id, info.named, item.nodeid, info.repeat, phases, _longrepr_text(report) or "", steps
+    )
+    report.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+
+
 def _longrepr_text(report: pytest.TestReport) -> str | None:
     """The failure text, led by the exception line (e.g. a pytest-timeout ``Failed: Timeout``)."""
     if report.longrepr is None:
@@ -533,6 +699,17 @@ def _longrepr_text(report: pytest.TestReport) -> str | None:
     crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
     text = str(report.longrepr)
     return f"{crash}\n{text}" if crash else text
+
+
+def _timeout_margin(config: pytest.Config) -> float:
+    value = config.getini("vibe_timeout_margin")
+    try:
+        margin = float(value)
+    except ValueError:
+        margin = -1.0
+    if not margin >= 0 or margin == float("inf"):
+        raise pytest.UsageError(f"vibe_timeout_margin (ini): {value!r} is not a number of seconds >= 0")
+    return margin
 
 
 def _history_path(config: pytest.Config) -> Path | None:
@@ -560,6 +737,21 @@ def _read_baseline(config: pytest.Config, state: VibeState) -> None:
         hint = " (no earlier run wrote one: run once without --vibe-baseline)" if spec == "latest" else ""
         raise pytest.UsageError(f"--vibe-baseline: {exc}{hint}") from None
     state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
+
+
+def _read_resume(config: pytest.Config, state: VibeState) -> None:
+    """Read --vibe-resume now, on the controller and on every worker alike (each item looks up its
+    own earlier record; ``latest`` is the file as it was before this session writes it)."""
+    spec = config.getoption("vibe_resume")
+    if spec is None:
+        return
+    path = resolve_baseline(spec, config.rootpath)
+    shown = rootdir_relative(path.absolute(), config.rootpath)
+    try:
+        state.resume = load_resume(path, shown)
+    except BaselineError as exc:
+        hint = " (no earlier run wrote one)" if spec == "latest" else ""
+        raise pytest.UsageError(f"--vibe-resume: {exc}{hint}") from None
 
 
 def _repeats(config: pytest.Config) -> int:
@@ -615,14 +807,31 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     for line in workspace_lines(state.runs, mode, reason):
         terminalreporter.write_line(line)
     hooks = config.pluginmanager.get_plugin(SESSION_PLUGIN)
+    if state.resume is not None:
+        records = [record for run in state.runs for record in run.evals]
+        reused = sum(1 for record in records if record.reused_from is not None)
+        terminalreporter.write_line(
+            f"Resumed: {reused} eval(s) reused from {state.resume.source}, "
+            f"{len(records) - reused} run in this session (--vibe-resume)"
+        )
     if state.baseline_path is not None:
         terminalreporter.write_line(f"baseline: {state.baseline_path}")
         if state.baseline_missing:
             shown = ", ".join(state.baseline_missing[:5]) + (" …" if len(state.baseline_missing) > 5 else "")
             terminalreporter.write_line(f"  in the baseline but not in this session: {shown}")
+    if isinstance(hooks, SessionHooks) and hooks.lost_workers:
+        count = len(hooks.lost_workers)
+        which = "; ".join(hooks.lost_workers[:3])
+        terminalreporter.write_line(
+            f"{count} xdist worker{' was' if count == 1 else 's were'} lost ({which}): "
+            "the item each was running is an error above; the other items ran on",
+            red=True,
+        )
     if isinstance(hooks, SessionHooks):
         for note in (hooks.exit_note, hooks.regression_note):
             if note:
                 terminalreporter.write_line(note, red=note is hooks.regression_note)
     for path in state.results_written:
         terminalreporter.write_line(f"results: {path}")
+    if state.report_written is not None:
+        terminalreporter.write_line(f"report: {state.report_written}")

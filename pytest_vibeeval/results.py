@@ -167,6 +167,9 @@ class EvalRecord(Record):
     )
     rubric: RubricRecord | None = None
     repeat: int = Field(default=0, description="1…N with --vibe-repeat N; 0 when not repeated")
+    reused_from: str | None = Field(
+        default=None, description="the results file this record was reused from (--vibe-resume); None: ran"
+    )
     xfail: bool = Field(default=False, description="expected to fail (reported as xfailed)")
 
 
@@ -234,6 +237,11 @@ class RunRecord(Record):
         default=None, description="the formula as read: hyphenated names in [brackets], a preset expanded"
     )
     score_preset: str | None = Field(default=None, description="the preset's name when the formula is one")
+    input_digest: str | None = Field(
+        default=None,
+        description="sha256 of the suite file(s) and the configuration's settings: --vibe-resume reuses "
+        "records only from a run whose digest matches",
+    )
     score_breakdown: str | None = Field(
         default=None, description="the formula with each variable replaced by its value in this run"
     )

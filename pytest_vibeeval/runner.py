@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -77,11 +78,14 @@ def run_prompt_eval(
     configuration: Configuration | None = None,
     judge_provider: tuple[str, Provider] | None = None,
     repeat: int = 0,
+    on_phase: Callable[[str, str], None] | None = None,
 ) -> tuple[EvalRecord, Verdict]:
     """Ask the provider, run the checks. Never raises for a problem of the eval itself.
 
     ``configuration`` (None: the implicit HTTP one) supplies prices for an unreported cost;
-    ``judge_provider`` (its configuration id and provider) answers the llm_judge checks."""
+    ``judge_provider`` (its configuration id and provider) answers the llm_judge checks;
+    ``on_phase(phase, detail)`` is told when the agent phase and the checks phase begin."""
+    entered = on_phase or (lambda phase, detail: None)
     # Shares the renderer's set: secrets the provider renders later (args, env) are redacted too.
     redact = Redactor(renderer.used_secrets)
     base = EvalRecord(
@@ -108,6 +112,7 @@ def run_prompt_eval(
     request = PromptRequest(
         prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp, repeat
     )
+    entered("agent", config_id)
     started = time.perf_counter()
     try:
         response = provider.answer(request)
@@ -146,6 +151,7 @@ def run_prompt_eval(
             ],
         }
     )
+    entered("checks", "")
     try:
         verdict, results = run_checks(
             checks, Response(response.text, response.output_tokens, judge.decide if judge else None)

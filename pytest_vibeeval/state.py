@@ -14,6 +14,7 @@ from .checks import CheckRegistry
 from .configurations import ConfigFileCache
 from .providers import Provider
 from .results import ResultsFile, RunRecord
+from .resume import ResumeIndex
 from .sandbox import Sandbox, SandboxMode
 from .templates import Renderer
 from .workspace import DEFAULT_SUBTASK_GLOBS
@@ -36,6 +37,7 @@ class Options:
     repeats: int = 1  # --vibe-repeat: items per eval × configuration
     fail_on_regression: bool = False
     history: Path | None = None  # the JSONL history file (None: none)
+    timeout_margin: float = 30.0  # seconds the timeout backstop adds to an item's own timeouts
 
 
 class WorkdirAllocator:
@@ -78,6 +80,7 @@ class VibeState:
     load_errors: list[str] = field(default_factory=list)  # node ids of suite files that failed to load
     runs: list[RunRecord] = field(default_factory=list)
     results_written: list[Path] = field(default_factory=list)
+    report_written: Path | None = None  # --vibe-html
     sandbox: Sandbox | None = None  # chosen at the first coding-agent item, see workspace_collect
     lock_dir: Path | None = None  # concurrency slots shared by the controller and its workers
     owns_lock_dir: bool = False  # made by this process (removed at its end), not received from xdist
@@ -85,3 +88,4 @@ class VibeState:
     baseline: ResultsFile | None = None  # --vibe-baseline, read at configure (before latest.json is replaced)
     baseline_path: str | None = None
     baseline_missing: list[str] = field(default_factory=list)  # its runs this session did not have
+    resume: ResumeIndex | None = None  # --vibe-resume: finished records of an earlier run

@@ -11,7 +11,7 @@ import json
 import re
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -229,11 +229,16 @@ class RegistryCommands:
     """
 
     def __init__(
-        self, registry: Mapping[str, CommandDefinition], logs: Path, sandbox: Sandbox | None = None
+        self,
+        registry: Mapping[str, CommandDefinition],
+        logs: Path,
+        sandbox: Sandbox | None = None,
+        on_step: Callable[[str, str], None] | None = None,
     ) -> None:
         self.registry, self.logs = registry, logs
         self.sandbox = sandbox or Sandbox("none")
         self.steps: list[StepRecord] = []
+        self.on_step = on_step  # told (phase, step name) as each command starts
 
     def run(self, phase: Literal["build", "grade"], name: str, cwd: Path) -> StepRecord:
         """Run the registry's step ``name`` in ``cwd``; raise :class:`StepFailed` unless it exits 0."""
@@ -266,6 +271,8 @@ class RegistryCommands:
         """Run one command and record it; raise :class:`StepFailed` (recorded too) unless it exits 0."""
         self.logs.mkdir(parents=True, exist_ok=True)
         stem = _log_stem(len(self.steps), phase, name)
+        if self.on_step is not None:
+            self.on_step(phase, name)
         shown = list(shown_argv or argv)
         try:
             if not cwd.is_dir():  # e.g. an agent removed its own workspace

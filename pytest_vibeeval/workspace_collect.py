@@ -19,12 +19,23 @@ from .assess import assess
 from .configurations import CLI_CONFIG_NAME, select
 from .copying import copy_template, remove_tree
 from .errors import InputError
-from .items import get_state, mark_item, repeated, rootdir_relative, shared_fixtureinfo, start_or_skip
+from .items import (
+    ReusableItem,
+    get_state,
+    loadgroup_name,
+    mark_item,
+    phases_of,
+    repeated,
+    rootdir_relative,
+    shared_fixtureinfo,
+    start_or_skip,
+)
 from .models import Configuration, ScoreSpec
 from .providers import PromptRequest
 from .providers.cli import CliProvider
+from .resume import input_digest
 from .runner import redact_steps
-from .runner_config import ResolvedEval, RunnerConfig, load_config_dir
+from .runner_config import REGISTRY_NAME, ResolvedEval, RunnerConfig, load_config_dir
 from .sandbox import Sandbox, choose_sandbox
 from .state import VibeState
 from .suite import check_formula
@@ -64,6 +75,7 @@ class WorkspaceConfigFile(pytest.File):
         eval_ids = select(list(runner.evaluations), None, state.options.evals)
         source = rootdir_relative(self.path, rootpath)
         fixtureinfo = shared_fixtureinfo(self, run_workspace_item)
+        digested = [self.path, self.path.parent / CLI_CONFIG_NAME, self.path.parent / REGISTRY_NAME]
         for index, (eval_id, evaluation) in enumerate(runner.evaluations.items()):
             if eval_id not in eval_ids:
                 continue
@@ -84,8 +96,11 @@ class WorkspaceConfigFile(pytest.File):
                     score_min=score.min,
                     score_max=score.max,
                     min_pass_rate=evaluation.min_pass_rate,
+                    input_digest=input_digest(digested, configuration),
                 )
-                for name, repeat_info in repeated(info, state.options.repeats):
+                for name, repeat_info in repeated(
+                    info, state.options.repeats, loadgroup_name(self.config, configuration, config_id)
+                ):
                     yield WorkspaceItem.from_parent(
                         self,
                         name=name,
@@ -112,7 +127,7 @@ def check_cli_configurations(source: Path, configurations: Mapping[str, Configur
             )
 
 
-class WorkspaceItem(pytest.Function):
+class WorkspaceItem(ReusableItem):
     """One coding-agent evaluation against one configuration."""
 
     def __init__(
@@ -135,13 +150,19 @@ class WorkspaceItem(pytest.Function):
         steps = (*evaluation.build_steps, *evaluation.grade_steps)
         timeout = configuration.timeout_s + sum(runner.registry[name].timeout_s for name in steps)
         self.expected_failure = xfail or configuration.xfail
-        mark_item(self, (evaluation.id, config_id), tags, timeout, info, self.expected_failure)
+        group = configuration.group_name(config_id)
+        mark_item(self, (evaluation.id, config_id), tags, timeout, info, self.expected_failure, group)
 
     def setup(self) -> None:
         """Skip when a required command is missing; time the fixtures (the workspace's preparation)."""
+        if self.reused is not None:
+            return  # --vibe-resume answers it: no workspace
         missing = [name for name in self.evaluation.requires if shutil.which(name) is None]
         if missing:
             pytest.skip(f"{self.evaluation.id} requires {', '.join(missing)} on PATH (not found)")
+        phases = phases_of(self)
+        if phases is not None:
+            phases.enter("workspace", self.evaluation.id)
         started = time.perf_counter()
         super().setup()
         self.setup_seconds = time.perf_counter() - started
@@ -221,7 +242,10 @@ def registry_commands(item: WorkspaceItem, workdir: Path) -> RegistryCommands:
     """The default ``vibe_commands``: the item's registry, logs in ``workdir/logs``, agents in the
     session's sandbox."""
     state = get_state(item.config)
-    return RegistryCommands(item.runner.registry, workdir / LOGS_DIR, session_sandbox(state))
+    phases = phases_of(item)
+    return RegistryCommands(
+        item.runner.registry, workdir / LOGS_DIR, session_sandbox(state), phases.enter if phases else None
+    )
 
 
 def session_sandbox(state: VibeState) -> Sandbox:

@@ -8,6 +8,8 @@ import json
 import os
 import re
 import select
+import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -175,3 +177,33 @@ def wait_gone(pid: int, timeout: float = 10.0) -> bool:
     finally:
         os.close(fd)
     return is_gone(pid)
+
+
+def interrupt_when(
+    pytester: pytest.Pytester, marker: Path, *args: str, deadline_s: float = 60
+) -> tuple[int, str]:
+    """Run pytest in a subprocess and press Ctrl-C (SIGINT to its process group, as a terminal does)
+    once ``marker`` exists, i.e. once an agent has started; its exit code and output."""
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "pytest", *FAST_ARGS, *args],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        started = time.monotonic()
+        while not marker.exists():  # follows the run, not a clock: the deadline only stops a hang
+            if proc.poll() is not None:
+                raise AssertionError(f"pytest ended before {marker.name} appeared: {proc.communicate()}")
+            if time.monotonic() - started > deadline_s:
+                raise AssertionError(f"{marker} never appeared")
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, output

@@ -371,13 +371,22 @@ def test_suite_without_configuration_skips_with_how_to(
 
 
 def _junit(path: Path) -> tuple[ET.Element, dict[str, dict[str, str]]]:
+    """The test suite, and each test case's eval properties (``vibe.<name>``), read from the test
+    suite's ``vibe.<node id>.<name>``: junit-10.xsd allows no properties on a test case."""
     root = ET.parse(path).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     assert suite is not None
+    properties = {p.get("name", ""): p.get("value", "") for p in suite.iter("property")}
     cases = {}
     for case in suite.iter("testcase"):
-        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
-        cases[f"{case.get('classname')}::{case.get('name')}"] = props
+        assert case.find("properties") is None
+        nodeid = f"{case.get('classname')}::{case.get('name')}"  # the suite file is in the rootdir
+        prefix = f"vibe.{nodeid}."
+        cases[nodeid] = {
+            f"vibe.{name.removeprefix(prefix)}": value
+            for name, value in properties.items()
+            if name.startswith(prefix)
+        }
     return suite, cases
 
 

@@ -1,0 +1,65 @@
+"""Where a running item is: its current phase (workspace, agent, build, grade, checks) and since
+when. An item that fails without a result (its timeout backstop fired, a fixture raised) still gets
+one saying which phase it was in, with the steps it finished."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .results import EvalRecord, StepRecord
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str  # workspace | agent | build | grade | checks
+    detail: str  # the step's or configuration's name, where there is one
+    started: float  # time.monotonic()
+
+
+@dataclass
+class PhaseTracker:
+    """One item's phases, as the item enters them."""
+
+    current: Phase | None = None
+    history: list[str] = field(default_factory=list)
+    listener: Callable[[str, str], None] | None = None  # told (phase, detail) as each begins
+
+    def enter(self, name: str, detail: str = "") -> None:
+        self.current = Phase(name, detail, time.monotonic())
+        self.history.append(name)
+        if self.listener is not None:
+            self.listener(name, detail)
+
+    def describe(self) -> str:
+        """``the agent phase (claude, 612 s in)``, or ``before its first phase``."""
+        phase = self.current
+        if phase is None:
+            return "before its first phase"
+        detail = f"{phase.detail}, " if phase.detail else ""
+        return f"the {phase.name} phase ({detail}{time.monotonic() - phase.started:.0f} s in)"
+
+
+def unfinished_record(
+    name: str,
+    named: bool,
+    nodeid: str,
+    repeat: int,
+    tracker: PhaseTracker | None,
+    failure: str,
+    steps: list[StepRecord],
+) -> EvalRecord:
+    """The record of an item that stopped without producing one: an error naming the phase it was
+    in and why it stopped, with the steps it had finished."""
+    where = tracker.describe() if tracker is not None else "before its first phase"
+    first = failure.strip().splitlines()[0] if failure.strip() else "it stopped"
+    return EvalRecord(
+        name=name,
+        named=named,
+        nodeid=nodeid,
+        outcome="error",
+        message=f"stopped in {where}: {first}",
+        steps=steps,
+        repeat=repeat,
+    )

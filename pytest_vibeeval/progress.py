@@ -1,0 +1,203 @@
+"""Live progress of long runs: which eval × configuration is in which phase, and for how long.
+
+Each process that runs items (the only one in a serial run, every xdist worker otherwise) keeps
+one small JSON file in the run's lock folder saying what it runs now; the controller reads them
+all and shows them. Files work for local workers, whatever the distribution; remote (ssh)
+workers are not shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+PROGRESS_DIR = "progress"
+
+
+@dataclass(frozen=True)
+class Running:
+    """One item in progress."""
+
+    nodeid: str
+    phase: str
+    detail: str
+    item_started: float  # time.time()
+    phase_started: float
+
+
+class ProgressBoard:
+    """This process's entry on the board (a no-op without a folder)."""
+
+    def __init__(self, lock_dir: Path | None) -> None:
+        self.path = lock_dir / PROGRESS_DIR / f"{os.getpid()}.json" if lock_dir is not None else None
+
+    def show(self, running: Running) -> None:
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(vars(running), handle)
+            os.replace(temp, self.path)
+        except OSError:
+            pass  # progress is a display aid: never fail an item over it
+
+    def clear(self) -> None:
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink(missing_ok=True)
+
+
+def read_board(lock_dir: Path) -> list[Running]:
+    """Every item in progress, longest-running first."""
+    found = []
+    folder = lock_dir / PROGRESS_DIR
+    try:
+        paths = [p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")]
+    except OSError:
+        return []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            found.append(Running(**data))
+        except (OSError, ValueError, TypeError):
+            continue  # being replaced, or removed as the item ended
+    return sorted(found, key=lambda r: (r.item_started, r.nodeid))
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def describe(running: Running, now: float) -> str:
+    """``quiz.eval.yaml::capital[claude] agent 1m12s (3m05s in all)``."""
+    detail = f" {running.detail}" if running.detail and running.detail not in running.nodeid else ""
+    text = f"{running.nodeid} {running.phase}{detail} {duration(now - running.phase_started)}"
+    if running.phase_started - running.item_started >= 1:
+        text += f" ({duration(now - running.item_started)} in all)"
+    return text
+
+
+def status_line(board: list[Running], now: float | None = None, width: int = 120) -> str:
+    """One line for a terminal: the items in progress, as many as fit."""
+    now = time.time() if now is None else now
+    if not board:
+        return ""
+    head = f"vibeeval: {len(board)} running: "
+    parts = [describe(r, now) for r in board]
+    line = head + parts[0]
+    shown = 1
+    for part in parts[1:]:
+        if len(line) + len(part) + 3 + 10 > width:
+            break
+        line += " · " + part
+        shown += 1
+    if shown < len(parts):
+        line += f" · +{len(parts) - shown} more"
+    return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
+
+def progress_lines(board: list[Running], now: float | None = None, at_least: float = 0.0) -> list[str]:
+    """Plain lines for a log: each item running for at least ``at_least`` seconds."""
+    now = time.time() if now is None else now
+    return [f"vibeeval: running {describe(r, now)}" for r in board if now - r.item_started >= at_least]
+
+
+class LiveStatus:
+    """The controller's display: on a terminal one status line, redrawn every ``tick`` seconds and
+    taken away (the line pytest was writing put back) whenever pytest writes; elsewhere a plain
+    line per long-running item every ``interval`` seconds.
+
+    ``pause()`` / ``resume()`` bracket pytest's own writes (the status is cleared in between)."""
+
+    def __init__(
+        self,
+        lock_dir: Path,
+        stream: TextIO,
+        tty: bool,
+        current_line: Callable[[], str],
+        width: Callable[[], int],
+        interval: float = 30.0,
+        tick: float = 1.0,
+        sync: Callable[[], None] | None = None,
+        owns_stream: bool = False,
+    ) -> None:
+        self.lock_dir, self.stream, self.tty = lock_dir, stream, tty
+        self.sync = sync or (lambda: None)  # flushes pytest's own writes before ours
+        self.owns_stream = owns_stream  # a duplicate of the terminal, closed at stop()
+        self.current_line, self.width = current_line, width
+        self.interval, self.tick = interval, tick
+        self.lock = threading.RLock()  # pytest may write from a hook inside another one
+        self.shown = False  # a status line is on the screen
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="vibeeval-progress", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        with self.lock:
+            self._erase()
+            if self.owns_stream:
+                with contextlib.suppress(OSError, ValueError):
+                    self.stream.close()
+
+    def pause(self) -> None:
+        self.lock.acquire()
+        self._erase()
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+
+    def resume(self) -> None:
+        self.lock.release()
+
+    def _run(self) -> None:
+        wait = self.tick if self.tty else self.interval
+        while not self.stopped.wait(wait):
+            board = read_board(self.lock_dir)
+            with self.lock:
+                if self.stopped.is_set():
+                    return
+                try:
+                    self._draw(board)
+                except (OSError, ValueError):
+                    return  # the terminal went away
+
+    def _draw(self, board: list[Running]) -> None:
+        self.sync()
+        if self.tty:
+            line = status_line(board, width=max(20, self.width() - 1))
+            self.stream.write("\r\x1b[K" + line if line else "")
+            self.shown = bool(line)
+        else:
+            lines = progress_lines(board, at_least=self.interval)
+            if lines:
+                start = "\n" if self.current_line() else ""
+                self.stream.write(start + "\n".join(lines) + "\n" + self.current_line())
+        self.stream.flush()
+
+    def _erase(self) -> None:
+        if self.shown:
+            try:
+                self.stream.write("\r\x1b[K" + self.current_line())
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+            self.shown = False

@@ -1,0 +1,127 @@
+"""Distributed runs: several execnet gateways give the results of a serial run, a worker that dies
+mid-item loses only that item (failed, with the reason; the summary says a worker was lost), and
+Ctrl-C writes the results of what finished."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from helpers import comparable, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+
+APP = """
+import os, signal
+
+def answer(prompt):
+    if prompt == "die":
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker process running this item dies
+    return {"response": prompt.upper(), "cost": 0.001 * len(prompt), "input_tokens": 3, "output_tokens": 1}
+"""
+
+
+def make_suite(pytester: pytest.Pytester, with_crash: bool = False) -> None:
+    write(pytester.path / "app.py", APP)
+    crash = "  - {name: crash, prompt: die, checks: [{match: DIE}]}\n" if with_crash else ""
+    evals = "".join(f'  - {{name: e{n}, prompt: word{n}, checks: [{{match: "*{n}*"}}]}}\n' for n in range(12))
+    write(
+        pytester.path / "dist.eval.yaml",
+        "metadata: {name: dist, model: m}\n"
+        'configurations:\n  app: {python: "app:answer"}\n  shell: {cli: "cat"}\n'
+        'score: {formula: "success_pct - total_cost"}\n'
+        "evals:\n" + evals + crash,
+    )
+
+
+def test_three_gateways_give_the_serial_results(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    serial = pytester.path / "serial.json"
+    run(pytester, "--vibe-results", str(serial), subprocess=True).assert_outcomes(passed=24)
+    spread = pytester.path / "spread.json"
+    result = run(
+        pytester, "--tx", "3*popen", "--dist", "load", "--vibe-results", str(spread), subprocess=True
+    )
+    result.assert_outcomes(passed=24)
+    assert "[gw2]" in result.stdout.str() or "3 workers" in result.stdout.str()
+    assert comparable(load_json(serial)) == comparable(load_json(spread))
+
+
+@pytest.mark.parametrize("workers", [["-n", "2"], ["--tx", "2*popen", "--dist", "load"]], ids=["n2", "tx"])
+def test_a_worker_that_dies_loses_only_its_item(pytester: pytest.Pytester, workers: list[str]) -> None:
+    make_suite(pytester, with_crash=True)
+    out = pytester.path / "results.json"
+    result = run(pytester, *workers, "--vibe-results", str(out), "--vibe-config", "app", subprocess=True)
+    result.assert_outcomes(passed=12, failed=1)
+    records = evals_by_nodeid(load_json(out))
+    crashed = records["dist.eval.yaml::crash[app]"]
+    assert crashed["outcome"] == "error"
+    assert crashed["message"].startswith("no result recorded: worker 'gw"), crashed["message"]
+    assert "crashed while running 'dist.eval.yaml::crash[app]'" in crashed["message"]
+    assert all(records[f"dist.eval.yaml::e{n}[app]"]["outcome"] == "passed" for n in range(12))
+    summary = "\n".join(run_summary(result))
+    assert "1 xdist worker was lost" in summary, summary
+
+
+SLOW_AGENT = """
+import pathlib, sys, time
+prompt = sys.stdin.read()
+if prompt == "slow":
+    pathlib.Path(sys.argv[1]).write_text("started")
+    time.sleep(120)
+print(prompt)
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_ctrl_c_writes_what_finished(pytester: pytest.Pytester, workers: list[str]) -> None:
+    agent = write(pytester.path / "agent.py", SLOW_AGENT)
+    started = pytester.path / "started"
+    write(
+        pytester.path / "int.eval.yaml",
+        f"""
+        metadata: {{name: int, model: m}}
+        configurations:
+          agent: {{cli: "{sys.executable}", args: ["{agent}", "{started}"]}}
+        evals:
+          - {{name: a, prompt: quick, checks: [{{match: "*quick*"}}]}}
+          - {{name: b, prompt: quick, checks: [{{match: "*quick*"}}]}}
+          - {{name: z-slow, prompt: slow, checks: [{{match: "*slow*"}}]}}
+        """,
+    )
+    out = pytester.path / "results.json"
+    returncode, output = interrupt_when(pytester, started, *workers, "--vibe-results", str(out))
+    assert returncode == pytest.ExitCode.INTERRUPTED, output
+    data = load_json(out)
+    assert data["interrupted"] is True
+    records = evals_by_nodeid(data)
+    assert records["int.eval.yaml::a[agent]"]["outcome"] == "passed", output
+    assert records["int.eval.yaml::b[agent]"]["outcome"] == "passed", output
+    cut = records["int.eval.yaml::z-slow[agent]"]
+    assert (cut["outcome"], cut["message"]) == ("skipped", "not finished: the session was interrupted")
+    assert "Run Summary" in output
+
+
+WORKER_AGENT = """
+import os, sys
+print(sys.stdin.read() + " " + os.environ.get("PYTEST_XDIST_WORKER", "-"))
+"""
+
+
+def test_a_configuration_group_runs_on_one_worker_with_loadgroup(pytester: pytest.Pytester) -> None:
+    agent = write(pytester.path / "agent.py", WORKER_AGENT)
+    evals = "".join(f'  - {{name: e{n}, prompt: p{n}, checks: [{{match: "*"}}]}}\n' for n in range(8))
+    write(
+        pytester.path / "grp.eval.yaml",
+        "metadata: {name: grp, model: m}\n"
+        "configurations:\n"
+        f'  limited: {{cli: "{sys.executable}", args: ["{agent}"], xdist_group: true}}\n'
+        f'  free: {{cli: "{sys.executable}", args: ["{agent}"]}}\n'
+        "evals:\n" + evals,
+    )
+    out = pytester.path / "results.json"
+    result = run(pytester, "-n", "2", "--dist", "loadgroup", "--vibe-results", str(out), subprocess=True)
+    result.assert_outcomes(passed=16)
+    records = evals_by_nodeid(load_json(out))
+    limited = {r["response"].split()[-1] for n, r in records.items() if "[limited]" in n}
+    assert len(limited) == 1  # one worker ran every eval of the group, one after another
+    assert all(nodeid.endswith("@limited") for nodeid in records if "[limited]" in nodeid)
+    assert load_json(out)["runs"][1]["metrics"]["passed"] == 8

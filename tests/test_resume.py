@@ -1,0 +1,91 @@
+"""--vibe-resume: after an interrupted run only the unfinished items run (counted by the agent
+itself), the finished ones keep their earlier records, and a changed suite reuses nothing."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import PYTHON, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+
+# Counts its runs in runs.log; on the prompt "slow" it says it started and waits, unless told not to.
+AGENT = """
+import pathlib, sys, time
+here = pathlib.Path(sys.argv[1])
+prompt = sys.stdin.read()
+with open(here / "runs.log", "a") as log:
+    log.write(prompt + "\\n")
+if prompt == "slow" and not (here / "fast").exists():
+    (here / "started").write_text("x")
+    time.sleep(120)
+print(prompt)
+"""
+
+
+def make_suite(pytester: pytest.Pytester, extra: str = "") -> None:
+    agent = write(pytester.path / "agent.py", AGENT)
+    write(
+        pytester.path / "res.eval.yaml",
+        f"""
+        metadata: {{name: res, model: m}}
+        configurations:
+          agent: {{cli: "{PYTHON}", args: ["{agent}", "{pytester.path}"]}}
+        evals:
+          - {{name: a, prompt: one, checks: [{{match: "*one*"}}]}}
+          - {{name: b, prompt: two, checks: [{{match: "*nope*"}}]}}
+          - {{name: c, prompt: slow, checks: [{{match: "*slow*"}}]}}
+        {extra}
+        """,
+    )
+
+
+def runs_logged(pytester: pytest.Pytester) -> list[str]:
+    log = pytester.path / "runs.log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return lines
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_resume_runs_only_what_did_not_finish(pytester: pytest.Pytester, workers: list[str]) -> None:
+    make_suite(pytester)
+    first = pytester.path / "first.json"
+    code, output = interrupt_when(
+        pytester, pytester.path / "started", *workers, "-p", "no:randomly", "--vibe-results", str(first)
+    )
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    assert sorted(runs_logged(pytester)) == ["one", "slow", "two"]
+    (pytester.path / "fast").write_text("x")
+
+    second = pytester.path / "second.json"
+    result = run(
+        pytester, *workers, "--vibe-resume", str(first), "--vibe-results", str(second), subprocess=True
+    )
+    assert runs_logged(pytester) == ["slow"]  # a (passed) and b (failed) finished before: not run again
+    result.assert_outcomes(passed=2, failed=1)
+    records = evals_by_nodeid(load_json(second))
+    assert records["res.eval.yaml::a[agent]"]["reused_from"] == "first.json"
+    assert records["res.eval.yaml::b[agent]"]["outcome"] == "failed"  # as it was
+    assert records["res.eval.yaml::b[agent]"]["reused_from"] == "first.json"
+    assert records["res.eval.yaml::c[agent]"]["reused_from"] is None
+    assert records["res.eval.yaml::c[agent]"]["outcome"] == "passed"
+    assert "Resumed: 2 eval(s) reused from first.json, 1 run in this session (--vibe-resume)" in (
+        "\n".join(run_summary(result))
+    )
+
+
+def test_a_changed_suite_reuses_nothing(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    (pytester.path / "fast").write_text("x")
+    run(pytester)  # writes .vibeeval/results/latest.json
+    assert len(runs_logged(pytester)) == 3
+    run(pytester, "--vibe-resume")  # latest: everything finished, nothing runs
+    assert runs_logged(pytester) == []
+    make_suite(pytester, extra="score: {formula: success_pct}")
+    run(pytester, "--vibe-resume", "latest")
+    assert len(runs_logged(pytester)) == 3
+
+
+def test_a_missing_resume_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    result = run(pytester, "--vibe-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--vibe-resume: " in result.stderr.str() and "no earlier run wrote one" in result.stderr.str()

@@ -1,0 +1,121 @@
+"""The pytest-timeout backstop every eval item carries: when it fires the item still has a result
+(an error naming the phase it was in), it is a failed test case in the JUnit XML, the other items
+run on, and no process it started is left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import xml.etree.ElementTree as ET
+
+import pytest
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+HANGING_APP = """
+import time
+
+def answer(prompt):
+    if prompt == "hang":
+        time.sleep(120)
+    return "ok"
+"""
+
+
+@XDIST_MODES
+def test_a_hung_prompt_eval_reports_its_phase(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    write(pytester.path / "app.py", HANGING_APP)
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 1\n")
+    write(
+        pytester.path / "hang.eval.yaml",
+        """
+        metadata: {name: hang, model: m}
+        configurations:
+          app: {python: "app:answer", timeout: 1000}
+        evals:
+          - {name: stuck, prompt: hang, checks: [{match: ok}]}
+          - {name: fine, prompt: fine, checks: [{match: ok}]}
+        """,
+    )
+    out = pytester.path / "results.json"
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, "--vibe-results", str(out), f"--junitxml={junit}", xdist=xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    records = evals_by_nodeid(load_json(out))
+    stuck = records["hang.eval.yaml::stuck[app]"]
+    assert stuck["outcome"] == "error"
+    assert stuck["message"].startswith("stopped in the agent phase (app, "), stuck["message"]
+    assert "Timeout (>2.0s) from pytest-timeout" in stuck["message"]
+    assert records["hang.eval.yaml::fine[app]"]["outcome"] == "passed"
+    cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
+    assert cases["stuck[app]"].find("failure") is not None
+    assert cases["fine[app]"].find("failure") is None
+
+
+WORKSPACE_CONFTEST = """
+import pathlib
+import pytest
+from pytest_vibeeval.process import run_command
+
+@pytest.fixture
+def vibe_workspace(vibe_workdir):
+    # A preparation that hangs in a command (a slow clone, say): the backstop must end it.
+    (vibe_workdir / "workspace").mkdir()
+    run_command(["sleep", "4242"], cwd=vibe_workdir, output_dir=vibe_workdir, name="prep", timeout=600)
+    return vibe_workdir / "workspace"
+"""
+
+
+def sleepers() -> list[int]:
+    """Processes still running ``sleep 4242``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if handle.read().split(b"\0")[:2] == [b"sleep", b"4242"]:
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+@XDIST_MODES
+def test_a_hung_workspace_leaves_no_process_behind(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    for pid in sleepers():  # from an earlier, broken run of this test
+        os.kill(pid, signal.SIGKILL)
+    write(pytester.path / "conftest.py", WORKSPACE_CONFTEST)
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 1\n")
+    write(pytester.path / "template" / "a.txt", "a\n")
+    write(pytester.path / "grading" / "b.txt", "b\n")
+    write(
+        pytester.path / "code.eval.yaml",
+        f"""
+        metadata: {{name: code, model: m}}
+        configurations:
+          agent: {{cli: "{PYTHON}", args: ["-c", "pass"], timeout: 1000}}
+        commands:
+          check: {{command: "true", timeout: 1000}}
+        evals:
+          - name: slow-prep
+            prompt: do it
+            workspace: template
+            grading: grading
+            grade_steps: [check]
+        """,
+    )
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out), "--vibe-sandbox", "none", xdist=xdist)
+    result.assert_outcomes(errors=1)
+    record = evals_by_nodeid(load_json(out))["code.eval.yaml::slow-prep[agent]"]
+    assert record["outcome"] == "error"
+    assert record["message"].startswith("stopped in the workspace phase (slow-prep, "), record["message"]
+    assert "Timeout (>3.0s) from pytest-timeout" in record["message"]  # 1 s agent + 1 s step + 1 s
+    assert sleepers() == []
+
+
+def test_the_margin_must_be_a_number(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = soon\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "vibe_timeout_margin (ini): 'soon' is not a number of seconds >= 0" in result.stderr.str()

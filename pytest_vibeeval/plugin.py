@@ -256,7 +256,8 @@ def pytest_configure(config: pytest.Config) -> None:
         repeats=repeats,
         fail_on_regression=_flag(config, "vibe_fail_on_regression"),
         history=_history_path(config),
-        timeout_margin=_timeout_margin(config),
+        timeout_margin=_ini_seconds(config, "vibe_timeout_margin"),
+        progress_interval=_ini_seconds(config, "vibe_progress_interval"),
     )
     state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
     if not hasattr(config, "workerinput"):
@@ -599,7 +600,7 @@ def _start_live_status(config: pytest.Config) -> LiveStatus | None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if config.get_verbosity() < 0 or reporter is None or state.lock_dir is None:
         return None
-    interval = _progress_interval(config)
+    interval = state.options.progress_interval
     if interval == 0:
         return None
     writer = reporter._tw  # pytest's TerminalWriter: its file and the line it is writing
@@ -632,19 +633,6 @@ def _terminal_stream(config: pytest.Config, default: Any) -> tuple[Any, bool]:
         return open(os.dup(saved), "w", encoding="utf-8", errors="replace"), True
     except OSError:
         return default, False
-
-
-def _progress_interval(config: pytest.Config) -> float:
-    value = config.getini("vibe_progress_interval")
-    try:
-        interval = float(value)
-    except ValueError:
-        interval = -1.0
-    if not 0 <= interval < float("inf"):
-        raise pytest.UsageError(
-            f"vibe_progress_interval (ini): {value!r} is not a number of seconds >= 0 (0: no progress lines)"
-        )
-    return interval
 
 
 class LiveHooks:
@@ -701,15 +689,16 @@ def _longrepr_text(report: pytest.TestReport) -> str | None:
     return f"{crash}\n{text}" if crash else text
 
 
-def _timeout_margin(config: pytest.Config) -> float:
-    value = config.getini("vibe_timeout_margin")
+def _ini_seconds(config: pytest.Config, name: str) -> float:
+    """An ini option that is a finite number of seconds >= 0; a usage error otherwise."""
+    value = config.getini(name)
     try:
-        margin = float(value)
+        seconds = float(value)
     except ValueError:
-        margin = -1.0
-    if not margin >= 0 or margin == float("inf"):
-        raise pytest.UsageError(f"vibe_timeout_margin (ini): {value!r} is not a number of seconds >= 0")
-    return margin
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise pytest.UsageError(f"{name} (ini): {value!r} is not a number of seconds >= 0")
+    return seconds
 
 
 def _history_path(config: pytest.Config) -> Path | None:

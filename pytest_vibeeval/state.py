@@ -38,6 +38,7 @@ class Options:
     fail_on_regression: bool = False
     history: Path | None = None  # the JSONL history file (None: none)
     timeout_margin: float = 30.0  # seconds the timeout backstop adds to an item's own timeouts
+    progress_interval: float = 30.0  # seconds between live progress lines off a terminal (0: none)
 
 
 class WorkdirAllocator:

@@ -122,7 +122,7 @@ class Aggregator:
             if interrupted:
                 return record.model_copy(update={"message": "not finished: the session was interrupted"})
             return record.model_copy(update={"outcome": "error", "message": "no result recorded"})
-        if item.failed_phase in ("setup", "teardown") and record.outcome == "passed":
+        if item.failed_phase not in (None, "call") and record.outcome == "passed":
             return record.model_copy(
                 update={
                     "outcome": "error",

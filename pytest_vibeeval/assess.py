@@ -31,7 +31,7 @@ def transcript_of(
     none when a log was expected but cannot be read."""
     log = transcript_path(configuration, cwd)
     if configuration is not None and log is not None:
-        if not log.exists():
+        if not log.is_file() and not log.is_symlink():
             return record, (
                 f"no transcript: the agent wrote no tool log at {configuration.transcript} "
                 f"(the path in its {TRANSCRIPT_ENV} variable)"
@@ -60,7 +60,10 @@ def assess(
     if record.outcome == "skipped":
         return record
     seconds = agent_seconds(record) if coding else record.latency
-    record, log_problem = transcript_of(record, configuration, cwd, seconds)
+    try:
+        record, log_problem = transcript_of(record, configuration, cwd, seconds)
+    except Exception as exc:  # what an agent leaves must never cost the eval its result
+        log_problem = f"no transcript: the tool log could not be read ({type(exc).__name__}: {exc})"
     rubric = evaluate_rubric(
         output=record.response,
         passed=record.outcome == "passed",

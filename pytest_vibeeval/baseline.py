@@ -33,11 +33,17 @@ class BaselineError(Exception):
 # --- loading -----------------------------------------------------------------------------------------
 
 
-def resolve_baseline(spec: str, rootdir: Path) -> Path:
-    """``latest`` → ``<rootdir>/.vibeeval/results/latest.json``; anything else is a path (relative to cwd)."""
-    if spec == "latest":
-        return rootdir / DEFAULT_DIR / "latest.json"
-    return Path(spec).expanduser()
+def resolve_baseline(spec: str, rootdir: Path, results: Path | None = None) -> Path:
+    """``latest``: the previous run's results: the newer of ``<rootdir>/.vibeeval/results/latest.json``
+    and ``results`` (the configured --vibe-results path, which runs with it write instead); anything
+    else is a path (relative to cwd)."""
+    if spec != "latest":
+        return Path(spec).expanduser()
+    default = rootdir / DEFAULT_DIR / "latest.json"
+    existing = [path for path in (results, default) if path is not None and path.is_file()]
+    if not existing:
+        return results if results is not None else default
+    return max(existing, key=lambda path: path.stat().st_mtime)
 
 
 def _location(loc: Sequence[int | str]) -> str:

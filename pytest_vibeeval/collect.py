@@ -30,7 +30,7 @@ from .models import DEFAULT_TIMEOUT_MS, Configuration
 from .providers import Provider, make_provider
 from .providers.python_callable import module_name_clash
 from .recording import recorded
-from .resume import input_digest
+from .resume import files_digest, input_digest
 from .runner import run_prompt_eval
 from .runner_config import RunnerConfig, resolve_suite_coding
 from .state import VibeState
@@ -84,7 +84,9 @@ class SuiteFile(pytest.File):
                 coding = coding_runner(suite, configs, config_dir, config_ids)
             except InputError as exc:
                 raise self.CollectError(exc.render(self.config.rootpath)) from None
-        digested = [self.path, *([configs.source] if configs.source else [])]
+        files = files_digest([self.path, *([configs.source] if configs.source else [])])
+        variables = state.renderer.values.variables()
+        digests = {cid: input_digest(files, configs.configurations.get(cid), variables) for cid in config_ids}
         fixtureinfo = shared_fixtureinfo(self, run_eval_item)
         coding_fixtureinfo = shared_fixtureinfo(self, run_workspace_item) if coding else None
         for case in suite.evals:
@@ -107,7 +109,7 @@ class SuiteFile(pytest.File):
                     score_canonical=formula.canonical or None,
                     score_preset=formula.preset,
                     min_pass_rate=case.min_pass_rate,
-                    input_digest=input_digest(digested, configuration),
+                    input_digest=digests[config_id],
                 )
                 for name, repeat_info in repeated(
                     info, state.options.repeats, loadgroup_name(self.config, configuration, config_id)

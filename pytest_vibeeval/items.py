@@ -60,7 +60,14 @@ def loadgroup_name(config: pytest.Config, configuration: Configuration | None, c
     on_worker = getattr(config.option, "loadgroup", False)
     if not on_worker and getattr(config.option, "dist", None) != "loadgroup":
         return None
+    if not _NODE_IDS_ARE_STRUCTURED:
+        return None  # before pytest 9.2 xdist's own suffix works: adding ours would double it
     return configuration.group_name(config_id)
+
+
+# pytest 9.2 keeps node ids as structured values (Node.id), so xdist's ``item._nodeid = …@group``
+# no longer renames the item.
+_NODE_IDS_ARE_STRUCTURED = isinstance(getattr(pytest.Item, "id", None), property)
 
 
 def get_state(config: pytest.Config) -> VibeState:
@@ -115,9 +122,10 @@ class ReusableItem(pytest.Function):
         if self.reused is None:
             super().runtest()
             return
-        self.user_properties.append((RESULT_PROPERTY, self.reused.model_dump_json()))
-        if self.reused.outcome != "passed":
-            pytest.fail(self.reused.message or self.reused.outcome, pytrace=False)
+        record = self.reused.model_copy(update={"nodeid": self.nodeid})  # e.g. now with an @group
+        self.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+        if record.outcome != "passed":
+            pytest.fail(record.message or record.outcome, pytrace=False)
 
 
 def phases_of(item: pytest.Item) -> PhaseTracker | None:

@@ -33,12 +33,12 @@ class PhaseTracker:
             self.listener(name, detail)
 
     def describe(self) -> str:
-        """``the agent phase (claude, 612 s in)``, or ``before its first phase``."""
+        """``in the agent phase (claude, 612 s in)``, or ``before its first phase``."""
         phase = self.current
         if phase is None:
             return "before its first phase"
         detail = f"{phase.detail}, " if phase.detail else ""
-        return f"the {phase.name} phase ({detail}{time.monotonic() - phase.started:.0f} s in)"
+        return f"in the {phase.name} phase ({detail}{time.monotonic() - phase.started:.0f} s in)"
 
 
 def unfinished_record(
@@ -59,7 +59,7 @@ def unfinished_record(
         named=named,
         nodeid=nodeid,
         outcome="error",
-        message=f"stopped in {where}: {first}",
+        message=f"stopped {where}: {first}",
         steps=steps,
         repeat=repeat,
     )

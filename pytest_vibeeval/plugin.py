@@ -27,7 +27,7 @@ from .progress import LiveStatus, ProgressBoard, Running
 from .providers import Provider
 from .results import EvalRecord, ResultsFile, RunRecord
 from .resultsfile import DEFAULT_HISTORY, build_results, write_results
-from .resume import load_resume
+from .resume import ResumeIndex, load_resume
 from .runner_config import EVAL_CONFIG_NAME, ResolvedEval
 from .sandbox import SANDBOX_MODES, SandboxUnavailable
 from .state import Options, VibeState
@@ -50,6 +50,7 @@ USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workerou
 SESSION_PLUGIN = "vibeeval-session"
 LIVE_PLUGIN = "vibeeval-live-status"
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
+RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
 MAX_REPEATS = 1000
 
 
@@ -286,9 +287,11 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist controller: the workers share its folder of concurrency slots."""
-    lock_dir = get_state(node.config).lock_dir
-    if lock_dir is not None:
-        node.workerinput[LOCK_DIR_INPUT] = str(lock_dir)
+    state = get_state(node.config)
+    if state.lock_dir is not None:
+        node.workerinput[LOCK_DIR_INPUT] = str(state.lock_dir)
+    if state.resume is not None:
+        node.workerinput[RESUME_INPUT] = state.resume.to_json()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -365,7 +368,7 @@ class SessionHooks:
         self.other_collection_errors = 0
         self.failed_nodeids: set[str] = set()  # controller: items with a failed report, ours or not
         self.gate_only = _flag(config, "vibe_gate_only")
-        self.exit_note: str | None = None  # what vibe_gate_only did to the exit code
+        self.notes: list[str] = []  # what the session's end did or could not do (exit code, files)
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
         self.lost_workers: list[str] = []  # xdist workers that went down with an error
         self.board = ProgressBoard(self.state.lock_dir)  # what this process runs now (live progress)
@@ -452,7 +455,8 @@ class SessionHooks:
         """The record travels on the call report only: the teardown report would copy it again
         (responses can be megabytes) for the controller to parse twice."""
         report = yield
-        if report.failed and call.when in ("setup", "call"):
+        stopped = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
+        if stopped and call.when in ("setup", "call"):  # failed, or xfailed: the item's own marker
             _record_unfinished(item, report)
         if call.when == "call":
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
@@ -507,15 +511,18 @@ class SessionHooks:
         html = self.config.getoption("vibe_html") or self.config.getini("vibe_html")
         if html:
             path = Path(html).absolute()
-            write_html(results, path)
-            state.report_written = path
+            try:
+                write_html(results, path)
+                state.report_written = path
+            except OSError as exc:
+                self.notes.append(f"HTML report not written to {path}: {exc.strerror or exc}")
         if state.options.history is not None:
             written = state.results_written[0] if state.results_written else None
             shown = rootdir_relative(written, self.config.rootpath) if written else None
             try:
                 append_history(state.options.history, results, shown)
             except OSError as exc:
-                self.exit_note = f"history not written to {state.options.history}: {exc.strerror or exc}"
+                self.notes.append(f"history not written to {state.options.history}: {exc.strerror or exc}")
         add_suite_properties(self.config, runs)
         add_gate_cases(self.config, runs)
         self._apply_gates(session, runs)
@@ -575,7 +582,7 @@ class SessionHooks:
                 blockers.append("the session stopped early (-x/--maxfail)")
             what = "vibe_gate_only" if gate_only else "min_pass_rate"
             if blockers:
-                self.exit_note = f"{what} not applied: " + "; ".join(blockers)
+                self.notes.append(f"{what} not applied: " + "; ".join(blockers))
             else:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED if gate_failed else pytest.ExitCode.OK
                 notes = []
@@ -589,7 +596,7 @@ class SessionHooks:
                         f"vibe_gate_only: {len(self.failed_nodeids)} failed eval(s) do not fail the session;"
                         f" the score gates decide the exit code ({int(session.exitstatus)})"
                     )
-                self.exit_note = "; ".join(notes)
+                self.notes.append("; ".join(notes))
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -642,11 +649,14 @@ class LiveHooks:
         self.live = live
 
     def _around(self) -> Generator[None, object, object]:
-        self.live.pause()
+        paused = False
         try:
+            self.live.pause()
+            paused = True
             return (yield)
         finally:
-            self.live.resume()
+            if paused:
+                self.live.resume()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logstart(self) -> Generator[None, object, object]:
@@ -719,28 +729,33 @@ def _read_baseline(config: pytest.Config, state: VibeState) -> None:
         if state.options.fail_on_regression:
             raise pytest.UsageError("--vibe-fail-on-regression needs --vibe-baseline PATH|latest")
         return
-    path = resolve_baseline(spec, config.rootpath)
+    path = resolve_baseline(spec, config.rootpath, state.options.results)
     try:
         state.baseline = load_baseline(path)
     except BaselineError as exc:
-        hint = " (no earlier run wrote one: run once without --vibe-baseline)" if spec == "latest" else ""
-        raise pytest.UsageError(f"--vibe-baseline: {exc}{hint}") from None
+        hint = " (`latest` is the previous run's results file: run once without --vibe-baseline)"
+        raise pytest.UsageError(f"--vibe-baseline: {exc}{hint if spec == 'latest' else ''}") from None
     state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
 
 
 def _read_resume(config: pytest.Config, state: VibeState) -> None:
-    """Read --vibe-resume now, on the controller and on every worker alike (each item looks up its
-    own earlier record; ``latest`` is the file as it was before this session writes it)."""
+    """Read --vibe-resume now, before this session writes its results (``latest`` is the file as
+    the earlier run left it). xdist workers get the controller's index, so they need no file."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if workerinput.get(RESUME_INPUT):
+            state.resume = ResumeIndex.from_json(workerinput[RESUME_INPUT])
+        return
     spec = config.getoption("vibe_resume")
     if spec is None:
         return
-    path = resolve_baseline(spec, config.rootpath)
+    path = resolve_baseline(spec, config.rootpath, state.options.results)
     shown = rootdir_relative(path.absolute(), config.rootpath)
     try:
         state.resume = load_resume(path, shown)
     except BaselineError as exc:
-        hint = " (no earlier run wrote one)" if spec == "latest" else ""
-        raise pytest.UsageError(f"--vibe-resume: {exc}{hint}") from None
+        hint = " (`latest` is the previous run's results file; no run wrote it yet)"
+        raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None
 
 
 def _repeats(config: pytest.Config) -> int:
@@ -817,7 +832,7 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
             red=True,
         )
     if isinstance(hooks, SessionHooks):
-        for note in (hooks.exit_note, hooks.regression_note):
+        for note in (*hooks.notes, hooks.regression_note):
             if note:
                 terminalreporter.write_line(note, red=note is hooks.regression_note)
     for path in state.results_written:

@@ -66,12 +66,24 @@ def read_board(lock_dir: Path) -> list[Running]:
     except OSError:
         return []
     for path in paths:
+        if not _alive(path.stem):
+            continue  # its process died mid-item (a lost xdist worker): it runs nothing now
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             found.append(Running(**data))
         except (OSError, ValueError, TypeError):
             continue  # being replaced, or removed as the item ended
     return sorted(found, key=lambda r: (r.item_started, r.nodeid))
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (ValueError, OSError):
+        return True  # not ours to judge (another user's process, an odd name): keep it
+    return True
 
 
 def duration(seconds: float) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,8 +22,8 @@ Key = tuple[str, str, str, str, int]  # source, input digest, configuration, eva
 FINISHED = ("passed", "failed")
 
 
-def input_digest(files: Iterable[Path], configuration: Configuration | None) -> str:
-    """sha256 over the files' bytes (those that exist) and the configuration's settings."""
+def files_digest(files: Iterable[Path]) -> str:
+    """sha256 over the files' bytes (a missing one counts as missing)."""
     digest = hashlib.sha256()
     for path in files:
         try:
@@ -31,9 +31,18 @@ def input_digest(files: Iterable[Path], configuration: Configuration | None) -> 
         except OSError:
             digest.update(b"<missing>")
         digest.update(b"\0")
-    settings = configuration.model_dump(mode="json") if configuration is not None else None
-    digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
     return digest.hexdigest()
+
+
+def input_digest(
+    files: str, configuration: Configuration | None, variables: Mapping[str, str] | None = None
+) -> str:
+    """What an item's earlier result depends on: its suite files (``files``, from
+    :func:`files_digest`), the configuration's settings and the template variables (--vibe-var,
+    vibe_vars) its prompt may use."""
+    settings = configuration.model_dump(mode="json") if configuration is not None else None
+    material = json.dumps([files, settings, dict(variables or {})], sort_keys=True)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -47,6 +56,20 @@ class ResumeIndex:
         self, source: str, digest: str, configuration: str, eval_id: str, repeat: int
     ) -> EvalRecord | None:
         return self.records.get((source, digest, configuration, eval_id, repeat))
+
+    def to_json(self) -> str:
+        """The index as text, for xdist workers (through ``workerinput``)."""
+        entries = [[list(key), record.model_dump(mode="json")] for key, record in self.records.items()]
+        return json.dumps({"source": self.source, "records": entries})
+
+    @classmethod
+    def from_json(cls, text: str) -> ResumeIndex:
+        data = json.loads(text)
+        index = cls(data["source"])
+        for (source, digest, configuration, eval_id, repeat), record in data["records"]:
+            key = (source, digest, configuration, eval_id, int(repeat))
+            index.records[key] = EvalRecord.model_validate(record)
+        return index
 
 
 def load_resume(path: Path, shown: str) -> ResumeIndex:

@@ -70,6 +70,10 @@ class TemplateValues:
     # repr=False: a traceback through these objects must not print the environment or secrets
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
 
+    def variables(self) -> dict[str, str]:
+        """The --vibe-var and vibe_vars values (the command line's win)."""
+        return {**self.ini_vars, **self.cli_vars}
+
     def lookup(self, kind: str, name: str) -> str:
         if kind == "var":
             if name in self.cli_vars:

@@ -139,10 +139,13 @@ def _as_int(key: str, value: Any) -> int:
 
 def _as_number(key: str, value: Any) -> float:
     number: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str) and NUMBER.fullmatch(value.strip()):
-        number = float(value.strip())
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str) and NUMBER.fullmatch(value.strip()):
+            number = float(value.strip())
+    except OverflowError:  # an integer too large for a float
+        number = None
     if number is None or not math.isfinite(number):
         raise _BadValue(
             f'"{key}" is {_short(value)}, not a number', f'write it as a number, e.g. "{key}": 1.5'

@@ -33,7 +33,7 @@ from .items import (
 from .models import Configuration, ScoreSpec
 from .providers import PromptRequest
 from .providers.cli import CliProvider
-from .resume import input_digest
+from .resume import files_digest, input_digest
 from .runner import redact_steps
 from .runner_config import REGISTRY_NAME, ResolvedEval, RunnerConfig, load_config_dir
 from .sandbox import Sandbox, choose_sandbox
@@ -75,7 +75,11 @@ class WorkspaceConfigFile(pytest.File):
         eval_ids = select(list(runner.evaluations), None, state.options.evals)
         source = rootdir_relative(self.path, rootpath)
         fixtureinfo = shared_fixtureinfo(self, run_workspace_item)
-        digested = [self.path, self.path.parent / CLI_CONFIG_NAME, self.path.parent / REGISTRY_NAME]
+        files = files_digest(
+            [self.path, self.path.parent / CLI_CONFIG_NAME, self.path.parent / REGISTRY_NAME]
+        )
+        variables = state.renderer.values.variables()
+        digests = {cid: input_digest(files, runner.configurations[cid], variables) for cid in config_ids}
         for index, (eval_id, evaluation) in enumerate(runner.evaluations.items()):
             if eval_id not in eval_ids:
                 continue
@@ -96,7 +100,7 @@ class WorkspaceConfigFile(pytest.File):
                     score_min=score.min,
                     score_max=score.max,
                     min_pass_rate=evaluation.min_pass_rate,
-                    input_digest=input_digest(digested, configuration),
+                    input_digest=digests[config_id],
                 )
                 for name, repeat_info in repeated(
                     info, state.options.repeats, loadgroup_name(self.config, configuration, config_id)

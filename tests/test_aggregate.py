@@ -458,3 +458,15 @@ def test_eval_named_like_a_run_variable_does_not_replace_it() -> None:
     assert values["passed"] == 1.0  # one eval passed (the one called `total`)
     assert values["total"] == 2.0
     assert values["total_latency"] == 10.0
+
+
+def test_a_crash_after_a_passing_call_report_is_an_error() -> None:
+    """The worker died after the item passed (in its teardown): pytest counts a failure, so must we."""
+    agg = Aggregator()
+    info = run_info("add", "c", "success_pct")
+    feed(agg, info, eval_record("add", "c", "passed", 1.0))
+    crash(agg, "add", "c")
+    (run,) = agg.runs()
+    (record,) = run.evals
+    assert record.outcome == "error"
+    assert record.message is not None and "crashed" in record.message

@@ -145,7 +145,7 @@ def test_a_run_missing_from_the_baseline_is_new(pytester: pytest.Pytester) -> No
     ("args", "message"),
     [
         (["--vibe-baseline", "nowhere.json"], "--vibe-baseline: nowhere.json: no such file"),
-        (["--vibe-baseline", "latest"], "no earlier run wrote one: run once without --vibe-baseline"),
+        (["--vibe-baseline", "latest"], "`latest` is the previous run's results file: run once without"),
         (["--vibe-baseline", "app.py"], "app.py: not JSON (line 1"),
         (["--vibe-fail-on-regression"], "--vibe-fail-on-regression needs --vibe-baseline PATH|latest"),
     ],
@@ -166,3 +166,25 @@ def test_history_can_be_moved_or_turned_off(pytester: pytest.Pytester) -> None:
     run(pytester, "--vibe-history", "")
     assert not (pytester.path / ".vibeeval" / "history.jsonl").exists()
     assert len(Path(pytester.path / "hist" / "runs.jsonl").read_text().splitlines()) == 1
+
+
+def test_latest_is_the_configured_results_file_when_there_is_one(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_results = out/r.json\n")
+    assert run(pytester).ret == 0
+    set_state(pytester, 0.01, fail=("c",))
+    result = run(pytester, "--vibe-baseline", "latest")
+    compared = run_of(load_json(pytester.path / "out" / "r.json"), "app")["baseline"]
+    assert (compared["baseline"], compared["pass_to_fail"]) == ("out/r.json", ["c"])
+    assert "baseline: out/r.json" in result.stdout.str()
+
+
+def test_a_report_that_cannot_be_written_is_a_note(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    (pytester.path / "taken").mkdir()
+    result = run(pytester, "--vibe-html", "taken")
+    assert result.ret == 0
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert "HTML report not written to" in "\n".join(run_summary(result))

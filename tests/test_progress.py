@@ -5,6 +5,7 @@ line on a terminal, nothing with -q; from xdist workers too."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -108,3 +109,13 @@ def test_the_terminal_status_line_is_redrawn_and_taken_away(tmp_path: Path) -> N
     live.pause()  # pytest is about to write: the status goes, the line pytest was writing comes back
     assert stream.getvalue().endswith("\r\x1b[Ks.eval.yaml ..")
     live.resume()
+
+
+def test_a_dead_process_is_taken_off_the_board(tmp_path: Path) -> None:
+    """A worker that died mid-item (it crashed) left its entry: it is not shown as running."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "progress").mkdir()
+    entry = Running("s.eval.yaml::a[x]", "agent", "", 0.0, 0.0)
+    (tmp_path / "progress" / f"{gone.pid}.json").write_text(json.dumps(vars(entry)))
+    assert read_board(tmp_path) == []

@@ -88,4 +88,15 @@ def test_a_missing_resume_file_is_a_usage_error(pytester: pytest.Pytester) -> No
     make_suite(pytester)
     result = run(pytester, "--vibe-resume")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--vibe-resume: " in result.stderr.str() and "no earlier run wrote one" in result.stderr.str()
+    assert "--vibe-resume: " in result.stderr.str() and "no run wrote it yet" in result.stderr.str()
+
+
+def test_changed_template_values_reuse_nothing(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    (pytester.path / "fast").write_text("x")
+    run(pytester, "--vibe-var", "x=1")
+    assert len(runs_logged(pytester)) == 3
+    run(pytester, "--vibe-var", "x=2", "--vibe-resume")  # a prompt may say {{var('x')}}
+    assert len(runs_logged(pytester)) == 3
+    run(pytester, "--vibe-var", "x=2", "--vibe-resume")
+    assert runs_logged(pytester) == []

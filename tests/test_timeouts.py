@@ -119,3 +119,32 @@ def test_the_margin_must_be_a_number(pytester: pytest.Pytester) -> None:
     result = run(pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "vibe_timeout_margin (ini): 'soon' is not a number of seconds >= 0" in result.stderr.str()
+
+
+def test_an_expected_failure_that_stops_early_still_says_why(pytester: pytest.Pytester) -> None:
+    write(
+        pytester.path / "conftest.py",
+        """
+        import pytest
+
+        @pytest.fixture
+        def vibe_provider():
+            raise RuntimeError("no provider today")
+        """,
+    )
+    write(
+        pytester.path / "x.eval.yaml",
+        """
+        metadata: {name: x, model: m}
+        configurations:
+          app: {cli: "true"}
+        evals:
+          - {name: known, prompt: hi, xfail: not yet, checks: [{match: "*"}]}
+        """,
+    )
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out))
+    result.assert_outcomes(xfailed=1)
+    record = evals_by_nodeid(load_json(out))["x.eval.yaml::known[app]"]
+    assert record["outcome"] == "error"
+    assert record["message"] == "stopped before its first phase: RuntimeError: no provider today"

@@ -331,3 +331,11 @@ def test_read_then_summarise(tmp_path: Path) -> None:
     assert (transcript.calls, transcript.succeeded, transcript.duration) == (2, 1, 5.0)
     assert transcript.errors == {"tool_fail": 1, "retry": 1}
     assert len(transcript.problems) == 1
+
+
+def test_numbers_too_large_for_a_float_are_reported_not_raised(tmp_path: Path) -> None:
+    huge = int("9" * 400)
+    log = write_log(tmp_path / "e.jsonl", {"tool": "Bash", "duration": huge}, {"tool": "Read", "ts": huge})
+    found, duration, problems = read_tool_log(log)
+    assert found == [] and duration is None
+    assert len(problems) == 2 and all("not a number" in problem for problem in problems)

@@ -9,6 +9,7 @@ from pathlib import Path
 from .models import Configuration, RubricSpec
 from .results import EvalRecord
 from .rubric import evaluate_rubric
+from .templates import Redactor
 from .transcripts import ToolLogError, read_tool_log, summarise
 from .variables import agent_seconds
 
@@ -49,14 +50,26 @@ def transcript_of(
     return record.model_copy(update={"transcript": transcript}), None
 
 
+def _redacted(record: EvalRecord, redact: Redactor) -> EvalRecord:
+    """The record's tool calls and transcript problems with secret values removed."""
+    calls = [call.model_copy(update={"error": redact(call.error)}) for call in record.tool_calls]
+    transcript = record.transcript
+    if transcript is not None:
+        problems = [redact(problem) or "" for problem in transcript.problems]
+        transcript = transcript.model_copy(update={"problems": problems})
+    return record.model_copy(update={"tool_calls": calls, "transcript": transcript})
+
+
 def assess(
     record: EvalRecord,
     configuration: Configuration | None,
     cwd: Path,
     spec: RubricSpec,
     coding: bool,
+    redact: Redactor | None = None,
 ) -> EvalRecord:
-    """``record`` with its transcript and rubric; a skipped record is returned as it is."""
+    """``record`` with its transcript and rubric; a skipped record is returned as it is. What the
+    agent's own tool log says (errors, unreadable lines) passes through ``redact``."""
     if record.outcome == "skipped":
         return record
     seconds = agent_seconds(record) if coding else record.latency
@@ -64,6 +77,9 @@ def assess(
         record, log_problem = transcript_of(record, configuration, cwd, seconds)
     except Exception as exc:  # what an agent leaves must never cost the eval its result
         log_problem = f"no transcript: the tool log could not be read ({type(exc).__name__}: {exc})"
+    if redact is not None:
+        record = _redacted(record, redact)
+        log_problem = redact(log_problem)
     rubric = evaluate_rubric(
         output=record.response,
         passed=record.outcome == "passed",

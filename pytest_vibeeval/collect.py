@@ -214,7 +214,8 @@ def run_eval_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_
         item.info.repeat,
         phases.enter if (phases := phases_of(item)) else None,
     )
-    record = assess(record, item.configuration, vibe_workdir, item.case.rubric, coding=False)
+    redact = Redactor(state.renderer.used_secrets)
+    record = assess(record, item.configuration, vibe_workdir, item.case.rubric, False, redact)
     state.budget.add(record.cost)
     if item.expected_failure and not record.xfail:  # the configuration's xfail
         record = record.model_copy(update={"xfail": True})
@@ -240,6 +241,7 @@ def provider_for(item: EvalItem) -> Provider:
             item.config_dir,
             state.renderer,
             state.lock_dir,
+            state.options.max_processes,
         )
         state.providers[key] = _recorded(provider, item.config_id, item.configuration, state)
     return state.providers[key]

@@ -162,6 +162,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "seconds the pytest-timeout backstop of every eval item adds to its own command timeouts",
         default="30",
     )
+    parser.addini(
+        "vibe_max_processes",
+        "processes an agent may run at once, where a pids cgroup can be made (0: no limit)",
+        default="1024",
+    )
     parser.addini("vibe_repeat", "default for --vibe-repeat", default="")
     parser.addini("vibe_html", "default for --vibe-html", default="")
     parser.addini(
@@ -259,6 +264,7 @@ def pytest_configure(config: pytest.Config) -> None:
         history=_history_path(config),
         timeout_margin=_ini_seconds(config, "vibe_timeout_margin"),
         progress_interval=_ini_seconds(config, "vibe_progress_interval"),
+        max_processes=_ini_count(config, "vibe_max_processes"),
     )
     state = VibeState(options, Renderer(TemplateValues(cli_vars, ini_vars)))
     if not hasattr(config, "workerinput"):
@@ -697,6 +703,14 @@ def _longrepr_text(report: pytest.TestReport) -> str | None:
     crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
     text = str(report.longrepr)
     return f"{crash}\n{text}" if crash else text
+
+
+def _ini_count(config: pytest.Config, name: str) -> int:
+    """An ini option that is a whole number >= 0; a usage error otherwise."""
+    value = config.getini(name)
+    if not str(value).strip().isdigit():
+        raise pytest.UsageError(f"{name} (ini): {value!r} is not a whole number >= 0")
+    return int(value)
 
 
 def _ini_seconds(config: pytest.Config, name: str) -> float:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from .cgroups import process_limit
+
 __all__ = [
     "CommandNotFound",
     "CommandResult",
@@ -149,6 +151,7 @@ def run_command(
     timeout: float | None = None,
     stdin_text: str | None = None,
     grace: float = 2.0,
+    max_processes: int = 0,
 ) -> CommandResult:
     """Run `argv` until it exits or times out; output goes to `output_dir/<name>.stdout|.stderr`.
 
@@ -156,6 +159,10 @@ def run_command(
     process group gets SIGTERM, then SIGKILL after `grace` seconds. In every case (normal exit,
     timeout, exception, KeyboardInterrupt) the group is SIGKILLed and the leader reaped before
     this returns or re-raises. Raises CommandNotFound if the executable cannot be run.
+
+    ``max_processes`` > 0 runs the command in a pids cgroup of its own where this machine allows
+    one (see :mod:`pytest_vibeeval.cgroups`): at most that many processes at once, and every one
+    left, even outside the process group, killed at the end.
     """
     args = tuple(argv)
     if not args:
@@ -182,6 +189,7 @@ def run_command(
     stderr_path = out / f"{name}.stderr"
 
     proc: subprocess.Popen[bytes] | None = None
+    limit = process_limit(max_processes) if max_processes > 0 else None
     start = time.monotonic()
     try:
         # The parent's copies of the file handles are closed as soon as the child has its own.
@@ -201,8 +209,8 @@ def run_command(
             start = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    args,
-                    executable=os.path.abspath(executable),
+                    limit.wrap([os.path.abspath(executable), *args[1:]]) if limit else args,
+                    executable=None if limit else os.path.abspath(executable),
                     cwd=cwd_str,
                     env=None if env is None else dict(env),
                     stdin=stdin,
@@ -220,6 +228,8 @@ def run_command(
             # start_new_session=True makes the leader's pid the process group id.
             _signal_group(proc.pid, signal.SIGKILL)
             proc.wait()
+        if limit is not None:
+            limit.close()
     duration = time.monotonic() - start
     return CommandResult(
         argv=args,

@@ -38,6 +38,7 @@ class Options:
     fail_on_regression: bool = False
     history: Path | None = None  # the JSONL history file (None: none)
     timeout_margin: float = 30.0  # seconds the timeout backstop adds to an item's own timeouts
+    max_processes: int = 1024  # an agent's processes at once, where a pids cgroup can be made (0: none)
     progress_interval: float = 30.0  # seconds between live progress lines off a terminal (0: none)
 
 

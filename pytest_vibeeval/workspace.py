@@ -234,11 +234,13 @@ class RegistryCommands:
         logs: Path,
         sandbox: Sandbox | None = None,
         on_step: Callable[[str, str], None] | None = None,
+        max_processes: int = 0,
     ) -> None:
         self.registry, self.logs = registry, logs
         self.sandbox = sandbox or Sandbox("none")
         self.steps: list[StepRecord] = []
         self.on_step = on_step  # told (phase, step name) as each command starts
+        self.max_processes = max_processes  # the agent's process limit (0: none), see cgroups
 
     def run(self, phase: Literal["build", "grade"], name: str, cwd: Path) -> StepRecord:
         """Run the registry's step ``name`` in ``cwd``; raise :class:`StepFailed` unless it exits 0."""
@@ -254,8 +256,9 @@ class RegistryCommands:
         """Run the agent in ``workspace``, inside the sandbox."""
         argv = self.sandbox.wrap(agent.argv, workspace, agent.visible, agent.hidden)
         return self.run_argv(
-            "agent", agent.name, argv, workspace, agent.timeout_s, agent.env, agent.stdin_text, agent.argv
-        )
+            "agent", agent.name, argv, workspace, agent.timeout_s, agent.env, agent.stdin_text, agent.argv,
+            self.max_processes,
+        )  # fmt: skip
 
     def run_argv(
         self,
@@ -267,6 +270,7 @@ class RegistryCommands:
         env: Mapping[str, str] | None = None,
         stdin_text: str | None = None,
         shown_argv: Sequence[str] | None = None,
+        max_processes: int = 0,
     ) -> StepRecord:
         """Run one command and record it; raise :class:`StepFailed` (recorded too) unless it exits 0."""
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -279,7 +283,7 @@ class RegistryCommands:
                 raise CommandNotFound(f"its working folder {cwd} is gone")
             result = run_command(
                 argv, cwd=cwd, output_dir=self.logs, name=stem, env=env, timeout=timeout_s,
-                stdin_text=stdin_text,
+                stdin_text=stdin_text, max_processes=max_processes,
             )  # fmt: skip
         except CommandNotFound as exc:
             step = StepRecord(phase=phase, name=name, argv=shown, cwd=str(cwd), exit_code=None, duration=0.0,

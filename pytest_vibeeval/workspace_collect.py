@@ -182,7 +182,11 @@ def agent_command(item: WorkspaceItem, workspace_hint: Path) -> AgentCommand:
     key = (item.path, item.config_id)
     if key not in state.providers:  # one per configuration: its availability is checked once
         state.providers[key] = CliProvider(
-            item.config_id, item.configuration, state.renderer, item.runner.folder
+            item.config_id,
+            item.configuration,
+            state.renderer,
+            item.runner.folder,
+            state.options.max_processes,
         )
     provider = state.providers[key]
     assert isinstance(provider, CliProvider)
@@ -248,7 +252,11 @@ def registry_commands(item: WorkspaceItem, workdir: Path) -> RegistryCommands:
     state = get_state(item.config)
     phases = phases_of(item)
     return RegistryCommands(
-        item.runner.registry, workdir / LOGS_DIR, session_sandbox(state), phases.enter if phases else None
+        item.runner.registry,
+        workdir / LOGS_DIR,
+        session_sandbox(state),
+        phases.enter if phases else None,
+        state.options.max_processes,
     )
 
 
@@ -311,7 +319,7 @@ def run_workspace_item(
         "repeat": item.info.repeat,
     }
     record = assess(
-        record.model_copy(update=update), item.configuration, vibe_workspace, evaluation.rubric, coding=True
+        record.model_copy(update=update), item.configuration, vibe_workspace, evaluation.rubric, True, redact
     )
     state.budget.add(record.cost)
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))

@@ -32,11 +32,13 @@ def make_provider(
     config_dir: Path,
     renderer: Renderer,
     lock_dir: Path | None = None,
+    max_processes: int = 0,
 ) -> Provider:
     """The provider for a configuration; ``None`` is the implicit OpenRouter configuration.
 
     ``config_dir`` is the folder of the file that defines the configuration; ``lock_dir`` holds
-    the concurrency slots that HTTP configurations share across xdist workers."""
+    the concurrency slots that HTTP configurations share across xdist workers; ``max_processes``
+    limits a CLI agent's processes (0: no limit)."""
     if config is not None and config.replay is not None:
         from ..recording import ReplayProvider, Store  # the store module imports this package
 
@@ -45,5 +47,5 @@ def make_provider(
     if config is None or config.kind == "http":
         return HttpProvider(config_id, config, renderer.used_secrets, lock_dir)
     if config.kind == "cli":
-        return CliProvider(config_id, config, renderer, config_dir)
+        return CliProvider(config_id, config, renderer, config_dir, max_processes)
     return PythonProvider(config_id, config, suite_dir)

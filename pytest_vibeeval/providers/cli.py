@@ -21,8 +21,16 @@ class CliProvider:
     """``config_dir`` is the folder of the file that defines the configuration: a relative ``cli``
     path is resolved against it, and ``${CONFIG_DIR}`` in ``cli``, ``args`` and ``env`` expands to it."""
 
-    def __init__(self, config_id: str, config: Configuration, renderer: Renderer, config_dir: Path) -> None:
+    def __init__(
+        self,
+        config_id: str,
+        config: Configuration,
+        renderer: Renderer,
+        config_dir: Path,
+        max_processes: int = 0,
+    ) -> None:
         assert config.cli
+        self.max_processes = max_processes  # at most this many processes at once (0: no limit)
         self.config_id = config_id
         self.config = config
         self.renderer = renderer
@@ -103,6 +111,7 @@ class CliProvider:
                 env=self.request_environment(request.workdir),
                 timeout=self.config.timeout_s,
                 stdin_text=stdin,
+                max_processes=self.max_processes,
             )
         except CommandNotFound as exc:
             raise ProviderError(str(exc)) from None

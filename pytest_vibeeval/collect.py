@@ -241,7 +241,6 @@ def provider_for(item: EvalItem) -> Provider:
             item.config_dir,
             state.renderer,
             state.lock_dir,
-            state.options.max_processes,
         )
         state.providers[key] = _recorded(provider, item.config_id, item.configuration, state)
     return state.providers[key]

@@ -164,7 +164,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "vibe_max_processes",
-        "processes an agent may run at once, where a pids cgroup can be made (0: no limit)",
+        "processes a coding agent may run at once, where a pids cgroup can be made (0: no limit)",
         default="1024",
     )
     parser.addini("vibe_repeat", "default for --vibe-repeat", default="")
@@ -442,8 +442,8 @@ class SessionHooks:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Put the item on this process's progress board as it enters each phase."""
         phases = phases_of(item)
-        if phases is None:
-            return
+        if phases is None or self.config.get_verbosity() < 0 or not self.state.options.progress_interval:
+            return  # nothing would show it (-q, or vibe_progress_interval = 0)
         board, nodeid, started = self.board, item.nodeid, time.time()
 
         def show(phase: str, detail: str) -> None:

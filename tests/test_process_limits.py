@@ -52,21 +52,25 @@ def test_a_fork_bomb_is_bounded_and_cleaned_up(pytester: pytest.Pytester, xdist:
     log = pytester.path / "pids.log"
     bomb = agent(pytester.path, "bomb.py", FORK_BOMB)
     write(pytester.path / "pytest.ini", "[pytest]\nvibe_max_processes = 40\n")
+    write(pytester.path / "template" / "a.txt", "a\n")
+    write(pytester.path / "grading" / "b.txt", "b\n")
     write(
         pytester.path / "bomb.eval.yaml",
         f"""
         metadata: {{name: bomb, model: m}}
         configurations:
           bomber: {{cli: "{PYTHON}", args: ["{bomb}", "{log}"], timeout: 3000}}
+        commands:
+          check: {{command: "true"}}
         evals:
-          - {{name: boom, prompt: go, checks: [{{match: "*"}}]}}
+          - {{name: boom, prompt: go, workspace: template, grading: grading, grade_steps: [check]}}
         """,
     )
     out = pytester.path / "results.json"
-    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result = run(pytester, "--vibe-results", str(out), "--vibe-sandbox", "none", xdist=xdist)
     result.assert_outcomes(failed=1)
     record = evals_by_nodeid(load_json(out))["bomb.eval.yaml::boom[bomber]"]
-    assert record["outcome"] == "error" and "timed out" in record["message"]
+    assert record["outcome"] == "failed" and "timed out" in record["message"], record["message"]
     pids = set(log.read_text().split())
     assert 1 < len(pids) <= 40  # never more than the limit at once, and none died before the end
     assert survivors(str(bomb)) == []

@@ -1,0 +1,187 @@
+"""What the benchmarks share: pytest runs in fresh interpreters, interleaved repeats, peak memory,
+suite files and the rows of the result table."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Plugins of the development environment that neither side needs (hypothesis registers one).
+PYTEST_BASE = ("-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+# Variables of the calling environment that would change what pytest does.
+DROPPED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS", "PYTEST_CURRENT_TEST")
+RSS_ENV = "BENCH_RSS_FILE"
+
+# A conftest.py for the benchmark's projects: at the very end of each pytest process (the
+# controller and every xdist worker) it appends that process's peak resident set size (VmHWM,
+# the high-water mark of its own address space, so an agent's memory is never counted) to the
+# file named by $BENCH_RSS_FILE.
+RSS_CONFTEST = f"""\
+import json
+import os
+import resource
+
+import pytest
+
+
+def _peak_kb():
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    path = os.environ.get({RSS_ENV!r})
+    if path:
+        role = getattr(config, "workerinput", {{}}).get("workerid", "controller")
+        with open(path, "a") as out:
+            out.write(json.dumps({{"role": role, "kb": _peak_kb()}}) + "\\n")
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pytest run: wall-clock seconds, CPU seconds (user + system) of its process tree as far
+    as it was reaped, and its output."""
+
+    wall: float
+    cpu: float
+    output: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the result table. ``met`` is None where the issue sets no target."""
+
+    bench: str
+    case: str
+    ours: str
+    floor: str
+    ratio: float | None
+    target: str = "—"
+    met: bool | None = None
+    note: str = ""
+
+
+def clean_env(temproot: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a benchmark's pytest run: pytest's temporary folders under ``temproot``
+    (so its retention of old runs neither touches nor is touched by other pytest sessions)."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+    temproot.mkdir(parents=True, exist_ok=True)
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTEST_DEBUG_TEMPROOT=str(temproot), **(extra or {}))
+    return env
+
+
+def run_pytest(args: Sequence[str], cwd: Path, env: Mapping[str, str], ok: Sequence[int] = (0,)) -> Run:
+    """Run pytest in a fresh interpreter; exit with its output's tail if its code is not in ``ok``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *PYTEST_BASE, *args],
+        cwd=cwd, env=dict(env), capture_output=True, text=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in ok:
+        tail = proc.stdout[-3000:] + proc.stderr[-3000:]
+        raise SystemExit(f"pytest {' '.join(args)} in {cwd} exited with {proc.returncode}:\n{tail}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(wall, cpu, proc.stdout)
+
+
+def interleaved(calls: Mapping[str, Callable[[], Run]], repeat: int) -> dict[str, list[Run]]:
+    """Every call ``repeat`` times, interleaved and in alternating order, so that a slow spell of
+    the machine hits both sides alike; the runs of each call, in order."""
+    runs: dict[str, list[Run]] = {name: [] for name in calls}
+    names = list(calls)
+    for r in range(repeat):
+        for name in names if r % 2 == 0 else reversed(names):
+            runs[name].append(calls[name]())
+    return runs
+
+
+def best(runs: Sequence[Run]) -> Run:
+    """The fastest run (its own CPU time with it): noise only ever adds time."""
+    return min(runs, key=lambda run: run.wall)
+
+
+def collected_in(output: str) -> float:
+    """pytest's own "N tests collected in X s": collection without start-up and exit."""
+    match = re.search(r"collected in ([0-9.]+)s", output)
+    if not match:
+        raise SystemExit(f"no collection time in:\n{output[-2000:]}")
+    return float(match.group(1))
+
+
+def outcome_count(output: str, outcome: str) -> int:
+    """How many items had ``outcome`` (passed, failed, error) in pytest's last line."""
+    match = re.search(rf"(\d+) {outcome}", output.strip().splitlines()[-1])
+    return int(match.group(1)) if match else 0
+
+
+def peak_rss(path: Path) -> dict[str, float]:
+    """Peak RSS in MB of each process that reported to ``path`` (controller, gw0, gw1, ...)."""
+    peaks: dict[str, float] = {}
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        peaks[entry["role"]] = max(peaks.get(entry["role"], 0.0), entry["kb"] / 1024)
+    return peaks
+
+
+def workers_peak(peaks: Mapping[str, float]) -> float:
+    """The largest peak RSS of the xdist workers (0 in a serial run)."""
+    return max((mb for role, mb in peaks.items() if role != "controller"), default=0.0)
+
+
+def project(path: Path, files: Mapping[str, str] | None = None) -> Path:
+    """A pytest project folder with the peak-RSS conftest.py and ``files`` (name: text)."""
+    path.mkdir(parents=True)
+    (path / "conftest.py").write_text(RSS_CONFTEST)
+    for name, text in (files or {}).items():
+        (path / name).write_text(text)
+    return path
+
+
+def executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def suite_text(evals: int, configurations: Mapping[str, str], check: str = "match: '*42*'") -> str:
+    """A YAML suite of ``evals`` prompt evals with one check each; ``configurations`` maps an id
+    to its YAML flow mapping (``{cli: "/path/agent"}``)."""
+    lines = ["metadata: {name: bench, model: bench/model}", "evals:"]
+    for i in range(evals):
+        lines += [f"  - name: e{i}", f"    prompt: Question {i}?", "    checks:", f"      - {check}"]
+    lines.append("configurations:")
+    lines += [f"  {name}: {mapping}" for name, mapping in configurations.items()]
+    return "\n".join(lines) + "\n"
+
+
+def cli_config(agent: Path, **keys: object) -> str:
+    """The YAML flow mapping of a ``cli:`` configuration running ``agent``."""
+    extra = "".join(f", {key}: {json.dumps(value)}" for key, value in keys.items())
+    return f"{{cli: {json.dumps(str(agent))}{extra}}}"
+
+
+def mb(value: float) -> str:
+    return f"{value:.1f} MB"
+
+
+def seconds(value: float) -> str:
+    return f"{value:.2f} s"

@@ -1,0 +1,15 @@
+"""Python callables for the hostile suites' ``python:`` configurations (on PYTHONPATH in the runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def echo(prompt: str) -> str:
+    """``ok`` and the start of the prompt."""
+    return "ok " + prompt[:50]
+
+
+def tokens(prompt: str) -> dict[str, Any]:
+    """An answer that reports a million tokens each way (priced by the configuration)."""
+    return {"response": "ok", "input_tokens": 10**6, "output_tokens": 10**6}

@@ -11,14 +11,23 @@ Loc = tuple[str | int, ...]
 
 
 def format_loc(loc: Loc) -> str:
-    """Render a data path the way users read it: ``evals[1].checks[0].match``."""
+    """Render a data path the way users read it: ``evals[1].checks[0].match``; a key a terminal would
+    not show as is (a newline, a bidi control) is quoted and escaped: ``configurations['a\\nb']``."""
     out = ""
     for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
+        if isinstance(part, int) or not part.isprintable():
+            out += f"[{part!r}]"
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{part}" if out else part
     return out
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character a terminal would not show as is (newlines, bidi controls,
+    zero-width spaces) escaped as Python does: ``a\\u202eb``."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
@@ -37,7 +46,7 @@ class Problem:
     hint: str | None = None
 
     def render(self, path: str) -> str:
-        where = f"{path}:{self.line}" if self.line else path
+        where = f"{escaped(path)}:{self.line}" if self.line else escaped(path)
         what = f"{format_loc(self.loc)}: {self.message}" if self.loc else self.message
         text = f"{where}: {what}"
         if self.hint:

@@ -11,13 +11,37 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 TEMPLATE = re.compile(r"\{\{\s*(?P<func>[A-Za-z_]\w*)\s*\(\s*(?P<q>['\"])(?P<name>[^'\"]*)(?P=q)\s*\)\s*\}\}")
-ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 FUNCTIONS = ("var", "secret")
 REDACTED = "[secret]"
+
+
+class _AnyTemplate:
+    """Every ``{{ ... }}``, well formed or not: ``finditer`` and ``sub`` as on a compiled pattern."""
+
+    pattern = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+
+    def _end(self, text: str) -> int:
+        """Where the search may stop: just after the last ``}}`` (1 when there is none).
+
+        Alone the pattern is quadratic on many unclosed ``{{``: each scans the rest of the text for a
+        ``}}``. A ``{{`` before the last ``}}`` always matches and none after it can, so stopping there
+        finds the same spans with each character scanned once.
+        """
+        return text.rfind("}}") + 2
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.pattern.finditer(text, 0, self._end(text))
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
+        end = self._end(text)
+        return self.pattern.sub(repl, text[:end]) + text[end:]
+
+
+ANY_TEMPLATE = _AnyTemplate()
 
 
 def env_name(kind: str, name: str) -> str:

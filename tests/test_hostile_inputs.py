@@ -47,38 +47,18 @@ SNAPSHOT_EXCLUDED = ("out", "tmp")  # the run's own outputs; TMPDIR is checked a
 
 # Product bugs the corpus found; each case stays an expected failure (strict) until its bug is fixed.
 KNOWN_BUGS = {
-    "yaml-nul-byte": "bug: yamlsource.parse_yaml: a reader error (control character) has no line and shows "
-    '`in "<unicode string>", position N`',
+    "yaml-nul-byte": 'bug: yamlsource.parse_yaml: a reader error (control character) has no line and shows `in "<unicode string>", position N`',
     "yaml-bell-char": "bug: yamlsource.parse_yaml: a reader error (control character) has no line",
     "yaml-huge-integer": "bug: yamlsource: an integer of more than 4300 digits raises ValueError (traceback)",
-    "yaml-deep-lists-100k": "bug: yamlsource.parse_yaml: libyaml composes recursively; 100 000 nested "
-    "lists segfault the interpreter before MAX_DEPTH is checked",
-    "names-rtl-config-id": "bug: errors.format_loc prints a key with bidi controls raw, reordering the "
-    "message on a terminal",
-    "names-rtl-evaluation-id": "bug: errors.format_loc prints an evaluation id with bidi controls raw",
-    "names-newline-config-id": "bug: errors.format_loc prints a key with a newline raw, splitting "
-    "`file:line: what` over two lines",
-    "names-eval-id-newline": "bug: runner_config._eval_id uses re.match with `$`: 'task\\n' is accepted "
-    "and the node id holds a newline",
+    "yaml-deep-lists-100k": "bug: yamlsource.parse_yaml: libyaml composes recursively; 100 000 nested lists segfault the interpreter before MAX_DEPTH is checked",
     "names-step-name-newline": "bug: models._step_name uses re.match with `$`: 'build\\n' is accepted",
-    "types-huge-timeout": "bug: process._exited_within: a timeout above 2**31-1 ms raises OverflowError "
-    "(traceback) from select.poll",
-    "types-enormous-timeout": "bug: a timeout of 1e26 ms reaches pytest-timeout's setitimer: "
-    "INTERNALERROR, the session dies",
-    "types-http-malformed-url": "bug: providers/http.py: an invalid base_url raises httpx.InvalidURL "
-    "(traceback) instead of a load error or an item error with a message",
-    "scale-prompt-20mb-argument": "bug: process.run_command: E2BIG from Popen (a 20 MB prompt as an "
-    "argument) is a traceback, not a message",
-    "scale-template-braces-20mb": "bug: templates.ANY_TEMPLATE (`\\{\\{.*?\\}\\}`) is quadratic on "
-    "unclosed `{{`: a 20 MB prompt hangs collection",
-    "scale-evals-50k": "bug: yamlsource.MAX_NODES counts every node: a plain 50 000-eval suite is refused "
-    "as an alias bomb ('aliases referring to aliases?')",
-    "vars-expansion-bomb": "bug: runner_config.substitute expands ${VAR} references without a size limit "
-    "or memo: 40 doubling variables hang collection",
-    "symlinks-parent-link-in-tree": "bug: a template symlink to an ancestor folder makes pytest collect the "
-    "config folder again through the link (40 levels deep): spurious collection errors",
-    "symlinks-link-pair-in-tree": "bug: two template symlinks to ancestor folders make the collection walk "
-    "exponential: the session hangs",
+    "types-huge-timeout": "bug: process._exited_within: a timeout above 2**31-1 ms raises OverflowError (traceback) from select.poll",
+    "types-enormous-timeout": "bug: a timeout of 1e26 ms reaches pytest-timeout's setitimer: INTERNALERROR, the session dies",
+    "types-http-malformed-url": "bug: providers/http.py: an invalid base_url raises httpx.InvalidURL (traceback) instead of a load error or an item error with a message",
+    "scale-prompt-20mb-argument": "bug: process.run_command: E2BIG from Popen (a 20 MB prompt as an argument) is a traceback, not a message",
+    "scale-evals-50k": "bug: yamlsource.MAX_NODES counts every node: a plain 50 000-eval suite is refused as an alias bomb ('aliases referring to aliases?')",
+    "symlinks-parent-link-in-tree": "bug: a template symlink to an ancestor folder makes pytest collect the config folder again through the link (40 levels deep): spurious collection errors",
+    "symlinks-link-pair-in-tree": "bug: two template symlinks to ancestor folders make the collection walk exponential: the session hangs",
 }
 
 

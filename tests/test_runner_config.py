@@ -12,6 +12,7 @@ import pytest
 
 from pytest_vibeeval.errors import InputError, Problem
 from pytest_vibeeval.runner_config import (
+    MAX_EXPANSION,
     ConfigDirError,
     SubstitutionError,
     load_config_dir,
@@ -236,12 +237,51 @@ def test_substitution_expands_values_recursively() -> None:
         ("${A}", {"A": ""}, "variable A is empty"),
         ("${A B}", {}, "malformed reference ${A B}"),
         ("${A", {"A": "a"}, "'${' without a matching '}'"),
+        ("${A\n}", {"A\n": "a"}, "malformed reference ${A\n}"),
     ],
 )
 def test_bad_substitutions(text: str, variables: dict[str, str], message: str) -> None:
     with pytest.raises(SubstitutionError) as info:
         substitute(text, variables)
     assert message in info.value.message
+
+
+def doubling(levels: int) -> dict[str, str]:
+    """L0 is one character and each further L twice the one before: L<n> expands to 2**n characters."""
+    return {"L0": "x", **{f"L{i}": f"${{L{i - 1}}}${{L{i - 1}}}" for i in range(1, levels + 1)}}
+
+
+def test_a_variable_used_many_times_is_expanded_once() -> None:
+    # 2**16 references to L0 in all: expanded one at a time, this would take long
+    assert substitute("${L16}", doubling(16)) == "x" * MAX_EXPANSION
+
+
+def test_an_expansion_bomb_stops_at_the_limit() -> None:
+    with pytest.raises(SubstitutionError) as info:
+        substitute("${L40}/workspace", doubling(40))
+    expected = f"variable L17 (used by ${{L40}}) expands to more than {MAX_EXPANSION} characters"
+    assert info.value.message == expected
+    assert "give L17 a shorter value" in info.value.hint
+
+
+def test_references_together_may_not_expand_beyond_the_limit() -> None:
+    half = "x" * (MAX_EXPANSION // 2)
+    assert substitute("${A}/${A}", {"A": half}) == f"{half}/{half}"
+    with pytest.raises(SubstitutionError) as info:
+        substitute("${A}/${A}/${B}", {"A": half, "B": "b"})
+    assert info.value.message == f"the ${{NAME}} references expand to more than {MAX_EXPANSION} characters"
+
+
+def test_an_expansion_bomb_in_a_path_names_the_key_and_line(config: Path) -> None:
+    data = edited(workspace="${L40}/workspace")
+    write_configs(config, data)
+    path = config / "eval-config.json"
+    assert_one(
+        fails(config, doubling(40)),
+        path,
+        line_of(path, "${L40}"),
+        "evaluations.base64-fix.workspace: variable L17 (used by ${L40}) expands to more than",
+    )
 
 
 # --- bad configs: one clear message each, with file, key and line ------------------------------
@@ -344,6 +384,26 @@ def test_invalid_evaluation_id(tmp_path: Path) -> None:
         line_of(path, '"base64 fix!"'),
         "evaluation id 'base64 fix!' may contain only letters, digits, '-' and '_'",
     )
+
+
+@pytest.mark.parametrize(
+    ("eval_id", "shown"),
+    [
+        ("task\n", "evaluations['task\\n']: evaluation id 'task\\n' may contain only"),
+        ("task\u202etxt", "evaluations['task\\u202etxt']: evaluation id 'task\\u202etxt' may contain only"),
+    ],
+)
+def test_an_evaluation_id_with_a_newline_or_bidi_control_is_refused_and_shown_escaped(
+    tmp_path: Path, eval_id: str, shown: str
+) -> None:
+    config = make_tree(tmp_path)
+    data = copy.deepcopy(EVAL_CONFIG)
+    data["evaluations"][eval_id] = data["evaluations"].pop("base64-fix")
+    write_configs(config, data)
+    path = config / "eval-config.json"
+    err = fails(config)
+    assert_one(err, path, line_of(path, json.dumps(eval_id)), shown)
+    assert err.render().isprintable()
 
 
 def test_invalid_step_name_in_the_registry(tmp_path: Path) -> None:

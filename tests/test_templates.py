@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_vibeeval.templates import (
+    ANY_TEMPLATE,
     REDACTED,
     TEMPLATE,
     MissingValue,
@@ -74,6 +78,29 @@ def test_text_without_templates() -> None:
     assert template_problems("plain {single} braces } {") == []
     assert not has_templates("plain text")
     assert not has_templates("{{ not a template")
+
+
+def test_many_unclosed_braces_are_scanned_once() -> None:
+    # megabytes of `{{` hung collection when each one scanned the rest of the text for a `}}`
+    text = "{{" * 2**20
+    assert template_problems(text) == []
+    assert not has_templates(text)
+    assert ANY_TEMPLATE.sub(" ", text) == text
+    assert [m.group(0) for m in ANY_TEMPLATE.finditer(text + "}}")] == [text + "}}"]
+
+
+# the lazy pattern ANY_TEMPLATE stands for, searched over the whole text
+PLAIN_ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+
+
+@given(st.text(alphabet="{}a\n", max_size=40))
+def test_any_template_finds_what_the_plain_pattern_finds(text: str) -> None:
+    spans = [m.span() for m in ANY_TEMPLATE.finditer(text)]
+    assert spans == [m.span() for m in PLAIN_ANY_TEMPLATE.finditer(text)]
+    assert ANY_TEMPLATE.sub("<>", text) == PLAIN_ANY_TEMPLATE.sub("<>", text)
+    assert ANY_TEMPLATE.sub(lambda m: m.group(0).upper(), text) == PLAIN_ANY_TEMPLATE.sub(
+        lambda m: m.group(0).upper(), text
+    )
 
 
 # --- where values come from --------------------------------------------------------------------

@@ -24,6 +24,7 @@ PROTECTED_KEYWORDS = (
 EVAL_NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 CONFIG_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$"
 DEFAULT_TIMEOUT_MS = 300_000
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000  # one week; a longer timeout counts as one week
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
 EvalName = Annotated[str, StringConstraints(pattern=EVAL_NAME_PATTERN)]
@@ -89,7 +90,7 @@ class McpServer(StrictModel):
 
 
 def _step_name(value: str) -> str:
-    if not re.match(CONFIG_ID_PATTERN, value):
+    if not re.fullmatch(CONFIG_ID_PATTERN, value):
         raise PydanticCustomError(
             "step_name",
             "step name {name} must start with a letter or digit and hold only letters, digits and _.:+-",
@@ -99,6 +100,16 @@ def _step_name(value: str) -> str:
 
 
 StepName = Annotated[str, AfterValidator(_step_name)]
+
+
+def _cap_timeout(value: int) -> int:
+    """A timeout beyond :data:`MAX_TIMEOUT_MS` means "no practical limit": capped, so that no wait
+    (``poll``, ``setitimer``, the pytest-timeout backstop) receives a number it cannot hold."""
+    return min(value, MAX_TIMEOUT_MS)
+
+
+TimeoutMs = Annotated[int, Field(gt=0), AfterValidator(_cap_timeout)]
+TIMEOUT_DESCRIPTION = f"in milliseconds; more than one week ({MAX_TIMEOUT_MS}) counts as one week"
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
@@ -154,7 +165,7 @@ class CommandDefinition(StrictModel):
 
     command: NonEmptyStr
     args: list[str] = Field(default_factory=list)
-    timeout: Annotated[int, Field(gt=0)] = DEFAULT_TIMEOUT_MS
+    timeout: TimeoutMs = Field(default=DEFAULT_TIMEOUT_MS, description=TIMEOUT_DESCRIPTION)
 
     @property
     def timeout_s(self) -> float:
@@ -329,7 +340,7 @@ class Configuration(StrictModel):
     name: str | None = None
     description: str | None = None
     args: list[str] = Field(default_factory=list)
-    timeout: Annotated[int, Field(gt=0)] = DEFAULT_TIMEOUT_MS
+    timeout: TimeoutMs = Field(default=DEFAULT_TIMEOUT_MS, description=TIMEOUT_DESCRIPTION)
     model: NonEmptyStr | None = None
     system_prompt: str | None = Field(default=None, description="overrides metadata.system_prompt")
     pricing: Pricing | None = None

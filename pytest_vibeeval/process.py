@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import os
 import select
 import shutil
@@ -23,6 +24,7 @@ from typing import IO
 from .cgroups import process_limit
 
 __all__ = [
+    "ArgumentsTooLong",
     "CommandNotFound",
     "CommandResult",
     "read_head",
@@ -66,6 +68,23 @@ class CommandNotFound(Exception):
         return f"command not found: {self.name!r} ({self.reason})"
 
 
+class ArgumentsTooLong(CommandNotFound):
+    """The system refused to start the command: its arguments (with the environment) exceed the
+    kernel's limit (E2BIG). A CommandNotFound, so that callers reporting an executable that cannot
+    run report this too."""
+
+    def __str__(self) -> str:
+        return f"cannot start {self.name!r}: {self.reason}"
+
+
+def _too_long_reason(args: Sequence[str]) -> str:
+    sizes = [len(os.fsencode(arg)) for arg in args]
+    return (
+        f"argument list too long for the system (E2BIG): {sum(sizes)} bytes of arguments, "
+        f"the longest {max(sizes)} bytes"
+    )
+
+
 def resolve_executable(name: str, env: Mapping[str, str] | None = None) -> str | None:
     """Absolute path of `name` using PATH from env (or os.environ), or the path itself if it
     contains a slash and is executable; None if not found."""
@@ -83,6 +102,10 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
     # ProcessLookupError: group already gone; PermissionError: some kernels, only zombies left.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+# select.poll takes a C int of milliseconds; longer waits are made of several polls.
+MAX_POLL_MS = 2**31 - 1
 
 
 def _exited_within(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
@@ -106,7 +129,15 @@ def _exited_within(proc: subprocess.Popen[bytes], timeout: float | None) -> bool
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        return bool(poller.poll(None if timeout is None else max(timeout, 0.0) * 1000))
+        if timeout is None:
+            return bool(poller.poll(None))
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            left_ms = max(deadline - time.monotonic(), 0.0) * 1000
+            if poller.poll(min(left_ms, MAX_POLL_MS)):
+                return True
+            if left_ms <= MAX_POLL_MS:
+                return False
     finally:
         os.close(fd)
 
@@ -158,7 +189,8 @@ def run_command(
     `env` is the child's complete environment (None inherits os.environ). On timeout the whole
     process group gets SIGTERM, then SIGKILL after `grace` seconds. In every case (normal exit,
     timeout, exception, KeyboardInterrupt) the group is SIGKILLed and the leader reaped before
-    this returns or re-raises. Raises CommandNotFound if the executable cannot be run.
+    this returns or re-raises. Raises CommandNotFound if the executable cannot be run, and its
+    subclass ArgumentsTooLong if the arguments exceed the system's limit.
 
     ``max_processes`` > 0 runs the command in a pids cgroup of its own where this machine allows
     one (see :mod:`pytest_vibeeval.cgroups`): at most that many processes at once, and every one
@@ -221,6 +253,10 @@ def run_command(
                 )
             except (FileNotFoundError, PermissionError) as exc:
                 raise CommandNotFound(args[0], exc.strerror or "cannot execute") from exc
+            except OSError as exc:
+                if exc.errno != errno.E2BIG:
+                    raise
+                raise ArgumentsTooLong(args[0], _too_long_reason(args)) from exc
         timed_out = _wait(proc, timeout, grace)
     finally:
         if proc is not None:

@@ -23,6 +23,9 @@ from helpers import (
     wait_gone,
     write,
 )
+from pydantic import TypeAdapter, ValidationError
+
+from pytest_vibeeval.models import MAX_TIMEOUT_MS, CommandDefinition, Configuration, StepName
 
 # Reports what it was given: its arguments, its stdin and one environment variable.
 INTROSPECT = """
@@ -493,3 +496,36 @@ def test_a_configuration_marked_xfail_is_expected_to_fail(
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] wrongly marked*"])
     records = evals_by_nodeid(load_json(path))
     assert records["agents.eval.yaml::ask[silent]"]["xfail"] is True
+
+
+def test_an_argument_list_too_long_errors_suggesting_stdin(pytester: pytest.Pytester) -> None:
+    script = agent(pytester.path, "echo.py", "import sys\nprint(sys.argv[-1][:5])\n")
+    # Linux refuses any single argument over 128 KiB (MAX_ARG_STRLEN).
+    evals = [{"name": "ask", "prompt": "x" * 2**20, "checks": [{"match": "*"}]}]
+    suite(pytester.path, {"argument": cli(script, prompt_via="argument"), "stdin": cli(script)}, evals)
+    result, data = results_of(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    message = record(data, "argument")["message"]
+    assert message.startswith(f"cannot start {PYTHON!r}: argument list too long for the system (E2BIG)")
+    assert message.endswith("; pass the prompt on stdin instead (`prompt_via: stdin`)")
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_timeouts_beyond_a_week_count_as_a_week(pytester: pytest.Pytester) -> None:
+    for timeout in (3 * 10**9, 10**26):
+        assert Configuration(cli="agent", timeout=timeout).timeout == MAX_TIMEOUT_MS
+        assert CommandDefinition(command="make", timeout=timeout).timeout_s == 7 * 24 * 3600
+    assert Configuration(cli="agent", timeout=1234).timeout == 1234
+    with pytest.raises(ValidationError, match="greater than 0"):
+        Configuration(cli="agent", timeout=0)
+    # Through a real run: the pytest-timeout backstop and the wait for the agent both take it.
+    script = agent(pytester.path, "echo.py", "import sys\nsys.stdin.read()\nprint('done')\n")
+    suite(pytester.path, {"forever": cli(script, timeout=10**26)})
+    result, _ = results_of(pytester)
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("name", ["build\n", "build\nrm", "\nbuild", "-build", ""])
+def test_step_names_must_match_entirely(name: str) -> None:
+    with pytest.raises(ValidationError, match="step name"):
+        TypeAdapter(StepName).validate_python(name)

@@ -124,6 +124,16 @@ def test_an_unreachable_server_is_retried_then_reported() -> None:
     assert len(sleeps) == 1
 
 
+def test_a_malformed_base_url_is_a_clear_error_without_retries() -> None:
+    sleeps: list[float] = []
+    with pytest.raises(ProviderError) as info:
+        provider("http://[::1", sleeps, max_retries=3).answer(request())
+    assert info.value.message == (
+        "invalid URL 'http://[::1/chat/completions': Invalid port: ':1'; check `http.base_url`"
+    )
+    assert sleeps == []  # no retry can mend a URL
+
+
 def test_retry_after_and_backoff() -> None:
     assert retry_after_seconds("3") == 3.0
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0

@@ -16,6 +16,7 @@ from helpers import HANGING_TREE_SCRIPT, is_gone, wait_gone
 
 from pytest_vibeeval import process
 from pytest_vibeeval.process import (
+    ArgumentsTooLong,
     CommandNotFound,
     CommandResult,
     read_head,
@@ -160,6 +161,45 @@ def test_popen_permission_error_becomes_command_not_found(
     monkeypatch.setattr(subprocess, "Popen", refuse)
     with pytest.raises(CommandNotFound, match=r"'sh' \(Permission denied\)"):
         run_command(["sh"], cwd=tmp_path, output_dir=tmp_path)
+
+
+def test_an_argument_list_too_long_is_a_clear_error(tmp_path: Path) -> None:
+    # Linux refuses any single argument over 128 KiB (MAX_ARG_STRLEN) with E2BIG.
+    argv = [sys.executable, "-c", "pass", "x" * 2**20]
+    with pytest.raises(ArgumentsTooLong) as info:
+        run_command(argv, cwd=tmp_path, output_dir=tmp_path / "out")
+    assert isinstance(info.value, CommandNotFound)  # callers that report "cannot run" report it too
+    assert str(info.value) == (
+        f"cannot start {sys.executable!r}: argument list too long for the system (E2BIG): "
+        f"{sum(len(os.fsencode(arg)) for arg in argv)} bytes of arguments, the longest {2**20} bytes"
+    )
+    assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
+
+
+def test_other_spawn_errors_are_not_reported_as_too_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(subprocess, "Popen", fail)
+    with pytest.raises(OSError, match="Cannot allocate memory") as info:
+        run_command(["sh"], cwd=tmp_path, output_dir=tmp_path)
+    assert not isinstance(info.value, CommandNotFound)
+
+
+def test_a_timeout_beyond_what_poll_takes_still_waits(tmp_path: Path) -> None:
+    # select.poll takes at most 2**31 - 1 ms (~24.8 days); 10**20 s is far beyond it.
+    result = _run(tmp_path, "print('done')", timeout=10**20)
+    assert result.exit_code == 0 and not result.timed_out
+
+
+def test_long_waits_are_made_of_several_polls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process, "MAX_POLL_MS", 20)
+    finished = _run(tmp_path, "import time; time.sleep(0.3)", timeout=30)
+    assert finished.exit_code == 0 and not finished.timed_out
+    hung = _run(tmp_path, "import time; time.sleep(60)", timeout=0.3)
+    assert hung.timed_out and 0.3 <= hung.duration < 10
 
 
 def test_missing_cwd_is_not_reported_as_missing_command(tmp_path: Path) -> None:

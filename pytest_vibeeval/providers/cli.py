@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..assess import TRANSCRIPT_ENV, transcript_path
 from ..models import Configuration
-from ..process import CommandNotFound, read_tail, resolve_executable, run_command
+from ..process import ArgumentsTooLong, CommandNotFound, read_tail, resolve_executable, run_command
 from ..results import StepRecord
 from ..templates import MissingValue, Renderer
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
@@ -113,6 +113,10 @@ class CliProvider:
                 stdin_text=stdin,
                 max_processes=self.max_processes,
             )
+        except ArgumentsTooLong as exc:
+            via_argument = self.config.prompt_via == "argument"
+            hint = "; pass the prompt on stdin instead (`prompt_via: stdin`)" if via_argument else ""
+            raise ProviderError(f"{exc}{hint}") from None
         except CommandNotFound as exc:
             raise ProviderError(str(exc)) from None
         step = StepRecord(

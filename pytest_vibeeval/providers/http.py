@@ -145,6 +145,8 @@ class HttpProvider:
             wait: float | None = None
             try:
                 response = self.client().post(url, json=body, headers=self._headers())
+            except httpx.InvalidURL as exc:  # a malformed base_url: no retry can help
+                raise ProviderError(f"invalid URL {url!r}: {exc}; check `http.base_url`") from None
             except httpx.TimeoutException:
                 problem = f"no answer from {url} within {self.timeout_s:g} s"
             except httpx.TransportError as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ import yaml
 
 from .errors import InputError, Loc, Problem
 
-MAX_NODES = 200_000  # alias expansion beyond this is refused (YAML bombs)
+MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
 # libyaml's parser is ~10x faster and keeps the same node marks
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -59,6 +61,11 @@ def _child(node: Any, part: str | int) -> Any:
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+INT_TAG = "tag:yaml.org,2002:int"
+_STARTS = frozenset({yaml.SequenceStartEvent, yaml.MappingStartEvent})
+_ENDS = frozenset({yaml.SequenceEndEvent, yaml.MappingEndEvent})
+# what YAML counts as a line break, as the parser's marks do (CRLF is one)
+_LINE_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")
 
 
 class YamlSyntaxError(InputError):
@@ -66,14 +73,22 @@ class YamlSyntaxError(InputError):
 
 
 class _Builder:
-    def __init__(self, path: Path, loader: yaml.SafeLoader) -> None:
+    def __init__(self, path: Path, loader: yaml.SafeLoader, aliases: bool) -> None:
         self.path = path
         self.loader = loader
         self.lines: dict[Loc, int] = {}
+        # without aliases no node is reached twice: nothing to count
+        self.built: set[yaml.Node] | None = set() if aliases else None
         self.count = 0
 
     def _tick(self, node: yaml.Node) -> None:
-        """Count one unit of work; refuse documents that expand beyond :data:`MAX_NODES`."""
+        """Count ``node`` if it was built before (reached again through an alias or a merge key), and
+        refuse documents whose aliases expand to more than :data:`MAX_NODES` such nodes."""
+        if self.built is None:
+            return
+        if node not in self.built:
+            self.built.add(node)
+            return
         self.count += 1
         if self.count > MAX_NODES:
             raise InputError.single(
@@ -95,11 +110,26 @@ class _Builder:
             raise InputError.single(
                 self.path, "mapping keys must be plain scalars", line=key_node.start_mark.line + 1
             )
-        constructed = self.loader.construct_object(key_node, deep=True)
+        constructed = self._construct(key_node)
         # `yes:`/`null:` keys stay the text the user wrote, not True/None
         if isinstance(constructed, str | int) and not isinstance(constructed, bool):
             return constructed
         return str(key_node.value)
+
+    def _construct(self, node: yaml.Node) -> Any:
+        """The scalar's value; one Python cannot make (an integer of 5000 digits, `2024-02-30`, an
+        explicit `!!bool maybe`) is an error on its line."""
+        try:
+            return self.loader.construct_object(node, deep=True)
+        # PyYAML's constructors let Python's own errors out; KeyError and AttributeError come from
+        # explicitly tagged text (`!!bool maybe`, `!!timestamp x`)
+        except (ValueError, KeyError, AttributeError) as exc:
+            raise InputError.single(
+                self.path,
+                _unreadable(node, exc),
+                line=node.start_mark.line + 1,
+                hint="quote the value to keep it as text",
+            ) from None
 
     def _entries(self, node: yaml.MappingNode, depth: int) -> list[tuple[str | int, yaml.Node, yaml.Node]]:
         """The mapping's (key, key node, value node) entries with ``<<`` merge keys resolved.
@@ -155,19 +185,92 @@ class _Builder:
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.build(child, (*loc, i), depth + 1) for i, child in enumerate(node.value)]
-        return self.loader.construct_object(node, deep=True)
+        return self._construct(node)
+
+
+def _unreadable(node: yaml.Node, exc: Exception) -> str:
+    """Why ``node``'s value cannot be read, without Python's advice to raise its digit limit."""
+    limit = sys.get_int_max_str_digits()
+    digits = sum(char.isdigit() for char in str(node.value))
+    if node.tag == INT_TAG and limit and digits > limit:
+        return f"an integer of {digits} digits is too long (at most {limit} digits)"
+    kind = str(node.tag).rsplit(":", 1)[-1]
+    return f"not a valid {kind} value" + (f": {exc}" if isinstance(exc, ValueError) else "")
+
+
+def _scan_events(path: Path, text: str) -> bool:
+    """Refuse collections nested deeper than :data:`MAX_DEPTH` before the document is composed, at the
+    first one too deep; return whether the document holds aliases.
+
+    libyaml composes recursively in C: 100 000 nested lists overflow the stack and kill the interpreter
+    before :class:`_Builder` could check the depth. Reading the events stops at the first collection
+    too deep, which also spares libyaml's scanner its time quadratic in the flow depth.
+    """
+    depth = 0  # collections open around the next node; the root is at depth 0
+    aliases = False
+    for event in yaml.parse(text, Loader=_LOADER):
+        kind = type(event)
+        if kind in _STARTS:
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise InputError.single(
+                    path,
+                    f"nesting deeper than {MAX_DEPTH} levels",
+                    line=mark.line + 1 if mark else None,
+                    hint="flatten the data: no suite or config needs lists and mappings nested this deep",
+                )
+            depth += 1
+        elif kind in _ENDS:
+            depth -= 1
+        elif kind is yaml.AliasEvent:
+            aliases = True
+        elif kind is yaml.DocumentEndEvent:
+            break  # a second document is the composer's error to report
+    return aliases
+
+
+def _reader_error(path: Path, text: str, exc: yaml.reader.ReaderError) -> YamlSyntaxError:
+    """The error for a character YAML does not allow anywhere (NUL, BEL...), on its line and column.
+
+    The reader reports an offset (in bytes for libyaml, characters for PyYAML), not a line; the
+    character's first occurrence in the text is where the reader stopped."""
+    if not isinstance(exc.character, int):
+        return YamlSyntaxError(str(path), [Problem(f"invalid YAML: {exc}")])
+    code: int = exc.character
+    offset = text.find(chr(code))
+    line = column = None
+    if offset >= 0:
+        breaks = [match.end() for match in _LINE_BREAK.finditer(text, 0, offset)]
+        line = len(breaks) + 1
+        column = offset - (breaks[-1] if breaks else 0) + 1
+    where = f" in column {column}" if column else ""
+    escape = f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return YamlSyntaxError(
+        str(path),
+        [
+            Problem(
+                f"invalid YAML: unacceptable character #x{code:04x} (U+{code:04X}){where}: {exc.reason}",
+                line=line,
+                hint=f'remove it, or write it as the escape "{escape}" inside a double-quoted string',
+            )
+        ],
+    )
 
 
 def parse_yaml(path: Path, text: str) -> Document:
     """Parse YAML text; every syntax error becomes an :class:`InputError` with its line."""
-    loader = _LOADER(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            hint = None if path.suffix.lower() == ".json" else "a suite needs `metadata` and `evals`"
-            raise InputError.single(path, "the file is empty", hint=hint)
-        builder = _Builder(path, loader)
-        data = builder.build(node, (), 0)
+        aliases = _scan_events(path, text)
+        loader = _LOADER(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                hint = None if path.suffix.lower() == ".json" else "a suite needs `metadata` and `evals`"
+                raise InputError.single(path, "the file is empty", hint=hint)
+            builder = _Builder(path, loader, aliases)
+            data = builder.build(node, (), 0)
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -183,10 +286,10 @@ def parse_yaml(path: Path, text: str) -> Document:
                 )
             ],
         ) from None
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(path, text, exc) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(path), [Problem(f"invalid YAML: {exc}")]) from None
-    finally:
-        loader.dispose()
     return Document(path, data, builder.lines)
 
 

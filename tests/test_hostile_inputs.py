@@ -47,11 +47,6 @@ SNAPSHOT_EXCLUDED = ("out", "tmp")  # the run's own outputs; TMPDIR is checked a
 
 # Product bugs the corpus found; each case stays an expected failure (strict) until its bug is fixed.
 KNOWN_BUGS = {
-    "yaml-nul-byte": 'bug: yamlsource.parse_yaml: a reader error (control character) has no line and shows `in "<unicode string>", position N`',
-    "yaml-bell-char": "bug: yamlsource.parse_yaml: a reader error (control character) has no line",
-    "yaml-huge-integer": "bug: yamlsource: an integer of more than 4300 digits raises ValueError (traceback)",
-    "yaml-deep-lists-100k": "bug: yamlsource.parse_yaml: libyaml composes recursively; 100 000 nested lists segfault the interpreter before MAX_DEPTH is checked",
-    "scale-evals-50k": "bug: yamlsource.MAX_NODES counts every node: a plain 50 000-eval suite is refused as an alias bomb ('aliases referring to aliases?')",
     "symlinks-parent-link-in-tree": "bug: a template symlink to an ancestor folder makes pytest collect the config folder again through the link (40 levels deep): spurious collection errors",
     "symlinks-link-pair-in-tree": "bug: two template symlinks to ancestor folders make the collection walk exponential: the session hangs",
 }

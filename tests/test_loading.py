@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import pickle
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -174,11 +173,11 @@ i: &i {<<: [*h, *h, *h, *h, *h, *h, *h, *h, *h]}
 """
 
 
+# Unbounded, this would compose for minutes: the timeout only guards against a hang.
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("text", [BILLION_LAUGHS, MERGE_LAUGHS], ids=["aliases", "merge-keys"])
 def test_yaml_alias_bomb_fails_fast(tmp_path: Path, text: str) -> None:
-    started = time.perf_counter()
     err = fails(tmp_path, text)
-    assert time.perf_counter() - started < 5
     problem = only(err)
     assert f"document expands to more than {MAX_NODES} nodes" in problem.message
     assert problem.line is not None

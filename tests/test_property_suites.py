@@ -267,7 +267,7 @@ def assert_rendered(err: InputError, text: str) -> None:
     assert err.problems
     rendered = err.render()
     assert str(err) == rendered
-    lines = text.count("\n") + 1
+    lines = len(re.findall(r"\r\n|[\r\n\x85\u2028\u2029]", text)) + 1  # YAML's line breaks
     for problem in err.problems:
         assert problem.message.strip()
         assert problem.line is None or 1 <= problem.line <= lines, (problem, lines)

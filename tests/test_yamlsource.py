@@ -1,0 +1,179 @@
+"""yamlsource: hostile YAML (deep nesting, characters YAML refuses, values Python cannot make, alias
+bombs) fails with the file, the line and what to do, never a traceback or a crash; plain data of any
+size loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_vibeeval import yamlsource
+from pytest_vibeeval.errors import InputError
+from pytest_vibeeval.yamlsource import MAX_DEPTH, load_document
+
+
+@pytest.fixture(params=["libyaml", "pyyaml"])
+def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both parsers: libyaml reports byte offsets and composes in C, PyYAML character offsets."""
+    if request.param == "pyyaml":
+        monkeypatch.setattr(yamlsource, "_LOADER", yaml.SafeLoader)
+
+
+def error(tmp_path: Path, text: str) -> InputError:
+    path = tmp_path / "suite.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_document(path)
+    return info.value
+
+
+def assert_error(err: InputError, line: int, message: str, hint: str) -> None:
+    """``err`` is one problem on ``line``, rendered ``file:line: message`` with ``hint``."""
+    assert len(err.problems) == 1, err.render()
+    rendered = err.render()
+    assert rendered.startswith(f"{err.path}:{line}: {message}"), rendered
+    assert f"\n    hint: {hint}" in rendered, rendered
+
+
+# --- nesting ---------------------------------------------------------------------------------------
+
+
+# Unbounded, this would compose for minutes: the timeout only guards against a hang.
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("loader")
+def test_100k_nested_lists_are_refused_before_composing(tmp_path: Path) -> None:
+    err = error(tmp_path, "a: 1\nb: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert_error(err, 2, f"nesting deeper than {MAX_DEPTH} levels", "flatten the data")
+    assert "alias" not in err.render()
+
+
+@pytest.mark.usefixtures("loader")
+def test_depth_error_names_the_line_of_the_first_collection_too_deep(tmp_path: Path) -> None:
+    # the root mapping is level 0 and `[` number k (line k + 1) level k
+    err = error(tmp_path, "a:\n" + " [\n" * 100 + " " + "]" * 100 + "\n")
+    assert_error(err, MAX_DEPTH + 2, f"nesting deeper than {MAX_DEPTH} levels", "flatten the data")
+
+
+@pytest.mark.usefixtures("loader")
+def test_nesting_up_to_max_depth_loads(tmp_path: Path) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), encoding="utf-8")
+    data = load_document(path).data
+    for _ in range(MAX_DEPTH):
+        data = data[0]
+    assert data == []
+    path.write_text("[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2), encoding="utf-8")
+    with pytest.raises(InputError, match=f"nesting deeper than {MAX_DEPTH} levels"):
+        load_document(path)
+
+
+def test_a_deep_second_document_is_reported_as_a_second_document(tmp_path: Path) -> None:
+    err = error(tmp_path, "a: 1\n---\nb: " + "[" * 1000 + "]" * 1000 + "\n")
+    assert err.render().startswith(f"{err.path}:2: invalid YAML: "), err.render()
+    assert "expected a single document" in err.render()
+
+
+# --- characters YAML refuses -----------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("loader")
+@pytest.mark.parametrize(
+    ("char", "escape"), [("\x00", "\\x00"), ("\x07", "\\x07"), ("\x1b", "\\x1b"), ("\ufffe", "\\ufffe")]
+)
+def test_refused_character_names_its_line_and_column(tmp_path: Path, char: str, escape: str) -> None:
+    # multi-byte characters before it (libyaml counts bytes) and CRLF line breaks (one break each)
+    err = error(tmp_path, f"a: 'é€😀'\r\nb: x\r\nc: 'zz{char}'\n")
+    code = ord(char)
+    assert_error(
+        err,
+        3,
+        f"invalid YAML: unacceptable character #x{code:04x} (U+{code:04X}) in column 7: ",
+        f'remove it, or write it as the escape "{escape}" inside a double-quoted string',
+    )
+    assert "position" not in err.render() and "<unicode string>" not in err.render()
+
+
+def test_refused_character_counts_every_yaml_line_break(tmp_path: Path) -> None:
+    err = error(tmp_path, "a: 1\rb: 2\x85c: 3\u2028d: 4\r\ne: \x00\n")
+    assert err.render().startswith(f"{err.path}:5: invalid YAML: unacceptable character #x0000"), err.render()
+
+
+def test_escaped_character_in_double_quotes_loads(tmp_path: Path) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text('a: "x\\x00y\\x07"\n', encoding="utf-8")
+    assert load_document(path).data == {"a": "x\x00y\x07"}
+
+
+# --- values Python cannot make ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sign", ["", "-", "+"])
+def test_integer_of_5000_digits(tmp_path: Path, sign: str) -> None:
+    err = error(tmp_path, f"a: 1\nb:\n  c: {sign}{'9' * 5000}\n")
+    assert_error(
+        err,
+        3,
+        "an integer of 5000 digits is too long (at most 4300 digits)",
+        "quote the value to keep it as text",
+    )
+    assert "set_int_max_str_digits" not in err.render()
+
+
+def test_integer_key_of_5000_digits(tmp_path: Path) -> None:
+    err = error(tmp_path, f"a: 1\n? {'9' * 5000}\n: x\n")
+    assert_error(err, 2, "an integer of 5000 digits is too long", "quote the value to keep it as text")
+
+
+def test_quoted_long_number_loads_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text(f"a: '{'9' * 5000}'\n", encoding="utf-8")
+    assert load_document(path).data == {"a": "9" * 5000}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("2024-02-30", "not a valid timestamp value: day is out of range for month"),
+        ("!!int abc", "not a valid int value: invalid literal for int()"),
+        ("!!bool maybe", "not a valid bool value"),
+        ("!!timestamp soon", "not a valid timestamp value"),
+    ],
+)
+def test_value_python_cannot_make(tmp_path: Path, value: str, message: str) -> None:
+    err = error(tmp_path, f"a: 1\nb: {value}\n")
+    assert_error(err, 2, message, "quote the value to keep it as text")
+
+
+# --- alias expansion -------------------------------------------------------------------------------
+
+
+def test_plain_document_larger_than_max_nodes_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yamlsource, "MAX_NODES", 100)
+    path = tmp_path / "suite.yaml"
+    path.write_text("evals:\n" + "".join(f"  - {{name: e{i}, checks: [{{match: x}}]}}\n" for i in range(500)))
+    assert len(load_document(path).data["evals"]) == 500
+
+
+def test_only_nodes_reached_through_aliases_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yamlsource, "MAX_NODES", 10)
+    plain = "".join(f"k{i}: {i}\n" for i in range(50))
+    path = tmp_path / "suite.yaml"
+    path.write_text(plain + "a: &a [1, 2, 3, 4]\nb: *a\nc: *a\n")  # 2 × 5 nodes again
+    assert load_document(path).data["c"] == [1, 2, 3, 4]
+    err = error(tmp_path, plain + "a: &a [1, 2, 3, 4]\nb: *a\nc: *a\nd: *a\n")
+    assert_error(
+        err,
+        51,
+        "document expands to more than 10 nodes (aliases referring to aliases?)",
+        "write the data out plainly instead of nesting YAML aliases",
+    )
+
+
+def test_merge_keys_count_as_aliases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yamlsource, "MAX_NODES", 10)
+    base = "base: &b {x: 1, y: 2, z: 3}\n"
+    merges = "".join(f"m{i}: {{<<: *b}}\n" for i in range(3))  # 6 nodes (3 keys, 3 values) each
+    err = error(tmp_path, base + merges)
+    assert "document expands to more than 10 nodes" in err.render()

@@ -22,6 +22,7 @@ from .configurations import parse_selection, unknown_selection
 from .html_report import write_html
 from .items import STATE_KEY, get_state, phases_of, rootdir_relative
 from .junit import add_gate_cases, add_suite_properties
+from .link_cycles import is_link_cycle
 from .phases import unfinished_record
 from .progress import LiveStatus, ProgressBoard, Running
 from .providers import Provider
@@ -304,6 +305,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.lock_dir is not None and state.owns_lock_dir:
         shutil.rmtree(state.lock_dir, ignore_errors=True)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Skip a symlinked folder that leads back to a folder above it (e.g. a workspace template's
+    link to an ancestor): pytest would collect the tree again through it, link after link."""
+    return True if is_link_cycle(collection_path) else None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:

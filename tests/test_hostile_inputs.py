@@ -46,10 +46,7 @@ INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 SNAPSHOT_EXCLUDED = ("out", "tmp")  # the run's own outputs; TMPDIR is checked apart
 
 # Product bugs the corpus found; each case stays an expected failure (strict) until its bug is fixed.
-KNOWN_BUGS = {
-    "symlinks-parent-link-in-tree": "bug: a template symlink to an ancestor folder makes pytest collect the config folder again through the link (40 levels deep): spurious collection errors",
-    "symlinks-link-pair-in-tree": "bug: two template symlinks to ancestor folders make the collection walk exponential: the session hangs",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

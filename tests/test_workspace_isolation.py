@@ -13,6 +13,7 @@ import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, wait_gone, write
 from test_workspace_evals import make_config_dir, snapshot
 
+from pytest_vibeeval.link_cycles import is_link_cycle
 from pytest_vibeeval.sandbox import bwrap_problem
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}")
@@ -368,3 +369,66 @@ def test_files_the_agents_command_line_names_are_visible_in_the_sandbox(
     assert "Read-only file system" in record["message"]
     assert notes.read_text() == "from elsewhere\n"
     assert "from elsewhere" in Path(record["steps"][0]["log"]).read_text()
+
+
+@XDIST_MODES
+def test_template_symlinks_to_ancestors_are_not_collected_again(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """pytest follows symlinked folders: without the plugin's guard it would collect the config folder
+    again through each link, 40 levels deep (ELOOP errors), and two links make the walk exponential."""
+    make_config_dir(pytester.path)
+    workspace = pytester.path / "evals" / "problems" / "add" / "workspace"
+    for name, target in {"up": "../../..", "again": "../../..", "top": "../../../..", "here": "."}.items():
+        os.symlink(target, workspace / name)
+    results = pytester.path / "results.json"
+    args = ("--vibe-config", "oracle", "--vibe-results", results, "--vibe-keep-workspaces")
+    result = run(pytester, *args, xdist=xdist)
+    result.assert_outcomes(passed=2)
+    records = evals_by_nodeid(load_json(results))
+    assert sorted(records) == [
+        "evals/config/eval-config.json::add[oracle]",
+        "evals/config/eval-config.json::mul[oracle]",
+    ]
+    kept = Path(records["evals/config/eval-config.json::add[oracle]"]["workspace"]) / "workspace"
+    assert os.readlink(kept / "up") == "../../.."  # the copy keeps the links as links
+
+
+def test_a_symlinked_test_folder_is_still_collected(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A link to a folder elsewhere is collected as pytest does; only a cycle inside it is skipped."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    make_config_dir(elsewhere)
+    os.symlink("../../..", elsewhere / "evals" / "problems" / "add" / "workspace" / "up")
+    os.symlink(elsewhere, pytester.path / "linked")
+    result = run(pytester, "--collect-only", "-q", "--vibe-config", "oracle")
+    result.assert_outcomes()
+    assert [line for line in result.outlines if "::" in line] == [
+        "linked/evals/config/eval-config.json::add[oracle]",
+        "linked/evals/config/eval-config.json::mul[oracle]",
+    ]
+
+
+def test_is_link_cycle(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    links = {
+        "a/b/parent": "..",
+        "a/b/grandparent": "../..",
+        "a/b/itself": ".",
+        "a/b/sibling": "../../other",
+        "a/b/dangling": "missing",
+        "a/b/loop": "loop",
+        "a/b/file": "../../f.txt",
+        "other/back": "../a",
+    }
+    (tmp_path / "f.txt").write_text("x")
+    for link, target in links.items():
+        os.symlink(target, tmp_path / link)
+    cycles = {link for link in links if is_link_cycle(tmp_path / link)}
+    assert cycles == {"a/b/parent", "a/b/grandparent", "a/b/itself"}
+    assert not is_link_cycle(tmp_path / "a" / "b")  # a real folder
+    # a/b/sibling -> other, other/back -> a: the walk reaches a again through two links.
+    assert is_link_cycle(tmp_path / "a" / "b" / "sibling" / "back")
+    assert not is_link_cycle(tmp_path / "other" / "back")

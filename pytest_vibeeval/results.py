@@ -131,7 +131,15 @@ class EvalRecord(Record):
     )
     input_tokens: int | None = None
     output_tokens: int | None = None
-    response: str | None = None
+    response: str | None = Field(
+        default=None,
+        description="the answer the checks ran on; one longer than 64 KiB is kept as its head and tail "
+        "with a marker between them (the whole is in the agent step's `log`)",
+    )
+    response_chars: int | None = Field(
+        default=None,
+        description="the whole answer's length in characters when `response` holds only an excerpt",
+    )
     checks: list[CheckRecord] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(

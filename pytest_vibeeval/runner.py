@@ -19,6 +19,22 @@ from .results import CheckRecord, EvalRecord, Outcome, StepRecord
 from .suite import EvalCase, Suite
 from .templates import MissingValue, Redactor, Renderer
 
+# A longer answer is recorded as its head and tail: the record travels to the controller and into
+# the results file and reports, and the rubric reads it, none of which should hold 200 MB.
+RESPONSE_EXCERPT_CHARS = 64 * 1024
+
+
+def response_excerpt(text: str, log: str | None = None) -> tuple[str, int | None]:
+    """``text`` itself, or when longer than :data:`RESPONSE_EXCERPT_CHARS` its head and tail joined
+    by a marker saying how much is left out and where the whole is (``log``); with the whole
+    length in characters (None when nothing is left out)."""
+    if len(text) <= RESPONSE_EXCERPT_CHARS:
+        return text, None
+    half = RESPONSE_EXCERPT_CHARS // 2
+    where = f": the whole answer is in {log}" if log else ""
+    marker = f"\n[… {len(text) - 2 * half:,} characters not shown{where} …]\n"
+    return text[:half] + marker + text[-half:], len(text)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -137,6 +153,9 @@ def run_prompt_eval(
         judge_id, provider_of_judge = judge_provider
         judge = Judge(provider_of_judge, judge_id, model, prompt, suite.name, case.id, workdir)
     cost, cost_source = estimated_cost(response, configuration, model)
+    agent_log = next((step.log for step in response.steps if step.phase == "agent" and step.log), None)
+    # Redacted before it is cut, so that no cut can leave part of a secret showing.
+    kept, whole_chars = response_excerpt(redact(response.text) or "", agent_log)
     answered = base.model_copy(
         update={
             "latency": latency,
@@ -144,7 +163,8 @@ def run_prompt_eval(
             "cost_source": cost_source,
             "input_tokens": response.input_tokens,
             "output_tokens": response.output_tokens,
-            "response": redact(response.text),
+            "response": kept,
+            "response_chars": whole_chars,
             "steps": redact_steps(response.steps, redact),
             "tool_calls": [
                 call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls
@@ -207,7 +227,8 @@ def failure_message(record: EvalRecord, response_chars: int = 600) -> str:
 
     walk(record.checks, 0)
     text = record.response or ""
-    shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{len(text)} chars]"
+    whole = record.response_chars or len(text)
+    shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{whole} chars]"
     lines.append("response:")
     lines.extend("  " + line for line in (shown.splitlines() or [""]))
     return "\n".join(lines)

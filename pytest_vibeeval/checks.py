@@ -108,13 +108,13 @@ class Verdict:
 
 
 class SemanticArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     expected: NonEmptyStr
     threshold: Annotated[float, Field(ge=0, le=1)]
 
 
 class JudgeArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     criteria: NonEmptyStr
 
 

@@ -59,7 +59,7 @@ Tag = Annotated[
 class StrictModel(BaseModel):
     """Unknown keys are errors, with a "did you mean" when a known key is close."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -14,7 +14,7 @@ Outcome = Literal["passed", "failed", "error", "skipped"]
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class StepRecord(Record):

@@ -4,13 +4,16 @@ an OpenAI-compatible HTTP endpoint (``http``, and the implicit OpenRouter config
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..models import Configuration
 from ..templates import Redactor, Renderer
 from .base import PromptRequest, Provider, ProviderError, ProviderResponse, Unavailable
 from .cli import CliProvider
-from .http import HttpProvider
 from .python_callable import PythonProvider
+
+if TYPE_CHECKING:
+    from .http import HttpProvider
 
 __all__ = [
     "CliProvider",
@@ -23,6 +26,15 @@ __all__ = [
     "Unavailable",
     "make_provider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # httpx (and what it pulls in) costs a tenth of a second per process: imported when first used.
+    if name == "HttpProvider":
+        from .http import HttpProvider
+
+        return HttpProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_provider(
@@ -45,6 +57,8 @@ def make_provider(
         store = Path(config_dir, config.replay)
         return ReplayProvider(Store(store, Redactor(renderer.used_secrets)), config_id, config.model)
     if config is None or config.kind == "http":
+        from .http import HttpProvider
+
         return HttpProvider(config_id, config, renderer.used_secrets, lock_dir)
     if config.kind == "cli":
         return CliProvider(config_id, config, renderer, config_dir, max_processes)

@@ -110,7 +110,7 @@ class Verdict:
 class SemanticArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     expected: NonEmptyStr
-    threshold: Annotated[float, Field(ge=0, le=1)]
+    threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 class JudgeArgs(BaseModel):

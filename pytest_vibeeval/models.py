@@ -266,13 +266,16 @@ class OutputSpec(StrictModel):
 
 
 Money = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# No model costs this much; a larger price is a typo, and its products overflow to infinity.
+MAX_PRICE_PER_MTOK = 1_000_000.0
+Price = Annotated[float, Field(ge=0, le=MAX_PRICE_PER_MTOK, allow_inf_nan=False)]
 
 
 class Pricing(StrictModel):
     """USD per million tokens, for a cost the provider does not report."""
 
-    input_per_mtok: Money
-    output_per_mtok: Money
+    input_per_mtok: Price = Field(description="USD per million input tokens (at most 1 000 000)")
+    output_per_mtok: Price = Field(description="USD per million output tokens (at most 1 000 000)")
 
 
 class HttpSpec(StrictModel):

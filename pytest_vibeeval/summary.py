@@ -174,6 +174,8 @@ def _cost_gap(run: RunRecord) -> str:
     reported = sum(1 for r in counted if r.cost is not None)
     if not reported:
         return " (not reported)"
+    if reported == len(counted):  # every eval reported one: their sum is too large for a float
+        return " (the costs add up to more than the largest number)"
     return f" (reported by {reported} of {len(counted)} evals)"
 
 

@@ -7,6 +7,7 @@ eval was deselected) is ``None`` together with the reason, so a formula using it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -67,7 +68,10 @@ def _aggregate(field: str, how: str) -> Callable[[Sequence[EvalRecord]], Reasone
         values, reason = _values(records, field)
         if reason:
             return None, reason
-        return float(_REDUCERS[how](values)), None
+        value = float(_REDUCERS[how](values))
+        if not math.isfinite(value):
+            return None, f"the evals' {field}s add up to more than the largest number a float holds"
+        return value, None
 
     return compute
 

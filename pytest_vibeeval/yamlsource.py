@@ -303,6 +303,13 @@ def load_document(path: Path) -> Document:
         raise InputError.single(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except OSError as exc:
         raise InputError.single(path, f"cannot read the file: {exc.strerror}") from None
+    if text.startswith("\ufeff\ufeff"):  # the parser drops one byte-order mark, then stumbles later
+        raise InputError.single(
+            path,
+            "the file starts with more than one byte-order mark (U+FEFF)",
+            line=1,
+            hint='save the file as UTF-8 with at most one BOM (an editor\'s "UTF-8" without BOM is best)',
+        )
     if path.suffix.lower() != ".json":
         return parse_yaml(path, text)
     try:

@@ -463,6 +463,9 @@ def check_runs(case_id: str, spec: dict[str, Any], prefix: str, outcome: dict[st
     if "score" in spec:
         scores = {run["score"] for run, _ in records.values()}
         assert scores == {spec["score"]}, f"{case_id}: scores {scores}"
+    if "score_error" in spec:
+        errors = {run["score_error"] for run, _ in records.values()}
+        assert len(errors) == 1 and spec["score_error"] in next(iter(errors)), f"{case_id}: {errors}"
 
 
 def _params() -> list[Any]:

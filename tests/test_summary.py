@@ -111,6 +111,12 @@ def test_cost_reported_by_some_evals_only() -> None:
     assert "Total Cost: n/a (reported by 1 of 2 evals)" in lines
 
 
+def test_costs_too_large_to_add_up() -> None:
+    evals = [record("a", "passed", cost=1.5e308), record("b", "passed", cost=1.5e308)]
+    lines = run_block(run(evals=evals, total_cost=None))
+    assert "Total Cost: n/a (the costs add up to more than the largest number)" in lines
+
+
 def test_no_eval_ran() -> None:
     evals = [record("a", "skipped", cost=None)]
     lines = run_block(

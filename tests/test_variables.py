@@ -173,3 +173,11 @@ def test_token_total_null_when_an_eval_reported_none(pytester: pytest.Pytester) 
         "Score: null (formula: total_output_tokens / total_input_tokens + short-one_tokens)"
         in run_summary(result)
     )
+
+
+def test_costs_that_add_up_to_infinity_are_no_value() -> None:
+    records = [EvalRecord(name=n, nodeid=f"s::{n}[c]", outcome="passed", cost=1.5e308) for n in "ab"]
+    values, reasons = compute_variables(records)
+    assert values["total_cost"] is None and values["avg_cost"] is None
+    assert reasons["total_cost"] == "the evals' costs add up to more than the largest number a float holds"
+    assert values["max_cost"] == 1.5e308

@@ -87,7 +87,7 @@ FIELD_RULES: dict[Callable[..., Any], Callable[[JsonSchema], JsonSchema]] = {
     _known_preset: _with(type="string", enum=list(PRESETS)),
     _known_parser: _with(type="string", enum=list(PARSERS)),
     _relative_file: _with(type="string", pattern=RELATIVE_FILE_PATTERN),
-    _eval_id: _with(type="string", pattern=EVAL_NAME_PATTERN, **{"not": {"enum": list(PROTECTED_KEYWORDS)}}),
+    _eval_id: _with(type="string", pattern=EVAL_NAME_PATTERN, **{"not": {"enum": forbidden_eval_names()}}),
 }
 
 

@@ -34,6 +34,7 @@ from .models import (
     protected_name_problem,
 )
 from .suite import Suite, pydantic_problems
+from .variables import variable_clash
 from .yamlsource import Document, load_document
 
 EVAL_CONFIG_NAME = "eval-config.json"
@@ -59,9 +60,9 @@ def _eval_id(value: str) -> str:
             "(it names pytest items and formula variables)",
             {"id": repr(value)},
         )
-    protected = protected_name_problem(value)
+    protected = protected_name_problem(value) or variable_clash(value)
     if protected:
-        raise PydanticCustomError("eval_id", protected, {})
+        raise PydanticCustomError("eval_id", protected.replace("eval name", "evaluation id"), {})
     return value
 
 
@@ -69,8 +70,9 @@ EvalId = Annotated[str, AfterValidator(_eval_id)]
 
 
 class WorkspaceEval(CodingFields):
-    """A coding-agent eval: one ``evaluations`` entry of eval-config.json. In a YAML suite the
-    same keys (snake_case or camelCase) sit on an eval beside its inline ``prompt``."""
+    """A coding-agent eval: one ``evaluations`` entry of eval-config.json (step lists in camelCase or
+    snake_case). In a YAML suite the same keys, in snake_case, sit on an eval beside its inline
+    ``prompt``."""
 
     workspace: NonEmptyStr
     grading: NonEmptyStr

@@ -25,7 +25,7 @@ from .models import (
     protected_name_problem,
 )
 from .templates import ANY_TEMPLATE, template_problems
-from .variables import eval_variable_names, run_variable_names
+from .variables import eval_variable_names, run_variable_names, variable_clash
 from .yamlsource import Document, load_document
 
 LEGACY_CHECK_HINT = (
@@ -170,20 +170,6 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
     return problems
 
 
-def _variable_clash(name: str) -> str | None:
-    """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one."""
-    run = set(run_variable_names())
-    if name in run:
-        return f"eval name {name!r} is a run-wide score formula variable"
-    clashes = [v for v in eval_variable_names(name) if v in run]
-    if clashes:
-        return (
-            f"eval name {name!r} would define the formula variable(s) {', '.join(map(repr, clashes))}, "
-            "which are run-wide variables"
-        )
-    return None
-
-
 def _legacy_problem(doc: Document) -> Problem | None:
     evals = doc.data.get("evals")
     if not isinstance(evals, list):
@@ -215,7 +201,7 @@ def _build_evals(
         line = doc.line_of(loc)
         if spec.name is not None:
             name_line = doc.line_of((*loc, "name"))
-            protected = protected_name_problem(spec.name) or _variable_clash(spec.name)
+            protected = protected_name_problem(spec.name) or variable_clash(spec.name)
             if protected:
                 problems.append(
                     Problem(

@@ -400,3 +400,17 @@ def _mean_over_runs(runs: Sequence[EvalRecord], variable: EvalVariable) -> Reaso
             return None, reason
         found.append(value)
     return sum(found) / len(found), None
+
+
+def variable_clash(name: str) -> str | None:
+    """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one."""
+    run = set(run_variable_names())
+    if name in run:
+        return f"eval name {name!r} is a run-wide score formula variable"
+    clashes = [v for v in eval_variable_names(name) if v in run]
+    if clashes:
+        return (
+            f"eval name {name!r} would define the formula variable(s) {', '.join(map(repr, clashes))}, "
+            "which are run-wide variables"
+        )
+    return None

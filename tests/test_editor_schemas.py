@@ -369,6 +369,7 @@ INVALID = {
     "eval-config-missing-workspace.json": ("$.evaluations.slugify", "missing required key 'workspace'"),
     "eval-config-both-step-spellings.json": ("$.evaluations.slugify", "build_steps: Extra inputs"),
     "eval-config-protected-id.json": ("$.evaluations", "protected keyword"),
+    "eval-config-id-shadows-variables.json": ("$.evaluations", "which are run-wide variables"),
     "command-registry-missing-command.json": ("$.compile", "missing required key 'command'"),
     "command-registry-negative-timeout.json": ("$.compile.timeout", "greater than 0"),
     "command-registry-bad-step-name.json": ("$", "step name '-compile' must start with a letter or digit"),

@@ -406,6 +406,24 @@ def test_an_evaluation_id_with_a_newline_or_bidi_control_is_refused_and_shown_es
     assert err.render().isprintable()
 
 
+@pytest.mark.parametrize(
+    ("eval_id", "message"),
+    [
+        ("passed", "evaluation id 'passed' is a run-wide score formula variable"),
+        ("avg", "evaluation id 'avg' would define the formula variable(s) 'avg_latency', 'avg_cost'"),
+    ],
+)
+def test_an_evaluation_id_that_would_shadow_a_run_wide_variable_is_refused(
+    tmp_path: Path, eval_id: str, message: str
+) -> None:
+    config = make_tree(tmp_path)
+    data = copy.deepcopy(EVAL_CONFIG)
+    data["evaluations"][eval_id] = data["evaluations"].pop("base64-fix")
+    write_configs(config, data)
+    path = config / "eval-config.json"
+    assert_one(fails(config), path, line_of(path, json.dumps(eval_id)), message)
+
+
 def test_invalid_step_name_in_the_registry(tmp_path: Path) -> None:
     config = make_tree(tmp_path)
     write_configs(config, registry={**REGISTRY, "-bad": {"command": "x"}})

@@ -109,13 +109,17 @@ class Verdict:
 
 class SemanticArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    expected: NonEmptyStr
-    threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    expected: NonEmptyStr = Field(description="the text the response should mean about the same as")
+    threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        description="the least cosine similarity (0–1) of the two embeddings that passes"
+    )
 
 
 class JudgeArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    criteria: NonEmptyStr
+    criteria: NonEmptyStr = Field(
+        description="what the response must meet; the judge also sees the eval's prompt"
+    )
 
 
 Evaluator = Callable[[Any, Response], Verdict]

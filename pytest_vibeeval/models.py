@@ -84,9 +84,12 @@ class StrictModel(BaseModel):
 
 
 class McpServer(StrictModel):
-    url: NonEmptyStr
-    name: NonEmptyStr
-    authorization_token: str | None = None
+    url: NonEmptyStr = Field(description="the MCP server's URL")
+    name: NonEmptyStr = Field(description="the MCP server's name")
+    authorization_token: str | None = Field(
+        default=None,
+        description="the server's authorization token, if it needs one (e.g. {{secret('name')}})",
+    )
 
 
 def _step_name(value: str) -> str:
@@ -116,8 +119,15 @@ Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 class Vybes(StrictModel):
     """The document's project's scoring block, kept under its name for compatibility."""
 
-    multiplier: Positive = 1.0
-    timeLimitMinutes: Positive | None = None
+    multiplier: Positive = Field(
+        default=1.0,
+        description="scales the eval's `<name>_vybes` score (100 × multiplier × subtask fraction × …)",
+    )
+    timeLimitMinutes: Positive | None = Field(
+        default=None,
+        description="agent minutes before the vybes score is penalised: × clamp(limit / agent minutes, "
+        "0.2, 1); null: no time penalty",
+    )
 
 
 class RubricSpec(StrictModel):
@@ -141,7 +151,10 @@ class RubricSpec(StrictModel):
 class ScoringFields(StrictModel):
     """What any eval may set about how it is scored, in eval-config.json and YAML suites alike."""
 
-    rubric: RubricSpec = Field(default_factory=RubricSpec)
+    rubric: RubricSpec = Field(
+        default_factory=RubricSpec,
+        description="how the automatic rubric reads this eval: complexity, efficiency basis, task",
+    )
     min_pass_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = Field(
         default=None,
         description="with --vibe-repeat: the eval counts as passed when this share of its runs pass "
@@ -152,9 +165,21 @@ class ScoringFields(StrictModel):
 class CodingFields(ScoringFields):
     """What a coding-agent eval adds, in eval-config.json and in YAML suites alike."""
 
-    build_steps: list[StepName] = Field(default_factory=list)
-    grade_steps: list[StepName] = Field(default_factory=list)
-    vybes: Vybes | None = None
+    build_steps: list[StepName] = Field(
+        default_factory=list,
+        description="registry steps run in the workspace after the agent, in order; a failing one stops "
+        "the eval",
+    )
+    grade_steps: list[StepName] = Field(
+        default_factory=list,
+        description="registry steps run after the build in a copy of the workspace with the grading "
+        "folder over it; all run, and each must exit 0",
+    )
+    vybes: Vybes | None = Field(
+        default=None,
+        description="multiplier and time limit of the eval's `<name>_vybes` score (preset `vybes`); "
+        "null: multiplier 1, no time penalty",
+    )
     requires: list[NonEmptyStr] = Field(
         default_factory=list, description="commands that must be on PATH, else the eval is skipped"
     )
@@ -163,8 +188,11 @@ class CodingFields(ScoringFields):
 class CommandDefinition(StrictModel):
     """One ``command-registry.json`` entry; ``timeout`` in milliseconds."""
 
-    command: NonEmptyStr
-    args: list[str] = Field(default_factory=list)
+    command: NonEmptyStr = Field(
+        description="the executable, run without a shell: a name on PATH, or a path (a relative one "
+        "from the step's working folder)"
+    )
+    args: list[str] = Field(default_factory=list, description="its arguments, passed as written")
     timeout: TimeoutMs = Field(default=DEFAULT_TIMEOUT_MS, description=TIMEOUT_DESCRIPTION)
 
     @property
@@ -173,11 +201,26 @@ class CommandDefinition(StrictModel):
 
 
 class Metadata(StrictModel):
-    name: NonEmptyStr
-    model: NonEmptyStr
-    system_prompt: str | None = None
-    threads: Annotated[int, Field(ge=1)] | None = None
-    mcp_server: McpServer | None = None
+    name: NonEmptyStr = Field(
+        description="the suite's name, shown in the Run Summary and as `suite` in the results"
+    )
+    model: NonEmptyStr = Field(
+        description="the model id of prompt evals (`${MODEL}` in CLI args, the HTTP model) unless a "
+        "configuration sets `model`; also the default llm_judge model"
+    )
+    system_prompt: str | None = Field(
+        default=None,
+        description="`${SYSTEM_PROMPT}` in CLI args, the system message of HTTP requests, a Python "
+        "callable's context.system_prompt",
+    )
+    threads: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="accepted for vibecheck compatibility and ignored; run in parallel with -n"
+    )
+    mcp_server: McpServer | None = Field(
+        default=None,
+        description="vibecheck's MCP server: given to Python callables as context.mcp_server (templates "
+        "filled in); other configurations do not use it",
+    )
     tags: list[Tag] = Field(default_factory=list, description="pytest markers for every eval")
 
 
@@ -188,7 +231,11 @@ class ScoreSpec(StrictModel):
     """``score:``: the formula and an optional gate; a run whose score is outside [min, max] (or
     null while a bound is set) fails the session."""
 
-    formula: NonEmptyStr = "success_pct"
+    formula: NonEmptyStr = Field(
+        default="success_pct",
+        description="an arithmetic expression over the run's variables, or a preset: success_pct, "
+        "price_performance, vybes, rubric",
+    )
     min: Bound | None = Field(default=None, description="the lowest passing score (inclusive)")
     max: Bound | None = Field(default=None, description="the highest passing score (inclusive)")
 
@@ -224,11 +271,26 @@ class OutputSpec(StrictModel):
         description="read the output with a built-in parser (claude-code, codex, gemini, llxprt, aider): "
         "the response, cost, tokens, latency and tool calls; instead of `format` and the paths",
     )
-    format: Literal["text", "json", "jsonl"] = "text"
-    response: DottedPath | None = None
-    cost: DottedPath | None = None
-    input_tokens: DottedPath | None = None
-    output_tokens: DottedPath | None = None
+    format: Literal["text", "json", "jsonl"] = Field(
+        default="text",
+        description="text: all of stdout is the response; json: one JSON document; jsonl: the last "
+        "line that has `response` (and matches `where`)",
+    )
+    response: DottedPath | None = Field(
+        default=None,
+        description="dotted path of the answer (e.g. `result`, `content.0.text`); needed for json and jsonl",
+    )
+    cost: DottedPath | None = Field(
+        default=None, description="dotted path of the cost in USD (e.g. `total_cost_usd`)"
+    )
+    input_tokens: DottedPath | None = Field(
+        default=None, description="dotted path of the input (prompt) token count (e.g. `usage.input_tokens`)"
+    )
+    output_tokens: DottedPath | None = Field(
+        default=None,
+        description="dotted path of the output token count (e.g. `usage.output_tokens`); min_tokens and "
+        "max_tokens use it",
+    )
     latency_ms: DottedPath | None = Field(
         default=None,
         description="the agent's own latency in milliseconds (e.g. `duration_ms`); "
@@ -289,12 +351,18 @@ class HttpSpec(StrictModel):
         description="the environment variable holding the API key; default OPENROUTER_API_KEY when "
         "base_url is not set, else none (a local server); an empty string sends no key",
     )
-    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(
+        default=None, description="sampling temperature sent with each request; default: the server's"
+    )
     params: dict[str, Any] = Field(
         default_factory=dict, description="more request body fields, passed through (max_tokens, top_p, …)"
     )
     headers: dict[str, str] = Field(default_factory=dict, description="extra request headers")
-    max_retries: Annotated[int, Field(ge=0, le=20)] = 4
+    max_retries: Annotated[int, Field(ge=0, le=20)] = Field(
+        default=4,
+        description="retries after a 429, a 5xx, a timeout or a connection error, with exponential "
+        "backoff and jitter (or Retry-After)",
+    )
     max_concurrency: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="requests in flight at once for this configuration, across xdist workers"
     )
@@ -334,24 +402,68 @@ class Configuration(StrictModel):
         description="an agent CLI's ready configuration (claude-code, codex, gemini, llxprt, aider): "
         "its cli, args, prompt_via, output and max_output_bytes, under the configuration's own keys",
     )
-    cli: NonEmptyStr | None = None
-    python: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = None
-    http: HttpSpec | None = None
+    cli: NonEmptyStr | None = Field(
+        default=None,
+        description="the executable: a name on PATH, or a path (a relative one from the folder of the "
+        "file that defines the configuration)",
+    )
+    python: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = Field(
+        default=None,
+        description="`module:function`, called in-process as function(prompt, context) or "
+        "function(prompt); the suite's folder is importable",
+    )
+    http: HttpSpec | None = Field(
+        default=None,
+        description="an OpenAI-compatible chat-completions endpoint (OpenRouter, OpenAI, vLLM, Ollama, …)",
+    )
     replay: NonEmptyStr | None = Field(
         default=None, description="a store of recorded answers (--vibe-record) to answer from"
     )
-    name: str | None = None
-    description: str | None = None
-    args: list[str] = Field(default_factory=list)
+    name: str | None = Field(
+        default=None,
+        description="a human-readable label, shown beside the id in the Run Summary and reports",
+    )
+    description: str | None = Field(default=None, description="a human-readable note; informational only")
+    args: list[str] = Field(
+        default_factory=list,
+        description="the executable's arguments; `${MODEL}`, `${SYSTEM_PROMPT}`, `${PROMPT}` and "
+        "`${CONFIG_DIR}` (the defining file's folder) are replaced",
+    )
     timeout: TimeoutMs = Field(default=DEFAULT_TIMEOUT_MS, description=TIMEOUT_DESCRIPTION)
-    model: NonEmptyStr | None = None
+    model: NonEmptyStr | None = Field(
+        default=None,
+        description="the model for `${MODEL}` in args and for HTTP requests; default: metadata.model "
+        "(in coding-agent evals, empty)",
+    )
     system_prompt: str | None = Field(default=None, description="overrides metadata.system_prompt")
-    pricing: Pricing | None = None
-    prompt_via: Literal["stdin", "argument"] = "stdin"
-    env: dict[str, str] = Field(default_factory=dict)
-    requires_env: list[NonEmptyStr] = Field(default_factory=list)
-    output: OutputSpec = Field(default_factory=OutputSpec)
-    max_output_bytes: Annotated[int, Field(gt=0)] = 8 * 2**20
+    pricing: Pricing | None = Field(
+        default=None,
+        description="USD per million tokens: the cost when the provider reports tokens but no cost",
+    )
+    prompt_via: Literal["stdin", "argument"] = Field(
+        default="stdin",
+        description="how the CLI gets the prompt: on stdin, or as an argument (appended unless an "
+        "argument holds `${PROMPT}`)",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra environment variables for the CLI; templates and `${CONFIG_DIR}` are filled in",
+    )
+    requires_env: list[NonEmptyStr] = Field(
+        default_factory=list,
+        description="environment variables that must be set and non-empty, else the evals are skipped "
+        "(cli and python configurations)",
+    )
+    output: OutputSpec = Field(
+        default_factory=OutputSpec,
+        description="how to read the CLI's stdout: `format` with dotted paths, or a `parser`; default: "
+        "all of stdout is the response",
+    )
+    max_output_bytes: Annotated[int, Field(gt=0)] = Field(
+        default=8 * 2**20,
+        description="a CLI stdout larger than this many bytes (default 8 MiB) is an error instead of "
+        "being read",
+    )
     transcript: Annotated[str, AfterValidator(_relative_file)] | None = Field(
         default=None,
         description="a JSONL tool log the agent writes ({ts, tool, exit, success, …} per line), relative "
@@ -416,22 +528,36 @@ class Configuration(StrictModel):
 class CliConfigFile(StrictModel):
     """``cli-config.json`` of the unified runner."""
 
-    configurations: dict[ConfigId, Configuration]
-    defaultConfigurations: list[ConfigId] | None = None
+    configurations: dict[ConfigId, Configuration] = Field(
+        description="how prompts are answered, by configuration id"
+    )
+    defaultConfigurations: list[ConfigId] | None = Field(
+        default=None,
+        description="the ids run without --vibe-config (a suite's default_configurations wins); null: all",
+    )
 
 
 class EvalSpec(CodingFields):
     """One eval of a YAML suite: a prompt with checks, or (with ``workspace`` and ``grading``) a
     coding-agent eval whose build and grade steps decide it."""
 
-    name: EvalName | None = None
-    prompt: NonEmptyStr
+    name: EvalName | None = Field(
+        default=None,
+        description="the eval's id and formula variable: letters, digits, - and _, unique in the suite; "
+        "default: an id made from the prompt",
+    )
+    prompt: NonEmptyStr = Field(
+        description="the prompt (templates filled in); in a coding-agent eval, the problem prompt that "
+        "starts prompt.md"
+    )
     checks: Any = Field(
         default=None, description="a list of checks (all must pass) or {or: [...]} (any may pass)"
     )
     workspace: NonEmptyStr | None = Field(default=None, description="the template folder the agent works in")
     grading: NonEmptyStr | None = Field(default=None, description="the hidden tests' folder")
-    tags: list[Tag] = Field(default_factory=list)
+    tags: list[Tag] = Field(
+        default_factory=list, description="pytest markers for this eval, besides metadata.tags"
+    )
     xfail: NonEmptyStr | None = Field(
         default=None, description="expected to fail, with the reason: reported as xfailed, strict"
     )
@@ -493,8 +619,12 @@ class EvalSpec(CodingFields):
 
 
 class SuiteFile(StrictModel):
-    metadata: Metadata
-    evals: Annotated[list[EvalSpec], Field(min_length=1)]
+    metadata: Metadata = Field(
+        description="the suite's name and model, and what every eval shares (system_prompt, tags, …)"
+    )
+    evals: Annotated[list[EvalSpec], Field(min_length=1)] = Field(
+        description="at least one eval: a prompt with checks, or a coding-agent eval (workspace, grading)"
+    )
     commands: dict[StepName, CommandDefinition] | None = Field(
         default=None,
         description="the steps of coding-agent evals (default: the nearest command-registry.json)",
@@ -507,9 +637,19 @@ class SuiteFile(StrictModel):
         description="the configuration that answers llm_judge checks "
         "(default: metadata.model through OpenRouter)",
     )
-    score: ScoreSpec | None = None
-    configurations: dict[ConfigId, Configuration] | None = None
-    default_configurations: list[ConfigId] | None = None
+    score: ScoreSpec | None = Field(
+        default=None, description="the score formula (default success_pct) and an optional gate"
+    )
+    configurations: dict[ConfigId, Configuration] | None = Field(
+        default=None,
+        description="how prompts are answered, by configuration id; default: the nearest cli-config.json, "
+        "else OpenRouter with metadata.model",
+    )
+    default_configurations: list[ConfigId] | None = Field(
+        default=None,
+        description="the configuration ids run without --vibe-config, the suite's own or a "
+        "cli-config.json's; default: that file's defaultConfigurations, else all",
+    )
 
 
 def protected_name_problem(name: str) -> str | None:

@@ -20,13 +20,20 @@ class Record(BaseModel):
 class StepRecord(Record):
     """One command the item ran."""
 
-    phase: Literal["agent", "build", "grade"]
-    name: str
-    argv: list[str]
-    cwd: str
-    exit_code: int | None = Field(description="None when the command was killed at its timeout")
+    phase: Literal["agent", "build", "grade"] = Field(
+        description="agent: the configuration's CLI; build, grade: a registry step"
+    )
+    name: str = Field(description="the configuration id for the agent, else the registry step's name")
+    argv: list[str] = Field(
+        description="the command line, without the sandbox's wrapper; a prompt eval's prompt argument "
+        "shows as `<prompt>`"
+    )
+    cwd: str = Field(description="the folder it ran in")
+    exit_code: int | None = Field(
+        description="None when the command was killed at its timeout or could not be started"
+    )
     duration: float = Field(description="seconds")
-    timed_out: bool
+    timed_out: bool = Field(description="whether it was killed at its timeout")
     log: str | None = Field(default=None, description="path of the command's output file")
 
 
@@ -49,8 +56,8 @@ class ToolCallRecord(Record):
 class ToolStats(Record):
     """One tool's calls in a transcript."""
 
-    calls: int
-    succeeded: int
+    calls: int = Field(description="calls of this tool")
+    succeeded: int = Field(description="calls reported as succeeded")
     failed: int = Field(description="calls reported as failed; the rest reported no outcome")
 
 
@@ -58,8 +65,8 @@ class TranscriptRecord(Record):
     """An agent's tool calls, summarised (from its own output or a JSONL log it wrote)."""
 
     source: str = Field(description="where the calls were read: `output:<parser>` or the log's path")
-    calls: int
-    succeeded: int
+    calls: int = Field(description="tool calls read")
+    succeeded: int = Field(description="calls reported as succeeded")
     tools: dict[str, ToolStats] = Field(default_factory=dict, description="per tool, by name")
     errors: dict[str, int] = Field(
         default_factory=dict, description="counts by type: tool_fail (failed calls), retry"
@@ -95,9 +102,15 @@ class RubricRecord(Record):
         "0.15·(1 - error_rate) + 0.05·structure_score, × 100, 2 decimals; None when a signal is missing"
     )
     grade: str | None = Field(description="A+, A, B, C, D or F; None without a score")
-    complexity: Literal["simple", "medium", "complex"]
-    efficiency_basis: Literal["time", "tools"]
-    task: Literal["coding", "general"]
+    complexity: Literal["simple", "medium", "complex"] = Field(
+        description="the eval's rubric.complexity, which sets efficiency's limits"
+    )
+    efficiency_basis: Literal["time", "tools"] = Field(
+        description="whether efficiency came from the time or the tool-call count (rubric.efficiency)"
+    )
+    task: Literal["coding", "general"] = Field(
+        description="rubric.task as applied: coding tasks earn completeness for a code block"
+    )
     errors: dict[str, int] = Field(
         default_factory=dict,
         description="errors counted for error_rate, by type: tool_fail, retry, output_error",
@@ -105,10 +118,10 @@ class RubricRecord(Record):
 
 
 class CheckRecord(Record):
-    type: str
+    type: str = Field(description="the check type (match, llm_judge, …), or `or`")
     passed: bool | None = Field(description="None: could not be decided here")
-    message: str
-    children: list[CheckRecord] = Field(default_factory=list)
+    message: str = Field(description="what the check found")
+    children: list[CheckRecord] = Field(default_factory=list, description="an `or` check's alternatives")
 
 
 class EvalRecord(Record):
@@ -116,8 +129,8 @@ class EvalRecord(Record):
 
     name: str = Field(description="the eval's name, or its generated id")
     named: bool = Field(default=False, description="whether the eval has an explicit `name`")
-    nodeid: str
-    outcome: Outcome
+    nodeid: str = Field(description="the pytest node id of the item")
+    outcome: Outcome = Field(description="the eval's result; `message` says why when it is not passed")
     message: str | None = Field(default=None, description="why it failed, errored or was skipped")
     latency: float | None = Field(default=None, description="seconds")
     cost: float | None = Field(default=None, description="USD; None when nobody reported it")
@@ -129,8 +142,13 @@ class EvalRecord(Record):
     judge_cost: float | None = Field(
         default=None, description="USD the llm_judge checks' judge cost (not part of `cost`)"
     )
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: int | None = Field(
+        default=None, description="input (prompt) tokens as the provider reported them; None: not reported"
+    )
+    output_tokens: int | None = Field(
+        default=None,
+        description="output (completion) tokens as the provider reported them; None: not reported",
+    )
     response: str | None = Field(
         default=None,
         description="the answer the checks ran on; one longer than 64 KiB is kept as its head and tail "
@@ -140,8 +158,13 @@ class EvalRecord(Record):
         default=None,
         description="the whole answer's length in characters when `response` holds only an excerpt",
     )
-    checks: list[CheckRecord] = Field(default_factory=list)
-    steps: list[StepRecord] = Field(default_factory=list)
+    checks: list[CheckRecord] = Field(
+        default_factory=list,
+        description="each check's verdict, in the suite's order; empty for coding-agent evals",
+    )
+    steps: list[StepRecord] = Field(
+        default_factory=list, description="the commands the item ran (agent, build, grade), in order"
+    )
     tool_calls: list[ToolCallRecord] = Field(
         default_factory=list,
         description="the agent's tool calls in the order it made them, where its output.parser reads "
@@ -173,7 +196,9 @@ class EvalRecord(Record):
     transcript: TranscriptRecord | None = Field(
         default=None, description="the agent's tool calls summarised; None: no transcript for this eval"
     )
-    rubric: RubricRecord | None = None
+    rubric: RubricRecord | None = Field(
+        default=None, description="the eval's automatic rubric; None: not graded (e.g. a skipped eval)"
+    )
     repeat: int = Field(default=0, description="1…N with --vibe-repeat N; 0 when not repeated")
     reused_from: str | None = Field(
         default=None, description="the results file this record was reused from (--vibe-resume); None: ran"
@@ -186,16 +211,16 @@ class GateRecord(Record):
 
     min: float | None = Field(description="the lowest passing score (inclusive); None: no lower bound")
     max: float | None = Field(description="the highest passing score (inclusive); None: no upper bound")
-    passed: bool
+    passed: bool = Field(description="whether the score is within the bounds; false for a null score")
     message: str = Field(description="e.g. 'score 42.10 is below min 50 (by 7.90)'")
 
 
 class EvalStats(Record):
     """One eval over its repeats (--vibe-repeat N; one run without)."""
 
-    name: str
+    name: str = Field(description="the eval's id")
     runs: int = Field(description="repeats that ran (skipped ones are not counted)")
-    passed: int
+    passed: int = Field(description="runs that passed")
     pass_rate: float | None = Field(description="passed / runs; None when none ran")
     pass_at_k: dict[str, float] = Field(
         default_factory=dict,
@@ -224,9 +249,12 @@ class BaselineRecord(Record):
     baseline: str = Field(description="the baseline results file")
     score: float | None = Field(description="the baseline's score")
     delta: float | None = Field(description="this score - the baseline's; None if either is null")
-    label: Decision
+    label: Decision = Field(
+        description="by delta: significant_improvement (> 5), marginal_improvement (> 0), exploration "
+        "(> -3), regression; incomparable: a score is null; new: not in the baseline"
+    )
     accepted: bool | None = Field(description="whether the change would be kept; None: incomparable/new")
-    reason: str
+    reason: str = Field(description="why the label, e.g. 'delta +6.20 is above +5'")
     pass_to_fail: list[str] = Field(default_factory=list, description="evals that passed there, fail here")
     fail_to_pass: list[str] = Field(default_factory=list, description="evals that failed there, pass here")
 
@@ -234,13 +262,20 @@ class BaselineRecord(Record):
 class RunRecord(Record):
     """One suite against one configuration."""
 
-    suite: str
+    suite: str = Field(
+        description="the suite's metadata.name; for an eval-config.json folder, its path relative to "
+        "the rootdir"
+    )
     source: str = Field(description="suite file, relative to the rootdir")
-    configuration: str
-    configuration_name: str | None = None
-    score: float | None
-    score_formula: str
-    score_error: str | None
+    configuration: str = Field(description="the configuration id")
+    configuration_name: str | None = Field(default=None, description="the configuration's `name`, if set")
+    score: float | None = Field(
+        description="the formula's score (with repeats, aggregated over repeat_scores); None: see score_error"
+    )
+    score_formula: str = Field(description="the score formula as written (default success_pct)")
+    score_error: str | None = Field(
+        description="why score is null (a variable without a value, a division by zero, …)"
+    )
     score_canonical: str | None = Field(
         default=None, description="the formula as read: hyphenated names in [brackets], a preset expanded"
     )
@@ -254,8 +289,13 @@ class RunRecord(Record):
         default=None, description="the formula with each variable replaced by its value in this run"
     )
     gate: GateRecord | None = Field(default=None, description="None when the suite sets no score bounds")
-    metrics: dict[str, Any]
-    variables: dict[str, float | None]
+    metrics: dict[str, Any] = Field(
+        description="success_pct, passed, failed, total, errors, skipped, and the latency (seconds) and "
+        "cost (USD) sums, means, minima and maxima; null where unknown"
+    )
+    variables: dict[str, float | None] = Field(
+        description="every formula variable of the run with its value; null: no value"
+    )
     notes: list[str] = Field(default_factory=list, description="what the summary warns about")
     grade: str | None = Field(
         default=None, description="the rubric grade (A+ … F) of the score, for the `rubric` preset"
@@ -270,15 +310,20 @@ class RunRecord(Record):
     )
     eval_stats: list[EvalStats] = Field(default_factory=list, description="per eval, over its repeats")
     baseline: BaselineRecord | None = Field(default=None, description="with --vibe-baseline")
-    evals: list[EvalRecord]
+    evals: list[EvalRecord] = Field(description="one record per item: each eval, and each repeat of it")
 
 
 class ResultsFile(Record):
-    schema_version: int = SCHEMA_VERSION
-    started_at: str
-    finished_at: str
-    interrupted: bool = False
+    schema_version: int = Field(
+        default=SCHEMA_VERSION, description="the format's version; fields may be added, none change meaning"
+    )
+    started_at: str = Field(description="when the session started: ISO 8601, UTC, to the second")
+    finished_at: str = Field(description="when the results were written: ISO 8601, UTC, to the second")
+    interrupted: bool = Field(
+        default=False,
+        description="the session was interrupted (Ctrl-C); the items it cut short are skipped",
+    )
     load_errors: list[str] = Field(
         default_factory=list, description="suite files that failed to load (their evals did not run)"
     )
-    runs: list[RunRecord]
+    runs: list[RunRecord] = Field(description="one per suite × configuration")

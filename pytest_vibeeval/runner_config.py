@@ -74,20 +74,45 @@ class WorkspaceEval(CodingFields):
     snake_case). In a YAML suite the same keys, in snake_case, sit on an eval beside its inline
     ``prompt``."""
 
-    workspace: NonEmptyStr
-    grading: NonEmptyStr
+    workspace: NonEmptyStr = Field(
+        description="the template folder the agent works in (copied for each item; ${NAME} and "
+        "${EVAL_ROOT} are substituted, relative paths start at this file's folder)"
+    )
+    grading: NonEmptyStr = Field(
+        description="the hidden tests' folder, copied over the finished workspace before the grade steps"
+    )
     prompt: NonEmptyStr = Field(description="the prompt file's name, in promptsDir")
-    build_steps: list[StepName] = Field(default_factory=list, alias="buildSteps")
-    grade_steps: list[StepName] = Field(default_factory=list, alias="gradeSteps")
+    build_steps: list[StepName] = Field(
+        default_factory=list,
+        alias="buildSteps",
+        description="registry steps run in the workspace after the agent, in order; a failing one stops "
+        "the eval",
+    )
+    grade_steps: list[StepName] = Field(
+        default_factory=list,
+        alias="gradeSteps",
+        description="registry steps run after the build in a copy of the workspace with the grading "
+        "folder over it; all run, and each must exit 0",
+    )
 
 
 class EvalConfigFile(StrictModel):
     """``eval-config.json``; ``promptsDir`` and ``sharedInstructions`` are optional extensions."""
 
-    evaluations: dict[EvalId, WorkspaceEval]
-    promptsDir: NonEmptyStr = DEFAULT_PROMPTS_DIR
-    sharedInstructions: NonEmptyStr | None = None
-    score: ScoreSpec | None = None  # as in YAML suites: formula (default success_pct), min, max
+    evaluations: dict[EvalId, WorkspaceEval] = Field(
+        description="the coding-agent evals by id (the id names the items and the formula variables)"
+    )
+    promptsDir: NonEmptyStr = Field(
+        default=DEFAULT_PROMPTS_DIR, description="the folder of the evaluations' prompt files"
+    )
+    sharedInstructions: NonEmptyStr | None = Field(
+        default=None,
+        description="a file appended to every prompt.md (default: "
+        "${EVAL_ROOT}/../prompts/shared/evaluation-instructions.md where it exists)",
+    )
+    score: ScoreSpec | None = Field(
+        default=None, description="as in YAML suites: formula (default success_pct), min, max"
+    )
 
 
 REGISTRY = TypeAdapter(dict[StepName, CommandDefinition])

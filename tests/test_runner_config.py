@@ -386,6 +386,15 @@ def test_invalid_evaluation_id(tmp_path: Path) -> None:
     )
 
 
+def _renamed_evaluation(tmp_path: Path, eval_id: str) -> tuple[InputError, Path]:
+    """The load error of a config tree whose evaluation is renamed ``eval_id``, and its eval-config.json."""
+    config = make_tree(tmp_path)
+    data = copy.deepcopy(EVAL_CONFIG)
+    data["evaluations"][eval_id] = data["evaluations"].pop("base64-fix")
+    write_configs(config, data)
+    return fails(config), config / "eval-config.json"
+
+
 @pytest.mark.parametrize(
     ("eval_id", "shown"),
     [
@@ -396,12 +405,7 @@ def test_invalid_evaluation_id(tmp_path: Path) -> None:
 def test_an_evaluation_id_with_a_newline_or_bidi_control_is_refused_and_shown_escaped(
     tmp_path: Path, eval_id: str, shown: str
 ) -> None:
-    config = make_tree(tmp_path)
-    data = copy.deepcopy(EVAL_CONFIG)
-    data["evaluations"][eval_id] = data["evaluations"].pop("base64-fix")
-    write_configs(config, data)
-    path = config / "eval-config.json"
-    err = fails(config)
+    err, path = _renamed_evaluation(tmp_path, eval_id)
     assert_one(err, path, line_of(path, json.dumps(eval_id)), shown)
     assert err.render().isprintable()
 
@@ -416,12 +420,8 @@ def test_an_evaluation_id_with_a_newline_or_bidi_control_is_refused_and_shown_es
 def test_an_evaluation_id_that_would_shadow_a_run_wide_variable_is_refused(
     tmp_path: Path, eval_id: str, message: str
 ) -> None:
-    config = make_tree(tmp_path)
-    data = copy.deepcopy(EVAL_CONFIG)
-    data["evaluations"][eval_id] = data["evaluations"].pop("base64-fix")
-    write_configs(config, data)
-    path = config / "eval-config.json"
-    assert_one(fails(config), path, line_of(path, json.dumps(eval_id)), message)
+    err, path = _renamed_evaluation(tmp_path, eval_id)
+    assert_one(err, path, line_of(path, json.dumps(eval_id)), message)
 
 
 def test_invalid_step_name_in_the_registry(tmp_path: Path) -> None:

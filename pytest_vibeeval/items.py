@@ -1,22 +1,26 @@
-"""What every eval item shares, whichever collector made it: the session state, node naming,
-the shared fixture info, and the markers and run info an item carries."""
+"""The one eval item class, made from an :class:`~pytest_vibeeval.plan.EvalPlan` whichever file it
+came from: its markers, the run info its reports carry, --vibe-resume, and the shared end of its
+body (:func:`finish`)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
-from collections.abc import Callable
-from dataclasses import replace
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .aggregate import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
 from .models import Configuration
 from .phases import PhaseTracker
+from .plan import EvalPlan, WorkspaceWork
+from .pytest_private import node_ids_are_structured, structure_node_id
 from .results import EvalRecord
+from .runner import Verdict
 from .state import VibeState
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
 
 STATE_KEY = pytest.StashKey[VibeState]()
 
@@ -24,29 +28,6 @@ STATE_KEY = pytest.StashKey[VibeState]()
 def rootdir_relative(path: Path, rootdir: Path) -> str:
     """``path`` as the results and node ids show it: relative to the rootdir when inside it."""
     return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
-
-
-def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any:
-    """The fixture closure of ``func`` for every item of ``collector``'s file.
-
-    Items of one file share it, as pytest's own parametrized items do; computing it per item
-    dominated collection time. The file node stands in for the items: the closure depends only
-    on the node id (conftest visibility) and usefixtures marks."""
-    fixturemanager = collector.session._fixturemanager
-    return fixturemanager.getfixtureinfo(node=collector, func=func, cls=None)  # type: ignore[arg-type]
-
-
-def repeated(info: RunInfo, repeats: int, group: str | None = None) -> list[tuple[str, RunInfo]]:
-    """The items of one eval × configuration: one, or with ``--vibe-repeat N`` N items whose ids
-    carry the repeat (``eval[config-r2]``), each its own run of the eval. ``group``: the
-    configuration's xdist group under ``--dist loadgroup``, which the ids end in (``@group``)."""
-    suffix = f"@{group}" if group else ""
-    if repeats <= 1:
-        return [(f"{info.eval_id}[{info.configuration}]{suffix}", info)]
-    return [
-        (f"{info.eval_id}[{info.configuration}-r{n}]{suffix}", replace(info, repeat=n, repeats=repeats))
-        for n in range(1, repeats + 1)
-    ]
 
 
 def loadgroup_name(config: pytest.Config, configuration: Configuration | None, config_id: str) -> str | None:
@@ -60,63 +41,74 @@ def loadgroup_name(config: pytest.Config, configuration: Configuration | None, c
     on_worker = getattr(config.option, "loadgroup", False)
     if not on_worker and getattr(config.option, "dist", None) != "loadgroup":
         return None
-    if not _NODE_IDS_ARE_STRUCTURED:
+    if not node_ids_are_structured():
         return None  # before pytest 9.2 xdist's own suffix works: adding ours would double it
     return configuration.group_name(config_id)
-
-
-# pytest 9.2 keeps node ids as structured values (Node.id), so xdist's ``item._nodeid = …@group``
-# no longer renames the item.
-_NODE_IDS_ARE_STRUCTURED = isinstance(getattr(pytest.Item, "id", None), property)
 
 
 def get_state(config: pytest.Config) -> VibeState:
     return config.stash[STATE_KEY]
 
 
-def mark_item(
-    item: pytest.Function,
-    keywords: tuple[str, ...],
-    tags: tuple[str, ...],
-    timeout_s: float,
-    info: RunInfo,
-    xfail: str | None = None,
-    group: str | None = None,
-) -> None:
-    """What every eval item carries: its ids as keywords, markers (``xfail`` strict, with its
-    reason), the timeout backstop (the item's own timeouts plus a margin) and its
-    :class:`RunInfo` on the reports."""
-    item.extra_keyword_matches.update(keywords)
-    item.add_marker(pytest.mark.vibeeval)
-    for tag in tags:
-        item.add_marker(getattr(pytest.mark, tag))
-    if xfail:
-        item.add_marker(pytest.mark.xfail(reason=xfail, strict=True))
-    if group:
-        item.add_marker(pytest.mark.xdist_group(name=group))  # --dist loadgroup: one worker, in turn
-    margin = get_state(item.config).options.timeout_margin
-    # The signal method raises in the item, so its finally blocks kill the commands it started and
-    # the item still reports; the thread method (no SIGALRM) ends the whole process.
-    method = "signal" if hasattr(signal, "SIGALRM") else "thread"
-    item.add_marker(pytest.mark.timeout(timeout_s + margin, method=method))
-    item.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
-    item.vibe_phases = PhaseTracker()  # type: ignore[attr-defined]
-    resume = get_state(item.config).resume
-    if resume is not None and info.input_digest is not None and isinstance(item, ReusableItem):
-        item.reused = resume.find(
-            info.source, info.input_digest, info.configuration, info.eval_id, info.repeat
-        )
+class EvalItem(pytest.Function):
+    """One eval × configuration (× repeat), made from its :class:`EvalPlan`: a prompt eval or a
+    coding-agent eval, run by the body its plan's kind names (see :mod:`pytest_vibeeval.execute`).
 
+    --vibe-resume may answer it with its finished record from an earlier run: then neither its
+    fixtures (the workspace copy) nor its body run."""
 
-class ReusableItem(pytest.Function):
-    """An eval item that --vibe-resume may answer with its finished record from an earlier run:
-    then neither its fixtures (the workspace copy) nor its body run."""
+    def __init__(self, *, plan: EvalPlan, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.setup_seconds = 0.0  # the fixtures' time (a coding item's workspace preparation)
+        self.vibe_phases = PhaseTracker()
+        structure_node_id(self)
+        self.extra_keyword_matches.update(plan.keywords)
+        self.add_marker(pytest.mark.vibeeval)
+        for tag in plan.tags:
+            self.add_marker(getattr(pytest.mark, tag))
+        if plan.expected_failure:
+            self.add_marker(pytest.mark.xfail(reason=plan.expected_failure, strict=True))
+        if plan.group:
+            self.add_marker(pytest.mark.xdist_group(name=plan.group))  # --dist loadgroup: one worker
+        state = get_state(self.config)
+        # The signal method raises in the item, so its finally blocks kill the commands it started and
+        # the item still reports; the thread method (no SIGALRM) ends the whole process.
+        method = "signal" if hasattr(signal, "SIGALRM") else "thread"
+        self.add_marker(pytest.mark.timeout(plan.timeout_s + state.settings.timeout_margin, method=method))
+        info = plan.info
+        self.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
+        self.reused: EvalRecord | None = None
+        if state.resume is not None and info.input_digest is not None:
+            self.reused = state.resume.find(
+                info.source, info.input_digest, info.configuration, info.eval_id, info.repeat
+            )
 
-    reused: EvalRecord | None = None
+    @property
+    def info(self) -> RunInfo:
+        """What the item's reports carry about its run."""
+        return self.plan.info
+
+    @property
+    def workspace_work(self) -> WorkspaceWork | None:
+        """The coding-agent part of the plan (None for a prompt eval)."""
+        work = self.plan.work
+        return work if isinstance(work, WorkspaceWork) else None
 
     def setup(self) -> None:
-        if self.reused is None:
-            super().setup()
+        """Skip a coding item whose required commands are missing; time the fixtures (a coding item's
+        workspace preparation)."""
+        if self.reused is not None:
+            return  # --vibe-resume answers it: no workspace
+        work = self.workspace_work
+        if work is not None:
+            missing = [name for name in work.evaluation.requires if shutil.which(name) is None]
+            if missing:
+                pytest.skip(f"{work.evaluation.id} requires {', '.join(missing)} on PATH (not found)")
+            self.vibe_phases.enter("workspace", work.evaluation.id)
+        started = time.perf_counter()
+        super().setup()
+        self.setup_seconds = time.perf_counter() - started
 
     def runtest(self) -> None:
         if self.reused is None:
@@ -126,6 +118,22 @@ class ReusableItem(pytest.Function):
         self.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
         if record.outcome != "passed":
             pytest.fail(record.message or record.outcome, pytrace=False)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, self.plan.line - 1 if self.plan.line else None, self.name
+
+
+def finish(item: EvalItem, record: EvalRecord, verdict: Verdict) -> None:
+    """The end of every item's body: count its cost, put its record on the report, and pass, skip or
+    fail it as the verdict says."""
+    state = get_state(item.config)
+    state.budget.add(record.cost)
+    record = record.model_copy(update={"xfail": item.plan.expected_failure is not None})
+    item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+    if verdict.outcome == "skipped":
+        pytest.skip(verdict.message or "skipped")
+    if verdict.outcome != "passed":
+        pytest.fail(verdict.message or verdict.outcome, pytrace=False)
 
 
 def phases_of(item: pytest.Item) -> PhaseTracker | None:

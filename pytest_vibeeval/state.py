@@ -12,34 +12,12 @@ from .aggregate import Aggregator
 from .budget import Budget
 from .checks import CheckRegistry
 from .configurations import ConfigFileCache
-from .providers import Provider
+from .providers.pool import ProviderPool
 from .results import ResultsFile, RunRecord
 from .resume import ResumeIndex
-from .sandbox import Sandbox, SandboxMode
+from .sandbox import Sandbox
+from .settings import Settings
 from .templates import Renderer
-from .workspace import DEFAULT_SUBTASK_GLOBS
-
-
-@dataclass
-class Options:
-    evals: tuple[str, ...] | None
-    configs: tuple[str, ...] | None
-    results: Path | None
-    patterns: tuple[str, ...]
-    sandbox_mode: SandboxMode = "auto"
-    sandbox_writable: tuple[Path, ...] = ()
-    keep_workspaces: bool = False
-    workspace_ignore: tuple[str, ...] = ()
-    subtask_globs: tuple[str, ...] = DEFAULT_SUBTASK_GLOBS
-    max_cost: float | None = None
-    record: Path | None = None  # --vibe-record: store every provider answer here
-    replay: Path | None = None  # --vibe-replay: answer from this store only
-    repeats: int = 1  # --vibe-repeat: items per eval × configuration
-    fail_on_regression: bool = False
-    history: Path | None = None  # the JSONL history file (None: none)
-    timeout_margin: float = 30.0  # seconds the timeout backstop adds to an item's own timeouts
-    max_processes: int = 1024  # an agent's processes at once, where a pids cgroup can be made (0: none)
-    progress_interval: float = 30.0  # seconds between live progress lines off a terminal (0: none)
 
 
 class WorkdirAllocator:
@@ -66,24 +44,25 @@ class WorkdirAllocator:
 
 @dataclass
 class VibeState:
-    options: Options
+    settings: Settings
     renderer: Renderer
     registry: CheckRegistry = field(default_factory=CheckRegistry)
     config_files: ConfigFileCache = field(default_factory=ConfigFileCache)
     aggregator: Aggregator = field(default_factory=Aggregator)
-    providers: dict[tuple[Path, str], Provider] = field(default_factory=dict)
+    providers: ProviderPool = field(default_factory=ProviderPool)
     known_evals: set[str] = field(default_factory=set)
     registered_tags: set[str] = field(default_factory=set)
     python_modules: dict[str, Path] = field(default_factory=dict)  # module name → file, see collect
     known_configs: set[str] = field(default_factory=set)
     suites_collected: int = 0
+    other_collection_errors: int = 0  # collection errors of files that are not eval files
     started_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     workdirs: WorkdirAllocator = field(default_factory=lambda: WorkdirAllocator())
     load_errors: list[str] = field(default_factory=list)  # node ids of suite files that failed to load
     runs: list[RunRecord] = field(default_factory=list)
     results_written: list[Path] = field(default_factory=list)
     report_written: Path | None = None  # --vibe-html
-    sandbox: Sandbox | None = None  # chosen at the first coding-agent item, see workspace_collect
+    sandbox: Sandbox | None = None  # chosen at the first coding-agent item, see execute
     lock_dir: Path | None = None  # concurrency slots shared by the controller and its workers
     owns_lock_dir: bool = False  # made by this process (removed at its end), not received from xdist
     budget: Budget = field(default_factory=lambda: Budget(None, None))  # --vibe-max-cost

@@ -1,0 +1,306 @@
+"""The xdist controller's (or a serial run's) session: it takes each item's record off its reports,
+and at the session's end builds the runs, writes the results, the HTML report and the history,
+applies the score gates and the baseline to the exit status, and prints the Run Summary.
+
+Registered only where that happens: never on an xdist worker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from .baseline import BaselineError, append_history, compare_results, load_baseline, resolve_baseline
+from .execute import session_sandbox
+from .html_report import write_html
+from .itemhooks import SOURCE_SUFFIXES, USAGE_ERROR_OUTPUT
+from .items import get_state, rootdir_relative
+from .junit import add_gate_cases, add_suite_properties
+from .live import start_live_status, stop_live_status
+from .results import EvalRecord, ResultsFile, RunRecord
+from .resultsfile import build_results, write_results
+from .resume import load_resume
+from .summary import budget_lines, run_title, summary_lines, workspace_lines
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text
+
+LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
+RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
+
+
+class ControllerSession:
+    """The session's run-wide side; see the module's docstring."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state = get_state(config)
+        self.usage_error: str | None = None  # found by a worker during its collection
+        self.failed_nodeids: set[str] = set()  # items with a failed report, ours or not
+        self.notes: list[str] = []  # what the session's end did or could not do (exit code, files)
+        self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
+        self.lost_workers: list[str] = []  # xdist workers that went down with an error
+        read_baseline(config)
+        read_resume(config)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist: the workers share the controller's folder of concurrency slots and resume index."""
+        state = self.state
+        if state.lock_dir is not None:
+            node.workerinput[LOCK_DIR_INPUT] = str(state.lock_dir)
+        if state.resume is not None:
+            node.workerinput[RESUME_INPUT] = state.resume.to_json()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """xdist controller: remember a usage error a worker found during its collection, and a
+        worker that was lost (it crashed, e.g. killed by the item it ran)."""
+        message = getattr(node, "workeroutput", {}).get(USAGE_ERROR_OUTPUT)
+        if message and self.usage_error is None:
+            self.usage_error = str(message)
+        if error is not None:
+            name = getattr(getattr(node, "gateway", None), "id", "?")
+            self.lost_workers.append(
+                f"{name}: {str(error).strip().splitlines()[0] if str(error).strip() else error}"
+            )
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        state = self.state
+        live = start_live_status(self.config, state.lock_dir, state.settings.progress_interval)
+        try:
+            result = yield
+        finally:
+            if live is not None:
+                stop_live_status(self.config, live)
+        if self.usage_error is not None:
+            raise pytest.UsageError(self.usage_error)
+        return result
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Take our records off the report; the JUnit properties are added at the end."""
+        if report.failed:
+            self.failed_nodeids.add(report.nodeid)
+        aggregator = self.state.aggregator
+        ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]
+        crashed = report.when not in ("setup", "call", "teardown")
+        if not ours and not (crashed and report.nodeid.split("::")[0].endswith(SOURCE_SUFFIXES)):
+            return
+        info = record = None
+        for key, value in ours:
+            if key == RUN_PROPERTY:
+                info = RunInfo(**json.loads(str(value)))
+            else:
+                record = EvalRecord.model_validate_json(str(value))
+        aggregator.add_report(
+            report.nodeid,
+            report.when or "",
+            report.outcome,
+            info,
+            record,
+            longrepr_text(report),
+            hasattr(report, "wasxfail"),
+        )
+        report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Aggregate on the controller before the JUnit writer writes its file, and let the score
+        gates decide the exit code (pytest returns ``session.exitstatus`` after this hook)."""
+        state = self.state
+        if not (state.aggregator.items or state.load_errors):
+            return
+        if self.config.option.collectonly:
+            return  # nothing ran: no results to write
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        runs = state.aggregator.runs(interrupted)
+        state.runs = list(runs)
+        results = build_results(runs, state.started_at, interrupted, state.load_errors)
+        if state.baseline is not None:
+            results = self._compare(results)
+            runs = state.runs = list(results.runs)
+        state.results_written = write_results(results, state.settings.results, self.config.rootpath)
+        path = state.settings.html
+        if path is not None:
+            try:
+                write_html(results, path)
+                state.report_written = path
+            except OSError as exc:
+                self.notes.append(f"HTML report not written to {path}: {exc.strerror or exc}")
+        if state.settings.history is not None:
+            written = state.results_written[0] if state.results_written else None
+            shown = rootdir_relative(written, self.config.rootpath) if written else None
+            try:
+                append_history(state.settings.history, results, shown)
+            except OSError as exc:
+                self.notes.append(f"history not written to {state.settings.history}: {exc.strerror or exc}")
+        add_suite_properties(self.config, runs)
+        add_gate_cases(self.config, runs)
+        self._apply_gates(session, runs)
+        self._apply_regressions(session, runs)
+
+    def _compare(self, results: ResultsFile) -> ResultsFile:
+        """The results with each run compared with the baseline's same suite × configuration."""
+        state = self.state
+        assert state.baseline is not None and state.baseline_path is not None
+        comparison = compare_results(results, state.baseline, state.baseline_path)
+        state.baseline_missing = comparison.missing
+        compared = {id(run): record for run, record in comparison.pairs}
+        runs = [run.model_copy(update={"baseline": compared.get(id(run))}) for run in results.runs]
+        return results.model_copy(update={"runs": runs})
+
+    def _apply_regressions(self, session: pytest.Session, runs: list[RunRecord]) -> None:
+        """--vibe-fail-on-regression: a run that regressed against the baseline fails the session."""
+        regressed = [run for run in runs if run.baseline is not None and run.baseline.label == "regression"]
+        if not (self.state.settings.fail_on_regression and regressed):
+            return
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        shown = ", ".join(run_title(run) for run in regressed[:3]) + (", …" if len(regressed) > 3 else "")
+        self.regression_note = (
+            f"--vibe-fail-on-regression: {len(regressed)} run(s) regressed against the baseline ({shown})"
+        )
+
+    def _apply_gates(self, session: pytest.Session, runs: list[RunRecord]) -> None:
+        """A failed gate turns exit code 0 into 1. Failed runs of an eval whose pass rate met its
+        min_pass_rate do not fail the session; with vibe_gate_only neither do failed evals of gated
+        runs. When those are the session's only failures, the gates alone decide (0 or 1)."""
+        gated = [run for run in runs if run.gate is not None]
+        gate_failed = any(run.gate is not None and not run.gate.passed for run in runs)
+        by_rate = {
+            record.nodeid
+            for run in runs
+            for stats in run.eval_stats
+            if stats.passed_by_rate
+            for record in run.evals
+            if record.name == stats.name
+        }
+        gate_only = self.state.settings.gate_only and bool(gated)
+        forgiven_by_rate = self.failed_nodeids & by_rate
+        if (gate_only or forgiven_by_rate) and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            covered = set(by_rate)
+            if gate_only:
+                covered |= {record.nodeid for run in gated for record in run.evals}
+            others = sorted(self.failed_nodeids - covered)
+            blockers = []
+            if others:
+                shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+                where = "outside runs with a score gate" if gate_only else "not forgiven by a min_pass_rate"
+                blockers.append(f"{len(others)} failure(s) {where} ({shown})")
+            if self.state.load_errors or self.state.other_collection_errors:
+                blockers.append("collection errors")
+            if session.shouldfail or session.shouldstop:
+                blockers.append("the session stopped early (-x/--maxfail)")
+            what = "vibe_gate_only" if gate_only else "min_pass_rate"
+            if blockers:
+                self.notes.append(f"{what} not applied: " + "; ".join(blockers))
+            else:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED if gate_failed else pytest.ExitCode.OK
+                notes = []
+                if forgiven_by_rate:
+                    notes.append(
+                        f"min_pass_rate: {len(forgiven_by_rate)} failed run(s) of evals that passed often "
+                        "enough do not fail the session"
+                    )
+                if gate_only:
+                    notes.append(
+                        f"vibe_gate_only: {len(self.failed_nodeids)} failed eval(s) do not fail the session;"
+                        f" the score gates decide the exit code ({int(session.exitstatus)})"
+                    )
+                self.notes.append("; ".join(notes))
+        if gate_failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None]:
+        """Print the Run Summary after pytest's own short test summary."""
+        result = yield
+        self._write_summary(terminalreporter)
+        return result
+
+    def _write_summary(self, terminalreporter: Any) -> None:
+        state, config = self.state, self.config
+        if not state.runs and not state.load_errors:
+            return
+        terminalreporter.write_sep("=", "Run Summary")
+        if state.load_errors:
+            terminalreporter.write_line(
+                f"{len(state.load_errors)} suite file(s) failed to load and did not run (errors above): "
+                + ", ".join(state.load_errors)
+            )
+        breakdown = config.get_verbosity() >= 1 or state.settings.breakdown
+        for line in summary_lines(state.runs, breakdown):
+            if line.startswith("GATE FAILED: "):
+                terminalreporter.write_line(line, red=True, bold=True)
+            else:
+                terminalreporter.write_line(line)
+        mode = state.settings.sandbox_mode
+        unsandboxed = any(record.sandbox == "none" for run in state.runs for record in run.evals)
+        reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
+        for line in budget_lines(state.runs, state.settings.max_cost):
+            terminalreporter.write_line(line)
+        for line in workspace_lines(state.runs, mode, reason):
+            terminalreporter.write_line(line)
+        if state.resume is not None:
+            records = [record for run in state.runs for record in run.evals]
+            reused = sum(1 for record in records if record.reused_from is not None)
+            terminalreporter.write_line(
+                f"Resumed: {reused} eval(s) reused from {state.resume.source}, "
+                f"{len(records) - reused} run in this session (--vibe-resume)"
+            )
+        if state.baseline_path is not None:
+            terminalreporter.write_line(f"baseline: {state.baseline_path}")
+            if state.baseline_missing:
+                shown = ", ".join(state.baseline_missing[:5]) + (
+                    " …" if len(state.baseline_missing) > 5 else ""
+                )
+                terminalreporter.write_line(f"  in the baseline but not in this session: {shown}")
+        if self.lost_workers:
+            count = len(self.lost_workers)
+            which = "; ".join(self.lost_workers[:3])
+            terminalreporter.write_line(
+                f"{count} xdist worker{' was' if count == 1 else 's were'} lost ({which}): "
+                "the item each was running is an error above; the other items ran on",
+                red=True,
+            )
+        for note in (*self.notes, self.regression_note):
+            if note:
+                terminalreporter.write_line(note, red=note is self.regression_note)
+        for path in state.results_written:
+            terminalreporter.write_line(f"results: {path}")
+        if state.report_written is not None:
+            terminalreporter.write_line(f"report: {state.report_written}")
+
+
+def read_baseline(config: pytest.Config) -> None:
+    """Read --vibe-baseline now: a usage error before anything runs, and ``latest`` is the previous
+    run's file, not the one this session writes."""
+    state = get_state(config)
+    spec = state.settings.baseline
+    if spec is None:
+        return
+    path = resolve_baseline(spec, config.rootpath, state.settings.results)
+    try:
+        state.baseline = load_baseline(path)
+    except BaselineError as exc:
+        hint = " (`latest` is the previous run's results file: run once without --vibe-baseline)"
+        raise pytest.UsageError(f"--vibe-baseline: {exc}{hint if spec == 'latest' else ''}") from None
+    state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
+
+
+def read_resume(config: pytest.Config) -> None:
+    """Read --vibe-resume now, before this session writes its results (``latest`` is the file as
+    the earlier run left it). xdist workers get the controller's index, so they need no file."""
+    state = get_state(config)
+    spec = state.settings.resume
+    if spec is None:
+        return
+    path = resolve_baseline(spec, config.rootpath, state.settings.results)
+    shown = rootdir_relative(path.absolute(), config.rootpath)
+    try:
+        state.resume = load_resume(path, shown)
+    except BaselineError as exc:
+        hint = " (`latest` is the previous run's results file; no run wrote it yet)"
+        raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None

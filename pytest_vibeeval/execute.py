@@ -1,0 +1,212 @@
+"""The bodies of eval items: a prompt eval asks its provider and runs the checks; a coding-agent
+eval runs its agent, build and grade steps in a workspace. Both end in :func:`items.finish`.
+
+The bodies take fixtures (``vibe_provider``; ``vibe_workspace``, ``vibe_commands``), so a conftest
+can override how an item gets its provider or workspace. Providers come from the session's
+:class:`ProviderPool`, one per file × configuration × role."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from .assess import assess
+from .copying import copy_template, remove_tree
+from .items import EvalItem, finish, get_state, start_or_skip
+from .models import Configuration
+from .plan import PromptWork
+from .providers import Provider, make_provider
+from .providers.cli import CliProvider
+from .providers.pool import PoolKey, Role
+from .recording import recorded
+from .runner import Verdict, run_prompt_eval
+from .sandbox import Sandbox, choose_sandbox
+from .state import VibeState
+from .templates import MissingValue, Redactor
+from .workspace import GRADING_DIR, LOGS_DIR, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
+from .workspace_agent import agent_command, with_agent_report
+
+
+def _prompt_work(item: EvalItem) -> PromptWork:
+    work = item.plan.work
+    assert isinstance(work, PromptWork), "a prompt-eval body on a coding-agent item"
+    return work
+
+
+def eval_item(request: pytest.FixtureRequest, fixture: str, coding: bool = False) -> EvalItem:
+    """The eval item ``request`` belongs to; a usage error for any other item (or, with ``coding``,
+    for an item that is not a coding-agent eval)."""
+    item = request.node
+    if not isinstance(item, EvalItem) or (coding and item.workspace_work is None):
+        kind = "coding-agent" if coding else "eval"
+        raise pytest.UsageError(f"{fixture} is only available to pytest-vibeeval {kind} items")
+    return item
+
+
+def _answering(
+    state: VibeState, config_id: str, configuration: Configuration | None, make: Provider
+) -> Provider:
+    """A provider that answers prompts (an eval's or a judge's), under --vibe-record/--vibe-replay."""
+    options = state.settings
+    model = configuration.model if configuration is not None else None
+    redact = Redactor(state.renderer.used_secrets)
+    return recorded(make, config_id, model, options.record, options.replay, redact)
+
+
+def provider_for(item: EvalItem, role: Role = "answer") -> Provider:
+    """The pooled provider of the item's configuration in ``role`` (``answer`` or ``judge``)."""
+    state = get_state(item.config)
+    work = _prompt_work(item)
+    if role == "judge":
+        assert work.judge is not None
+        config_id, configuration = work.judge
+    else:
+        config_id, configuration = item.plan.config_id, item.plan.configuration
+
+    def make() -> Provider:
+        provider = make_provider(
+            config_id, configuration, work.suite.path.parent, work.config_dir, state.renderer, state.lock_dir
+        )
+        return _answering(state, config_id, configuration, provider)
+
+    return state.providers.get(PoolKey(item.plan.source_path, config_id, role), make)
+
+
+def agent_provider(item: EvalItem) -> CliProvider:
+    """The pooled CLI provider that runs the item's coding agent (with the process limit)."""
+    state = get_state(item.config)
+    work, configuration = item.workspace_work, item.plan.configuration
+    assert work is not None and configuration is not None
+
+    def make() -> Provider:
+        return CliProvider(
+            item.plan.config_id,
+            configuration,
+            state.renderer,
+            work.runner.folder,
+            state.settings.max_processes,
+        )
+
+    provider = state.providers.get(PoolKey(item.plan.source_path, item.plan.config_id, "agent"), make)
+    assert isinstance(provider, CliProvider)
+    return provider
+
+
+def run_prompt_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_workdir: Path) -> None:
+    """The body of every prompt-eval item."""
+    item = eval_item(request, "run_prompt_item")
+    work = _prompt_work(item)
+    state = get_state(item.config)
+    start_or_skip(state)
+    judge = (work.judge[0], provider_for(item, "judge")) if work.judge is not None else None
+    record, verdict = run_prompt_eval(
+        work.suite,
+        work.case,
+        item.plan.config_id,
+        vibe_provider,
+        state.renderer,
+        vibe_workdir,
+        item.nodeid,
+        item.plan.configuration,
+        judge,
+        item.plan.info.repeat,
+        item.vibe_phases.enter,
+    )
+    redact = Redactor(state.renderer.used_secrets)
+    record = assess(record, item.plan.configuration, vibe_workdir, work.case.rubric, False, redact)
+    finish(item, record, verdict)
+
+
+def run_workspace_item(
+    request: pytest.FixtureRequest,
+    vibe_workdir: Path,
+    vibe_workspace: Path,
+    vibe_commands: RegistryCommands,
+) -> None:
+    """The body of every coding-agent item."""
+    item = eval_item(request, "run_workspace_item", coding=True)
+    work, configuration = item.workspace_work, item.plan.configuration
+    assert work is not None and configuration is not None
+    state = get_state(item.config)
+    start_or_skip(state)
+    provider = agent_provider(item)
+    reason = provider.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    agent = agent_command(
+        provider,
+        work,
+        item.plan.config_id,
+        configuration,
+        item.plan.info.suite,
+        item.config.rootpath,
+        vibe_workspace,
+    )
+    evaluation = work.evaluation
+    if evaluation.templated:
+        try:
+            evaluation = replace(evaluation, prompt=state.renderer.render(evaluation.prompt))
+        except MissingValue as exc:
+            pytest.skip(str(exc))
+    try:
+        record, verdict = run_workspace_eval(
+            evaluation,
+            vibe_commands,
+            agent,
+            vibe_workspace,
+            vibe_workdir,
+            item.nodeid,
+            work.runner.shared_instructions,
+            state.settings.subtask_globs,
+        )
+    finally:
+        discard(vibe_workdir / GRADING_DIR, item.config)
+    redact = Redactor(state.renderer.used_secrets)
+    durations = {"workspace": item.setup_seconds, **record.phase_durations}
+    kept = vibe_workdir if state.settings.keep_workspaces else None
+    record = with_agent_report(record, configuration, redact, durations, kept)
+    record = record.model_copy(update={"repeat": item.plan.info.repeat})
+    record = assess(record, configuration, vibe_workspace, evaluation.rubric, True, redact)
+    if verdict.outcome != "passed":
+        verdict = Verdict(verdict.outcome, record.message or verdict.outcome)
+    finish(item, record, verdict)
+
+
+def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
+    """The default ``vibe_workspace``: ``workdir/workspace``, a copy of the evaluation's template."""
+    work = item.workspace_work
+    assert work is not None
+    workspace = workdir / WORKSPACE_DIR
+    copy_template(work.evaluation.workspace, workspace, get_state(item.config).settings.workspace_ignore)
+    return workspace
+
+
+def discard(folder: Path, config: pytest.Config) -> None:
+    """Remove an item's workspace or grading copy unless --vibe-keep-workspaces keeps them."""
+    if not get_state(config).settings.keep_workspaces:
+        remove_tree(folder)
+
+
+def registry_commands(item: EvalItem, workdir: Path) -> RegistryCommands:
+    """The default ``vibe_commands``: the item's registry, logs in ``workdir/logs``, agents in the
+    session's sandbox."""
+    work = item.workspace_work
+    assert work is not None
+    state = get_state(item.config)
+    return RegistryCommands(
+        work.runner.registry,
+        workdir / LOGS_DIR,
+        session_sandbox(state),
+        item.vibe_phases.enter,
+        state.settings.max_processes,
+    )
+
+
+def session_sandbox(state: VibeState) -> Sandbox:
+    """The sandbox agents run in, chosen once per process (the probe runs a bwrap command)."""
+    if state.sandbox is None:
+        options = state.settings
+        state.sandbox = choose_sandbox(options.sandbox_mode, options.sandbox_writable)
+    return state.sandbox

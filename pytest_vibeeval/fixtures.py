@@ -1,0 +1,54 @@
+"""The public fixtures of eval items. Each can be overridden in a conftest (a different provider,
+workspaces made as git worktrees, commands run another way); the item bodies take them by name."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from .execute import discard, eval_item, prepare_workspace, provider_for, registry_commands
+from .items import get_state
+from .providers import Provider
+from .runner_config import ResolvedEval
+from .workspace import RegistryCommands
+
+
+@pytest.fixture
+def vibe_provider(request: pytest.FixtureRequest) -> Provider:
+    """The provider answering the current eval item; override it in a conftest to substitute one."""
+    return provider_for(eval_item(request, "vibe_provider"))
+
+
+@pytest.fixture
+def vibe_workdir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh directory for the current eval item's files: the agent's working directory and output."""
+    state = get_state(request.config)
+    return state.workdirs.new(lambda: tmp_path_factory.mktemp("vibeeval"), request.node.name)
+
+
+@pytest.fixture
+def vibe_evaluation(request: pytest.FixtureRequest) -> ResolvedEval:
+    """The current coding-agent item's evaluation: template, grading folder, prompt, steps."""
+    work = eval_item(request, "vibe_evaluation", coding=True).workspace_work
+    assert work is not None
+    return work.evaluation
+
+
+@pytest.fixture
+def vibe_workspace(request: pytest.FixtureRequest, vibe_workdir: Path) -> Generator[Path]:
+    """The coding-agent item's workspace, ready for the agent: by default ``vibe_workdir/workspace``,
+    a copy of the evaluation's template (removed afterwards unless --vibe-keep-workspaces).
+    Override it in a conftest to prepare workspaces another way, e.g. as git worktrees."""
+    item = eval_item(request, "vibe_workspace", coding=True)
+    workspace = prepare_workspace(item, vibe_workdir)
+    yield workspace
+    discard(workspace, request.config)
+
+
+@pytest.fixture
+def vibe_commands(request: pytest.FixtureRequest, vibe_workdir: Path) -> RegistryCommands:
+    """Runs the coding-agent item's agent and registry steps by name and records them
+    (:class:`pytest_vibeeval.workspace.RegistryCommands`); override it to run them another way."""
+    return registry_commands(eval_item(request, "vibe_commands", coding=True), vibe_workdir)

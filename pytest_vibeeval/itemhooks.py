@@ -1,0 +1,134 @@
+"""Hooks of the processes that collect and run items (xdist workers, or the one process of a serial
+run): the collection checks, the progress board, and each item's report (its record on the call
+report only; an unfinished record for an item that stopped without one)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+
+import pytest
+
+from .configurations import unknown_selection
+from .items import EvalItem, get_state, phases_of
+from .phases import unfinished_record
+from .progress import ProgressBoard, Running
+from .runner_config import EVAL_CONFIG_NAME
+from .transport import RESULT_PROPERTY, longrepr_text
+from .workspace import RegistryCommands
+
+USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
+SOURCE_SUFFIXES = (".yaml", ".yml", EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
+
+
+class CollectionHooks:
+    """Where files are collected, and on the xdist controller, which sees the workers' collection
+    reports: remember suite files that failed to load, and refuse unknown --vibe-eval/--vibe-config."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state = get_state(config)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        state = self.state
+        if not state.suites_collected:
+            return
+        for option, requested, known in (
+            ("--vibe-config", state.settings.configs, state.known_configs),
+            ("--vibe-eval", state.settings.evals, state.known_evals),
+        ):
+            problem = unknown_selection(option, requested, known)
+            if problem is None:
+                continue
+            workeroutput = getattr(self.config, "workeroutput", None)
+            if workeroutput is None:
+                raise pytest.UsageError(problem.message)
+            # An xdist worker: a UsageError here would end only this worker and the controller
+            # would report "no tests ran" (exit 5). Run nothing and let the controller raise it.
+            workeroutput[USAGE_ERROR_OUTPUT] = problem.message
+            items.clear()
+            return
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Remember suite files that failed to load (on xdist, the controller sees workers' reports)."""
+        if report.failed:
+            if report.nodeid.endswith(SOURCE_SUFFIXES):
+                if report.nodeid not in self.state.load_errors:
+                    self.state.load_errors.append(report.nodeid)
+            else:
+                self.state.other_collection_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """A suite that fails to load stops only itself: the other files still run (and the
+        session still fails). Other collection errors keep pytest's rule of stopping the run."""
+        if self.state.load_errors and not self.state.other_collection_errors:
+            self.config.option.continue_on_collection_errors = True
+
+
+class ItemHooks:
+    """Where items run: the progress board and the items' reports."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state = get_state(config)
+        self.board = ProgressBoard(self.state.lock_dir)  # what this process runs now (live progress)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Put the item on this process's progress board as it enters each phase."""
+        phases = phases_of(item)
+        if phases is None or self.config.get_verbosity() < 0 or not self.state.settings.progress_interval:
+            return  # nothing would show it (-q, or vibe_progress_interval = 0)
+        board, nodeid, started = self.board, item.nodeid, time.time()
+
+        def show(phase: str, detail: str) -> None:
+            board.show(Running(nodeid, phase, detail, started, time.time()))
+
+        phases.listener = show
+
+    def pytest_runtest_logfinish(self) -> None:
+        self.board.clear()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """The record travels on the call report only: the teardown report would copy it again
+        (responses can be megabytes) for the controller to parse twice."""
+        report = yield
+        if not isinstance(item, EvalItem):
+            return report
+        stopped = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
+        if stopped and call.when in ("setup", "call"):  # failed, or xfailed: the item's own marker
+            _record_unfinished(item, report)
+        if call.when == "call":
+            item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
+        _skip_at_eval_line(item, report)
+        return report
+
+
+def _record_unfinished(item: EvalItem, report: pytest.TestReport) -> None:
+    """An eval item that failed without leaving its result (its timeout backstop fired, a fixture
+    raised) gets one: an error naming the phase it was in, with the steps it finished."""
+    if any(key == RESULT_PROPERTY for key, _ in report.user_properties):
+        return
+    info = item.plan.info
+    commands = getattr(item, "funcargs", {}).get("vibe_commands")
+    steps = list(commands.steps) if isinstance(commands, RegistryCommands) else []
+    record = unfinished_record(
+        info.eval_id,
+        info.named,
+        item.nodeid,
+        info.repeat,
+        item.vibe_phases,
+        longrepr_text(report) or "",
+        steps,
+    )
+    report.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+
+
+def _skip_at_eval_line(item: EvalItem, report: pytest.TestReport) -> None:
+    """A skipped eval item is reported at its eval's line in the suite, as skip marks are, rather
+    than at the line of the plugin that skipped it."""
+    if report.skipped and item.plan.line and isinstance(report.longrepr, tuple):
+        report.longrepr = (str(item.path), item.plan.line, report.longrepr[2])

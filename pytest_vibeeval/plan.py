@@ -1,0 +1,306 @@
+"""One item pipeline: YAML suites and unified-runner config folders both become :class:`EvalPlan`s
+(eval × configuration × repeat), from which the collectors make items. The run info every report
+carries is built here, in one function, for both."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .checks import AnyOf, CheckNode
+from .configurations import IMPLICIT_ID, ConfigurationSet
+from .errors import InputError, did_you_mean
+from .formula import Formula
+from .models import DEFAULT_TIMEOUT_MS, Configuration, ScoreSpec
+from .resume import files_digest, input_digest
+from .runner_config import ResolvedEval, RunnerConfig, resolve_suite_coding
+from .suite import EvalCase, Suite
+from .transport import RunInfo
+
+GroupOf = Callable[[Configuration | None, str], str | None]
+"""The xdist group an item's name ends in (``@group``) for a configuration, or None."""
+
+
+@dataclass(frozen=True)
+class PromptWork:
+    """A prompt eval: ask the configuration, run the checks."""
+
+    suite: Suite
+    case: EvalCase
+    config_dir: Path  # the folder of the file that defines the configuration
+    judge: tuple[str, Configuration | None] | None  # the llm_judge configuration (None: no judge)
+
+
+@dataclass(frozen=True)
+class WorkspaceWork:
+    """A coding-agent eval: copy the workspace, run the agent, then the build and grade steps."""
+
+    runner: RunnerConfig
+    evaluation: ResolvedEval
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """Everything one item needs, decided at collection."""
+
+    name: str  # the item's name: eval[configuration], with -rN and @group where they apply
+    info: RunInfo
+    source_path: Path  # the file the eval is defined in (the provider pool's key)
+    config_id: str
+    configuration: Configuration | None  # None: the implicit HTTP configuration
+    work: PromptWork | WorkspaceWork
+    tags: tuple[str, ...]  # suite and eval tags: markers
+    expected_failure: str | None  # the eval's or the configuration's xfail reason
+    line: int | None  # of the eval in its file
+    timeout_s: float  # the item's own command timeouts, summed (the backstop adds a margin)
+
+    @property
+    def keywords(self) -> tuple[str, str]:
+        """What ``-k`` matches besides the name: the eval and the configuration."""
+        return (self.info.eval_id, self.config_id)
+
+    @property
+    def group(self) -> str | None:
+        """The configuration's xdist group (its items run on one worker, in turn)."""
+        return self.configuration.group_name(self.config_id) if self.configuration else None
+
+
+def run_info(
+    *,
+    suite: str,
+    source: str,
+    config_id: str,
+    configuration: Configuration | None,
+    formula: Formula,
+    score: ScoreSpec,
+    eval_id: str,
+    named: bool,
+    suite_evals: int,
+    eval_index: int,
+    min_pass_rate: float | None,
+    digest: str,
+) -> RunInfo:
+    """The run info of one eval × configuration, whichever file it came from."""
+    return RunInfo(
+        suite=suite,
+        source=source,
+        configuration=config_id,
+        configuration_name=configuration.name if configuration else None,
+        score_formula=score.formula,
+        eval_id=eval_id,
+        named=named,
+        suite_evals=suite_evals,
+        eval_index=eval_index,
+        score_min=score.min,
+        score_max=score.max,
+        score_canonical=formula.canonical or None,
+        score_preset=formula.preset,
+        min_pass_rate=min_pass_rate,
+        input_digest=digest,
+    )
+
+
+def repeated(info: RunInfo, repeats: int, group: str | None = None) -> list[tuple[str, RunInfo]]:
+    """The items of one eval × configuration: one, or with ``--vibe-repeat N`` N items whose ids
+    carry the repeat (``eval[config-r2]``), each its own run of the eval. ``group``: the
+    configuration's xdist group under ``--dist loadgroup``, which the ids end in (``@group``)."""
+    suffix = f"@{group}" if group else ""
+    if repeats <= 1:
+        return [(f"{info.eval_id}[{info.configuration}]{suffix}", info)]
+    return [
+        (f"{info.eval_id}[{info.configuration}-r{n}]{suffix}", replace(info, repeat=n, repeats=repeats))
+        for n in range(1, repeats + 1)
+    ]
+
+
+def _digests(
+    files: list[Path], configurations: Mapping[str, Configuration | None], variables: Mapping[str, str]
+) -> dict[str, str]:
+    """The --vibe-resume input digest of each configuration: the files and its settings."""
+    content = files_digest(files)
+    return {
+        cid: input_digest(content, configuration, variables) for cid, configuration in configurations.items()
+    }
+
+
+def suite_plans(
+    suite: Suite,
+    configs: ConfigurationSet,
+    formula: Formula,
+    config_ids: list[str],
+    eval_ids: list[str],
+    *,
+    source: str,
+    variables: Mapping[str, str],
+    repeats: int,
+    group_of: GroupOf,
+) -> list[EvalPlan]:
+    """The plans of a YAML suite: its selected evals × selected configurations × repeats; raises
+    :class:`InputError` for a judge or coding-agent setup that cannot run."""
+    config_dir = configs.source.parent if configs.source else suite.path.parent
+    judge = None
+    if uses_judge(suite):
+        if suite.judge is not None and suite.judge not in configs.configurations:
+            message = f"judge: configuration {suite.judge!r} is not defined" + did_you_mean(
+                suite.judge, configs.configurations
+            )
+            raise InputError.single(suite.path, message, line=suite.judge_line)
+        judge = (suite.judge or IMPLICIT_ID, configs.configurations.get(suite.judge or ""))
+    coding = None
+    if any(case.coding for case in suite.evals):
+        coding = coding_runner(suite, configs, config_dir, config_ids)
+    selected = {cid: configs.configurations.get(cid) for cid in config_ids}
+    digests = _digests([suite.path, *([configs.source] if configs.source else [])], selected, variables)
+    score = ScoreSpec(formula=suite.formula, min=suite.score_min, max=suite.score_max)
+    wanted = set(eval_ids)
+    plans: list[EvalPlan] = []
+    for case in suite.evals:
+        if case.id not in wanted:
+            continue
+        for config_id, configuration in selected.items():
+            info = run_info(
+                suite=suite.name,
+                source=source,
+                config_id=config_id,
+                configuration=configuration,
+                formula=formula,
+                score=score,
+                eval_id=case.id,
+                named=case.name is not None,
+                suite_evals=len(suite.evals),
+                eval_index=case.index,
+                min_pass_rate=case.min_pass_rate,
+                digest=digests[config_id],
+            )
+            work: PromptWork | WorkspaceWork
+            if coding is not None and case.coding is not None:
+                cli = coding.configurations[config_id]
+                work = WorkspaceWork(coding, coding.evaluations[case.id])
+                timeout = _workspace_timeout(coding, work.evaluation, cli)
+            else:
+                work = PromptWork(suite, case, config_dir, judge)
+                timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
+            expected = case.xfail or (configuration.xfail if configuration else None)
+            for name, repeat_info in repeated(info, repeats, group_of(configuration, config_id)):
+                plans.append(
+                    EvalPlan(
+                        name=name,
+                        info=repeat_info,
+                        source_path=suite.path,
+                        config_id=config_id,
+                        configuration=configuration,
+                        work=work,
+                        tags=(*suite.tags, *case.tags),
+                        expected_failure=expected,
+                        line=case.line,
+                        timeout_s=timeout,
+                    )
+                )
+    return plans
+
+
+def runner_plans(
+    path: Path,
+    runner: RunnerConfig,
+    formula: Formula,
+    config_ids: list[str],
+    eval_ids: list[str],
+    *,
+    suite: str,
+    source: str,
+    files: list[Path],
+    variables: Mapping[str, str],
+    repeats: int,
+    group_of: GroupOf,
+) -> list[EvalPlan]:
+    """The plans of a unified-runner config folder (``path``: its eval-config.json)."""
+    selected = {cid: runner.configurations[cid] for cid in config_ids}
+    digests = _digests(files, selected, variables)
+    score = runner.score or ScoreSpec()
+    wanted = set(eval_ids)
+    plans: list[EvalPlan] = []
+    for index, (eval_id, evaluation) in enumerate(runner.evaluations.items()):
+        if eval_id not in wanted:
+            continue
+        for config_id, configuration in selected.items():
+            info = run_info(
+                suite=suite,
+                source=source,
+                config_id=config_id,
+                configuration=configuration,
+                formula=formula,
+                score=score,
+                eval_id=eval_id,
+                named=True,
+                suite_evals=len(runner.evaluations),
+                eval_index=index,
+                min_pass_rate=evaluation.min_pass_rate,
+                digest=digests[config_id],
+            )
+            work = WorkspaceWork(runner, evaluation)
+            for name, repeat_info in repeated(info, repeats, group_of(configuration, config_id)):
+                plans.append(
+                    EvalPlan(
+                        name=name,
+                        info=repeat_info,
+                        source_path=path,
+                        config_id=config_id,
+                        configuration=configuration,
+                        work=work,
+                        tags=(),
+                        expected_failure=configuration.xfail,
+                        line=None,
+                        timeout_s=_workspace_timeout(runner, evaluation, configuration),
+                    )
+                )
+    return plans
+
+
+def _workspace_timeout(runner: RunnerConfig, evaluation: ResolvedEval, configuration: Configuration) -> float:
+    """A coding item's own timeouts: the agent's and every build and grade step's."""
+    steps = (*evaluation.build_steps, *evaluation.grade_steps)
+    return configuration.timeout_s + sum(runner.registry[name].timeout_s for name in steps)
+
+
+def coding_runner(
+    suite: Suite, configs: ConfigurationSet, config_dir: Path, config_ids: list[str]
+) -> RunnerConfig:
+    """The coding-agent evals of a YAML suite as a unified-runner config (both formats share the
+    run); every selected configuration must be a ``cli`` one."""
+    resolved = resolve_suite_coding(suite, config_dir, os.environ)
+    check_cli_configurations(
+        configs.source or suite.path, {cid: configs.configurations.get(cid) for cid in config_ids}
+    )
+    return RunnerConfig(
+        folder=config_dir,
+        eval_root=resolved.eval_root,
+        evaluations=resolved.evaluations,
+        configurations=dict(configs.configurations),
+        default_configurations=configs.defaults,
+        registry=resolved.registry,
+        shared_instructions=resolved.shared_instructions,
+    )
+
+
+def check_cli_configurations(source: Path, configurations: Mapping[str, Configuration | None]) -> None:
+    """Coding agents are CLIs: raise :class:`InputError` naming ``source`` for any configuration
+    (None: the implicit HTTP one) that has no ``cli``."""
+    for config_id, configuration in configurations.items():
+        if configuration is None or not configuration.cli:
+            kind = "the implicit OpenRouter configuration" if configuration is None else f"{config_id!r}"
+            raise InputError.single(
+                source,
+                f"configuration {kind}: coding-agent evals need a `cli` configuration",
+                hint="give the suite `configurations:` (or a cli-config.json) with a `cli` agent",
+            )
+
+
+def uses_judge(suite: Suite) -> bool:
+    """Whether any eval of ``suite`` has an llm_judge check (inside ``or`` too)."""
+
+    def walk(nodes: tuple[CheckNode, ...]) -> bool:
+        return any(walk(n.children) if isinstance(n, AnyOf) else n.type.name == "llm_judge" for n in nodes)
+
+    return any(walk(case.checks) for case in suite.evals)

@@ -1,0 +1,80 @@
+"""Every use of pytest's private API in the plugin, in one place, each with why no public API does.
+
+A pytest upgrade that changes one of these breaks this module alone; ``tests/test_pytest_private.py``
+fails when an attribute used here disappears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import pytest
+
+
+def structure_node_id(item: pytest.Item) -> None:
+    """Give an eval item the structured node id pytest 9.2 would parse from its node id string.
+
+    pytest 9.2 keeps node ids as structured values (``Node.id``: path, names, params) and ``--lf``,
+    ``--ff``, ``--sw`` and ``--nf`` compare the ids they stored, parsed from strings, with the
+    items'. ``essay[my-app]`` parses as the name ``essay`` with the params ``my-app``, but an item
+    that is not parametrized keeps ``essay[my-app]`` as its name, so no stored id ever matches.
+    pytest builds the structured form only from a private ``CallSpec``; re-parsing the item's own
+    string is equivalent and needs only the private ``_id`` slot. Before pytest 9.2 there is none
+    and nothing needs doing."""
+    node_id = getattr(item, "_id", None)
+    parse = getattr(type(node_id), "parse", None)
+    if node_id is not None and callable(parse):
+        item._id = parse(str(node_id))
+
+
+def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any:
+    """The fixture closure of ``func`` for every item of ``collector``'s file.
+
+    Items of one file share it, as pytest's own parametrized items do; computing it per item
+    dominated collection time. The file node stands in for the items: the closure depends only
+    on the node id (conftest visibility) and usefixtures marks. ``Function`` takes a
+    ``fixtureinfo`` but only the private fixture manager makes one."""
+    fixturemanager = collector.session._fixturemanager
+    return fixturemanager.getfixtureinfo(node=collector, func=func, cls=None)  # type: ignore[arg-type]
+
+
+def node_ids_are_structured() -> bool:
+    """Whether items have pytest 9.2's structured ``Node.id`` (xdist can then no longer rename an
+    item, e.g. to add the ``@group`` suffix of ``--dist loadgroup``; pytest-xdist#1386)."""
+    return isinstance(getattr(pytest.Item, "id", None), property)
+
+
+def terminal_writer(config: pytest.Config) -> Any | None:
+    """pytest's TerminalWriter, for the live status line: its file, the line pytest is writing
+    and its width. The terminal reporter offers ``write``/``write_line`` but none of these."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    return getattr(reporter, "_tw", None) if reporter is not None else None
+
+
+def writer_file(writer: Any) -> TextIO | None:
+    """The stream a TerminalWriter writes to (private ``_file``)."""
+    return getattr(writer, "_file", None)
+
+
+def current_line(writer: Any) -> str:
+    """What the TerminalWriter has written of its current line (private ``_current_line``): the
+    live status must not overwrite pytest's progress dots."""
+    return str(getattr(writer, "_current_line", ""))
+
+
+def real_terminal(config: pytest.Config, default: TextIO | None) -> tuple[TextIO | None, bool]:
+    """Where a live status can be written while items run: the terminal itself. In a serial run the
+    items' output is captured at the file-descriptor level, which would swallow pytest's own
+    stream; pytest's capture keeps a duplicate of the real descriptor (private; falls back to
+    ``default``). The second value says whether the caller owns (must close) the stream."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    out = getattr(getattr(capman, "_global_capturing", None), "out", None)
+    saved = getattr(out, "targetfd_save", None)
+    if not isinstance(saved, int):
+        return default, False
+    with contextlib.suppress(OSError):
+        return open(os.dup(saved), "w", encoding="utf-8", errors="replace"), True
+    return default, False

@@ -1,0 +1,330 @@
+"""Every option of the plugin: declared (``--vibe-*`` and their ``vibe_*`` ini twins) and resolved
+once into a :class:`Settings`, validated, with a usage error that names the option for a bad value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .configurations import parse_selection
+from .resultsfile import DEFAULT_HISTORY
+from .sandbox import SANDBOX_MODES, SandboxMode
+from .templates import parse_assignments
+from .workspace import DEFAULT_SUBTASK_GLOBS
+
+MAX_REPEATS = 1000
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The session's resolved options: the command line over the ini file over the defaults."""
+
+    evals: tuple[str, ...] | None = None  # --vibe-eval (None: every eval)
+    configs: tuple[str, ...] | None = None  # --vibe-config (None: the defaults)
+    results: Path | None = None  # --vibe-results (None: .vibeeval/results/ under the rootdir)
+    patterns: tuple[str, ...] = ()  # vibe_patterns: more YAML suite globs
+    cli_vars: tuple[tuple[str, str], ...] = ()  # --vibe-var NAME=VALUE
+    ini_vars: tuple[tuple[str, str], ...] = ()  # vibe_vars
+    sandbox_mode: SandboxMode = "auto"
+    sandbox_writable: tuple[Path, ...] = ()
+    keep_workspaces: bool = False
+    workspace_ignore: tuple[str, ...] = ()
+    subtask_globs: tuple[str, ...] = DEFAULT_SUBTASK_GLOBS
+    max_cost: float | None = None
+    record: Path | None = None  # --vibe-record: store every provider answer here
+    replay: Path | None = None  # --vibe-replay: answer from this store only
+    repeats: int = 1  # --vibe-repeat: items per eval × configuration
+    baseline: str | None = None  # --vibe-baseline PATH|latest, as given
+    resume: str | None = None  # --vibe-resume PATH|latest, as given
+    fail_on_regression: bool = False
+    history: Path | None = None  # the JSONL history file (None: none)
+    html: Path | None = None  # --vibe-html
+    breakdown: bool = False  # --vibe-breakdown (-v shows it too)
+    gate_only: bool = False  # --vibe-gate-only
+    timeout_margin: float = 30.0  # seconds the timeout backstop adds to an item's own timeouts
+    max_processes: int = 1024  # an agent's processes at once, where a pids cgroup can be made (0: none)
+    progress_interval: float = 30.0  # seconds between live progress lines off a terminal (0: none)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        """Resolve and check every option; a :class:`pytest.UsageError` names the bad one."""
+        try:
+            cli_vars = parse_assignments(config.getoption("vibe_var"), "--vibe-var")
+            ini_vars = parse_assignments(config.getini("vibe_vars"), "vibe_vars (ini)")
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        sandbox_mode = config.getoption("vibe_sandbox") or config.getini("vibe_sandbox")
+        if sandbox_mode not in SANDBOX_MODES:
+            raise pytest.UsageError(
+                f"vibe_sandbox (ini): {sandbox_mode!r} is not one of {', '.join(SANDBOX_MODES)}"
+            )
+        record, replay = config.getoption("vibe_record"), config.getoption("vibe_replay")
+        if record and replay:
+            raise pytest.UsageError("--vibe-record and --vibe-replay exclude each other: record, then replay")
+        if replay and not Path(replay).is_dir():
+            raise pytest.UsageError(f"--vibe-replay: {replay} is not a folder of recorded answers")
+        fail_on_regression = _flag(config, "vibe_fail_on_regression")
+        baseline = _text(config, "vibe_baseline")
+        if baseline is None and fail_on_regression:
+            raise pytest.UsageError("--vibe-fail-on-regression needs --vibe-baseline PATH|latest")
+        html = _text(config, "vibe_html")
+        return cls(
+            evals=parse_selection(_text(config, "vibe_eval")),
+            configs=parse_selection(_text(config, "vibe_config")),
+            results=_absolute(_text(config, "vibe_results")),
+            patterns=tuple(config.getini("vibe_patterns")),
+            cli_vars=tuple(cli_vars.items()),
+            ini_vars=tuple(ini_vars.items()),
+            sandbox_mode=sandbox_mode,
+            sandbox_writable=tuple(
+                Path(p).expanduser().absolute() for p in config.getini("vibe_sandbox_writable")
+            ),
+            keep_workspaces=_flag(config, "vibe_keep_workspaces"),
+            workspace_ignore=tuple(config.getini("vibe_workspace_ignore")),
+            subtask_globs=tuple(config.getini("vibe_subtask_globs")),
+            max_cost=_max_cost(config),
+            record=_absolute(record),
+            replay=_absolute(replay),
+            repeats=_repeats(config),
+            baseline=baseline,
+            resume=config.getoption("vibe_resume"),
+            fail_on_regression=fail_on_regression,
+            history=_history_path(config),
+            html=Path(html).absolute() if html else None,
+            breakdown=_flag(config, "vibe_breakdown"),
+            gate_only=_flag(config, "vibe_gate_only"),
+            timeout_margin=_ini_seconds(config, "vibe_timeout_margin"),
+            progress_interval=_ini_seconds(config, "vibe_progress_interval"),
+            max_processes=_ini_count(config, "vibe_max_processes"),
+        )
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Declare every --vibe-* option and vibe_* ini value."""
+    group = parser.getgroup("vibeeval", "LLM and agent evals (pytest-vibeeval)")
+    group.addoption("--vibe-eval", metavar="NAMES|ALL", help="run only these evals (comma list)")
+    group.addoption(
+        "--vibe-config",
+        metavar="IDS|ALL",
+        help="run these configurations (comma list; default: defaultConfigurations, else all)",
+    )
+    group.addoption(
+        "--vibe-results",
+        metavar="PATH",
+        help="write the results JSON here "
+        "(default: .vibeeval/results/<timestamp>.json and latest.json under the rootdir)",
+    )
+    group.addoption(
+        "--vibe-var",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="value for {{var('NAME')}} templates (repeatable)",
+    )
+    group.addoption(
+        "--vibe-breakdown",
+        action="store_true",
+        default=None,
+        help="show each score formula with the run's values substituted (also shown with -v)",
+    )
+    group.addoption(
+        "--vibe-gate-only",
+        action="store_true",
+        default=None,
+        help="failed evals of runs with a score gate (score.min/max) do not fail the session: "
+        "the gate decides the exit code",
+    )
+    group.addoption(
+        "--vibe-sandbox",
+        choices=SANDBOX_MODES,
+        default=None,
+        help="where coding agents run: bwrap (only their workspace writable), none, or auto "
+        "(bwrap when it works here; the default)",
+    )
+    group.addoption(
+        "--vibe-keep-workspaces",
+        action="store_true",
+        default=None,
+        help="keep each coding-agent item's workspace and grading copy, and print where",
+    )
+    group.addoption(
+        "--vibe-max-cost",
+        metavar="USD",
+        type=float,
+        default=None,
+        help="start no new eval once the run has spent this much (reported costs)",
+    )
+    group.addoption(
+        "--vibe-record",
+        metavar="DIR",
+        help="store every provider answer (response, usage, cost, latency) in this folder",
+    )
+    group.addoption(
+        "--vibe-replay",
+        metavar="DIR",
+        help="answer every prompt from this folder of recorded answers (a miss is an error)",
+    )
+    group.addoption(
+        "--vibe-repeat",
+        metavar="N",
+        type=int,
+        default=None,
+        help="run every eval N times, as N items (ids end in -r1 … -rN); adds pass rates, pass@k, "
+        "pass^k and a score over the repeats",
+    )
+    group.addoption(
+        "--vibe-baseline",
+        metavar="PATH|latest",
+        help="compare every suite × configuration with this results JSON (latest: the previous run's)",
+    )
+    group.addoption(
+        "--vibe-html",
+        metavar="PATH",
+        help="also write a self-contained HTML report of the results here",
+    )
+    group.addoption(
+        "--vibe-resume",
+        metavar="PATH|latest",
+        nargs="?",
+        const="latest",
+        default=None,
+        help="reuse the finished evals of an earlier (interrupted) run's results file and run only the "
+        "rest (default: latest)",
+    )
+    group.addoption(
+        "--vibe-fail-on-regression",
+        action="store_true",
+        default=None,
+        help="with --vibe-baseline: a score regression fails the session",
+    )
+    group.addoption(
+        "--vibe-history",
+        metavar="PATH",
+        help="append one JSON line per suite × configuration to this file "
+        "(default: .vibeeval/history.jsonl under the rootdir; '' for none)",
+    )
+    parser.addini(
+        "vibe_timeout_margin",
+        "seconds the pytest-timeout backstop of every eval item adds to its own command timeouts",
+        default="30",
+    )
+    parser.addini(
+        "vibe_max_processes",
+        "processes a coding agent may run at once, where a pids cgroup can be made (0: no limit)",
+        default="1024",
+    )
+    parser.addini("vibe_repeat", "default for --vibe-repeat", default="")
+    parser.addini("vibe_html", "default for --vibe-html", default="")
+    parser.addini(
+        "vibe_progress_interval",
+        "seconds between the live progress lines when the output is not a terminal (0: none)",
+        default="30",
+    )
+    parser.addini("vibe_baseline", "default for --vibe-baseline", default="")
+    parser.addini(
+        "vibe_fail_on_regression", "default for --vibe-fail-on-regression", type="bool", default=False
+    )
+    parser.addini("vibe_history", "default for --vibe-history", default=None)
+    parser.addini("vibe_max_cost", "default for --vibe-max-cost", default="")
+    parser.addini("vibe_sandbox", "default for --vibe-sandbox (auto, bwrap or none)", default="auto")
+    parser.addini(
+        "vibe_sandbox_writable",
+        "extra folders a sandboxed agent may write to (e.g. its tool's config folder, ~ expanded)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("vibe_keep_workspaces", "default for --vibe-keep-workspaces", type="bool", default=False)
+    parser.addini(
+        "vibe_workspace_ignore",
+        "glob names left out when copying workspace templates (e.g. node_modules, .git); default: none",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "vibe_subtask_globs",
+        "where grade steps' JUnit XML / results JSON files are looked for, relative to the grading folder",
+        type="linelist",
+        default=list(DEFAULT_SUBTASK_GLOBS),
+    )
+    parser.addini("vibe_breakdown", "default for --vibe-breakdown", type="bool", default=False)
+    parser.addini("vibe_gate_only", "default for --vibe-gate-only", type="bool", default=False)
+    parser.addini("vibe_patterns", "extra glob patterns of YAML suite files", type="linelist", default=[])
+    parser.addini("vibe_vars", "NAME=VALUE lines for {{var('NAME')}} templates", type="linelist", default=[])
+    parser.addini("vibe_eval", "default for --vibe-eval", default="")
+    parser.addini("vibe_config", "default for --vibe-config", default="")
+    parser.addini("vibe_results", "default for --vibe-results", default="")
+
+
+def _text(config: pytest.Config, name: str) -> str | None:
+    """A text option: the command line, else the ini value; empty counts as not given."""
+    return config.getoption(name) or config.getini(name) or None
+
+
+def _absolute(value: str | None) -> Path | None:
+    return Path(value).absolute() if value else None
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    """A boolean option: the command line if given, else the ini value."""
+    option = config.getoption(name)
+    return bool(config.getini(name)) if option is None else bool(option)
+
+
+def _max_cost(config: pytest.Config) -> float | None:
+    max_cost: float | None = config.getoption("vibe_max_cost")
+    if max_cost is None and config.getini("vibe_max_cost"):
+        try:
+            max_cost = float(config.getini("vibe_max_cost"))
+        except ValueError:
+            raise pytest.UsageError(
+                f"vibe_max_cost (ini): {config.getini('vibe_max_cost')!r} is not a number"
+            ) from None
+    if max_cost is not None and not max_cost > 0:
+        raise pytest.UsageError(f"--vibe-max-cost: {max_cost:g} is not a positive amount of USD")
+    return max_cost
+
+
+def _ini_count(config: pytest.Config, name: str) -> int:
+    """An ini option that is a whole number >= 0; a usage error otherwise."""
+    value = config.getini(name)
+    if not str(value).strip().isdigit():
+        raise pytest.UsageError(f"{name} (ini): {value!r} is not a whole number >= 0")
+    return int(value)
+
+
+def _ini_seconds(config: pytest.Config, name: str) -> float:
+    """An ini option that is a finite number of seconds >= 0; a usage error otherwise."""
+    value = config.getini(name)
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise pytest.UsageError(f"{name} (ini): {value!r} is not a number of seconds >= 0")
+    return seconds
+
+
+def _history_path(config: pytest.Config) -> Path | None:
+    """--vibe-history, else the ini value, else ``.vibeeval/history.jsonl`` under the rootdir; '' for none."""
+    value = config.getoption("vibe_history")
+    if value is None:
+        value = config.getini("vibe_history")
+    if value is None:
+        return config.rootpath / DEFAULT_HISTORY
+    return Path(value).absolute() if str(value).strip() else None
+
+
+def _repeats(config: pytest.Config) -> int:
+    value: object = config.getoption("vibe_repeat")
+    where = "--vibe-repeat"
+    if value is None:
+        value, where = config.getini("vibe_repeat") or "1", "vibe_repeat (ini)"
+    try:
+        repeats = int(str(value))
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {value!r} is not a whole number") from None
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise pytest.UsageError(f"{where}: {repeats} is not between 1 and {MAX_REPEATS}")
+    return repeats

@@ -1,0 +1,82 @@
+"""A coding item's agent: the command that starts it, and the record its run leaves once what the
+agent reported on stdout is read in. No pytest here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .models import Configuration
+from .plan import WorkspaceWork
+from .providers import PromptRequest
+from .providers.cli import CliProvider
+from .results import EvalRecord
+from .runner import redact_steps
+from .templates import Redactor
+from .workspace import INSTRUCTION, AgentCommand, agent_report
+
+
+def agent_command(
+    provider: CliProvider,
+    work: WorkspaceWork,
+    config_id: str,
+    configuration: Configuration,
+    suite: str,
+    project: Path,
+    workspace: Path,
+) -> AgentCommand:
+    """The configuration's CLI as :class:`CliProvider` would run it, with the fixed instruction as
+    the prompt. ``project``: the rootdir, which a sandboxed agent must still see."""
+    evaluation = work.evaluation
+    request = PromptRequest(
+        INSTRUCTION, configuration.model or "", None, suite, evaluation.id, config_id, workspace
+    )
+    stdin = INSTRUCTION if configuration.prompt_via == "stdin" else None
+    argv = provider.argv(request)
+    # What the agent needs to see in a sandbox's private /tmp: the project, Python, the config
+    # folders, and the folders of the files its command line names (and of their link targets).
+    named = [
+        folder
+        for arg in argv
+        if os.path.isabs(arg) and os.path.exists(arg)
+        for folder in {Path(arg).parent, Path(os.path.realpath(arg)).parent}
+    ]
+    runner = work.runner
+    visible = (project, Path(sys.prefix), Path(sys.base_prefix), runner.folder, runner.eval_root)
+    return AgentCommand(
+        config_id,
+        argv,
+        provider.request_environment(workspace),
+        configuration.timeout_s,
+        stdin,
+        visible=tuple(dict.fromkeys((*visible, *named))),
+        hidden=(evaluation.grading,),
+    )
+
+
+def with_agent_report(
+    record: EvalRecord,
+    configuration: Configuration,
+    redact: Redactor,
+    phase_durations: dict[str, float],
+    workspace_kept: Path | None,
+) -> EvalRecord:
+    """``record`` with what the agent reported (response, cost, tokens, tool calls) read with its
+    configuration's output parser, redacted; a parser's note joins the message."""
+    reported, note = agent_report(record.steps, configuration.output, configuration.max_output_bytes)
+    message = redact("\n".join(part for part in (record.message, note) if part) or None)
+    if reported:
+        reported["response"] = redact(reported["response"])
+        reported["tool_calls"] = [
+            c.model_copy(update={"error": redact(c.error)}) for c in reported["tool_calls"]
+        ]
+    update: dict[str, Any] = {
+        **reported,
+        "message": message,
+        "steps": redact_steps(record.steps, redact),
+        "phase_durations": phase_durations,
+        "workspace": str(workspace_kept) if workspace_kept is not None else None,
+    }
+    return record.model_copy(update=update)

@@ -1,0 +1,48 @@
+"""The private pytest API that ``pytest_vibeeval.pytest_private`` relies on is still there: a pytest
+upgrade that removes or renames one of these fails here, by name, instead of somewhere odd."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+PROBE = """
+import json, pathlib
+import pytest
+from pytest_vibeeval import pytest_private
+
+def pytest_collection_finish(session):
+    found = {}
+    item = session.items[0]
+    found["id_matches_parse"] = (
+        not pytest_private.node_ids_are_structured()
+        or item.id == type(item.id).parse(item.nodeid)
+    )
+    found["fixturemanager"] = hasattr(session, "_fixturemanager")
+    writer = pytest_private.terminal_writer(session.config)
+    found["writer"] = writer is not None
+    found["writer_file"] = pytest_private.writer_file(writer) is not None
+    found["current_line"] = hasattr(writer, "_current_line")
+    found["fullwidth"] = isinstance(writer.fullwidth, int)
+    capman = session.config.pluginmanager.get_plugin("capturemanager")
+    found["capture"] = isinstance(capman._global_capturing.out.targetfd_save, int)
+    pathlib.Path("probe.json").write_text(json.dumps(found))
+"""
+
+
+def test_the_private_api_the_plugin_uses_is_there(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(PROBE)
+    pytester.makefile(
+        ".eval.yaml",
+        probe="""
+        metadata: {name: probe, model: m}
+        configurations: {my-app: {python: "probe_app:answer"}}
+        evals:
+          - {name: essay, prompt: hello, checks: [{match: "*"}]}
+        """,
+    )
+    pytester.makepyfile(probe_app="def answer(prompt, context):\n    return 'hi'\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    found = json.loads((pytester.path / "probe.json").read_text())
+    assert found == dict.fromkeys(found, True) and len(found) == 7, found

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from .formula import FormulaError, parse_formula
+from .pytest_private import junit_writer
 from .results import EvalRecord, RunRecord
 from .summary import run_title
 from .variables import eval_variable_names, run_variable_names
@@ -75,19 +75,10 @@ def run_suite_properties(run: RunRecord) -> Iterator[tuple[str, object]]:
                 yield f"{prefix}.gate_{bound}", value
 
 
-def _log_xml(config: pytest.Config) -> Any:
-    """The controller's JUnit writer (a private pytest object), or None without --junitxml."""
-    try:
-        from _pytest.junitxml import xml_key  # private: record_testsuite_property fails under xdist
-    except ImportError:  # pragma: no cover - a test fails if pytest moves it
-        return None
-    return config.stash.get(xml_key, None)
-
-
 def add_suite_properties(config: pytest.Config, runs: list[RunRecord]) -> None:
     """Each run's and each of its evals' properties as test suite properties, through the
     controller's writer (record_testsuite_property fails under xdist, pytest #7767)."""
-    xml = _log_xml(config)
+    xml = junit_writer(config)
     if xml is None:
         return
     for run in runs:
@@ -103,7 +94,7 @@ def add_gate_cases(config: pytest.Config, runs: list[RunRecord]) -> None:
     file's class: passed, or failed with the gate's message. With junit_family=xunit1 it carries the
     suite file as ``file``, as pytest's xunit1 test cases do. Uses LogXML.node_reporter and
     _NodeReporter (private pytest API; tests/test_gate.py fails if it moves)."""
-    xml = _log_xml(config)
+    xml = junit_writer(config)
     if xml is None:
         return
     for run in runs:

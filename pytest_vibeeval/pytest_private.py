@@ -78,3 +78,13 @@ def real_terminal(config: pytest.Config, default: TextIO | None) -> tuple[TextIO
     with contextlib.suppress(OSError):
         return open(os.dup(saved), "w", encoding="utf-8", errors="replace"), True
     return default, False
+
+
+def junit_writer(config: pytest.Config) -> Any | None:
+    """The controller's JUnit writer (``LogXML``), or None without --junitxml. Test suite properties
+    go through it because ``record_testsuite_property`` fails under xdist (pytest #7767)."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - tests/test_junit_xsd.py fails if pytest moves it
+        return None
+    return config.stash.get(xml_key, None)

@@ -1,7 +1,36 @@
-"""pytest-vibeeval: LLM and coding-agent eval suites as pytest items."""
+"""pytest-vibeeval: LLM and coding-agent eval suites as pytest items.
+
+What a plugin needs to extend it (see the README's "Extending" and :mod:`.hookspecs`)."""
 
 from .checks import CheckRegistry, CheckType, Response, Verdict
+from .formula import FormulaPresets
+from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
+from .providers.factory import ProviderSpec
+from .providers.output import ParsedOutput
+from .providers.parsers import ParserRegistry
+from .results import EvalRecord, ResultsFile, RunRecord, ToolCallRecord
+from .variables import RunVariable, RunVariables
 
 __version__ = "0.1.0"
 
-__all__ = ["CheckRegistry", "CheckType", "Response", "Verdict", "__version__"]
+__all__ = [
+    "CheckRegistry",
+    "CheckType",
+    "EvalRecord",
+    "FormulaPresets",
+    "ParsedOutput",
+    "ParserRegistry",
+    "PromptRequest",
+    "Provider",
+    "ProviderError",
+    "ProviderResponse",
+    "ProviderSpec",
+    "Response",
+    "ResultsFile",
+    "RunRecord",
+    "RunVariable",
+    "RunVariables",
+    "ToolCallRecord",
+    "Verdict",
+    "__version__",
+]

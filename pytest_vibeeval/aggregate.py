@@ -7,15 +7,16 @@ still counts, as an error.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .extensions import Extensions, builtin_extensions
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .repeats import aggregate_scores, eval_stats, mean_ci95, recency_order
 from .results import EvalRecord, EvalStats, GateRecord, RunRecord
 from .rubric import grade
 from .transport import RunInfo
-from .variables import compute_variables, eval_variable_names, ran, run_variable_names
+from .variables import compute_variables, eval_variable_names, ran
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
 
@@ -32,6 +33,10 @@ class _Item:
 
 @dataclass
 class Aggregator:
+    """The controller's collection of item reports, turned into runs at the session's end with the
+    session's run variables and formula presets (``extensions``; the built-ins by default)."""
+
+    extensions: Extensions = field(default_factory=builtin_extensions)
     items: dict[str, _Item] = field(default_factory=dict)
 
     def add_report(
@@ -60,7 +65,7 @@ class Aggregator:
         verdict were cut short by the interruption (skipped, saying so), not failures."""
         groups: dict[tuple[str, str], list[tuple[RunInfo, EvalRecord]]] = {}
         for nodeid, item in self.items.items():
-            info = item.info or _info_from_nodeid(nodeid, self._known_infos())
+            info = item.info or _info_from_nodeid(nodeid, self._known_infos(), self.extensions)
             record = self._final_record(nodeid, item, info, interrupted)
             groups.setdefault(info.key(), []).append((info, record))
         return [self._run(entries) for _, entries in sorted(groups.items())]
@@ -101,14 +106,14 @@ class Aggregator:
             )
         return record
 
-    @staticmethod
-    def _run(entries: list[tuple[RunInfo, EvalRecord]]) -> RunRecord:
+    def _run(self, entries: list[tuple[RunInfo, EvalRecord]]) -> RunRecord:
         in_suite_order = sorted(
             entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].repeat, e[1].nodeid)
         )
         info = in_suite_order[0][0]  # a collected item's info before one rebuilt for a crashed item
         records = [record for _, record in in_suite_order]
-        values, reasons = compute_variables(records)
+        ext = self.extensions
+        values, reasons = compute_variables(records, ext.run_variables.values())
         notes = []
         selected = len({r.name for r in records})
         if selected < info.suite_evals:
@@ -122,14 +127,14 @@ class Aggregator:
                 f"{len(skipped)} eval(s) skipped and not counted: "
                 + "; ".join(sorted({(r.message or "skipped").splitlines()[0] for r in skipped}))
             )
-        score, score_error, shown = _score(info, values, reasons)
+        score, score_error, shown = _score(info, values, reasons, ext)
         stats = _eval_stats(in_suite_order)
         repeat_fields: dict[str, object] = {}
         if info.repeats > 1:
-            score, score_error, repeat_fields = _repeated_score(info, records, notes)
+            score, score_error, repeat_fields = _repeated_score(info, records, notes, ext)
             shown = None  # the score is not the formula over one set of values
         counted = ran(records)
-        metrics = {name: values[name] for name in _METRIC_NAMES}
+        metrics = {name: values[name] for name, variable in ext.run_variables.items() if variable.metric}
         metrics["errors"] = sum(1 for r in counted if r.outcome == "error")
         metrics["skipped"] = len(skipped)
         return RunRecord(
@@ -157,11 +162,11 @@ class Aggregator:
 
 
 def _score(
-    info: RunInfo, values: dict[str, float | None], reasons: dict[str, str]
+    info: RunInfo, values: dict[str, float | None], reasons: dict[str, str], ext: Extensions
 ) -> tuple[float | None, str | None, str | None]:
     """The run's score, why it is null, and its breakdown."""
     try:
-        formula = _parse(info, values)
+        formula = _parse(info, values, ext.formula_presets)
     except FormulaError as exc:
         return None, exc.reason, None
     for name in formula.names - set(values):
@@ -179,7 +184,7 @@ def _eval_stats(entries: list[tuple[RunInfo, EvalRecord]]) -> list[EvalStats]:
 
 
 def _repeated_score(
-    info: RunInfo, records: list[EvalRecord], notes: list[str]
+    info: RunInfo, records: list[EvalRecord], notes: list[str], ext: Extensions
 ) -> tuple[float | None, str | None, dict[str, object]]:
     """With --vibe-repeat: the formula over each repeat alone, then the rubric document's
     aggregation of those scores (the latest repeat counts as the most recent), and their mean with
@@ -187,8 +192,10 @@ def _repeated_score(
     per_repeat: list[float | None] = []
     errors: list[str] = []
     for repeat in range(1, info.repeats + 1):
-        values, reasons = compute_variables([r for r in records if r.repeat == repeat])
-        score, error, _ = _score(info, values, reasons)
+        values, reasons = compute_variables(
+            [r for r in records if r.repeat == repeat], ext.run_variables.values()
+        )
+        score, error, _ = _score(info, values, reasons, ext)
         per_repeat.append(score)
         if score is None:
             errors.append(f"repeat {repeat}: {error}")
@@ -207,7 +214,7 @@ def _repeated_score(
     return score, None, fields
 
 
-def _parse(info: RunInfo, values: dict[str, float | None]) -> Formula:
+def _parse(info: RunInfo, values: dict[str, float | None], presets: Mapping[str, str]) -> Formula:
     """The run's formula, read as collection read it.
 
     With the canonical text (hyphenated names bracketed) the reading does not depend on which evals
@@ -215,8 +222,8 @@ def _parse(info: RunInfo, values: dict[str, float | None]) -> Formula:
     hyphenated name that did not run is still one name (``allow_unknown``).
     """
     if info.score_canonical is not None:
-        return parse_formula(info.score_canonical, None)
-    return parse_formula(info.score_formula, set(values), allow_unknown=True)
+        return parse_formula(info.score_canonical, None, presets=presets)
+    return parse_formula(info.score_formula, set(values), allow_unknown=True, presets=presets)
 
 
 def _breakdown(formula: Formula, values: dict[str, float | None]) -> str | None:
@@ -272,13 +279,6 @@ def gate_record(
     return GateRecord(min=low, max=high, passed=True, message=f"score {_amount(score)} meets {bounds}")
 
 
-_METRIC_NAMES = (
-    "success_pct", "passed", "failed", "total",
-    "total_latency", "avg_latency", "min_latency", "max_latency",
-    "total_cost", "avg_cost", "min_cost", "max_cost", "total_judge_cost",
-)  # fmt: skip
-
-
 def _bounded(text: str, limit: int = 20) -> str:
     """At most ``limit`` lines: the first (what happened) and the last ones (where)."""
     lines = text.strip().splitlines()
@@ -295,7 +295,7 @@ def _split_nodeid(nodeid: str) -> tuple[str, str, str]:
     return source, eval_id, config.rstrip("]")
 
 
-def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
+def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo], ext: Extensions) -> RunInfo:
     """The run of an item that left no RunInfo (its worker crashed), from its node id and its siblings'."""
     source, eval_id, config = _split_nodeid(nodeid)
     siblings = [info for info in known if info.source == source]
@@ -314,7 +314,7 @@ def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
         info.configuration_name if same else None,
         info.score_formula,
         eval_id,
-        any(i.eval_id == eval_id and i.named for i in siblings) or _in_formula(eval_id, info),
+        any(i.eval_id == eval_id and i.named for i in siblings) or _in_formula(eval_id, info, ext),
         info.suite_evals,
         score_min=info.score_min,
         score_max=info.score_max,
@@ -330,16 +330,18 @@ def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo]) -> RunInfo:
 _REPEAT_SUFFIX = re.compile(r"^(.*)-r(\d+)$")  # a repeated item's configuration part: ``config-r2``
 
 
-def _in_formula(eval_id: str, info: RunInfo) -> bool:
+def _in_formula(eval_id: str, info: RunInfo, ext: Extensions) -> bool:
     """Whether the run's formula uses one of the eval's variables; only named evals' can be used,
     and a generated id never equals a name, so such an eval is named."""
     own = set(eval_variable_names(eval_id))
     try:
         if info.score_canonical is not None:
-            names = parse_formula(info.score_canonical, None).names
+            names = parse_formula(info.score_canonical, None, presets=ext.formula_presets).names
         else:
-            known = own | set(run_variable_names())
-            names = parse_formula(info.score_formula, known, allow_unknown=True).names
+            known = own | set(ext.run_variables)
+            names = parse_formula(
+                info.score_formula, known, allow_unknown=True, presets=ext.formula_presets
+            ).names
     except FormulaError:
         return False
     return bool(names & own)

@@ -43,8 +43,8 @@ class SuiteCollector(pytest.File):
         state = get_state(self.config)
         rootpath = self.config.rootpath
         try:
-            suite = load_suite(self.path, state.registry)
-            formula = suite_formula(suite)
+            suite = load_suite(self.path, state.extensions)
+            formula = suite_formula(suite, state.extensions)
             configs = configurations_for(suite, rootpath, state.config_files)
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
@@ -87,10 +87,12 @@ class EvalConfigCollector(pytest.File):
         rootpath = self.config.rootpath
         folder = self.path.parent
         try:
-            runner = load_config_dir(folder, os.environ)
+            runner = load_config_dir(folder, os.environ, state.extensions)
             score = runner.score or ScoreSpec()
             check_cli_configurations(folder / CLI_CONFIG_NAME, dict(runner.configurations))
-            formula = check_formula(self.path, score.formula, runner.score_line, runner.evaluations)
+            formula = check_formula(
+                self.path, score.formula, runner.score_line, runner.evaluations, extensions=state.extensions
+            )
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
         state.suites_collected += 1

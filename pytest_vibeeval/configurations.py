@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .errors import InputError, Problem, did_you_mean
+from .extensions import Extensions, builtin_extensions
 from .models import CliConfigFile, Configuration
 from .suite import Suite, pydantic_problems
 from .yamlsource import load_document
@@ -39,7 +40,8 @@ class ConfigurationSet:
 class ConfigFileCache:
     """Parses each cli-config.json once per session."""
 
-    def __init__(self) -> None:
+    def __init__(self, extensions: Extensions | None = None) -> None:
+        self.extensions = extensions or builtin_extensions()  # the names the files are checked against
         self._files: dict[Path, CliConfigFile] = {}
         self._nearest: dict[tuple[Path, Path], Path | None] = {}
 
@@ -47,7 +49,7 @@ class ConfigFileCache:
         if path not in self._files:
             doc = load_document(path)
             try:
-                parsed = CliConfigFile.model_validate(doc.data)
+                parsed = CliConfigFile.model_validate(doc.data, context=self.extensions.validation_context())
             except ValidationError as exc:
                 raise InputError(str(path), pydantic_problems(exc, doc)) from None
             _check_defaults(

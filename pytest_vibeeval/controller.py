@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from .baseline import BaselineError, append_history, compare_results, load_baseline, resolve_baseline
+from .baseline import BaselineError, compare_results, load_baseline, resolve_baseline
 from .execute import session_sandbox
-from .html_report import write_html
 from .itemhooks import SOURCE_SUFFIXES, USAGE_ERROR_OUTPUT
 from .items import get_state, rootdir_relative
 from .junit import add_gate_cases, add_suite_properties
@@ -40,6 +39,7 @@ class ControllerSession:
         self.notes: list[str] = []  # what the session's end did or could not do (exit code, files)
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
         self.lost_workers: list[str] = []  # xdist workers that went down with an error
+        self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         read_baseline(config)
         read_resume(config)
 
@@ -122,21 +122,12 @@ class ControllerSession:
             results = self._compare(results)
             runs = state.runs = list(results.runs)
         state.results_written = write_results(results, state.settings.results, self.config.rootpath)
-        path = state.settings.html
-        if path is not None:
-            try:
-                write_html(results, path)
-                state.report_written = path
-            except OSError as exc:
-                self.notes.append(f"HTML report not written to {path}: {exc.strerror or exc}")
-        if state.settings.history is not None:
-            written = state.results_written[0] if state.results_written else None
-            shown = rootdir_relative(written, self.config.rootpath) if written else None
-            try:
-                append_history(state.settings.history, results, shown)
-            except OSError as exc:
-                self.notes.append(f"history not written to {state.settings.history}: {exc.strerror or exc}")
-        add_suite_properties(self.config, runs)
+        written = state.results_written[0] if state.results_written else None
+        for lines in self.config.hook.pytest_vibeeval_write_results(
+            config=self.config, results=results, results_path=written
+        ):
+            self.writer_lines.extend(lines or ())
+        add_suite_properties(self.config, runs, state.extensions.run_variables)
         add_gate_cases(self.config, runs)
         self._apply_gates(session, runs)
         self._apply_regressions(session, runs)
@@ -270,8 +261,8 @@ class ControllerSession:
                 terminalreporter.write_line(note, red=note is self.regression_note)
         for path in state.results_written:
             terminalreporter.write_line(f"results: {path}")
-        if state.report_written is not None:
-            terminalreporter.write_line(f"report: {state.report_written}")
+        for line in self.writer_lines:
+            terminalreporter.write_line(line)
 
 
 def read_baseline(config: pytest.Config) -> None:

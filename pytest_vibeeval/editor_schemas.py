@@ -40,8 +40,8 @@ from .models import (
     _step_name,
     _tag,
 )
-from .presets import PRESETS
-from .providers.parsers import PARSERS
+from .presets import AGENT_PRESETS, OTHER_KINDS
+from .providers.parsers import BUILTIN_PARSERS
 from .runner_config import REGISTRY, EvalConfigFile, _eval_id
 from .variables import EVAL_VARIABLES, run_variable_names
 
@@ -84,8 +84,8 @@ def _with(**extra: Any) -> Callable[[JsonSchema], JsonSchema]:
 FIELD_RULES: dict[Callable[..., Any], Callable[[JsonSchema], JsonSchema]] = {
     _step_name: _with(type="string", pattern=CONFIG_ID_PATTERN),
     _tag: _with(**{"not": {"enum": sorted(RESERVED_MARKS)}}),
-    _known_preset: _with(type="string", enum=list(PRESETS)),
-    _known_parser: _with(type="string", enum=list(PARSERS)),
+    _known_preset: _with(type="string", enum=list(AGENT_PRESETS)),
+    _known_parser: _with(type="string", enum=list(BUILTIN_PARSERS)),
     _relative_file: _with(type="string", pattern=RELATIVE_FILE_PATTERN),
     _eval_id: _with(type="string", pattern=EVAL_NAME_PATTERN, **{"not": {"enum": forbidden_eval_names()}}),
 }
@@ -95,12 +95,12 @@ FIELD_RULES: dict[Callable[..., Any], Callable[[JsonSchema], JsonSchema]] = {
 
 
 def _configuration_rules(schema: JsonSchema) -> None:
-    """Exactly one of cli (or a preset, which supplies it), python, http and replay; a preset
-    cannot sit beside ``python`` or ``http`` (not even null ones)."""
+    """Exactly one of cli (or a preset, which supplies it), python, http, replay and provider; a
+    preset cannot sit beside ``python``, ``http`` or ``provider`` (not even null ones)."""
     cli_or_preset = {"anyOf": [present("cli"), {**present("preset"), "not": {"required": ["cli"]}}]}
-    schema["oneOf"] = [cli_or_preset, present("python"), present("http"), present("replay")]
+    schema["oneOf"] = [cli_or_preset, *(present(kind) for kind in ("python", "http", "replay", "provider"))]
     schema["if"] = present("preset")
-    schema["then"] = {"properties": {"python": False, "http": False}}
+    schema["then"] = {"properties": dict.fromkeys(OTHER_KINDS, False)}
 
 
 def _output_rules(schema: JsonSchema) -> None:

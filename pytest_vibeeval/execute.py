@@ -17,11 +17,11 @@ from .copying import copy_template, remove_tree
 from .items import EvalItem, finish, get_state, start_or_skip
 from .models import Configuration
 from .plan import PromptWork
-from .providers import Provider, make_provider
+from .providers import Provider, ProviderSpec
 from .providers.cli import CliProvider
 from .providers.pool import PoolKey, Role
 from .recording import recorded
-from .runner import Verdict, run_prompt_eval
+from .runner import ItemVerdict, run_prompt_eval
 from .sandbox import Sandbox, choose_sandbox
 from .state import VibeState
 from .templates import MissingValue, Redactor
@@ -66,9 +66,16 @@ def provider_for(item: EvalItem, role: Role = "answer") -> Provider:
         config_id, configuration = item.plan.config_id, item.plan.configuration
 
     def make() -> Provider:
-        provider = make_provider(
-            config_id, configuration, work.suite.path.parent, work.config_dir, state.renderer, state.lock_dir
+        spec = ProviderSpec(
+            config_id,
+            configuration,
+            work.suite.path.parent,
+            work.config_dir,
+            state.renderer,
+            state.lock_dir,
+            parsers=state.extensions.parsers,
         )
+        provider: Provider = item.config.hook.pytest_vibeeval_make_provider(spec=spec)
         return _answering(state, config_id, configuration, provider)
 
     return state.providers.get(PoolKey(item.plan.source_path, config_id, role), make)
@@ -166,11 +173,11 @@ def run_workspace_item(
     redact = Redactor(state.renderer.used_secrets)
     durations = {"workspace": item.setup_seconds, **record.phase_durations}
     kept = vibe_workdir if state.settings.keep_workspaces else None
-    record = with_agent_report(record, configuration, redact, durations, kept)
+    record = with_agent_report(record, configuration, redact, durations, kept, state.extensions.parsers)
     record = record.model_copy(update={"repeat": item.plan.info.repeat})
     record = assess(record, configuration, vibe_workspace, evaluation.rubric, True, redact)
     if verdict.outcome != "passed":
-        verdict = Verdict(verdict.outcome, record.message or verdict.outcome)
+        verdict = ItemVerdict(verdict.outcome, record.message or verdict.outcome)
     finish(item, record, verdict)
 
 

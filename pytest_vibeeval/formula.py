@@ -20,57 +20,76 @@ import operator
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 from simpleeval import SimpleEval
 
 from .errors import did_you_mean
 from .formula_names import MAX_DEPTH, FormulaError, Rewrite, rewrite_names
+from .registry import Registry
 from .rubric import RUBRIC_FORMULA
 
 __all__ = [
+    "BUILTIN_PRESETS",
     "FUNCTIONS",
     "MAX_DEPTH",
     "MAX_EXPONENT",
     "MAX_LENGTH",
-    "PRESETS",
     "Formula",
     "FormulaError",
+    "FormulaPresets",
     "breakdown",
+    "builtin_presets",
     "evaluate",
     "parse_formula",
-    "register_preset",
 ]
 
 MAX_LENGTH = 1000
 MAX_EXPONENT = 100
 _CHUNK = 40  # simpleeval recurses per node: deeper subtrees are evaluated first, bottom-up
 
-PRESETS: dict[str, str] = {
-    "success_pct": "success_pct",
-    # vibecheck's price-performance score: success per (cost in tenths of a cent + latency in tens of s)
-    "price_performance": "success_pct / (total_cost * 1000 + total_latency * 0.1)",
-    # the unified runner's time-penalised score: mean over the evals of
-    # 100 × multiplier × subtask fraction × clamp(timeLimitMinutes / agent minutes, 0.2, 1)
-    "vybes": "vybes_score",
-    # the scoring rubric document's weighted automatic signals, 0–100 (grades A+ … F beside it)
-    "rubric": RUBRIC_FORMULA,
-}
+BUILTIN_PRESETS: Mapping[str, str] = MappingProxyType(
+    {
+        "success_pct": "success_pct",
+        # vibecheck's price-performance score: success per (cost in tenths of a cent + latency in tens of s)
+        "price_performance": "success_pct / (total_cost * 1000 + total_latency * 0.1)",
+        # the unified runner's time-penalised score: mean over the evals of
+        # 100 × multiplier × subtask fraction × clamp(timeLimitMinutes / agent minutes, 0.2, 1)
+        "vybes": "vybes_score",
+        # the scoring rubric document's weighted automatic signals, 0–100 (grades A+ … F beside it)
+        "rubric": RUBRIC_FORMULA,
+    }
+)
 
 
-def register_preset(name: str, text: str) -> None:
-    """Add a preset: ``name`` written as the whole formula stands for ``text``.
+class FormulaPresets(Registry[str]):
+    """Preset names a whole formula may be, each standing for its formula text (see
+    :func:`builtin_presets`; plugins add theirs with ``pytest_vibeeval_register_formula_presets``)."""
 
-    ``text`` is read without knowing any eval names: write a hyphenated name as ``[name]``. It must
-    be a formula, not another preset's name."""
-    if not name.isidentifier():
-        raise ValueError(f"preset name {name!r} is not an identifier")
-    if name in PRESETS:
-        raise ValueError(f"preset {name!r} already exists")
-    if text.strip() in PRESETS:
-        raise ValueError(f"preset {name!r}: write the formula of {text.strip()!r}, not its name")
-    parse_formula(text, None)  # raises FormulaError for a text that is not a formula
-    PRESETS[name] = text
+    kind = "formula preset"
+
+    def register(self, name: str, text: str) -> None:
+        """Add a preset: ``name`` written as the whole formula stands for ``text``.
+
+        ``text`` is read without knowing any eval names: write a hyphenated name as ``[name]``. It
+        must be a formula, not another preset's name."""
+        if not name.isidentifier():
+            raise ValueError(f"preset name {name!r} is not an identifier")
+        if name in self:
+            raise ValueError(f"formula preset {name!r} is already registered")
+        if text.strip() in self:
+            raise ValueError(f"preset {name!r}: write the formula of {text.strip()!r}, not its name")
+        parse_formula(text, None, presets=self)  # raises FormulaError for a text that is not a formula
+        self._add(name, text)
+
+
+def builtin_presets() -> FormulaPresets:
+    """A registry holding the built-in presets only."""
+    presets = FormulaPresets()
+    for name, text in BUILTIN_PRESETS.items():
+        presets.register(name, text)
+    return presets
 
 
 class _Refused(ArithmeticError):
@@ -213,12 +232,19 @@ def show_formula(text: str, canonical: str | None, preset: str | None) -> str:
     return text
 
 
-def parse_formula(text: str, known: Collection[str] | None, *, allow_unknown: bool = False) -> Formula:
+def parse_formula(
+    text: str,
+    known: Collection[str] | None,
+    *,
+    allow_unknown: bool = False,
+    presets: Mapping[str, str] = BUILTIN_PRESETS,
+) -> Formula:
     """Check ``text`` against the variables in ``known``; raises FormulaError.
 
     ``known=None`` accepts any name (and, knowing no eval names, reads ``a-b`` as subtraction; only
     ``[a-b]`` is one name). ``allow_unknown`` accepts names outside ``known`` (an eval that did not
-    run); ``known`` still decides whether a hyphenated word is one name.
+    run); ``known`` still decides whether a hyphenated word is one name. ``presets``: the preset
+    names a whole formula may be (the session's registry, or the built-ins).
     """
     stripped = "".join(" " if c.isspace() else c for c in text.strip())
     if not stripped:
@@ -231,21 +257,21 @@ def parse_formula(text: str, known: Collection[str] | None, *, allow_unknown: bo
             f"(the caret marks character {MAX_LENGTH + 1})",
             51,
         )
-    if stripped in PRESETS and PRESETS[stripped] != stripped:
+    if stripped in presets and presets[stripped] != stripped:
         if known is not None and stripped in known:
             raise FormulaError(
                 stripped,
-                f"{stripped!r} is ambiguous: it is a preset ({PRESETS[stripped]}) and a variable; "
+                f"{stripped!r} is ambiguous: it is a preset ({presets[stripped]}) and a variable; "
                 f"write [{stripped}] for the variable or the preset's formula for the preset",
                 0,
             )
         try:
-            expanded = _parse(PRESETS[stripped], known, allow_unknown)
+            expanded = _parse(presets[stripped], known, allow_unknown, presets)
         except FormulaError as exc:
             raise FormulaError(exc.formula, f"in preset {stripped!r}: {exc.reason}", exc.column) from None
         return replace(expanded, text=stripped, preset=stripped)
-    formula = _parse(stripped, known, allow_unknown)
-    return replace(formula, preset=stripped) if stripped in PRESETS else formula
+    formula = _parse(stripped, known, allow_unknown, presets)
+    return replace(formula, preset=stripped) if stripped in presets else formula
 
 
 def _parse_expression(source: str) -> ast.Expression:
@@ -255,7 +281,9 @@ def _parse_expression(source: str) -> ast.Expression:
         return ast.parse(source, mode="eval")
 
 
-def _parse(text: str, known: Collection[str] | None, allow_unknown: bool) -> Formula:
+def _parse(
+    text: str, known: Collection[str] | None, allow_unknown: bool, presets: Mapping[str, str]
+) -> Formula:
     rewrite = rewrite_names(text, known, allow_unknown, FUNCTIONS)
     try:
         tree = _parse_expression(rewrite.source)
@@ -273,7 +301,7 @@ def _parse(text: str, known: Collection[str] | None, allow_unknown: bool) -> For
     _check(tree.body, rewrite, None if known is None or allow_unknown else known, names)
     aliases = tuple(sorted((name, ph) for ph, name in rewrite.placeholders.items() if name in names))
     canonical = rewrite.canonical
-    if canonical in PRESETS and PRESETS[canonical] != canonical:
+    if canonical in presets and presets[canonical] != canonical:
         canonical = f"[{canonical}]"  # a variable named like a preset
     return Formula(text, frozenset(names), rewrite.source, aliases, canonical)
 

@@ -18,7 +18,7 @@ from .phases import PhaseTracker
 from .plan import EvalPlan, WorkspaceWork
 from .pytest_private import node_ids_are_structured, structure_node_id
 from .results import EvalRecord
-from .runner import Verdict
+from .runner import ItemVerdict
 from .state import VibeState
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
 
@@ -123,7 +123,7 @@ class EvalItem(pytest.Function):
         return self.path, self.plan.line - 1 if self.plan.line else None, self.name
 
 
-def finish(item: EvalItem, record: EvalRecord, verdict: Verdict) -> None:
+def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     """The end of every item's body: count its cost, put its record on the report, and pass, skip or
     fail it as the verdict says."""
     state = get_state(item.config)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import pytest
 
@@ -26,7 +26,9 @@ GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<confi
 EVAL_FIELDS = ("outcome", "latency", "cost", "input_tokens", "output_tokens")
 
 
-def score_variables(run: RunRecord, record: EvalRecord) -> dict[str, float | None]:
+def score_variables(
+    run: RunRecord, record: EvalRecord, run_names: Collection[str] | None = None
+) -> dict[str, float | None]:
     """The eval's own variables that its run's formula uses, with their values in the run: what
     the eval puts into the score beyond the run-wide variables (success_pct, total_cost, …), which
     every eval that ran feeds. Only named evals have variables; with --vibe-repeat a value is the
@@ -40,12 +42,15 @@ def score_variables(run: RunRecord, record: EvalRecord) -> dict[str, float | Non
             used = parse_formula(run.score_formula, set(run.variables), allow_unknown=True).names
     except FormulaError:
         return {}
-    run_wide = set(run_variable_names())  # an eval named like a run-wide variable does not own it
+    # an eval named like a run-wide variable does not own it
+    run_wide = set(run_variable_names() if run_names is None else run_names)
     own = [name for name in eval_variable_names(record.name) if name in used and name not in run_wide]
     return {name: run.variables.get(name) for name in own}
 
 
-def eval_suite_properties(run: RunRecord, record: EvalRecord) -> Iterator[tuple[str, object]]:
+def eval_suite_properties(
+    run: RunRecord, record: EvalRecord, run_names: Collection[str] | None = None
+) -> Iterator[tuple[str, object]]:
     """One eval's properties, ``vibe.<node id>.<name>``: its configuration, what it measured (where
     known) and its ``score_variables`` (a JSON object, where the formula uses any)."""
     prefix = f"vibe.{record.nodeid}"
@@ -54,7 +59,7 @@ def eval_suite_properties(run: RunRecord, record: EvalRecord) -> Iterator[tuple[
         value = getattr(record, name)
         if value is not None:
             yield f"{prefix}.{name}", value
-    variables = score_variables(run, record)
+    variables = score_variables(run, record, run_names)
     if variables:
         yield f"{prefix}.score_variables", json.dumps(variables)
 
@@ -75,7 +80,9 @@ def run_suite_properties(run: RunRecord) -> Iterator[tuple[str, object]]:
                 yield f"{prefix}.gate_{bound}", value
 
 
-def add_suite_properties(config: pytest.Config, runs: list[RunRecord]) -> None:
+def add_suite_properties(
+    config: pytest.Config, runs: list[RunRecord], run_names: Collection[str] | None = None
+) -> None:
     """Each run's and each of its evals' properties as test suite properties, through the
     controller's writer (record_testsuite_property fails under xdist, pytest #7767)."""
     xml = junit_writer(config)
@@ -85,7 +92,7 @@ def add_suite_properties(config: pytest.Config, runs: list[RunRecord]) -> None:
         for name, value in run_suite_properties(run):
             xml.add_global_property(name, value)
         for record in run.evals:
-            for name, value in eval_suite_properties(run, record):
+            for name, value in eval_suite_properties(run, record, run_names):
                 xml.add_global_property(name, value)
 
 

@@ -10,11 +10,19 @@ import re
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from .errors import did_you_mean
-from .presets import OTHER_KINDS, PRESETS, with_preset
+from .presets import AGENT_PRESETS, OTHER_KINDS, with_preset
 
 PROTECTED_KEYWORDS = (
     "max_latency", "min_latency", "avg_latency", "total_latency",
@@ -250,14 +258,22 @@ class ScoreSpec(StrictModel):
         return self
 
 
-def _known_parser(value: str) -> str:
-    from .providers.parsers import PARSERS  # the registry imports this module
+PARSERS_CONTEXT = "parsers"  # the validation context's key for the session's output parser names
+RUN_VARIABLES_CONTEXT = "run_variables"  # … and for its run-wide formula variables
 
-    if value not in PARSERS:
+
+def _known_parser(value: str, info: ValidationInfo) -> str:
+    """An output parser the session knows. The loaders pass the names in the validation context
+    (the parsers live with the providers, which import this module); without one, the built-in
+    parsers are those of the agent presets."""
+    known = (info.context or {}).get(PARSERS_CONTEXT)
+    if known is None:
+        known = {preset.parser for preset in AGENT_PRESETS.values()}
+    if value not in known:
         raise PydanticCustomError(
             "unknown_parser",
             "unknown output parser {name}{hint}; known parsers: {known}",
-            {"name": repr(value), "hint": did_you_mean(value, PARSERS), "known": ", ".join(sorted(PARSERS))},
+            {"name": repr(value), "hint": did_you_mean(value, known), "known": ", ".join(sorted(known))},
         )
     return value
 
@@ -369,11 +385,15 @@ class HttpSpec(StrictModel):
 
 
 def _known_preset(value: str) -> str:
-    if value not in PRESETS:
+    if value not in AGENT_PRESETS:
         raise PydanticCustomError(
             "unknown_preset",
             "unknown preset {name}{hint}; known presets: {known}",
-            {"name": repr(value), "hint": did_you_mean(value, PRESETS), "known": ", ".join(PRESETS)},
+            {
+                "name": repr(value),
+                "hint": did_you_mean(value, AGENT_PRESETS),
+                "known": ", ".join(AGENT_PRESETS),
+            },
         )
     return value
 
@@ -418,6 +438,10 @@ class Configuration(StrictModel):
     )
     replay: NonEmptyStr | None = Field(
         default=None, description="a store of recorded answers (--vibe-record) to answer from"
+    )
+    provider: NonEmptyStr | None = Field(
+        default=None,
+        description="a provider a plugin adds (pytest_vibeeval_make_provider), by the name it answers to",
     )
     name: str | None = Field(
         default=None,
@@ -497,19 +521,20 @@ class Configuration(StrictModel):
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Configuration:
-        kinds = [k for k in ("cli", "python", "http", "replay") if getattr(self, k) is not None]
+        kinds = [k for k in ("cli", "python", "http", "replay", "provider") if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise PydanticCustomError(
                 "configuration_kind",
                 "a configuration needs exactly one of `cli: <executable>`, `python: module:function`, "
-                "`http: {base_url: …}` or `replay: <store folder>` (found {found})",
+                "`http: {base_url: …}`, `replay: <store folder>` or `provider: <a plugin's provider>` "
+                "(found {found})",
                 {"found": " and ".join(kinds) or "neither"},
             )
         return self
 
     @property
     def kind(self) -> str:
-        for kind in ("cli", "python", "replay"):
+        for kind in ("cli", "python", "replay", "provider"):
             if getattr(self, kind) is not None:
                 return kind
         return "http"

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from . import builtins
 from .budget import Budget
 from .collect import EvalConfigCollector, SuiteCollector
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .execute import session_sandbox
+from .formula import FormulaError
 from .itemhooks import CollectionHooks, ItemHooks
 from .items import STATE_KEY, get_state, rootdir_relative
 from .link_cycles import is_link_cycle
@@ -31,6 +33,7 @@ from .templates import Renderer, TemplateValues
 
 pytest_plugins = ("pytest_vibeeval.fixtures",)
 
+BUILTINS_PLUGIN = "vibeeval-builtins"
 SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -68,10 +71,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if workerinput is None:
         config.pluginmanager.register(ControllerSession(config), "vibeeval-controller")
     config.pluginmanager.register(ItemHooks(config), "vibeeval-items")  # idle where no item runs
-    try:
-        config.hook.pytest_vibeeval_register_checks.call_historic(kwargs={"registry": state.registry})
-    except ValueError as exc:  # a name registered twice
-        raise pytest.UsageError(f"pytest_vibeeval_register_checks: {exc}") from None
+    if not config.pluginmanager.has_plugin(BUILTINS_PLUGIN):
+        config.pluginmanager.register(builtins, BUILTINS_PLUGIN)
+    extensions = state.extensions
+    for hook, registry in (
+        (config.hook.pytest_vibeeval_register_checks, extensions.checks),
+        (config.hook.pytest_vibeeval_register_parsers, extensions.parsers),
+        (config.hook.pytest_vibeeval_register_formula_presets, extensions.formula_presets),
+        (config.hook.pytest_vibeeval_register_run_variables, extensions.run_variables),
+    ):
+        try:
+            hook.call_historic(kwargs={"registry": registry})
+        except (ValueError, FormulaError) as exc:  # a name registered twice, a preset that is no formula
+            raise pytest.UsageError(f"{hook.name}: {exc}") from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -45,7 +45,7 @@ class Preset:
 
 MODEL_ARGS = ("--model", "${MODEL}")
 
-PRESETS: dict[str, Preset] = {
+AGENT_PRESETS: dict[str, Preset] = {
     # stream-json rather than json: only the stream has the tool_use / tool_result blocks; its
     # last line is the same `result` object that json prints. The CLI needs --verbose for it.
     "claude-code": Preset(
@@ -103,14 +103,14 @@ PRESETS: dict[str, Preset] = {
 }
 
 # Keys that choose another kind of configuration than an agent CLI.
-OTHER_KINDS = ("python", "http")
+OTHER_KINDS = ("python", "http", "provider")
 
 
 def with_preset(data: dict[str, Any]) -> dict[str, Any]:
     """A configuration's keys over its preset's defaults; unchanged when there is no preset or it
     is unknown (validating the ``preset`` field reports that)."""
     name = data.get("preset")
-    preset = PRESETS.get(name) if isinstance(name, str) else None
+    preset = AGENT_PRESETS.get(name) if isinstance(name, str) else None
     if preset is None:
         return data
     return {**preset.defaults(data), **data}

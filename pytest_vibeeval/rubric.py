@@ -59,17 +59,17 @@ GRADES: tuple[tuple[float, str], ...] = ((90.0, "A+"), (80.0, "A"), (70.0, "B"),
 """Each grade's lowest score (inclusive): 89.99 is an A, 90 an A+; below 50 is F."""
 
 
-class Budget(NamedTuple):
+class ExpectedEffort(NamedTuple):
     """The most time and tool calls a task of one complexity is expected to take."""
 
     seconds: float
     tools: int
 
 
-MAX_EXPECTED: dict[Complexity, Budget] = {
-    "simple": Budget(30.0, 5),
-    "medium": Budget(120.0, 15),
-    "complex": Budget(300.0, 30),
+MAX_EXPECTED: dict[Complexity, ExpectedEffort] = {
+    "simple": ExpectedEffort(30.0, 5),
+    "medium": ExpectedEffort(120.0, 15),
+    "complex": ExpectedEffort(300.0, 30),
 }
 """The rubric's normalisation of efficiency, by task complexity."""
 

@@ -37,7 +37,7 @@ def response_excerpt(text: str, log: str | None = None) -> tuple[str, int | None
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ItemVerdict:
     """What pytest should do with the item."""
 
     outcome: Outcome
@@ -95,7 +95,7 @@ def run_prompt_eval(
     judge_provider: tuple[str, Provider] | None = None,
     repeat: int = 0,
     on_phase: Callable[[str, str], None] | None = None,
-) -> tuple[EvalRecord, Verdict]:
+) -> tuple[EvalRecord, ItemVerdict]:
     """Ask the provider, run the checks. Never raises for a problem of the eval itself.
 
     ``configuration`` (None: the implicit HTTP one) supplies prices for an unreported cost;
@@ -114,7 +114,7 @@ def run_prompt_eval(
     )
     reason = provider.unavailable_reason()
     if reason:
-        return base.model_copy(update={"message": reason}), Verdict("skipped", reason)
+        return base.model_copy(update={"message": reason}), ItemVerdict("skipped", reason)
     try:
         prompt = renderer.render(case.prompt)
         system_prompt = renderer.render(suite.system_prompt) if suite.system_prompt else None
@@ -124,7 +124,7 @@ def run_prompt_eval(
         if mcp:
             mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
     except MissingValue as exc:
-        return base.model_copy(update={"message": str(exc)}), Verdict("skipped", str(exc))
+        return base.model_copy(update={"message": str(exc)}), ItemVerdict("skipped", str(exc))
     request = PromptRequest(
         prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp, repeat
     )
@@ -143,7 +143,7 @@ def run_prompt_eval(
                 "steps": redact_steps(exc.steps, redact),
             }
         )
-        return record, Verdict("error", message)
+        return record, ItemVerdict("error", message)
     measured = time.perf_counter() - started
     # The agent's own figure (output.latency_ms, or a callable's `latency`) wins over wall time,
     # which also counts process start-up; the steps keep the measured duration either way.
@@ -180,7 +180,7 @@ def run_prompt_eval(
         message = redact(str(exc)) or ""
         judge_cost = judge.cost if judge else None
         update = {"outcome": "error", "message": message, "judge_cost": judge_cost}
-        return answered.model_copy(update=update), Verdict("error", message)
+        return answered.model_copy(update=update), ItemVerdict("error", message)
     record = answered.model_copy(
         update={
             "judge_cost": judge.cost if judge else None,
@@ -190,13 +190,13 @@ def run_prompt_eval(
     if verdict is None:
         reasons = sorted({r for result in results for r in result.undecided_reasons()})
         message = "could not be decided: " + "; ".join(reasons)
-        return record.model_copy(update={"outcome": "skipped", "message": message}), Verdict(
+        return record.model_copy(update={"outcome": "skipped", "message": message}), ItemVerdict(
             "skipped", message
         )
     if verdict:
-        return record.model_copy(update={"outcome": "passed"}), Verdict("passed", None)
+        return record.model_copy(update={"outcome": "passed"}), ItemVerdict("passed", None)
     message = failure_message(record)
-    return record.model_copy(update={"outcome": "failed", "message": message}), Verdict("failed", message)
+    return record.model_copy(update={"outcome": "failed", "message": message}), ItemVerdict("failed", message)
 
 
 def estimated_cost(

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from .configurations import CLI_CONFIG_NAME
 from .errors import InputError, Loc, Problem, did_you_mean
+from .extensions import Extensions, builtin_extensions
 from .models import (
     EVAL_NAME_PATTERN,
+    RUN_VARIABLES_CONTEXT,
     CliConfigFile,
     CodingFields,
     CommandDefinition,
@@ -52,7 +54,14 @@ _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_EXPANSION = 64 * 1024
 
 
-def _eval_id(value: str) -> str:
+def _eval_id(value: str, info: ValidationInfo) -> str:
+    """A valid evaluation id (see :func:`_check_eval_id`), against the validation context's run
+    variables (the session's; the built-ins without a context)."""
+    return _check_eval_id(value, (info.context or {}).get(RUN_VARIABLES_CONTEXT))
+
+
+def _check_eval_id(value: str, run_names: Collection[str] | None) -> str:
+    """A name for items and formula variables that is not, and defines no, run-wide variable."""
     if not re.fullmatch(EVAL_NAME_PATTERN, value):
         raise PydanticCustomError(
             "eval_id",
@@ -60,7 +69,7 @@ def _eval_id(value: str) -> str:
             "(it names pytest items and formula variables)",
             {"id": repr(value)},
         )
-    protected = protected_name_problem(value) or variable_clash(value)
+    protected = protected_name_problem(value) or variable_clash(value, run_names)
     if protected:
         raise PydanticCustomError("eval_id", protected.replace("eval name", "evaluation id"), {})
     return value
@@ -276,18 +285,20 @@ def _key(raw: Mapping[str, Any], name: str, alias: str) -> str:
     return alias if alias in raw else name
 
 
-def _validated(doc: Document, model: Any, data: Any) -> tuple[Any, list[Problem]]:
+def _validated(
+    doc: Document, model: Any, data: Any, context: dict[str, Any] | None = None
+) -> tuple[Any, list[Problem]]:
     try:
-        return model.validate_python(data), []
+        return model.validate_python(data, context=context), []
     except ValidationError as exc:
         return None, pydantic_problems(exc, doc)
 
 
 def _check_evals(
-    doc: Document, variables: Mapping[str, str], registry: Mapping[str, Any] | None
+    doc: Document, variables: Mapping[str, str], registry: Mapping[str, Any] | None, context: dict[str, Any]
 ) -> tuple[dict[str, ResolvedEval], Path | None, list[Problem]]:
     root = Path(variables[EVAL_ROOT])
-    parsed, problems = _validated(doc, TypeAdapter(EvalConfigFile), doc.data)
+    parsed, problems = _validated(doc, TypeAdapter(EvalConfigFile), doc.data, context)
     check = _Checker(doc, variables, root)
     raw = doc.data if isinstance(doc.data, dict) else {}
     # the entries that are valid on their own are cross-checked even when others are not
@@ -297,7 +308,8 @@ def _check_evals(
     elif isinstance(raw.get("evaluations"), dict):
         for eval_id, entry in raw["evaluations"].items():
             try:
-                entries[_eval_id(str(eval_id))] = WorkspaceEval.model_validate(entry)
+                checked = _check_eval_id(str(eval_id), context.get(RUN_VARIABLES_CONTEXT))
+                entries[checked] = WorkspaceEval.model_validate(entry, context=context)
             except (ValidationError, PydanticCustomError):
                 continue
     prompts_raw = parsed.promptsDir if parsed else raw.get("promptsDir", DEFAULT_PROMPTS_DIR)
@@ -390,9 +402,13 @@ def _eval_root(default: Path, environ: Mapping[str, str]) -> tuple[dict[str, str
     return variables, None
 
 
-def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
-    """Read and check a config folder; raise :class:`InputError` (every file's problems) if any."""
+def load_config_dir(
+    folder: Path, environ: Mapping[str, str], extensions: Extensions | None = None
+) -> RunnerConfig:
+    """Read and check a config folder; raise :class:`InputError` (every file's problems) if any.
+    ``extensions``: the session's parsers and run variables the files are checked against."""
     folder = folder.absolute()
+    context = (extensions or builtin_extensions()).validation_context()
     errors: list[InputError] = []
     variables, root_problem = _eval_root(folder.parent, environ)
     if root_problem is not None:
@@ -404,7 +420,7 @@ def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
         except InputError as exc:
             errors.append(exc)
             return None, None
-        parsed, problems = _validated(doc, adapter, doc.data)
+        parsed, problems = _validated(doc, adapter, doc.data, context)
         if problems:
             errors.append(InputError(str(doc.path), problems))
         return doc, parsed
@@ -433,7 +449,7 @@ def load_config_dir(folder: Path, environ: Mapping[str, str]) -> RunnerConfig:
     except InputError as exc:
         errors.append(exc)
     else:
-        evals, shared, problems = _check_evals(eval_doc, variables, registry)
+        evals, shared, problems = _check_evals(eval_doc, variables, registry, context)
         if problems:
             errors.append(InputError(str(eval_doc.path), problems))
         elif isinstance(eval_doc.data, dict) and eval_doc.data.get("score") is not None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from .aggregate import Aggregator
 from .budget import Budget
-from .checks import CheckRegistry
 from .configurations import ConfigFileCache
+from .extensions import Extensions
 from .providers.pool import ProviderPool
 from .results import ResultsFile, RunRecord
 from .resume import ResumeIndex
@@ -46,9 +46,9 @@ class WorkdirAllocator:
 class VibeState:
     settings: Settings
     renderer: Renderer
-    registry: CheckRegistry = field(default_factory=CheckRegistry)
-    config_files: ConfigFileCache = field(default_factory=ConfigFileCache)
-    aggregator: Aggregator = field(default_factory=Aggregator)
+    extensions: Extensions = field(default_factory=Extensions)  # filled by the register hooks
+    config_files: ConfigFileCache = field(init=False)
+    aggregator: Aggregator = field(init=False)
     providers: ProviderPool = field(default_factory=ProviderPool)
     known_evals: set[str] = field(default_factory=set)
     registered_tags: set[str] = field(default_factory=set)
@@ -61,7 +61,6 @@ class VibeState:
     load_errors: list[str] = field(default_factory=list)  # node ids of suite files that failed to load
     runs: list[RunRecord] = field(default_factory=list)
     results_written: list[Path] = field(default_factory=list)
-    report_written: Path | None = None  # --vibe-html
     sandbox: Sandbox | None = None  # chosen at the first coding-agent item, see execute
     lock_dir: Path | None = None  # concurrency slots shared by the controller and its workers
     owns_lock_dir: bool = False  # made by this process (removed at its end), not received from xdist
@@ -70,3 +69,7 @@ class VibeState:
     baseline_path: str | None = None
     baseline_missing: list[str] = field(default_factory=list)  # its runs this session did not have
     resume: ResumeIndex | None = None  # --vibe-resume: finished records of an earlier run
+
+    def __post_init__(self) -> None:
+        self.config_files = ConfigFileCache(self.extensions)
+        self.aggregator = Aggregator(self.extensions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from .checks import AnyOf, Check, CheckNode, CheckRegistry
 from .errors import InputError, Loc, Problem, did_you_mean
+from .extensions import Extensions, builtin_extensions
 from .formula import Formula, FormulaError, parse_formula
 from .models import (
     CommandDefinition,
@@ -25,7 +26,7 @@ from .models import (
     protected_name_problem,
 )
 from .templates import ANY_TEMPLATE, template_problems
-from .variables import eval_variable_names, run_variable_names, variable_clash
+from .variables import eval_variable_names, variable_clash
 from .yamlsource import Document, load_document
 
 LEGACY_CHECK_HINT = (
@@ -76,8 +77,11 @@ class Suite:
     judge_line: int | None = None
 
 
-def load_suite(path: Path, registry: CheckRegistry) -> Suite:
-    """Read and validate a suite file; raises :class:`InputError` with every problem found."""
+def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
+    """Read and validate a suite file; raises :class:`InputError` with every problem found.
+    ``extensions``: the session's check types, parsers and run variables (the built-ins by default)."""
+    extensions = extensions or builtin_extensions()
+    registry = extensions.checks
     doc = load_document(path)
     if not isinstance(doc.data, dict):
         raise InputError.single(
@@ -87,7 +91,7 @@ def load_suite(path: Path, registry: CheckRegistry) -> Suite:
     if legacy:
         raise InputError(str(path), [legacy])
     try:
-        model = SuiteFile.model_validate(doc.data)
+        model = SuiteFile.model_validate(doc.data, context=extensions.validation_context())
     except ValidationError as exc:
         found = pydantic_problems(exc, doc)
         evals_raw = doc.data.get("evals")
@@ -97,7 +101,7 @@ def load_suite(path: Path, registry: CheckRegistry) -> Suite:
         found.extend(_template_problems(doc))
         raise InputError(str(path), _by_line(found)) from None
     problems: list[Problem] = []
-    evals = list(_build_evals(model, doc, registry, problems))
+    evals = list(_build_evals(model, doc, registry, problems, extensions.run_variables))
     problems.extend(_template_problems(doc))
     if problems:
         raise InputError(str(path), _by_line(problems))
@@ -193,7 +197,11 @@ def _legacy_problem(doc: Document) -> Problem | None:
 
 
 def _build_evals(
-    model: SuiteFile, doc: Document, registry: CheckRegistry, problems: list[Problem]
+    model: SuiteFile,
+    doc: Document,
+    registry: CheckRegistry,
+    problems: list[Problem],
+    run_names: Collection[str],
 ) -> Iterator[EvalCase]:
     names: dict[str, int] = {}
     for index, spec in enumerate(model.evals):
@@ -201,7 +209,7 @@ def _build_evals(
         line = doc.line_of(loc)
         if spec.name is not None:
             name_line = doc.line_of((*loc, "name"))
-            protected = protected_name_problem(spec.name) or variable_clash(spec.name)
+            protected = protected_name_problem(spec.name) or variable_clash(spec.name, run_names)
             if protected:
                 problems.append(
                     Problem(
@@ -382,25 +390,33 @@ def check_formula(
     line: int | None,
     eval_names: Iterable[str],
     explain: Callable[[FormulaError], FormulaError | None] = lambda error: None,
+    extensions: Extensions | None = None,
 ) -> Formula:
-    """Check a score formula against the variables of evals named ``eval_names``; raises
+    """Check a score formula against the variables of evals named ``eval_names`` and the session's
+    run variables and presets (``extensions``; the built-ins by default); raises
     :class:`InputError` naming ``path`` and ``line``. ``explain`` may offer a clearer error.
 
     The controller later evaluates the returned formula's ``canonical`` text."""
-    known = set(run_variable_names())
+    extensions = extensions or builtin_extensions()
+    known = set(extensions.run_variables)
     for name in eval_names:
         known.update(eval_variable_names(name))
     try:
-        return parse_formula(text, known)
+        return parse_formula(text, known, presets=extensions.formula_presets)
     except FormulaError as exc:
         raise InputError.single(path, f"score.formula: {(explain(exc) or exc).render()}", line=line) from None
 
 
-def suite_formula(suite: Suite) -> Formula:
+def suite_formula(suite: Suite, extensions: Extensions | None = None) -> Formula:
     """Check a YAML suite's score formula (see :func:`check_formula`)."""
     names = [case.name for case in suite.evals if case.name]
     return check_formula(
-        suite.path, suite.formula, suite.formula_line, names, lambda error: _unnamed_reference(suite, error)
+        suite.path,
+        suite.formula,
+        suite.formula_line,
+        names,
+        lambda error: _unnamed_reference(suite, error),
+        extensions,
     )
 
 

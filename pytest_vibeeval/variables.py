@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from .registry import Registry
 from .results import EvalRecord
 
 Value = float | None
@@ -19,10 +20,14 @@ Reasoned = tuple[Value, str | None]
 
 @dataclass(frozen=True)
 class RunVariable:
+    """A run-wide formula variable: ``compute(records)`` gives its value for one suite ×
+    configuration (or None and the reason). ``metric``: also listed in the run's ``metrics``."""
+
     name: str
     unit: str
     meaning: str
     compute: Callable[[Sequence[EvalRecord]], Reasoned]
+    metric: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ def _success_pct(records: Sequence[EvalRecord]) -> Reasoned:
     return 100.0 * sum(1 for r in counted if r.outcome == "passed") / len(counted), None
 
 
-RUN_VARIABLES: list[RunVariable] = [
+_BUILTIN: list[RunVariable] = [
     RunVariable(
         "success_pct",
         "percent 0–100",
@@ -105,7 +110,7 @@ RUN_VARIABLES: list[RunVariable] = [
     RunVariable("total", "count", "evals that ran (passed + failed)", _count(None)),
 ]
 for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("max", "maximum")):
-    RUN_VARIABLES.append(
+    _BUILTIN.append(
         RunVariable(
             f"{_how}_latency",
             "seconds",
@@ -114,7 +119,7 @@ for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("ma
         )
     )
 for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("max", "maximum")):
-    RUN_VARIABLES.append(
+    _BUILTIN.append(
         RunVariable(f"{_how}_cost", "USD", f"{_label} of the evals' costs", _aggregate("cost", _how))
     )
 
@@ -126,7 +131,7 @@ def _judge_cost(records: Sequence[EvalRecord]) -> Reasoned:
     return float(sum(asked)), None
 
 
-RUN_VARIABLES.append(
+_BUILTIN.append(
     RunVariable(
         "total_judge_cost",
         "USD",
@@ -134,7 +139,7 @@ RUN_VARIABLES.append(
         _judge_cost,
     )
 )
-RUN_VARIABLES.append(
+_BUILTIN.append(
     RunVariable(
         "total_input_tokens",
         "tokens",
@@ -142,7 +147,7 @@ RUN_VARIABLES.append(
         _aggregate("input_tokens", "total"),
     )
 )
-RUN_VARIABLES.append(
+_BUILTIN.append(
     RunVariable(
         "total_output_tokens",
         "tokens",
@@ -250,7 +255,7 @@ def _vybes_score(records: Sequence[EvalRecord]) -> Reasoned:
     return sum(values) / len(values), None
 
 
-RUN_VARIABLES.append(
+_BUILTIN.append(
     RunVariable(
         "subtask_pct",
         "percent 0–100",
@@ -258,7 +263,7 @@ RUN_VARIABLES.append(
         _subtask_pct,
     )
 )
-RUN_VARIABLES.append(
+_BUILTIN.append(
     RunVariable(
         "vybes_score",
         "points",
@@ -325,11 +330,11 @@ RUBRIC_SIGNALS: dict[str, str] = {
     "structure_score": "headers 0.4 + lists 0.3 + code blocks 0.3 in the response",
 }
 for _signal, _meaning in RUBRIC_SIGNALS.items():
-    RUN_VARIABLES.append(
+    _BUILTIN.append(
         RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", _rubric_mean(_signal))
     )
     EVAL_VARIABLES.append(EvalVariable(f"_{_signal}", "fraction 0–1", _meaning, _rubric_signal(_signal)))
-RUN_VARIABLES.append(
+_BUILTIN.append(
     RunVariable(
         "rubric_score",
         "points 0–100",
@@ -347,29 +352,55 @@ EVAL_VARIABLES.append(
 )
 
 
-def register_run_variable(variable: RunVariable) -> None:
-    """Add a run-wide variable."""
-    if any(v.name == variable.name for v in RUN_VARIABLES):
-        raise ValueError(f"variable {variable.name!r} already exists")
-    RUN_VARIABLES.append(variable)
+_METRICS = (
+    "success_pct", "passed", "failed", "total",
+    "total_latency", "avg_latency", "min_latency", "max_latency",
+    "total_cost", "avg_cost", "min_cost", "max_cost", "total_judge_cost",
+)  # fmt: skip
+BUILTIN_RUN_VARIABLES: tuple[RunVariable, ...] = tuple(
+    replace(v, metric=v.name in _METRICS) for v in sorted(_BUILTIN, key=lambda v: v.name not in _METRICS)
+)
+del _BUILTIN
 
 
-def run_variable_names() -> list[str]:
-    return [v.name for v in RUN_VARIABLES]
+class RunVariables(Registry[RunVariable]):
+    """The run-wide formula variables of a session (see :data:`BUILTIN_RUN_VARIABLES`; plugins add
+    theirs with ``pytest_vibeeval_register_run_variables``)."""
+
+    kind = "run variable"
+
+    def register(self, variable: RunVariable) -> None:
+        if not variable.name.isidentifier():
+            raise ValueError(f"run variable name {variable.name!r} is not an identifier")
+        self._add(variable.name, variable)
+
+
+def builtin_run_variables() -> RunVariables:
+    """A registry holding the built-in run variables only."""
+    variables = RunVariables()
+    for variable in BUILTIN_RUN_VARIABLES:
+        variables.register(variable)
+    return variables
+
+
+def run_variable_names(variables: Iterable[RunVariable] = BUILTIN_RUN_VARIABLES) -> list[str]:
+    return [v.name for v in variables]
 
 
 def eval_variable_names(eval_name: str) -> list[str]:
     return [eval_name + v.suffix for v in EVAL_VARIABLES]
 
 
-def compute_variables(records: Sequence[EvalRecord]) -> tuple[dict[str, Value], dict[str, str]]:
+def compute_variables(
+    records: Sequence[EvalRecord], variables: Iterable[RunVariable] = BUILTIN_RUN_VARIABLES
+) -> tuple[dict[str, Value], dict[str, str]]:
     """Every variable's value for one run, and the reason for each that has none.
 
     An eval that ran several times (--vibe-repeat) gives each of its variables the mean over its
     runs: ``<name>`` is then its pass rate."""
     values: dict[str, Value] = {}
     reasons: dict[str, str] = {}
-    for variable in RUN_VARIABLES:
+    for variable in variables:
         values[variable.name], reason = variable.compute(records)
         if reason:
             reasons[variable.name] = reason
@@ -402,9 +433,10 @@ def _mean_over_runs(runs: Sequence[EvalRecord], variable: EvalVariable) -> Reaso
     return sum(found) / len(found), None
 
 
-def variable_clash(name: str) -> str | None:
-    """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one."""
-    run = set(run_variable_names())
+def variable_clash(name: str, run_names: Iterable[str] | None = None) -> str | None:
+    """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one
+    (``run_names``: the session's run-wide variables; the built-ins by default)."""
+    run = set(run_variable_names() if run_names is None else run_names)
     if name in run:
         return f"eval name {name!r} is a run-wide score formula variable"
     clashes = [v for v in eval_variable_names(name) if v in run]

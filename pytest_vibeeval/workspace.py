@@ -20,9 +20,9 @@ from .copying import copy_template, copy_tree
 from .models import CommandDefinition, OutputSpec
 from .process import CommandNotFound, read_tail, run_command
 from .providers.output import OutputError
-from .providers.parsers import parse_agent_output
+from .providers.parsers import Parser, parse_agent_output
 from .results import EvalRecord, StepRecord
-from .runner import Verdict
+from .runner import ItemVerdict
 from .runner_config import ResolvedEval
 from .sandbox import Sandbox
 
@@ -51,7 +51,10 @@ class AgentCommand:
 
 
 def agent_report(
-    steps: Sequence[StepRecord], output: OutputSpec, max_bytes: int
+    steps: Sequence[StepRecord],
+    output: OutputSpec,
+    max_bytes: int,
+    parsers: Mapping[str, Parser] | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """What a coding agent reported on stdout, read as its configuration's ``output`` says (an
     agent preset's parser, JSON paths): EvalRecord fields (response, cost, tokens, tool calls),
@@ -66,7 +69,7 @@ def agent_report(
     if size > max_bytes:
         return {}, f"agent output not read: {size} bytes, more than max_output_bytes ({max_bytes})"
     try:
-        parsed = parse_agent_output(log, output)
+        parsed = parse_agent_output(log, output, parsers)
     except OutputError as exc:
         return {}, f"agent output not read: {exc}"
     fields: dict[str, Any] = {
@@ -339,7 +342,7 @@ def run_workspace_eval(
     nodeid: str,
     shared_instructions: Path | None = None,
     subtask_globs: Sequence[str] = DEFAULT_SUBTASK_GLOBS,
-) -> tuple[EvalRecord, Verdict]:
+) -> tuple[EvalRecord, ItemVerdict]:
     """Write ``prompt.md`` into the prepared ``workspace``, run the agent and the build steps
     there, then the grade steps in ``workdir/grading`` (a fresh copy of the grading folder with
     the workspace copied over it); stop at the first failing step. The item passes only if every
@@ -408,4 +411,4 @@ def run_workspace_eval(
         vybes_multiplier=vybes.multiplier if vybes else None,
         vybes_time_limit_minutes=vybes.timeLimitMinutes if vybes else None,
     )
-    return record, Verdict(record.outcome, None if failure is None else message)
+    return record, ItemVerdict(record.outcome, None if failure is None else message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from .models import Configuration
 from .plan import WorkspaceWork
 from .providers import PromptRequest
 from .providers.cli import CliProvider
+from .providers.parsers import Parser
 from .results import EvalRecord
 from .runner import redact_steps
 from .templates import Redactor
@@ -62,10 +64,11 @@ def with_agent_report(
     redact: Redactor,
     phase_durations: dict[str, float],
     workspace_kept: Path | None,
+    parsers: Mapping[str, Parser] | None = None,
 ) -> EvalRecord:
     """``record`` with what the agent reported (response, cost, tokens, tool calls) read with its
     configuration's output parser, redacted; a parser's note joins the message."""
-    reported, note = agent_report(record.steps, configuration.output, configuration.max_output_bytes)
+    reported, note = agent_report(record.steps, configuration.output, configuration.max_output_bytes, parsers)
     message = redact("\n".join(part for part in (record.message, note) if part) or None)
     if reported:
         reported["response"] = redact(reported["response"])

@@ -85,7 +85,7 @@ def loader_problem(path: Path) -> str | None:
     kind = kind_of(path)
     try:
         if kind == "suite":
-            load_suite(path, CheckRegistry())
+            load_suite(path)
         elif kind == "cli-config":
             ConfigFileCache().load(path)
         else:

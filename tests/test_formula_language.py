@@ -13,16 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_vibeeval.formula import (
+    BUILTIN_PRESETS,
     MAX_DEPTH,
     MAX_EXPONENT,
     MAX_LENGTH,
-    PRESETS,
     Formula,
     FormulaError,
     breakdown,
+    builtin_presets,
     evaluate,
     parse_formula,
-    register_preset,
 )
 from pytest_vibeeval.variables import eval_variable_names, run_variable_names
 
@@ -380,14 +380,14 @@ def test_canonical_of_a_variable_named_like_a_preset() -> None:
 
 
 def test_price_performance_preset() -> None:
-    assert PRESETS["price_performance"] == "success_pct / (total_cost * 1000 + total_latency * 0.1)"
+    assert BUILTIN_PRESETS["price_performance"] == "success_pct / (total_cost * 1000 + total_latency * 0.1)"
     formula = parse_formula("price_performance", KNOWN)
     assert formula.preset == "price_performance"
     assert formula.text == "price_performance"
     assert formula.names == {"success_pct", "total_cost", "total_latency"}
     # 80 / (0.02*1000 + 10*0.1) = 80 / 21
     assert evaluate(formula, VALUES, REASONS) == (pytest.approx(80 / 21), None)
-    assert formula.canonical == PRESETS["price_performance"]
+    assert formula.canonical == BUILTIN_PRESETS["price_performance"]
 
 
 def test_success_pct_is_the_default_preset() -> None:
@@ -416,22 +416,23 @@ def test_a_variable_named_like_a_preset_is_ambiguous() -> None:
 
 
 def test_register_preset() -> None:
-    register_preset("pass_ratio_test", "passed / total")
-    try:
-        formula = parse_formula("pass_ratio_test", KNOWN)
-        assert formula.preset == "pass_ratio_test"
-        assert evaluate(formula, VALUES, REASONS) == (0.8, None)
-        with pytest.raises(ValueError, match="already exists"):
-            register_preset("pass_ratio_test", "passed")
-    finally:
-        del PRESETS["pass_ratio_test"]
+    presets = builtin_presets()
+    presets.register("pass_ratio_test", "passed / total")
+    formula = parse_formula("pass_ratio_test", KNOWN, presets=presets)
+    assert formula.preset == "pass_ratio_test"
+    assert evaluate(formula, VALUES, REASONS) == (0.8, None)
+    with pytest.raises(ValueError, match="already registered"):
+        presets.register("pass_ratio_test", "passed")
     with pytest.raises(FormulaError):
-        register_preset("broken_test", "passed +")
+        presets.register("broken_test", "passed +")
     with pytest.raises(ValueError, match="not an identifier"):
-        register_preset("not-an-identifier", "passed")
+        presets.register("not-an-identifier", "passed")
     with pytest.raises(ValueError, match="not its name"):
-        register_preset("alias_test", "price_performance")
-    assert "broken_test" not in PRESETS
+        presets.register("alias_test", "price_performance")
+    assert "broken_test" not in presets
+    assert "pass_ratio_test" not in builtin_presets()  # registries do not share state
+    with pytest.raises(FormulaError, match="unknown variable 'pass_ratio_test'"):
+        parse_formula("pass_ratio_test", KNOWN)  # the built-ins alone do not know it
 
 
 # --------------------------------------------------------------------------- limits

@@ -13,7 +13,7 @@ import yaml
 from helpers import XDIST_MODES, load_json, run, run_of, run_summary, write
 
 from pytest_vibeeval.aggregate import Aggregator, RunInfo, gate_record
-from pytest_vibeeval.formula import PRESETS, parse_formula
+from pytest_vibeeval.formula import BUILTIN_PRESETS, parse_formula
 from pytest_vibeeval.results import EvalRecord
 
 APP = """
@@ -254,7 +254,7 @@ def test_run_info_carries_the_bounds_and_the_formula_as_read(pytester: pytest.Py
         assert (info.score_min, info.score_max) == (10, 90.5)
         assert info.score_preset == "price_performance"
         assert info.score_canonical == parse_formula("price_performance", None).canonical
-        assert info.score_canonical == parse_formula(PRESETS["price_performance"], None).canonical
+        assert info.score_canonical == parse_formula(BUILTIN_PRESETS["price_performance"], None).canonical
 
 
 def test_run_info_canonical_brackets_hyphenated_names(pytester: pytest.Pytester) -> None:

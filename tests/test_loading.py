@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vibeeval.checks import AnyOf, Check, CheckRegistry
+from pytest_vibeeval.checks import AnyOf, Check
 from pytest_vibeeval.errors import InputError, Problem
 from pytest_vibeeval.suite import Suite, load_suite, prompt_slug
 from pytest_vibeeval.yamlsource import MAX_NODES, load_document
@@ -26,7 +26,7 @@ def write(tmp_path: Path, text: str, name: str = "suite.yaml") -> Path:
 
 
 def load(tmp_path: Path, text: str, name: str = "suite.yaml") -> Suite:
-    return load_suite(write(tmp_path, text, name), CheckRegistry())
+    return load_suite(write(tmp_path, text, name))
 
 
 def fails(tmp_path: Path, text: str, name: str = "suite.yaml") -> InputError:
@@ -95,7 +95,7 @@ def test_duplicate_key_with_crlf_line_endings(tmp_path: Path) -> None:
     path = tmp_path / "suite.yaml"
     path.write_bytes(b"metadata:\r\n  name: s\r\n  model: m\r\n  model: n\r\n")
     with pytest.raises(InputError) as info:
-        load_suite(path, CheckRegistry())
+        load_suite(path)
     assert_problem(info.value, 4, "duplicate key 'model' (first defined on line 3)")
 
 
@@ -214,7 +214,7 @@ def test_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "suite.yaml"
     path.write_bytes(b"metadata:\n  name: caf\xe9\n")
     with pytest.raises(InputError) as info:
-        load_suite(path, CheckRegistry())
+        load_suite(path)
     assert "not UTF-8 text" in info.value.render()
 
 

@@ -11,7 +11,7 @@ import pytest
 from helpers import PYTHON, load_json, run, run_of, write
 from test_workspace_evals import make_config_dir
 
-from pytest_vibeeval.formula import PRESETS, evaluate, parse_formula
+from pytest_vibeeval.formula import BUILTIN_PRESETS, evaluate, parse_formula
 from pytest_vibeeval.results import EvalRecord, StepRecord
 from pytest_vibeeval.variables import compute_variables, run_variable_names
 from pytest_vibeeval.workspace import (
@@ -153,7 +153,7 @@ def test_vybes_hand_computed() -> None:
     assert values["broken_vybes"] == 0.0
     # the preset: the mean, (56.25 + 20 + 100 + 0) / 4 = 44.0625
     formula = parse_formula("vybes", set(values))
-    assert formula.preset == "vybes" and PRESETS["vybes"] == "vybes_score"
+    assert formula.preset == "vybes" and BUILTIN_PRESETS["vybes"] == "vybes_score"
     assert evaluate(formula, values, reasons) == (pytest.approx(44.0625), None)
     assert "vybes_score" in run_variable_names()
 

@@ -14,12 +14,11 @@ import yaml
 from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
 from pydantic import ValidationError
 
-from pytest_vibeeval.checks import CheckRegistry
 from pytest_vibeeval.errors import InputError
 from pytest_vibeeval.models import CliConfigFile, Configuration
-from pytest_vibeeval.presets import PRESETS
+from pytest_vibeeval.presets import AGENT_PRESETS
 from pytest_vibeeval.providers.output import OutputError, ParsedOutput
-from pytest_vibeeval.providers.parsers import PARSERS, parse_with, register_parser
+from pytest_vibeeval.providers.parsers import BUILTIN_PARSERS, builtin_parsers, parse_with
 from pytest_vibeeval.suite import load_suite
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -268,22 +267,28 @@ def test_a_tool_call_without_its_result_has_no_outcome(tmp_path: Path) -> None:
     assert calls(parse_with("codex", unfinished))[1] == ("command_execution", None, None)
 
 
+def test_every_built_in_parser_belongs_to_an_agent_preset() -> None:
+    """Without a session's registry, models check parser names against the presets' parsers."""
+    assert set(BUILTIN_PARSERS) == {preset.parser for preset in AGENT_PRESETS.values()}
+
+
 def test_registering_a_parser_name_twice_is_an_error() -> None:
+    parsers = builtin_parsers()
     with pytest.raises(ValueError, match="'codex' is already registered"):
-        register_parser("codex", PARSERS["codex"])
+        parsers.register("codex", BUILTIN_PARSERS["codex"])
 
 
 # --- presets: defaults, overrides, errors ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(PRESETS))
+@pytest.mark.parametrize("name", list(AGENT_PRESETS))
 def test_a_preset_supplies_a_complete_configuration(name: str) -> None:
     config = Configuration.model_validate({"preset": name})
-    preset = PRESETS[name]
+    preset = AGENT_PRESETS[name]
     assert config.kind == "cli"
     assert (config.cli, config.args, config.prompt_via) == (preset.cli, list(preset.args), preset.prompt_via)
     assert config.output.parser == preset.parser
-    assert config.output.parser in PARSERS
+    assert config.output.parser in BUILTIN_PARSERS
 
 
 def test_presets_command_lines() -> None:
@@ -367,7 +372,7 @@ def test_unknown_preset_in_a_suite_names_the_line(tmp_path: Path) -> None:
         """,
     )
     with pytest.raises(InputError) as info:
-        load_suite(path, CheckRegistry())
+        load_suite(path)
     assert info.value.render() == (
         f"{path}:6: configurations.agent.preset: unknown preset 'codx' (did you mean 'codex'?); "
         "known presets: claude-code, codex, gemini, llxprt, aider"
@@ -465,7 +470,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     assert claude["rubric"]["signals"]["tool_success_rate"] == pytest.approx(2 / 3)
     assert claude["rubric"]["signals"]["error_rate"] == pytest.approx(0.1)
     # the preset's arguments reach the agent; the prompt arrives on stdin
-    assert seen("claude") == {"argv": list(PRESETS["claude-code"].args), "stdin": PROMPT}
+    assert seen("claude") == {"argv": list(AGENT_PRESETS["claude-code"].args), "stdin": PROMPT}
 
     codex = records["codex"]
     assert codex["response"].endswith("The answer is 42.")
@@ -476,14 +481,14 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         ("file_change", True),
         ("mcp__docs__search", False),
     ]
-    assert seen("codex") == {"argv": list(PRESETS["codex"].args), "stdin": PROMPT}
+    assert seen("codex") == {"argv": list(AGENT_PRESETS["codex"].args), "stdin": PROMPT}
 
     gemini = records["gemini"]
     assert gemini["response"].endswith("The answer is 42.")
     assert (gemini["input_tokens"], gemini["output_tokens"], gemini["latency"]) == (5000, 230, 6.12)
     assert tools("gemini") == [("read_file", True), ("run_shell_command", False), ("replace", True)]
     # the prompt is the value of -p, and not on stdin
-    assert seen("gemini") == {"argv": [*PRESETS["gemini"].args[:-1], PROMPT], "stdin": ""}
+    assert seen("gemini") == {"argv": [*AGENT_PRESETS["gemini"].args[:-1], PROMPT], "stdin": ""}
     assert records["gemini"]["steps"][0]["argv"][-1] == "<prompt>"
 
     assert records["llxprt"]["response"] == "6 times 7 is 42."

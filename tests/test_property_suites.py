@@ -257,7 +257,7 @@ def load(tmp_path: Path, text: str) -> Suite | InputError:
     path = tmp_path / "generated.eval.yaml"
     path.write_text(text, encoding="utf-8")
     try:
-        return load_suite(path, CheckRegistry())
+        return load_suite(path)
     except InputError as exc:
         return exc
 
@@ -464,7 +464,7 @@ def test_generated_suites_round_trip_through_the_results(
         source = f"suite{index}/generated.eval.yaml"
         (run_record,) = [r for r in results["runs"] if r["source"] == source]
         records = {record["nodeid"]: record for record in run_record["evals"]}
-        loaded = load_suite(run / source, CheckRegistry())
+        loaded = load_suite(run / source)
         expected = {f"{source}::{case.id}[app]": case for case in loaded.evals}
         assert set(records) == set(expected), (sorted(records), sorted(expected))
         for (nodeid, case), written in zip(expected.items(), data["evals"], strict=True):

@@ -12,7 +12,7 @@ import yaml
 from helpers import XDIST_MODES, load_json, run, run_of, run_summary, write
 
 from pytest_vibeeval.results import EvalRecord
-from pytest_vibeeval.variables import EVAL_VARIABLES, RUN_VARIABLES, compute_variables
+from pytest_vibeeval.variables import BUILTIN_RUN_VARIABLES, EVAL_VARIABLES, compute_variables
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -72,7 +72,7 @@ def test_per_eval_tokens_are_its_output_tokens() -> None:
 
 def test_every_variable_of_the_run_is_in_the_map() -> None:
     values, _ = compute_variables([record("a", output_tokens=1), record("b", named=False)])
-    assert set(values) == {v.name for v in RUN_VARIABLES} | {"a" + v.suffix for v in EVAL_VARIABLES}
+    assert set(values) == {v.name for v in BUILTIN_RUN_VARIABLES} | {"a" + v.suffix for v in EVAL_VARIABLES}
 
 
 def test_eval_name_that_would_define_a_run_wide_token_variable_is_rejected(pytester: pytest.Pytester) -> None:
@@ -105,7 +105,8 @@ def _readme_variable_rows() -> dict[str, tuple[str, str]]:
 
 def test_readme_lists_every_variable_with_its_unit_and_meaning() -> None:
     rows = _readme_variable_rows()
-    expected = {v.name: v.unit for v in RUN_VARIABLES} | {f"<name>{v.suffix}": v.unit for v in EVAL_VARIABLES}
+    expected = {v.name: v.unit for v in BUILTIN_RUN_VARIABLES}
+    expected |= {f"<name>{v.suffix}": v.unit for v in EVAL_VARIABLES}
     missing = sorted(set(expected) - set(rows))
     assert not missing, f"variables missing from the README's Scores table: {missing}"
     for name, unit in expected.items():

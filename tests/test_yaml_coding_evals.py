@@ -12,7 +12,6 @@ import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, run_of, write
 from test_workspace_evals import NOP, ORACLE, make_config_dir
 
-from pytest_vibeeval.checks import CheckRegistry
 from pytest_vibeeval.errors import InputError
 from pytest_vibeeval.runner_config import resolve_suite_coding
 from pytest_vibeeval.suite import load_suite
@@ -149,7 +148,7 @@ def test_the_registry_beside_the_suite_is_used_without_commands(pytester: pytest
 def _problems(root: Path, evals: str, top: str = "") -> str:
     path = make_suite(root, evals, top)
     try:
-        suite = load_suite(path, CheckRegistry())
+        suite = load_suite(path)
         resolve_suite_coding(suite, root, {})
     except InputError as exc:
         return exc.render(root)

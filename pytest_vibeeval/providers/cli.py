@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..assess import TRANSCRIPT_ENV, transcript_path
@@ -12,7 +13,7 @@ from ..results import StepRecord
 from ..templates import MissingValue, Renderer
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
 from .output import OutputError
-from .parsers import parse_agent_output
+from .parsers import Parser, parse_agent_output
 
 CONFIG_DIR = "${CONFIG_DIR}"
 
@@ -28,9 +29,11 @@ class CliProvider:
         renderer: Renderer,
         config_dir: Path,
         max_processes: int = 0,
+        parsers: Mapping[str, Parser] | None = None,
     ) -> None:
         assert config.cli
         self.max_processes = max_processes  # at most this many processes at once (0: no limit)
+        self.parsers = parsers  # the session's output parsers (None: the built-ins)
         self.config_id = config_id
         self.config = config
         self.renderer = renderer
@@ -146,7 +149,7 @@ class CliProvider:
                 [step],
             )
         try:
-            parsed = parse_agent_output(result.stdout_path, self.config.output)
+            parsed = parse_agent_output(result.stdout_path, self.config.output, self.parsers)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
         return ProviderResponse(

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..models import OutputSpec
+from ..registry import Registry
 from ..results import ToolCallRecord
 from .base import as_measure
 from .output import OutputError, ParsedOutput, parse_output
 
 Parser = Callable[[Path], ParsedOutput]
-PARSERS: dict[str, Parser] = {}
 
 ERROR_CHARS = 500
 
@@ -30,25 +31,32 @@ class Malformed(ValueError):
     """The output does not have the shape the parser expects; the message says where and why."""
 
 
-def register_parser(name: str, parser: Parser) -> None:
-    """Make ``output.parser: name`` read stdout with ``parser`` (e.g. from a plugin at import)."""
-    if name in PARSERS:
-        raise ValueError(f"an output parser named {name!r} is already registered")
-    PARSERS[name] = parser
+class ParserRegistry(Registry[Parser]):
+    """Output parsers by name: what ``output.parser: NAME`` reads an agent's stdout with (see
+    :func:`builtin_parsers`; plugins add theirs with ``pytest_vibeeval_register_parsers``)."""
+
+    kind = "output parser"
+
+    def register(self, name: str, parser: Parser) -> None:
+        """Make ``output.parser: name`` read stdout with ``parser(path) -> ParsedOutput``."""
+        self._add(name, parser)
 
 
-def parse_with(name: str, path: Path) -> ParsedOutput:
+def parse_with(name: str, path: Path, parsers: Mapping[str, Parser] | None = None) -> ParsedOutput:
     """Run the parser ``name`` on the output at ``path``; :class:`OutputError` names the parser."""
     try:
-        return PARSERS[name](path)
+        return (BUILTIN_PARSERS if parsers is None else parsers)[name](path)
     except Malformed as exc:
         raise OutputError(f"output.parser {name!r}: {exc}") from None
 
 
-def parse_agent_output(path: Path, spec: OutputSpec) -> ParsedOutput:
+def parse_agent_output(
+    path: Path, spec: OutputSpec, parsers: Mapping[str, Parser] | None = None
+) -> ParsedOutput:
     """An agent's stdout at ``path`` read as its configuration's ``output`` says: with the named
-    parser, else as text, JSON or JSON lines; raises :class:`OutputError`."""
-    return parse_with(spec.parser, path) if spec.parser else parse_output(path, spec)
+    parser (from ``parsers``, the built-ins by default), else as text, JSON or JSON lines; raises
+    :class:`OutputError`."""
+    return parse_with(spec.parser, path, parsers) if spec.parser else parse_output(path, spec)
 
 
 # --- shared helpers -------------------------------------------------------------------------
@@ -487,8 +495,20 @@ def parse_aider(path: Path) -> ParsedOutput:
     )
 
 
-register_parser("claude-code", parse_claude_code)
-register_parser("codex", parse_codex)
-register_parser("gemini", parse_gemini)
-register_parser("llxprt", parse_gemini)  # a fork of Gemini CLI, with its output formats
-register_parser("aider", parse_aider)
+BUILTIN_PARSERS: Mapping[str, Parser] = MappingProxyType(
+    {
+        "claude-code": parse_claude_code,
+        "codex": parse_codex,
+        "gemini": parse_gemini,
+        "llxprt": parse_gemini,  # a fork of Gemini CLI, with its output formats
+        "aider": parse_aider,
+    }
+)
+
+
+def builtin_parsers() -> ParserRegistry:
+    """A registry holding the built-in parsers only."""
+    parsers = ParserRegistry()
+    for name, parser in BUILTIN_PARSERS.items():
+        parsers.register(name, parser)
+    return parsers

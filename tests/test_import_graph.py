@@ -1,0 +1,103 @@
+"""The package's modules import each other without a circle, and the modules of logic stay free of
+pytest: a cycle makes the import order matter, and pytest in plain modules keeps them out of reach
+of unit tests and other runners."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
+# The modules that are pytest's side of the plugin: hooks, collectors, items, fixtures, outputs
+# written through pytest's objects.
+PYTEST_SIDE = {
+    "builtins", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks", "items",
+    "junit", "live", "plugin", "pytest_private", "settings",
+}  # fmt: skip
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, modules: set[str]) -> set[str]:
+    """The package modules ``path`` imports, at any depth of its code, except under TYPE_CHECKING."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(sub) for sub in ast.walk(node))
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                found.add(full if full in modules else target)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return (found & modules) - {name}
+
+
+def graph() -> dict[str, set[str]]:
+    files = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    return {name: imports(path, set(files)) for name, path in files.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in edges[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in edges:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(graph()) == []
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_only_the_pytest_side_imports_pytest() -> None:
+    importing = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+        }
+        names |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        if {"pytest", "_pytest"} & {name.split(".")[0] for name in names}:
+            importing.add(module_name(path).removeprefix("pytest_vibeeval."))
+    assert importing <= PYTEST_SIDE, sorted(importing - PYTEST_SIDE)

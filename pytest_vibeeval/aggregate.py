@@ -149,6 +149,7 @@ class Aggregator:
             score_preset=info.score_preset,
             input_digest=info.input_digest,
             score_breakdown=shown,
+            score_names=formula_names(info, values, ext.formula_presets),
             gate=gate_record(score, score_error, info.score_min, info.score_max),
             metrics=metrics,
             variables=values,
@@ -224,6 +225,15 @@ def _parse(info: RunInfo, values: dict[str, float | None], presets: Mapping[str,
     if info.score_canonical is not None:
         return parse_formula(info.score_canonical, None, presets=presets)
     return parse_formula(info.score_formula, set(values), allow_unknown=True, presets=presets)
+
+
+def formula_names(info: RunInfo, values: dict[str, float | None], presets: Mapping[str, str]) -> list[str]:
+    """The variables the run's formula reads, as collection read it; empty when it cannot be read
+    (its score then is null with the reason). The outputs take these instead of reading it again."""
+    try:
+        return sorted(_parse(info, values, presets).names)
+    except FormulaError:
+        return []
 
 
 def _breakdown(formula: Formula, values: dict[str, float | None]) -> str | None:

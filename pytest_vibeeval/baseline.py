@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from .format import run_title, score
 from .results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
 from .resultsfile import DEFAULT_DIR
 
@@ -136,7 +137,7 @@ def _flips(run: RunRecord, base: RunRecord) -> tuple[list[str], list[str]]:
     return pass_to_fail, fail_to_pass
 
 
-def _no_score(run: RunRecord) -> str:
+def _noscore(run: RunRecord) -> str:
     return run.score_error or "no score"
 
 
@@ -171,7 +172,7 @@ def compare_run(run: RunRecord, base: RunRecord | None, baseline_path: str) -> B
     accepted: bool | None = None
     if run.score is None or base.score is None:
         pairs = (("this run", run), ("the baseline", base))
-        reason = "; ".join(f"{who} has no score ({_no_score(r)})" for who, r in pairs if r.score is None)
+        reason = "; ".join(f"{who} has no score ({_noscore(r)})" for who, r in pairs if r.score is None)
     elif not math.isfinite(run.score - base.score):
         reason = f"the delta is not a number ({run.score} - {base.score})"
     else:
@@ -195,15 +196,10 @@ def run_key(run: RunRecord) -> tuple[str, str]:
     return run.source, run.configuration
 
 
-def run_title(run: RunRecord) -> str:
-    """``suite [configuration]``."""
-    return f"{run.suite} [{run.configuration}]"
-
-
 @dataclass
 class Comparison:
     """A results file against a baseline: each new run with its BaselineRecord, and the baseline's runs
-    that the new file lacks (as ``suite [configuration]``)."""
+    that the new file lacks (as ``suite × configuration``)."""
 
     baseline: str
     pairs: list[tuple[RunRecord, BaselineRecord]] = field(default_factory=list)
@@ -229,16 +225,12 @@ def compare_results(new: ResultsFile, base: ResultsFile, baseline_path: str) -> 
 # --- showing -----------------------------------------------------------------------------------------
 
 
-def _score(value: float | None) -> str:
-    return "none" if value is None else f"{value:.2f}"
-
-
 def run_line(run: RunRecord, record: BaselineRecord) -> str:
-    """``suite [config]: 82.10 → 78.00 (Δ -4.10) regression — pass→fail: a, b; fail→pass: c``."""
+    """``suite × config: 82.10 → 78.00 (Δ -4.10) regression — pass→fail: a, b; fail→pass: c``."""
     head = f"{run_title(run)}: "
     if record.label == "new":
-        return head + f"{_score(run.score)} new (not in the baseline)"
-    text = f"{head}{_score(record.score)} → {_score(run.score)} "
+        return head + f"{score(run.score)} new (not in the baseline)"
+    text = f"{head}{score(record.score)} → {score(run.score)} "
     if record.delta is None:
         text += f"incomparable: {record.reason}"
     else:

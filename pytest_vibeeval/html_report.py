@@ -8,7 +8,6 @@ results is HTML-escaped, and long texts are cut, so a megabyte response does not
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from .format import MISSING, money, number, score, seconds
 from .formula import show_formula
 from .process import read_tail
 from .results import EvalRecord, ResultsFile, RunRecord, StepRecord
@@ -180,37 +180,16 @@ def _first_line(text: str | None, limit: int = 160) -> str:
 # -- numbers ---------------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> float | None:
-    """A finite number from a metric, or None (missing, null, not a number, inf/nan)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _fmt(value: float | None, digits: int = 2) -> str:
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    if abs(value) >= 1e9:
-        return f"{value:.3e}"
-    return f"{value:,.{digits}f}"
-
-
-def _money(value: Any) -> str:
-    number = _number(value)
-    return "n/a" if number is None else f"${number:,.4f}"
-
-
-def _seconds(value: Any) -> str:
-    number = _number(value)
-    if number is None:
-        return "n/a"
-    return f"{number * 1000:.1f}ms" if abs(number) < 0.1 else f"{number:,.2f}s"
+    found = number(value)
+    if found is None:
+        return MISSING
+    return f"{found:.3e}" if abs(found) >= 1e9 else f"{found:,.{digits}f}"
 
 
 def _count(value: Any) -> str:
-    number = _number(value)
-    return "?" if number is None else f"{number:.0f}"
+    found = number(value)
+    return "?" if found is None else f"{found:.0f}"
 
 
 # -- page parts ------------------------------------------------------------------------------------
@@ -306,15 +285,15 @@ def _config_cell(run: RunRecord) -> str:
 
 
 def _score_text(run: RunRecord) -> str:
-    text = _fmt(run.score)
+    text = score(run.score)
     return f"{text} ({run.grade})" if run.grade and run.score is not None else text
 
 
 def _metric_cells(run: RunRecord) -> list[str]:
     m = run.metrics
     why = f' title="{_h(run.score_error)}"' if run.score_error else ""
-    success = _number(m.get("success_pct"))
-    skipped = _number(m.get("skipped"))
+    success = number(m.get("success_pct"))
+    skipped = number(m.get("skipped"))
     passed = f"{_count(m.get('passed'))}/{_count(m.get('total'))}"
     if skipped:
         passed += f" ({skipped:.0f} skipped)"
@@ -322,8 +301,8 @@ def _metric_cells(run: RunRecord) -> list[str]:
         f'<td class="num score"{why}>{_h(_score_text(run))}</td>',
         f'<td class="num">{"n/a" if success is None else f"{success:.1f}%"}</td>',
         f'<td class="num">{_h(passed)}</td>',
-        f'<td class="num">{_h(_money(m.get("total_cost")))}</td>',
-        f'<td class="num">{_h(_seconds(m.get("avg_latency")))}</td>',
+        f'<td class="num">{_h(money(m.get("total_cost")))}</td>',
+        f'<td class="num">{_h(seconds(m.get("avg_latency")))}</td>',
     ]
 
 
@@ -349,7 +328,7 @@ def _baseline_cell(run: RunRecord) -> str:
             title += f"; {label}: {', '.join(names[:20])}" + (" …" if len(names) > 20 else "")
     return (
         f'<td class="{css.get(base.label, "muted")}" title="{_h(title)}">'
-        f'{_h(base.label.replace("_", " "))}{_h(delta)} <span class="muted">(was {_h(_fmt(base.score))})'
+        f'{_h(base.label.replace("_", " "))}{_h(delta)} <span class="muted">(was {_h(score(base.score))})'
         "</span></td>"
     )
 
@@ -363,19 +342,19 @@ def _gate_cell(run: RunRecord) -> str:
 
 def _chart(runs: Sequence[RunRecord]) -> list[str]:
     """Horizontal bars: the scale is 0–100, or the largest |score| above that; negatives go left."""
-    scores = [s for s in (_number(run.score) for run in runs) if s is not None]
+    scores = [s for s in (number(run.score) for run in runs) if s is not None]
     scale = max([100.0, *(abs(s) for s in scores)])
     signed = any(s < 0 for s in scores)
     lines = ['<div class="chart" role="img" aria-label="scores by configuration">']
     for run in runs:
-        score = _number(run.score)
+        value = number(run.score)
         track = ""
         if signed:
             track += '<div class="zero" style="left:50%"></div>'
-        if score is not None:
-            width = abs(score) / scale * (50 if signed else 100)
-            left = (50 - width if score < 0 else 50) if signed else 0
-            kind = "neg" if score < 0 else "pos"
+        if value is not None:
+            width = abs(value) / scale * (50 if signed else 100)
+            left = (50 - width if value < 0 else 50) if signed else 0
+            kind = "neg" if value < 0 else "pos"
             track += f'<div class="bar {kind}" style="left:{left:.2f}%;width:{width:.2f}%"></div>'
         lines.append(
             f'<span class="mono">{_h(run.configuration)}</span><div class="track">{track}</div>'

@@ -16,10 +16,9 @@ from collections.abc import Collection, Iterator
 
 import pytest
 
-from .formula import FormulaError, parse_formula
+from .format import NULL_SCORE, run_title
 from .pytest_private import junit_writer
 from .results import EvalRecord, RunRecord
-from .summary import run_title
 from .variables import eval_variable_names, run_variable_names
 
 GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
@@ -35,13 +34,7 @@ def score_variables(
     mean over the eval's repeats. Empty when the formula uses none of them."""
     if not record.named:
         return {}
-    try:
-        if run.score_canonical is not None:
-            used = parse_formula(run.score_canonical, None).names
-        else:
-            used = parse_formula(run.score_formula, set(run.variables), allow_unknown=True).names
-    except FormulaError:
-        return {}
+    used = set(run.score_names)
     # an eval named like a run-wide variable does not own it
     run_wide = set(run_variable_names() if run_names is None else run_names)
     own = [name for name in eval_variable_names(record.name) if name in used and name not in run_wide]
@@ -68,9 +61,9 @@ def run_suite_properties(run: RunRecord) -> Iterator[tuple[str, object]]:
     """One run's properties, ``vibe.<suite file>[<configuration>].<name>`` (the file: suite names
     need not be unique): score, success rate, formula and, with a score gate, the gate."""
     prefix = f"vibe.{run.source}[{run.configuration}]"
-    yield f"{prefix}.score", "null" if run.score is None else run.score
+    yield f"{prefix}.score", NULL_SCORE if run.score is None else run.score
     success = run.metrics["success_pct"]
-    yield f"{prefix}.success_pct", "null" if success is None else success
+    yield f"{prefix}.success_pct", NULL_SCORE if success is None else success
     yield f"{prefix}.score_formula", run.score_formula
     if run.gate is not None:
         yield f"{prefix}.gate", "passed" if run.gate.passed else "failed"

@@ -280,6 +280,10 @@ class RunRecord(Record):
         default=None, description="the formula as read: hyphenated names in [brackets], a preset expanded"
     )
     score_preset: str | None = Field(default=None, description="the preset's name when the formula is one")
+    score_names: list[str] = Field(
+        default_factory=list,
+        description="the variables the score formula reads, sorted (empty when it could not be read)",
+    )
     input_digest: str | None = Field(
         default=None,
         description="sha256 of the suite file(s) and the configuration's settings: --vibe-resume reuses "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .format import MISSING, money, run_title, score, seconds
 from .formula import show_formula
 from .results import EvalRecord, RunRecord
 from .rubric import grade
@@ -12,23 +13,9 @@ from .rubric import grade
 BUDGET_SKIP = "not started: --vibe-max-cost"
 
 
-def _money(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:.4f}"
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value * 1000:.1f}ms" if value < 0.1 else f"{value:.2f}s"
-
-
-def _score(run: RunRecord) -> str:
-    return "null" if run.score is None else f"{run.score:.2f}"
-
-
 def _graded(run: RunRecord) -> str:
     """The score with its rubric grade beside it, where it has one."""
-    return _score(run) + (f" ({run.grade})" if run.grade else "")
+    return score(run.score) + (f" ({run.grade})" if run.grade else "")
 
 
 def _signed(value: float) -> str:
@@ -39,11 +26,6 @@ def formula_shown(run: RunRecord) -> str:
     return show_formula(run.score_formula, run.score_canonical, run.score_preset)
 
 
-def run_title(run: RunRecord) -> str:
-    """``quiz × claude``: the suite and the configuration of a run."""
-    return f"{run.suite} × {run.configuration}"
-
-
 def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
     """One run's lines; ``breakdown`` adds the formula with the run's values substituted."""
     m = run.metrics
@@ -52,7 +34,7 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
     lines.append(f"Score: {_graded(run)} (formula: {formula_shown(run)})")
     lines.extend(_repeat_lines(run))
     if breakdown and run.score_breakdown is not None:
-        lines.append(f"  {run.score_breakdown} = {_score(run)}")
+        lines.append(f"  {run.score_breakdown} = {score(run.score)}")
     if run.score_error:
         lines.append(f"  score error: {run.score_error}")
     if run.gate is not None:
@@ -63,12 +45,12 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
     else:
         extra = f", {m['skipped']} skipped" if m["skipped"] else ""
         lines.append(f"Success Rate: {m['success_pct']:.1f}% ({m['passed']:.0f}/{m['total']:.0f}{extra})")
-    lines.append(f"Total Cost: {_money(m['total_cost'])}{_cost_gap(run)}")
+    lines.append(f"Total Cost: {money(m['total_cost'])}{_cost_gap(run)}")
     if m.get("total_judge_cost") is not None:
-        lines.append(f"Judge Cost: {_money(m['total_judge_cost'])} (llm_judge; not in Total Cost)")
+        lines.append(f"Judge Cost: {money(m['total_judge_cost'])} (llm_judge; not in Total Cost)")
     lines.append(
-        f"Latency: avg {_seconds(m['avg_latency'])} · min {_seconds(m['min_latency'])}"
-        f" · max {_seconds(m['max_latency'])}"
+        f"Latency: avg {seconds(m['avg_latency'])} · min {seconds(m['min_latency'])}"
+        f" · max {seconds(m['max_latency'])}"
     )
     subtasks = _subtasks_line(run)
     if subtasks:
@@ -97,8 +79,8 @@ def _repeat_lines(run: RunRecord) -> list[str]:
     min_pass_rate let pass."""
     lines = []
     if run.repeats > 1:
-        shown = ", ".join("null" if s is None else f"{s:.2f}" for s in run.repeat_scores)
-        mean = "n/a" if run.score_mean is None else f"{run.score_mean:.2f}"
+        shown = ", ".join(score(s) for s in run.repeat_scores)
+        mean = MISSING if run.score_mean is None else f"{run.score_mean:.2f}"
         interval = f" (95% CI {run.score_ci95[0]:.2f} to {run.score_ci95[1]:.2f})" if run.score_ci95 else ""
         lines.append(
             f"Repeats: {run.repeats} (score: trimmed, recency-weighted; mean {mean}{interval}); "
@@ -140,9 +122,9 @@ def baseline_line(run: RunRecord) -> str:
     """``Baseline: 82.10 → 78.00 (Δ -4.10) regression; pass→fail: a, b``."""
     base = run.baseline
     assert base is not None
-    before = "null" if base.score is None else f"{base.score:.2f}"
+    before = score(base.score)
     delta = "" if base.delta is None else f" (Δ {_signed(base.delta)})"
-    line = f"Baseline: {before} → {_score(run)}{delta} {base.label}"
+    line = f"Baseline: {before} → {score(run.score)}{delta} {base.label}"
     if base.accepted is not None and base.label == "exploration":
         line += " (kept)" if base.accepted else " (not kept)"
     if base.label in ("incomparable", "new"):
@@ -160,7 +142,7 @@ def _subtasks_line(run: RunRecord) -> str | None:
         return None
     passed = sum(r.subtasks_passed or 0 for r in reported)
     total = sum(r.subtasks_total or 0 for r in reported)
-    pct = f"{100 * passed / total:.1f}%" if total else "n/a"
+    pct = f"{100 * passed / total:.1f}%" if total else MISSING
     return f"Subtasks: {pct} ({passed}/{total} from {len(reported)} of {len(run.evals)} evals)"
 
 
@@ -194,10 +176,10 @@ def comparison_table(runs: Sequence[RunRecord]) -> list[str]:
         (
             run.configuration,
             _graded(run),
-            "n/a" if run.metrics["success_pct"] is None else f"{run.metrics['success_pct']:.1f}%",
+            MISSING if run.metrics["success_pct"] is None else f"{run.metrics['success_pct']:.1f}%",
             f"{run.metrics['passed']:.0f}/{run.metrics['total']:.0f}",
-            _money(run.metrics["total_cost"]),
-            _seconds(run.metrics["avg_latency"]),
+            money(run.metrics["total_cost"]),
+            seconds(run.metrics["avg_latency"]),
         )
         for run in runs
     ]

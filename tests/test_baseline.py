@@ -159,7 +159,7 @@ def test_compare_results_labels(files: tuple[Path, Path]) -> None:
         assert record.baseline == str(base)
     assert records["plus5", "cfg"].delta == 5.0
     assert records["minus29", "cfg"].delta == -2.9
-    assert comparison.missing == ["gone [cfg]"]
+    assert comparison.missing == ["gone × cfg"]
     assert [run.suite for run in comparison.regressions] == ["minus3", "minus10"]
 
 
@@ -219,19 +219,19 @@ def test_comparison_lines(files: tuple[Path, Path]) -> None:
     base, new = files
     lines = comparison_lines(compare_results(load_baseline(new), load_baseline(base), str(base)))
     assert lines[0] == f"baseline: {base}"
-    assert "plus6 [cfg]: 80.00 → 86.00 (Δ +6.00) significant_improvement, accepted" in lines
-    assert "minus10 [cfg]: 80.00 → 70.00 (Δ -10.00) regression, not accepted" in lines
+    assert "plus6 × cfg: 80.00 → 86.00 (Δ +6.00) significant_improvement, accepted" in lines
+    assert "minus10 × cfg: 80.00 → 70.00 (Δ -10.00) regression, not accepted" in lines
     assert (
-        "flips [cfg]: 80.00 → 79.00 (Δ -1.00) exploration, not accepted — pass→fail: a, b; fail→pass: c"
+        "flips × cfg: 80.00 → 79.00 (Δ -1.00) exploration, not accepted — pass→fail: a, b; fail→pass: c"
         in lines
     )
-    assert "fresh [cfg]: 90.00 new (not in the baseline)" in lines
+    assert "fresh × cfg: 90.00 new (not in the baseline)" in lines
     assert (
-        "noscore [cfg]: 70.00 → none incomparable: this run has no score "
+        "noscore × cfg: 70.00 → null incomparable: this run has no score "
         "(division by zero in success_pct / total)" in lines
     )
-    assert "gone [cfg]: missing from these results" in lines
-    assert lines[-1] == "2 regression(s): minus3 [cfg], minus10 [cfg]"
+    assert "gone × cfg: missing from these results" in lines
+    assert lines[-1] == "2 regression(s): minus3 × cfg, minus10 × cfg"
 
 
 def test_comparison_lines_without_regression() -> None:
@@ -239,7 +239,7 @@ def test_comparison_lines_without_regression() -> None:
     lines = comparison_lines(compare_results(same, same, "b.json"))
     assert lines == [
         "baseline: b.json",
-        "s [cfg]: 80.00 → 80.00 (Δ +0.00) exploration, accepted",
+        "s × cfg: 80.00 → 80.00 (Δ +0.00) exploration, accepted",
         "no regression",
     ]
 
@@ -309,7 +309,7 @@ def test_cli_compare_exit_codes(files: tuple[Path, Path], tmp_path: Path) -> Non
     assert shown.stdout.splitlines() == comparison_lines(
         compare_results(load_baseline(new), load_baseline(base), str(base))
     )
-    assert "minus3 [cfg]: 80.00 → 77.00 (Δ -3.00) regression, not accepted" in shown.stdout
+    assert "minus3 × cfg: 80.00 → 77.00 (Δ -3.00) regression, not accepted" in shown.stdout
     failing = cli(base, new, "--fail-on-regression", cwd=tmp_path)
     assert failing.returncode == 1
     assert failing.stdout == shown.stdout

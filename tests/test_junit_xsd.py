@@ -21,8 +21,11 @@ import pytest
 import xmlschema
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, run_of, write
 
+from pytest_vibeeval.aggregate import formula_names
+from pytest_vibeeval.formula import BUILTIN_PRESETS
 from pytest_vibeeval.junit import score_variables
 from pytest_vibeeval.results import EvalRecord, RunRecord
+from pytest_vibeeval.transport import RunInfo
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).with_name("junit-10.xsd")))
 FAMILIES = pytest.mark.parametrize("family", ["xunit2", "xunit1"])
@@ -278,6 +281,18 @@ def test_the_schema_refuses_test_case_properties() -> None:
 
 
 def _run(formula: str, canonical: str | None, variables: dict[str, float | None]) -> RunRecord:
+    """A run as the aggregator leaves it: with the names its formula reads (JUnit reads no formula)."""
+    info = RunInfo(
+        suite="s",
+        source="s.eval.yaml",
+        configuration="c",
+        configuration_name=None,
+        score_formula=formula,
+        eval_id="a",
+        named=True,
+        suite_evals=1,
+        score_canonical=canonical,
+    )
     return RunRecord(
         suite="s",
         source="s.eval.yaml",
@@ -286,6 +301,7 @@ def _run(formula: str, canonical: str | None, variables: dict[str, float | None]
         score_formula=formula,
         score_error=None,
         score_canonical=canonical,
+        score_names=formula_names(info, variables, BUILTIN_PRESETS),
         metrics={"success_pct": None},
         variables=variables,
         evals=[],

@@ -1,0 +1,145 @@
+"""A vibecheck-style YAML suite: its evals (prompt evals and coding-agent evals) and its top level.
+
+Checks are kept raw here and parsed by :mod:`pytest_vibeeval.suite` against the check registry,
+so plugins can add check types."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    Field,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from .common import (
+    CodingFields,
+    CommandDefinition,
+    ConfigId,
+    EvalName,
+    Metadata,
+    NonEmptyStr,
+    ScoreSpec,
+    StepName,
+    StrictModel,
+    Tag,
+)
+from .configuration import (
+    Configuration,
+)
+
+
+class EvalSpec(CodingFields):
+    """One eval of a YAML suite: a prompt with checks, or (with ``workspace`` and ``grading``) a
+    coding-agent eval whose build and grade steps decide it."""
+
+    name: EvalName | None = Field(
+        default=None,
+        description="the eval's id and formula variable: letters, digits, - and _, unique in the suite; "
+        "default: an id made from the prompt",
+    )
+    prompt: NonEmptyStr = Field(
+        description="the prompt (templates filled in); in a coding-agent eval, the problem prompt that "
+        "starts prompt.md"
+    )
+    checks: Any = Field(
+        default=None, description="a list of checks (all must pass) or {or: [...]} (any may pass)"
+    )
+    workspace: NonEmptyStr | None = Field(default=None, description="the template folder the agent works in")
+    grading: NonEmptyStr | None = Field(default=None, description="the hidden tests' folder")
+    tags: list[Tag] = Field(
+        default_factory=list, description="pytest markers for this eval, besides metadata.tags"
+    )
+    xfail: NonEmptyStr | None = Field(
+        default=None, description="expected to fail, with the reason: reported as xfailed, strict"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_conditionals(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "conditionals" in data:
+            raise PydanticCustomError(
+                "legacy_format",
+                "`conditionals:` is the legacy format and is no longer supported; rename it to "
+                '`checks:` and write each condition as a single-key check, e.g. `- match: "*4*"`',
+                {},
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _prompt_or_coding(self) -> EvalSpec:
+        coding = self.workspace is not None or self.grading is not None
+        if coding and (self.workspace is None or self.grading is None):
+            missing = "grading" if self.grading is None else "workspace"
+            raise PydanticCustomError(
+                "coding_eval",
+                "a coding-agent eval needs both `workspace` and `grading`; `{missing}` is missing",
+                {"missing": missing},
+            )
+        if not coding:
+            used = [
+                key
+                for key in ("build_steps", "grade_steps", "vybes", "requires")
+                if key in self.model_fields_set
+            ]
+            if used:
+                raise PydanticCustomError(
+                    "coding_keys",
+                    "{keys} belong to coding-agent evals, which also set `workspace` and `grading`",
+                    {"keys": ", ".join(f"`{key}`" for key in used)},
+                )
+            if (
+                self.checks is None and "checks" not in self.model_fields_set
+            ):  # `checks:` empty: see parse_checks
+                raise PydanticCustomError(
+                    "missing_checks",
+                    "missing required key 'checks' "
+                    "(a coding-agent eval sets `workspace` and `grading` instead)",
+                    {},
+                )
+        elif self.checks is not None:
+            raise PydanticCustomError(
+                "coding_checks",
+                "a coding-agent eval is decided by its build and grade steps; remove `checks`",
+                {},
+            )
+        return self
+
+    @property
+    def is_coding(self) -> bool:
+        return self.workspace is not None
+
+
+class SuiteFile(StrictModel):
+    metadata: Metadata = Field(
+        description="the suite's name and model, and what every eval shares (system_prompt, tags, …)"
+    )
+    evals: Annotated[list[EvalSpec], Field(min_length=1)] = Field(
+        description="at least one eval: a prompt with checks, or a coding-agent eval (workspace, grading)"
+    )
+    commands: dict[StepName, CommandDefinition] | None = Field(
+        default=None,
+        description="the steps of coding-agent evals (default: the nearest command-registry.json)",
+    )
+    instructions: NonEmptyStr | None = Field(
+        default=None, description="a file appended to every coding-agent eval's prompt.md"
+    )
+    judge: ConfigId | None = Field(
+        default=None,
+        description="the configuration that answers llm_judge checks "
+        "(default: metadata.model through OpenRouter)",
+    )
+    score: ScoreSpec | None = Field(
+        default=None, description="the score formula (default success_pct) and an optional gate"
+    )
+    configurations: dict[ConfigId, Configuration] | None = Field(
+        default=None,
+        description="how prompts are answered, by configuration id; default: the nearest cli-config.json, "
+        "else OpenRouter with metadata.model",
+    )
+    default_configurations: list[ConfigId] | None = Field(
+        default=None,
+        description="the configuration ids run without --vibe-config, the suite's own or a "
+        "cli-config.json's; default: that file's defaultConfigurations, else all",
+    )

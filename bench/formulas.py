@@ -13,7 +13,7 @@ from typing import Any
 
 from simpleeval import SimpleEval, simple_eval
 
-from pytest_vibeeval.formula import Formula, evaluate, parse_formula
+from pytest_vibeeval.scoring.formula import Formula, evaluate, parse_formula
 
 from .common import Row
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_vibeeval import copying
+from pytest_vibeeval.workspace import copying
 
 from .common import Row
 

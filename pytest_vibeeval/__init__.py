@@ -3,13 +3,13 @@
 What a plugin needs to extend it (see the README's "Extending" and :mod:`.hookspecs`)."""
 
 from .checks import CheckRegistry, CheckType, Response, Verdict
-from .formula import FormulaPresets
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
 from .providers.factory import ProviderSpec
 from .providers.output import ParsedOutput
 from .providers.parsers import ParserRegistry
 from .results import EvalRecord, ResultsFile, RunRecord, ToolCallRecord
-from .variables import RunVariable, RunVariables
+from .scoring.formula import FormulaPresets
+from .scoring.variables import RunVariable, RunVariables
 
 __version__ = "0.1.0"
 

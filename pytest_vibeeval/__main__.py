@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .baseline import BaselineError, compare_results, comparison_lines, load_baseline, resolve_baseline
 from .editor_schemas import EDITOR_SCHEMAS, render_schema
+from .report.baseline import BaselineError, compare_results, comparison_lines, load_baseline, resolve_baseline
 from .results import ResultsFile
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"

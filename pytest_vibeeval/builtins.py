@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from .baseline import append_history
 from .checks import BUILTIN_CHECKS, CheckRegistry
-from .formula import BUILTIN_PRESETS, FormulaPresets
-from .html_report import write_html
 from .items import get_state, rootdir_relative
 from .providers.base import Provider
 from .providers.factory import ProviderSpec, make_provider
 from .providers.parsers import BUILTIN_PARSERS, ParserRegistry
+from .report.baseline import append_history
+from .report.html import write_html
 from .results import ResultsFile
-from .variables import BUILTIN_RUN_VARIABLES, RunVariables
+from .scoring.formula import BUILTIN_PRESETS, FormulaPresets
+from .scoring.variables import BUILTIN_RUN_VARIABLES, RunVariables
 
 
 @pytest.hookimpl(tryfirst=True)

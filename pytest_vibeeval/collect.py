@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from .configurations import CLI_CONFIG_NAME, configurations_for, select
 from .errors import InputError
 from .execute import run_prompt_item, run_workspace_item
 from .items import EvalItem, get_state, loadgroup_name, rootdir_relative
+from .loading.configurations import CLI_CONFIG_NAME, configurations_for, select
+from .loading.runner_config import REGISTRY_NAME, load_config_dir
+from .loading.suite import check_formula, load_suite, suite_formula
 from .models import ScoreSpec
 from .plan import EvalPlan, PromptWork, check_cli_configurations, runner_plans, suite_plans
 from .providers.python_callable import module_name_clash
 from .pytest_private import shared_fixtureinfo
-from .runner_config import REGISTRY_NAME, load_config_dir
-from .suite import check_formula, load_suite, suite_formula
 
 
 def make_items(collector: pytest.File, plans: Sequence[EvalPlan]) -> Iterator[EvalItem]:

@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from .baseline import BaselineError, compare_results, load_baseline, resolve_baseline
 from .execute import session_sandbox
-from .format import run_title
 from .itemhooks import SOURCE_SUFFIXES, USAGE_ERROR_OUTPUT
 from .items import get_state, rootdir_relative
-from .junit import add_gate_cases, add_suite_properties
 from .live import start_live_status, stop_live_status
+from .report.baseline import BaselineError, compare_results, load_baseline, resolve_baseline
+from .report.format import run_title
+from .report.junit import add_gate_cases, add_suite_properties
+from .report.resultsfile import build_results, write_results
+from .report.summary import budget_lines, summary_lines, workspace_lines
 from .results import EvalRecord, ResultsFile, RunRecord
-from .resultsfile import build_results, write_results
 from .resume import load_resume
-from .summary import budget_lines, summary_lines, workspace_lines
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text
 
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput

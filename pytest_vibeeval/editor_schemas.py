@@ -25,6 +25,7 @@ from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
 from .checks import CheckRegistry
+from .loading.runner_config import REGISTRY, EvalConfigFile, _eval_id
 from .models import (
     CONFIG_ID_PATTERN,
     EVAL_NAME_PATTERN,
@@ -42,8 +43,7 @@ from .models import (
 )
 from .presets import AGENT_PRESETS, OTHER_KINDS
 from .providers.parsers import BUILTIN_PARSERS
-from .runner_config import REGISTRY, EvalConfigFile, _eval_id
-from .variables import EVAL_VARIABLES, run_variable_names
+from .scoring.variables import EVAL_VARIABLES, run_variable_names
 
 JsonSchema = dict[str, Any]
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

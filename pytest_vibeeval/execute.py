@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from .assess import assess
-from .copying import copy_template, remove_tree
 from .items import EvalItem, finish, get_state, start_or_skip
+from .loading.templates import MissingValue, Redactor
 from .models import Configuration
 from .plan import PromptWork
 from .providers import Provider, ProviderSpec
@@ -22,11 +21,12 @@ from .providers.cli import CliProvider
 from .providers.pool import PoolKey, Role
 from .recording import recorded
 from .runner import ItemVerdict, run_prompt_eval
-from .sandbox import Sandbox, choose_sandbox
+from .scoring.assess import assess
 from .state import VibeState
-from .templates import MissingValue, Redactor
-from .workspace import GRADING_DIR, LOGS_DIR, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
-from .workspace_agent import agent_command, with_agent_report
+from .workspace.agent import agent_command, with_agent_report
+from .workspace.copying import copy_template, remove_tree
+from .workspace.sandbox import Sandbox, choose_sandbox
+from .workspace.steps import GRADING_DIR, LOGS_DIR, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
 
 
 def _prompt_work(item: EvalItem) -> PromptWork:

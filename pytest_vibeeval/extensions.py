@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import BUILTIN_CHECKS, CheckRegistry
-from .formula import FormulaPresets, builtin_presets
 from .models import PARSERS_CONTEXT, RUN_VARIABLES_CONTEXT
 from .providers.parsers import ParserRegistry, builtin_parsers
-from .variables import RunVariables, builtin_run_variables
+from .scoring.formula import FormulaPresets, builtin_presets
+from .scoring.variables import RunVariables, builtin_run_variables
 
 
 @dataclass

@@ -10,9 +10,9 @@ import pytest
 
 from .execute import discard, eval_item, prepare_workspace, provider_for, registry_commands
 from .items import get_state
+from .loading.runner_config import ResolvedEval
 from .providers import Provider
-from .runner_config import ResolvedEval
-from .workspace import RegistryCommands
+from .workspace.steps import RegistryCommands
 
 
 @pytest.fixture
@@ -50,5 +50,5 @@ def vibe_workspace(request: pytest.FixtureRequest, vibe_workdir: Path) -> Genera
 @pytest.fixture
 def vibe_commands(request: pytest.FixtureRequest, vibe_workdir: Path) -> RegistryCommands:
     """Runs the coding-agent item's agent and registry steps by name and records them
-    (:class:`pytest_vibeeval.workspace.RegistryCommands`); override it to run them another way."""
+    (:class:`pytest_vibeeval.workspace.steps.RegistryCommands`); override it to run them another way."""
     return registry_commands(eval_item(request, "vibe_commands", coding=True), vibe_workdir)

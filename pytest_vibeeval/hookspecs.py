@@ -13,12 +13,12 @@ import pytest
 
 if TYPE_CHECKING:
     from .checks import CheckRegistry
-    from .formula import FormulaPresets
     from .providers.base import Provider
     from .providers.factory import ProviderSpec
     from .providers.parsers import ParserRegistry
     from .results import ResultsFile
-    from .variables import RunVariables
+    from .scoring.formula import FormulaPresets
+    from .scoring.variables import RunVariables
 
 
 @pytest.hookspec(historic=True)

@@ -9,13 +9,13 @@ from collections.abc import Generator
 
 import pytest
 
-from .configurations import unknown_selection
 from .items import EvalItem, get_state, phases_of
+from .loading.configurations import unknown_selection
+from .loading.runner_config import EVAL_CONFIG_NAME
 from .phases import unfinished_record
 from .progress import ProgressBoard, Running
-from .runner_config import EVAL_CONFIG_NAME
 from .transport import RESULT_PROPERTY, longrepr_text
-from .workspace import RegistryCommands
+from .workspace.steps import RegistryCommands
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 SOURCE_SUFFIXES = (".yaml", ".yml", EVAL_CONFIG_NAME)  # files whose load errors stop only themselves

@@ -10,13 +10,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .checks import AnyOf, CheckNode
-from .configurations import IMPLICIT_ID, ConfigurationSet
 from .errors import InputError, did_you_mean
-from .formula import Formula
+from .loading.configurations import IMPLICIT_ID, ConfigurationSet
+from .loading.runner_config import ResolvedEval, RunnerConfig, resolve_suite_coding
+from .loading.suite import EvalCase, Suite
 from .models import DEFAULT_TIMEOUT_MS, Configuration, ScoreSpec
 from .resume import files_digest, input_digest
-from .runner_config import ResolvedEval, RunnerConfig, resolve_suite_coding
-from .suite import EvalCase, Suite
+from .scoring.formula import Formula
 from .transport import RunInfo
 
 GroupOf = Callable[[Configuration | None, str], str | None]

@@ -20,16 +20,16 @@ from .budget import Budget
 from .collect import EvalConfigCollector, SuiteCollector
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .execute import session_sandbox
-from .formula import FormulaError
 from .itemhooks import CollectionHooks, ItemHooks
 from .items import STATE_KEY, get_state, rootdir_relative
-from .link_cycles import is_link_cycle
+from .loading.link_cycles import is_link_cycle
+from .loading.runner_config import EVAL_CONFIG_NAME
+from .loading.templates import Renderer, TemplateValues
 from .resume import ResumeIndex
-from .runner_config import EVAL_CONFIG_NAME
-from .sandbox import SandboxUnavailable
+from .scoring.formula import FormulaError
 from .settings import Settings, add_options
 from .state import VibeState
-from .templates import Renderer, TemplateValues
+from .workspace.sandbox import SandboxUnavailable
 
 pytest_plugins = ("pytest_vibeeval.fixtures",)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .cgroups import process_limit
+from .workspace.cgroups import process_limit
 
 __all__ = [
     "ArgumentsTooLong",
@@ -193,7 +193,7 @@ def run_command(
     subclass ArgumentsTooLong if the arguments exceed the system's limit.
 
     ``max_processes`` > 0 runs the command in a pids cgroup of its own where this machine allows
-    one (see :mod:`pytest_vibeeval.cgroups`): at most that many processes at once, and every one
+    one (see :mod:`pytest_vibeeval.workspace.cgroups`): at most that many processes at once, and every one
     left, even outside the process group, killed at the end.
     """
     args = tuple(argv)

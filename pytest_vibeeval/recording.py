@@ -20,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
 from .results import ToolCallRecord
-from .templates import Redactor
 
 FORMAT = 1
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .baseline import load_baseline
 from .models import Configuration
+from .report.baseline import load_baseline
 from .results import EvalRecord
 
 Key = tuple[str, str, str, str, int]  # source, input digest, configuration, eval, repeat

@@ -12,12 +12,12 @@ from pydantic import BaseModel
 
 from .checks import AnyOf, CheckNode, CheckResult, Response, run_checks
 from .judge import Judge, JudgeError
+from .loading.suite import EvalCase, Suite
+from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
 from .pricing import CostSource, cost_of, price_for
 from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
 from .results import CheckRecord, EvalRecord, Outcome, StepRecord
-from .suite import EvalCase, Suite
-from .templates import MissingValue, Redactor, Renderer
 
 # A longer answer is recorded as its head and tail: the record travels to the controller and into
 # the results file and reports, and the rubric reads it, none of which should hold 200 MB.

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from .configurations import parse_selection
-from .resultsfile import DEFAULT_HISTORY
-from .sandbox import SANDBOX_MODES, SandboxMode
-from .templates import parse_assignments
-from .workspace import DEFAULT_SUBTASK_GLOBS
+from .loading.configurations import parse_selection
+from .loading.templates import parse_assignments
+from .report.resultsfile import DEFAULT_HISTORY
+from .workspace.sandbox import SANDBOX_MODES, SandboxMode
+from .workspace.steps import DEFAULT_SUBTASK_GLOBS
 
 MAX_REPEATS = 1000
 

@@ -8,16 +8,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .aggregate import Aggregator
 from .budget import Budget
-from .configurations import ConfigFileCache
 from .extensions import Extensions
+from .loading.configurations import ConfigFileCache
+from .loading.templates import Renderer
 from .providers.pool import ProviderPool
 from .results import ResultsFile, RunRecord
 from .resume import ResumeIndex
-from .sandbox import Sandbox
+from .scoring.aggregate import Aggregator
 from .settings import Settings
-from .templates import Renderer
+from .workspace.sandbox import Sandbox
 
 
 class WorkdirAllocator:

@@ -1,4 +1,5 @@
-"""Unit tests for pytest_vibeeval.aggregate: reports in, runs out (grouping, metrics, score, notes)."""
+"""Unit tests for pytest_vibeeval.scoring.aggregate: reports in, runs out (grouping, metrics, score,
+notes)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_vibeeval.aggregate import Aggregator, RunInfo
 from pytest_vibeeval.results import EvalRecord, RunRecord
-from pytest_vibeeval.variables import compute_variables
+from pytest_vibeeval.scoring.aggregate import Aggregator, RunInfo
+from pytest_vibeeval.scoring.variables import compute_variables
 
 SOURCE = "suites/math.eval.yaml"
 SUITE_EVALS = 6  # evals in the suite file, selected or not

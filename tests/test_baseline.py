@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vibeeval.baseline import (
+from pytest_vibeeval.report.baseline import (
     BaselineError,
     append_history,
     compare_results,
@@ -22,7 +22,6 @@ from pytest_vibeeval.baseline import (
     read_history,
     resolve_baseline,
 )
-from pytest_vibeeval.repeats import eval_stats
 from pytest_vibeeval.results import (
     SCHEMA_VERSION,
     BaselineRecord,
@@ -32,6 +31,7 @@ from pytest_vibeeval.results import (
     ResultsFile,
     RunRecord,
 )
+from pytest_vibeeval.scoring.repeats import eval_stats
 
 
 def evals(outcomes: dict[str, Outcome | Sequence[Outcome]]) -> list[EvalRecord]:

@@ -134,7 +134,7 @@ def test_missing_value_in_args_skips_and_leaks_nothing(
 
 
 def test_template_objects_do_not_show_the_environment_or_secrets() -> None:
-    from pytest_vibeeval.templates import Redactor, Renderer, TemplateValues
+    from pytest_vibeeval.loading.templates import Redactor, Renderer, TemplateValues
 
     values = TemplateValues(environ={"VIBE_SECRET_TOK": "hunter2-secret"})
     renderer = Renderer(values)

@@ -1,4 +1,4 @@
-"""Tests for pytest_vibeeval.copying on the real filesystem, through ``cp`` and the Python walk."""
+"""Tests for pytest_vibeeval.workspace.copying on the real filesystem, through ``cp`` and the Python walk."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from helpers import write
 
-from pytest_vibeeval import copying
-from pytest_vibeeval.copying import CopyError, copy_template, copy_tree, remove_tree
+from pytest_vibeeval.workspace import copying
+from pytest_vibeeval.workspace.copying import CopyError, copy_template, copy_tree, remove_tree
 
 Copy = Callable[..., None]
 

@@ -23,7 +23,6 @@ from test_compat import CORPUS, FIXTURES, INVALID_FIXTURES, valid_files
 
 from pytest_vibeeval import __main__ as cli
 from pytest_vibeeval.checks import BUILTIN_CHECKS, CheckRegistry, CheckType, Verdict
-from pytest_vibeeval.configurations import ConfigFileCache
 from pytest_vibeeval.editor_schemas import (
     EDITOR_SCHEMAS,
     RELATIVE_FILE_PATTERN,
@@ -32,10 +31,11 @@ from pytest_vibeeval.editor_schemas import (
     suite_schema,
 )
 from pytest_vibeeval.errors import InputError
+from pytest_vibeeval.loading.configurations import ConfigFileCache
+from pytest_vibeeval.loading.runner_config import REGISTRY, EvalConfigFile
+from pytest_vibeeval.loading.suite import load_suite, pydantic_problems
+from pytest_vibeeval.loading.yamlsource import load_document
 from pytest_vibeeval.models import _relative_file
-from pytest_vibeeval.runner_config import REGISTRY, EvalConfigFile
-from pytest_vibeeval.suite import load_suite, pydantic_problems
-from pytest_vibeeval.yamlsource import load_document
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 INVALID_INPUTS = Path(__file__).parent / "invalid_inputs"

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_vibeeval.formula: parsing, validation with caret positions, evaluation."""
+"""Unit tests for pytest_vibeeval.scoring.formula: parsing, validation with caret positions, evaluation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from helpers import best_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_vibeeval.formula import MAX_DEPTH, MAX_LENGTH, Formula, FormulaError, evaluate, parse_formula
+from pytest_vibeeval.scoring.formula import (
+    MAX_DEPTH,
+    MAX_LENGTH,
+    Formula,
+    FormulaError,
+    evaluate,
+    parse_formula,
+)
 
 # One run's variables, as compute_variables would give them.
 VALUES: dict[str, float | None] = {

@@ -12,7 +12,7 @@ from helpers import best_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_vibeeval.formula import (
+from pytest_vibeeval.scoring.formula import (
     BUILTIN_PRESETS,
     MAX_DEPTH,
     MAX_EXPONENT,
@@ -24,7 +24,7 @@ from pytest_vibeeval.formula import (
     evaluate,
     parse_formula,
 )
-from pytest_vibeeval.variables import eval_variable_names, run_variable_names
+from pytest_vibeeval.scoring.variables import eval_variable_names, run_variable_names
 
 EVALS = ("critical-math", "important-translation", "secondary-question", "a", "b", "a-b", "2fa")
 KNOWN = frozenset(run_variable_names()) | {v for name in EVALS for v in eval_variable_names(name)}

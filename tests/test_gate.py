@@ -12,9 +12,9 @@ import pytest
 import yaml
 from helpers import XDIST_MODES, load_json, run, run_of, run_summary, write
 
-from pytest_vibeeval.aggregate import Aggregator, RunInfo, gate_record
-from pytest_vibeeval.formula import BUILTIN_PRESETS, parse_formula
 from pytest_vibeeval.results import EvalRecord
+from pytest_vibeeval.scoring.aggregate import Aggregator, RunInfo, gate_record
+from pytest_vibeeval.scoring.formula import BUILTIN_PRESETS, parse_formula
 
 APP = """
 def answer(prompt, context):

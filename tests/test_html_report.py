@@ -21,7 +21,7 @@ import pytest
 from helpers import run as run_pytest
 from helpers import write
 
-from pytest_vibeeval.html_report import render_html, write_html
+from pytest_vibeeval.report.html import render_html, write_html
 from pytest_vibeeval.results import (
     BaselineRecord,
     CheckRecord,

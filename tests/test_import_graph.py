@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
 # written through pytest's objects.
 PYTEST_SIDE = {
     "builtins", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks", "items",
-    "junit", "live", "plugin", "pytest_private", "settings",
+    "report.junit", "live", "plugin", "pytest_private", "settings",
 }  # fmt: skip
 
 

@@ -21,10 +21,10 @@ import pytest
 import xmlschema
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, run_of, write
 
-from pytest_vibeeval.aggregate import formula_names
-from pytest_vibeeval.formula import BUILTIN_PRESETS
-from pytest_vibeeval.junit import score_variables
+from pytest_vibeeval.report.junit import score_variables
 from pytest_vibeeval.results import EvalRecord, RunRecord
+from pytest_vibeeval.scoring.aggregate import formula_names
+from pytest_vibeeval.scoring.formula import BUILTIN_PRESETS
 from pytest_vibeeval.transport import RunInfo
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).with_name("junit-10.xsd")))

@@ -11,8 +11,8 @@ import pytest
 
 from pytest_vibeeval.checks import AnyOf, Check
 from pytest_vibeeval.errors import InputError, Problem
-from pytest_vibeeval.suite import Suite, load_suite, prompt_slug
-from pytest_vibeeval.yamlsource import MAX_NODES, load_document
+from pytest_vibeeval.loading.suite import Suite, load_suite, prompt_slug
+from pytest_vibeeval.loading.yamlsource import MAX_NODES, load_document
 
 # in-process pytest runs: no cache files, and no re-import of hypothesis's plugin (slow) per run
 BASE_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")

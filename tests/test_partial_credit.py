@@ -11,10 +11,10 @@ import pytest
 from helpers import PYTHON, load_json, run, run_of, write
 from test_workspace_evals import make_config_dir
 
-from pytest_vibeeval.formula import BUILTIN_PRESETS, evaluate, parse_formula
 from pytest_vibeeval.results import EvalRecord, StepRecord
-from pytest_vibeeval.variables import compute_variables, run_variable_names
-from pytest_vibeeval.workspace import (
+from pytest_vibeeval.scoring.formula import BUILTIN_PRESETS, evaluate, parse_formula
+from pytest_vibeeval.scoring.variables import compute_variables, run_variable_names
+from pytest_vibeeval.workspace.steps import (
     DEFAULT_SUBTASK_GLOBS,
     ResultsFileError,
     Subtasks,

@@ -15,11 +15,11 @@ from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
 from pydantic import ValidationError
 
 from pytest_vibeeval.errors import InputError
+from pytest_vibeeval.loading.suite import load_suite
 from pytest_vibeeval.models import CliConfigFile, Configuration
 from pytest_vibeeval.presets import AGENT_PRESETS
 from pytest_vibeeval.providers.output import OutputError, ParsedOutput
 from pytest_vibeeval.providers.parsers import BUILTIN_PARSERS, builtin_parsers, parse_with
-from pytest_vibeeval.suite import load_suite
 
 SAMPLES = Path(__file__).parent / "samples"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
 
-from pytest_vibeeval.cgroups import process_limit
+from pytest_vibeeval.workspace.cgroups import process_limit
 
 probe = process_limit(2)
 if probe is not None:

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from pytest_vibeeval.repeats import (
+from pytest_vibeeval.results import EvalRecord, Outcome
+from pytest_vibeeval.scoring.repeats import (
     MeanCI,
     aggregate_scores,
     eval_stats,
@@ -17,7 +18,6 @@ from pytest_vibeeval.repeats import (
     remove_outliers,
     t_critical_975,
 )
-from pytest_vibeeval.results import EvalRecord, Outcome
 
 
 def test_pass_at_k_and_pass_hat_k_by_hand() -> None:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from helpers import PYTHON, XDIST_MODES, agent, comparable, evals_by_nodeid, load_json, run, run_of, write
 
-from pytest_vibeeval.variables import EVAL_VARIABLES, run_variable_names
+from pytest_vibeeval.scoring.variables import EVAL_VARIABLES, run_variable_names
 
 METRIC_KEYS = {
     "success_pct", "passed", "failed", "total",

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_vibeeval.rubric: the scoring rubric's signals, score and grade."""
+"""Unit tests for pytest_vibeeval.scoring.rubric: the scoring rubric's signals, score and grade."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from pytest_vibeeval import rubric
 from pytest_vibeeval.results import ToolCallRecord, TranscriptRecord
-from pytest_vibeeval.rubric import (
+from pytest_vibeeval.scoring import rubric
+from pytest_vibeeval.scoring.rubric import (
     RUBRIC_FORMULA,
     SIGNALS,
     WEIGHTS,
@@ -32,7 +32,7 @@ from pytest_vibeeval.rubric import (
     syntax_errors,
     tool_success_rate,
 )
-from pytest_vibeeval.transcripts import summarise
+from pytest_vibeeval.scoring.transcripts import summarise
 
 FENCE = "```"
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_vibeeval.errors import InputError, Problem
-from pytest_vibeeval.runner_config import (
+from pytest_vibeeval.loading.runner_config import (
     MAX_EXPANSION,
     ConfigDirError,
     SubstitutionError,
@@ -213,7 +213,7 @@ def test_without_the_default_shared_instructions_there_are_none(config: Path, tm
 
 
 def test_yaml_spelling_of_the_steps_is_the_same_model() -> None:
-    from pytest_vibeeval.runner_config import WorkspaceEval
+    from pytest_vibeeval.loading.runner_config import WorkspaceEval
 
     spec = WorkspaceEval.model_validate(
         {"workspace": "w", "grading": "g", "prompt": "p.md", "build_steps": ["lint"], "grade_steps": ["t"]}

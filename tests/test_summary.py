@@ -1,11 +1,11 @@
-"""Unit tests for pytest_vibeeval.summary: the Run Summary text."""
+"""Unit tests for pytest_vibeeval.report.summary: the Run Summary text."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pytest_vibeeval.report.summary import comparison_table, gate_failures, run_block, summary_lines
 from pytest_vibeeval.results import CheckRecord, EvalRecord, GateRecord, RunRecord
-from pytest_vibeeval.summary import comparison_table, gate_failures, run_block, summary_lines
 
 FORMULA = "success_pct / (total_cost * 100)"
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_vibeeval.templates import (
+from pytest_vibeeval.loading.templates import (
     ANY_TEMPLATE,
     REDACTED,
     TEMPLATE,

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_vibeeval.transcripts: reading JSONL tool logs and summarising tool calls."""
+"""Unit tests for pytest_vibeeval.scoring.transcripts: reading JSONL tool logs and summarising tool calls."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_vibeeval import transcripts
 from pytest_vibeeval.results import ToolCallRecord, ToolStats
-from pytest_vibeeval.transcripts import ToolLogError, count_retries, read_tool_log, summarise
+from pytest_vibeeval.scoring import transcripts
+from pytest_vibeeval.scoring.transcripts import ToolLogError, count_retries, read_tool_log, summarise
 
 
 def write_log(path: Path, *lines: dict[str, Any] | str) -> Path:

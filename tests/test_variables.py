@@ -12,7 +12,7 @@ import yaml
 from helpers import XDIST_MODES, load_json, run, run_of, run_summary, write
 
 from pytest_vibeeval.results import EvalRecord
-from pytest_vibeeval.variables import BUILTIN_RUN_VARIABLES, EVAL_VARIABLES, compute_variables
+from pytest_vibeeval.scoring.variables import BUILTIN_RUN_VARIABLES, EVAL_VARIABLES, compute_variables
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

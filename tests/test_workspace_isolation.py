@@ -13,8 +13,8 @@ import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, wait_gone, write
 from test_workspace_evals import make_config_dir, snapshot
 
-from pytest_vibeeval.link_cycles import is_link_cycle
-from pytest_vibeeval.sandbox import bwrap_problem
+from pytest_vibeeval.loading.link_cycles import is_link_cycle
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}")
 

@@ -13,8 +13,8 @@ from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run,
 from test_workspace_evals import NOP, ORACLE, make_config_dir
 
 from pytest_vibeeval.errors import InputError
-from pytest_vibeeval.runner_config import resolve_suite_coding
-from pytest_vibeeval.suite import load_suite
+from pytest_vibeeval.loading.runner_config import resolve_suite_coding
+from pytest_vibeeval.loading.suite import load_suite
 
 # Answers prompt evals with "42"; in a workspace (prompt.md present) acts as the oracle.
 ORACLE_OR_42 = (

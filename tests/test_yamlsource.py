@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_vibeeval import yamlsource
 from pytest_vibeeval.errors import InputError
-from pytest_vibeeval.yamlsource import MAX_DEPTH, load_document
+from pytest_vibeeval.loading import yamlsource
+from pytest_vibeeval.loading.yamlsource import MAX_DEPTH, load_document
 
 
 @pytest.fixture(params=["libyaml", "pyyaml"])
@@ -177,3 +177,12 @@ def test_merge_keys_count_as_aliases(tmp_path: Path, monkeypatch: pytest.MonkeyP
     merges = "".join(f"m{i}: {{<<: *b}}\n" for i in range(3))  # 6 nodes (3 keys, 3 values) each
     err = error(tmp_path, base + merges)
     assert "document expands to more than 10 nodes" in err.render()
+
+
+def test_an_error_at_the_end_of_a_text_without_a_final_line_break_is_on_its_last_line(tmp_path: Path) -> None:
+    """libyaml marks the end of such a text one line past it; found by test_property_suites."""
+    path = tmp_path / "suite.eval.yaml"
+    path.write_text("metadata:\n  name: x\nevals: []\nA", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_document(path)
+    assert [problem.line for problem in info.value.problems] == [4]

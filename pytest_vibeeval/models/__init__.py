@@ -1,5 +1,6 @@
 """Pydantic models of the input files: YAML suites, the unified runner's cli-config.json and
-command-registry.json (eval-config.json's are with its loader, :mod:`pytest_vibeeval.runner_config`)."""
+command-registry.json (eval-config.json's are with its loader,
+:mod:`pytest_vibeeval.loading.runner_config`)."""
 
 from .common import (
     CONFIG_ID_PATTERN,

@@ -1,6 +1,6 @@
 """A vibecheck-style YAML suite: its evals (prompt evals and coding-agent evals) and its top level.
 
-Checks are kept raw here and parsed by :mod:`pytest_vibeeval.suite` against the check registry,
+Checks are kept raw here and parsed by :mod:`pytest_vibeeval.loading.suite` against the check registry,
 so plugins can add check types."""
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..assess import TRANSCRIPT_ENV, transcript_path
+from ..loading.templates import MissingValue, Renderer
 from ..models import Configuration
 from ..process import ArgumentsTooLong, CommandNotFound, read_tail, resolve_executable, run_command
 from ..results import StepRecord
-from ..templates import MissingValue, Renderer
+from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
 from .output import OutputError
 from .parsers import Parser, parse_agent_output

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..loading.templates import Redactor, Renderer
 from ..models import Configuration
-from ..templates import Redactor, Renderer
 from .base import PromptRequest, Provider, ProviderError, ProviderResponse
 from .cli import CliProvider
 from .parsers import Parser

@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple
 import yaml
 
 from pytest_vibeeval.results import RubricRecord, RubricSignal, TranscriptRecord
-from pytest_vibeeval.transcripts import FAILURE_PATTERN
+from pytest_vibeeval.scoring.transcripts import FAILURE_PATTERN
 
 Complexity = Literal["simple", "medium", "complex"]
 Basis = Literal["time", "tools"]

@@ -9,15 +9,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .models import Configuration
-from .plan import WorkspaceWork
-from .providers import PromptRequest
-from .providers.cli import CliProvider
-from .providers.parsers import Parser
-from .results import EvalRecord
-from .runner import redact_steps
-from .templates import Redactor
-from .workspace import INSTRUCTION, AgentCommand, agent_report
+from ..loading.templates import Redactor
+from ..models import Configuration
+from ..plan import WorkspaceWork
+from ..providers import PromptRequest
+from ..providers.cli import CliProvider
+from ..providers.parsers import Parser
+from ..results import EvalRecord
+from ..runner import redact_steps
+from .steps import INSTRUCTION, AgentCommand, agent_report
 
 
 def agent_command(

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .models import Configuration, RubricSpec
-from .results import EvalRecord
+from ..loading.templates import Redactor
+from ..models import Configuration, RubricSpec
+from ..results import EvalRecord
 from .rubric import evaluate_rubric
-from .templates import Redactor
 from .transcripts import ToolLogError, read_tool_log, summarise
 from .variables import agent_seconds
 

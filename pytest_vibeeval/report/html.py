@@ -15,10 +15,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..process import read_tail
+from ..results import EvalRecord, ResultsFile, RunRecord, StepRecord
+from ..scoring.formula import show_formula
 from .format import MISSING, money, number, score, seconds
-from .formula import show_formula
-from .process import read_tail
-from .results import EvalRecord, ResultsFile, RunRecord, StepRecord
 from .resultsfile import write_atomic
 
 __all__ = ["render_html", "write_html"]

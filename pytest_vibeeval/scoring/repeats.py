@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from .results import EvalRecord, EvalStats
+from ..results import EvalRecord, EvalStats
 
 # Recency weights of the Scoring Rubric's ``aggregate_scores``: the most recent kept score first.
 RECENCY_WEIGHTS = (1.0, 0.9, 0.8, 0.7, 0.6)

@@ -12,11 +12,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .checks import AnyOf, Check, CheckNode, CheckRegistry
-from .errors import InputError, Loc, Problem, did_you_mean
-from .extensions import Extensions, builtin_extensions
-from .formula import Formula, FormulaError, parse_formula
-from .models import (
+from ..checks import AnyOf, Check, CheckNode, CheckRegistry
+from ..errors import InputError, Loc, Problem, did_you_mean
+from ..extensions import Extensions, builtin_extensions
+from ..models import (
     CommandDefinition,
     Configuration,
     EvalSpec,
@@ -25,8 +24,9 @@ from .models import (
     SuiteFile,
     protected_name_problem,
 )
+from ..scoring.formula import Formula, FormulaError, parse_formula
+from ..scoring.variables import eval_variable_names, variable_clash
 from .templates import ANY_TEMPLATE, template_problems
-from .variables import eval_variable_names, variable_clash
 from .yamlsource import Document, load_document
 
 LEGACY_CHECK_HINT = (

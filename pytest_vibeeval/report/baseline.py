@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
 from .format import run_title, score
-from .results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
 from .resultsfile import DEFAULT_DIR
 
 SIGNIFICANT = 5.0  # delta above this: significant_improvement

@@ -10,12 +10,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .extensions import Extensions, builtin_extensions
+from ..extensions import Extensions, builtin_extensions
+from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
+from ..transport import RunInfo
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .repeats import aggregate_scores, eval_stats, mean_ci95, recency_order
-from .results import EvalRecord, EvalStats, GateRecord, RunRecord
 from .rubric import grade
-from .transport import RunInfo
 from .variables import compute_variables, eval_variable_names, ran
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another

@@ -16,10 +16,10 @@ from collections.abc import Collection, Iterator
 
 import pytest
 
+from ..pytest_private import junit_writer
+from ..results import EvalRecord, RunRecord
+from ..scoring.variables import eval_variable_names, run_variable_names
 from .format import NULL_SCORE, run_title
-from .pytest_private import junit_writer
-from .results import EvalRecord, RunRecord
-from .variables import eval_variable_names, run_variable_names
 
 GATE_TESTCASE = "score-gate"  # JUnit test case name: score-gate[<suite>::<configuration>]
 EVAL_FIELDS = ("outcome", "latency", "cost", "input_tokens", "output_tokens")

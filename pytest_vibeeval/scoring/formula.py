@@ -25,9 +25,9 @@ from typing import Any
 
 from simpleeval import SimpleEval
 
-from .errors import did_you_mean
+from ..errors import did_you_mean
+from ..registry import Registry
 from .formula_names import MAX_DEPTH, FormulaError, Rewrite, rewrite_names
-from .registry import Registry
 from .rubric import RUBRIC_FORMULA
 
 __all__ = [

@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from .registry import Registry
-from .results import EvalRecord
+from ..registry import Registry
+from ..results import EvalRecord
 
 Value = float | None
 Reasoned = tuple[Value, str | None]

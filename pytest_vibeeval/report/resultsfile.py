@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .results import ResultsFile, RunRecord
+from ..results import ResultsFile, RunRecord
 
 DEFAULT_DIR = Path(".vibeeval") / "results"
 DEFAULT_HISTORY = Path(".vibeeval") / "history.jsonl"

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .errors import InputError, Loc, Problem
+from ..errors import InputError, Loc, Problem
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
@@ -273,7 +273,9 @@ def parse_yaml(path: Path, text: str) -> Document:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
+        # At the end of a text without a final line break the parser's mark is one line past it.
+        last = sum(1 for _ in _LINE_BREAK.finditer(text)) + 1
+        line = min(mark.line + 1, last) if mark else None
         problem = exc.problem or str(exc)
         context = f" ({exc.context})" if exc.context else ""
         raise YamlSyntaxError(

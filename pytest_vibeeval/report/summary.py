@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..results import EvalRecord, RunRecord
+from ..scoring.formula import show_formula
+from ..scoring.rubric import grade
 from .format import MISSING, money, run_title, score, seconds
-from .formula import show_formula
-from .results import EvalRecord, RunRecord
-from .rubric import grade
 
 BUDGET_SKIP = "not started: --vibe-max-cost"
 

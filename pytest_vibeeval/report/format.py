@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .results import RunRecord
+from ..results import RunRecord
 
 NULL_SCORE = "null"  # a score the formula could not give (the results JSON's null; score_error says why)
 MISSING = "n/a"  # a value no eval reported, or one that is not a finite number

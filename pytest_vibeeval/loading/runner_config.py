@@ -17,10 +17,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, ValidationInfo
 from pydantic_core import PydanticCustomError
 
-from .configurations import CLI_CONFIG_NAME
-from .errors import InputError, Loc, Problem, did_you_mean
-from .extensions import Extensions, builtin_extensions
-from .models import (
+from ..errors import InputError, Loc, Problem, did_you_mean
+from ..extensions import Extensions, builtin_extensions
+from ..models import (
     EVAL_NAME_PATTERN,
     RUN_VARIABLES_CONTEXT,
     CliConfigFile,
@@ -35,8 +34,9 @@ from .models import (
     Vybes,
     protected_name_problem,
 )
+from ..scoring.variables import variable_clash
+from .configurations import CLI_CONFIG_NAME
 from .suite import Suite, pydantic_problems
-from .variables import variable_clash
 from .yamlsource import Document, load_document
 
 EVAL_CONFIG_NAME = "eval-config.json"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .errors import InputError, Problem, did_you_mean
-from .extensions import Extensions, builtin_extensions
-from .models import CliConfigFile, Configuration
+from ..errors import InputError, Problem, did_you_mean
+from ..extensions import Extensions, builtin_extensions
+from ..models import CliConfigFile, Configuration
 from .suite import Suite, pydantic_problems
 from .yamlsource import load_document
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from .errors import did_you_mean
+from ..errors import did_you_mean
 
 MAX_DEPTH = 32
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..loading.runner_config import ResolvedEval
+from ..models import CommandDefinition, OutputSpec
+from ..process import CommandNotFound, read_tail, run_command
+from ..providers.output import OutputError
+from ..providers.parsers import Parser, parse_agent_output
+from ..results import EvalRecord, StepRecord
+from ..runner import ItemVerdict
 from .copying import copy_template, copy_tree
-from .models import CommandDefinition, OutputSpec
-from .process import CommandNotFound, read_tail, run_command
-from .providers.output import OutputError
-from .providers.parsers import Parser, parse_agent_output
-from .results import EvalRecord, StepRecord
-from .runner import ItemVerdict
-from .runner_config import ResolvedEval
 from .sandbox import Sandbox
 
 INSTRUCTION = "Execute the instructions in ./prompt.md"

@@ -1,0 +1,2 @@
+"""Reading the input files: YAML with line numbers, ${VAR} and {{template}} values, suites,
+configurations and unified-runner folders."""

@@ -1,0 +1,2 @@
+"""Scoring on the controller: run-wide variables, formulas, repeats, the automatic rubric and
+transcripts."""

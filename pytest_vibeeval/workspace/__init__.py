@@ -1,0 +1,2 @@
+"""Coding-agent evals: template copies, the sandbox and process limits, and the agent → build → grade
+run."""

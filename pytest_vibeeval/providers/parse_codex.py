@@ -1,0 +1,94 @@
+"""Codex's output: `codex exec --json`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .output import ParsedOutput
+from .parsing import Malformed, _Calls, _dict, _events, _no_final, _shorten, _total
+
+# --- Codex: `codex exec --json` ----------------------------------------------------------------
+
+
+def _codex_outcome(item: dict[str, Any]) -> tuple[bool | None, str | None]:
+    """Whether a completed tool item succeeded, and the error it reports."""
+    kind, status = item.get("type"), item.get("status")
+    if status == "in_progress":
+        return None, None
+    if kind == "command_execution":
+        exit_code = item.get("exit_code")
+        if status == "declined":
+            return False, "declined"
+        if status == "failed" or (isinstance(exit_code, int) and exit_code != 0):
+            output = str(item.get("aggregated_output") or "").strip()
+            tail = output[-300:] if output else ""
+            return False, f"exit code {exit_code}" + (f": {tail}" if tail else "")
+        return True, None
+    if status == "failed":
+        error = item.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        return False, str(message or "failed")
+    return True, None
+
+
+CODEX_TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search", "collab_tool_call")
+
+
+def _codex_tool(item: dict[str, Any]) -> str:
+    kind = str(item.get("type"))
+    if kind == "mcp_tool_call":
+        return f"mcp__{item.get('server')}__{item.get('tool')}"
+    if kind == "collab_tool_call":
+        return str(item.get("tool") or kind)
+    return kind
+
+
+def parse_codex(path: Path) -> ParsedOutput:
+    """``codex exec --json`` events: ``item.started`` / ``item.completed`` for commands, file
+    changes, MCP tool calls and web searches, ``agent_message`` items (the last one is the
+    response), ``turn.completed`` with ``usage``, ``turn.failed`` and ``error``."""
+    calls = _Calls()
+    response: str | None = None
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    failure: str | None = None
+    stream_error: str | None = None
+    turns = seen = 0
+    for event in _events(path):
+        seen += 1
+        kind = event.get("type")
+        item = event.get("item")
+        if kind in ("item.started", "item.updated", "item.completed") and isinstance(item, dict):
+            item_kind = item.get("type")
+            if item_kind in CODEX_TOOL_ITEMS:
+                if str(item.get("id")) not in calls.index:
+                    calls.start(item.get("id"), _codex_tool(item))
+                if kind == "item.completed":
+                    success, error = _codex_outcome(item)
+                    calls.finish(item.get("id"), success, error)
+            elif item_kind == "agent_message" and kind == "item.completed":
+                response = str(item.get("text") or "")
+        elif kind == "turn.completed":
+            turns += 1
+            usage = _dict(event.get("usage"))
+            inputs.append(usage.get("input_tokens"))
+            outputs.append(usage.get("output_tokens"))
+        elif kind == "turn.failed":
+            failure = f"turn.failed: {_dict(event.get('error')).get('message') or 'no message'}"
+        elif kind == "error" and failure is None:  # also sent for retries the turn may survive
+            stream_error = f"error: {event.get('message') or 'no message'}"
+    if failure is not None:
+        raise Malformed(f"codex reported {_shorten(failure)}")
+    if turns == 0:
+        if stream_error is not None:
+            raise Malformed(f"codex reported {_shorten(stream_error)} and no turn completed")
+        raise _no_final("`turn.completed` event", seen)
+    if response is None:
+        raise Malformed("the turn completed without an `agent_message` item: there is no response")
+    return ParsedOutput(
+        text=response,
+        input_tokens=_total(inputs, "usage.input_tokens"),
+        output_tokens=_total(outputs, "usage.output_tokens"),
+        tool_calls=tuple(calls.records),
+    )

@@ -1,0 +1,124 @@
+"""What the agent output parsers share: reading JSON lines and documents, numbers with where
+they were found, tool-call bookkeeping, and :class:`Malformed` for output of the wrong shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..results import ToolCallRecord
+from .base import as_measure
+
+ERROR_CHARS = 500
+
+
+class Malformed(ValueError):
+    """The output does not have the shape the parser expects; the message says where and why."""
+
+
+# --- shared helpers -------------------------------------------------------------------------
+
+
+def _events(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines output, in order. Lines that do not start with ``{`` are
+    not events (blank lines, notices some CLIs print) and are skipped; a line that starts like an
+    event but is not valid JSON is an error."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            line = raw.strip()
+            if not line.startswith(b"{"):
+                continue
+            try:
+                event = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                cut = "" if raw.endswith(b"\n") else "; the output ends inside it: was the run cut off?"
+                raise Malformed(f"line {number} is not valid JSON ({exc}){cut}") from None
+            yield event
+
+
+def _first_line(path: Path) -> bytes:
+    """The first line that is not blank, stripped."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                return raw.strip()
+    return b""
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _document(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise Malformed(f"the output is not valid JSON ({exc})") from None
+
+
+def _number(value: Any, where: str, *, whole: bool = False) -> Any:
+    """A reported cost, token count or duration; None when absent."""
+    if value is None:
+        return None
+    try:
+        return as_measure(value, whole=whole)
+    except ValueError as exc:
+        raise Malformed(f"`{where}` holds {value!r}, not {exc}") from None
+
+
+def _total(values: list[Any], where: str) -> int | None:
+    """The sum of the token counts that were reported (None if none was)."""
+    counts = [_number(v, where, whole=True) for v in values if v is not None]
+    return sum(counts) if counts else None
+
+
+def _shorten(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def _text_of(content: Any) -> str:
+    """Tool output as text: a string, or a list of content blocks with ``text``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(block.get("text", "")) if isinstance(block, dict) else str(block) for block in content
+        )
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+def _no_final(event: str, seen: int) -> Malformed:
+    return Malformed(
+        f"no {event} among {seen} JSON lines; the output ends early (was the run cut off?) "
+        "or is not this tool's format"
+    )
+
+
+class _Calls:
+    """Tool calls in the order they were made, completed by id as their results arrive."""
+
+    def __init__(self) -> None:
+        self.records: list[ToolCallRecord] = []
+        self.index: dict[str, int] = {}
+
+    def start(self, call_id: Any, tool: str) -> None:
+        self.index[str(call_id)] = len(self.records)
+        self.records.append(ToolCallRecord(tool=tool))
+
+    def finish(
+        self, call_id: Any, success: bool | None, error: str | None = None, duration: float | None = None
+    ) -> None:
+        position = self.index.get(str(call_id))
+        if position is None:  # a result without its call: keep what is known
+            self.start(call_id, "unknown")
+            position = len(self.records) - 1
+        self.records[position] = self.records[position].model_copy(
+            update={
+                "success": success,
+                "error": _shorten(error) if error and success is False else None,
+                "duration": duration,
+            }
+        )

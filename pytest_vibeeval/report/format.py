@@ -25,12 +25,18 @@ def number(value: Any) -> float | None:
     return found if math.isfinite(found) else None
 
 
-def score(value: Any) -> str:
-    """A score with two decimals (large ones in exponent form), or ``null``."""
+def decimal(value: Any, digits: int = 2, grouped: bool = False, missing: str = MISSING) -> str:
+    """A number with ``digits`` decimals (thousands ``grouped``; from 1e9 in exponent form), or
+    ``missing``."""
     found = number(value)
     if found is None:
-        return NULL_SCORE
-    return f"{found:.3e}" if abs(found) >= 1e9 else f"{found:.2f}"
+        return missing
+    return f"{found:.3e}" if abs(found) >= 1e9 else f"{found:{',' if grouped else ''}.{digits}f}"
+
+
+def score(value: Any) -> str:
+    """A score with two decimals (large ones in exponent form), or ``null``."""
+    return decimal(value, missing=NULL_SCORE)
 
 
 def money(value: Any) -> str:

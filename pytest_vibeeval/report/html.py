@@ -18,7 +18,7 @@ from typing import Any
 from ..process import read_tail
 from ..results import EvalRecord, ResultsFile, RunRecord, StepRecord
 from ..scoring.formula import show_formula
-from .format import MISSING, money, number, score, seconds
+from .format import decimal, money, number, score, seconds
 from .resultsfile import write_atomic
 
 __all__ = ["render_html", "write_html"]
@@ -181,10 +181,7 @@ def _first_line(text: str | None, limit: int = 160) -> str:
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
-    found = number(value)
-    if found is None:
-        return MISSING
-    return f"{found:.3e}" if abs(found) >= 1e9 else f"{found:,.{digits}f}"
+    return decimal(value, digits, grouped=True)
 
 
 def _count(value: Any) -> str:

@@ -8,16 +8,16 @@ from typing import Any
 from .output import ParsedOutput
 from .parsing import (
     Malformed,
-    _Calls,
-    _dict,
-    _document,
-    _events,
-    _first_line,
-    _no_final,
-    _number,
-    _shorten,
-    _text_of,
-    _total,
+    ToolCalls,
+    as_dict,
+    checked_number,
+    checked_total,
+    first_line,
+    json_document,
+    json_events,
+    no_final,
+    shorten,
+    text_of,
 )
 
 # --- Claude Code: `claude -p --output-format stream-json --verbose` (or json) -------------------
@@ -28,12 +28,12 @@ def parse_claude_code(path: Path) -> ParsedOutput:
     ``user`` messages with their ``tool_result`` blocks (``is_error``), and the final ``result``
     (``result``, ``total_cost_usd``, ``usage``, ``duration_ms``). Also reads ``--output-format
     json``: the single result object, or with ``--verbose`` the array of all messages."""
-    events: Any = _events(path)
-    if _first_line(path).startswith(b"["):
-        events = _document(path)
+    events: Any = json_events(path)
+    if first_line(path).startswith(b"["):
+        events = json_document(path)
         if not isinstance(events, list):
             raise Malformed("the output is not a JSON array of messages")
-    calls = _Calls()
+    calls = ToolCalls()
     result: dict[str, Any] | None = None
     last_text: str | None = None
     seen = 0
@@ -60,12 +60,12 @@ def parse_claude_code(path: Path) -> ParsedOutput:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     failed = block.get("is_error") is True
                     calls.finish(
-                        block.get("tool_use_id"), not failed, _text_of(block.get("content")) or "failed"
+                        block.get("tool_use_id"), not failed, text_of(block.get("content")) or "failed"
                     )
         elif kind == "result":
             result = event
     if result is None:
-        raise _no_final("`result` event", seen)
+        raise no_final("`result` event", seen)
     subtype = result.get("subtype")
     if result.get("is_error") is True or (subtype is not None and subtype != "success"):
         detail = result.get("result") or result.get("errors") or ""
@@ -73,23 +73,23 @@ def parse_claude_code(path: Path) -> ParsedOutput:
         raise Malformed(
             f"the run ended with {subtype or 'an error'}"
             + (f" after {turns} turns" if isinstance(turns, int) else "")
-            + (f": {_shorten(_text_of(detail))}" if detail else "")
+            + (f": {shorten(text_of(detail))}" if detail else "")
         )
     text = result.get("result")
     if text is None:
         text = last_text
     if not isinstance(text, str):
         raise Malformed("the `result` event has no `result` text")
-    usage = _dict(result.get("usage"))
+    usage = as_dict(result.get("usage"))
     input_parts = [
         usage.get(key) for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     ]
-    duration = _number(result.get("duration_ms"), "duration_ms")
+    duration = checked_number(result.get("duration_ms"), "duration_ms")
     return ParsedOutput(
         text=text,
-        cost=_number(result.get("total_cost_usd"), "total_cost_usd"),
-        input_tokens=_total(input_parts, "usage.input_tokens"),
-        output_tokens=_total([usage.get("output_tokens")], "usage.output_tokens"),
+        cost=checked_number(result.get("total_cost_usd"), "total_cost_usd"),
+        input_tokens=checked_total(input_parts, "usage.input_tokens"),
+        output_tokens=checked_total([usage.get("output_tokens")], "usage.output_tokens"),
         latency=None if duration is None else duration / 1000,
         tool_calls=tuple(calls.records),
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .output import ParsedOutput
-from .parsing import Malformed, _Calls, _dict, _events, _no_final, _shorten, _total
+from .parsing import Malformed, ToolCalls, as_dict, checked_total, json_events, no_final, shorten
 
 # --- Codex: `codex exec --json` ----------------------------------------------------------------
 
@@ -48,14 +48,14 @@ def parse_codex(path: Path) -> ParsedOutput:
     """``codex exec --json`` events: ``item.started`` / ``item.completed`` for commands, file
     changes, MCP tool calls and web searches, ``agent_message`` items (the last one is the
     response), ``turn.completed`` with ``usage``, ``turn.failed`` and ``error``."""
-    calls = _Calls()
+    calls = ToolCalls()
     response: str | None = None
     inputs: list[Any] = []
     outputs: list[Any] = []
     failure: str | None = None
     stream_error: str | None = None
     turns = seen = 0
-    for event in _events(path):
+    for event in json_events(path):
         seen += 1
         kind = event.get("type")
         item = event.get("item")
@@ -71,24 +71,24 @@ def parse_codex(path: Path) -> ParsedOutput:
                 response = str(item.get("text") or "")
         elif kind == "turn.completed":
             turns += 1
-            usage = _dict(event.get("usage"))
+            usage = as_dict(event.get("usage"))
             inputs.append(usage.get("input_tokens"))
             outputs.append(usage.get("output_tokens"))
         elif kind == "turn.failed":
-            failure = f"turn.failed: {_dict(event.get('error')).get('message') or 'no message'}"
+            failure = f"turn.failed: {as_dict(event.get('error')).get('message') or 'no message'}"
         elif kind == "error" and failure is None:  # also sent for retries the turn may survive
             stream_error = f"error: {event.get('message') or 'no message'}"
     if failure is not None:
-        raise Malformed(f"codex reported {_shorten(failure)}")
+        raise Malformed(f"codex reported {shorten(failure)}")
     if turns == 0:
         if stream_error is not None:
-            raise Malformed(f"codex reported {_shorten(stream_error)} and no turn completed")
-        raise _no_final("`turn.completed` event", seen)
+            raise Malformed(f"codex reported {shorten(stream_error)} and no turn completed")
+        raise no_final("`turn.completed` event", seen)
     if response is None:
         raise Malformed("the turn completed without an `agent_message` item: there is no response")
     return ParsedOutput(
         text=response,
-        input_tokens=_total(inputs, "usage.input_tokens"),
-        output_tokens=_total(outputs, "usage.output_tokens"),
+        input_tokens=checked_total(inputs, "usage.input_tokens"),
+        output_tokens=checked_total(outputs, "usage.output_tokens"),
         tool_calls=tuple(calls.records),
     )

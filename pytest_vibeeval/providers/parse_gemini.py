@@ -11,15 +11,15 @@ from ..results import ToolCallRecord
 from .output import ParsedOutput
 from .parsing import (
     Malformed,
-    _Calls,
-    _dict,
-    _document,
-    _events,
-    _first_line,
-    _no_final,
-    _number,
-    _shorten,
-    _total,
+    ToolCalls,
+    as_dict,
+    checked_number,
+    checked_total,
+    first_line,
+    json_document,
+    json_events,
+    no_final,
+    shorten,
 )
 
 # --- Gemini CLI and llxprt: `--output-format stream-json` (or json) -------------------------------
@@ -35,13 +35,13 @@ def _timestamp(value: Any) -> datetime | None:
 
 
 def _gemini_stream(path: Path) -> ParsedOutput:
-    calls = _Calls()
+    calls = ToolCalls()
     started: dict[str, datetime | None] = {}
     chunks: list[str] = []
     result: dict[str, Any] | None = None
     last_error: str | None = None
     seen = 0
-    for event in _events(path):
+    for event in json_events(path):
         seen += 1
         kind = event.get("type")
         if kind == "message" and event.get("role") == "assistant":
@@ -52,7 +52,7 @@ def _gemini_stream(path: Path) -> ParsedOutput:
             started[call_id] = _timestamp(event.get("timestamp"))
         elif kind == "tool_result":
             call_id = str(event.get("tool_id"))
-            message = _dict(event.get("error")).get("message")
+            message = as_dict(event.get("error")).get("message")
             begin, end = started.get(call_id), _timestamp(event.get("timestamp"))
             duration = (end - begin).total_seconds() if begin and end and end >= begin else None
             status = event.get("status")
@@ -64,46 +64,48 @@ def _gemini_stream(path: Path) -> ParsedOutput:
             result = event
     if result is None:
         if last_error is not None:
-            raise Malformed(f"the run reported an error and no `result` event: {_shorten(last_error)}")
-        raise _no_final("`result` event", seen)
+            raise Malformed(f"the run reported an error and no `result` event: {shorten(last_error)}")
+        raise no_final("`result` event", seen)
     if result.get("status") == "error":
-        message = _dict(result.get("error")).get("message") or "no message"
-        raise Malformed(f"the run ended with an error: {_shorten(str(message))}")
-    stats = _dict(result.get("stats"))
-    duration = _number(stats.get("duration_ms"), "stats.duration_ms")
+        message = as_dict(result.get("error")).get("message") or "no message"
+        raise Malformed(f"the run ended with an error: {shorten(str(message))}")
+    stats = as_dict(result.get("stats"))
+    duration = checked_number(stats.get("duration_ms"), "stats.duration_ms")
     return ParsedOutput(
         text="".join(chunks),
-        input_tokens=_total([stats.get("input_tokens")], "stats.input_tokens"),
-        output_tokens=_total([stats.get("output_tokens")], "stats.output_tokens"),
+        input_tokens=checked_total([stats.get("input_tokens")], "stats.input_tokens"),
+        output_tokens=checked_total([stats.get("output_tokens")], "stats.output_tokens"),
         latency=None if duration is None else duration / 1000,
         tool_calls=tuple(calls.records),
     )
 
 
 def _gemini_json(path: Path) -> ParsedOutput:
-    data = _document(path)
+    data = json_document(path)
     if not isinstance(data, dict):
         raise Malformed("the output is not a JSON object")
     error = data.get("error")
     if isinstance(error, dict):
-        raise Malformed(f"the run ended with an error: {_shorten(str(error.get('message') or error))}")
+        raise Malformed(f"the run ended with an error: {shorten(str(error.get('message') or error))}")
     text = data.get("response")
     if not isinstance(text, str):
         raise Malformed("the JSON output has no `response` text")
-    stats = _dict(data.get("stats"))
-    tokens = [_dict(_dict(model).get("tokens")) for model in _dict(stats.get("models")).values()]
-    by_name = _dict(_dict(stats.get("tools")).get("byName"))
+    stats = as_dict(data.get("stats"))
+    tokens = [as_dict(as_dict(model).get("tokens")) for model in as_dict(stats.get("models")).values()]
+    by_name = as_dict(as_dict(stats.get("tools")).get("byName"))
     records: list[ToolCallRecord] = []
     for name, counts in by_name.items():  # only counts per tool: one record per counted call
         if isinstance(counts, dict):
-            ok = _number(counts.get("success"), f"stats.tools.byName.{name}.success", whole=True) or 0
-            bad = _number(counts.get("fail"), f"stats.tools.byName.{name}.fail", whole=True) or 0
+            ok = checked_number(counts.get("success"), f"stats.tools.byName.{name}.success", whole=True) or 0
+            bad = checked_number(counts.get("fail"), f"stats.tools.byName.{name}.fail", whole=True) or 0
             records += [ToolCallRecord(tool=name, success=True) for _ in range(ok)]
             records += [ToolCallRecord(tool=name, success=False) for _ in range(bad)]
     return ParsedOutput(
         text=text,
-        input_tokens=_total([t.get("prompt") for t in tokens], "stats.models.*.tokens.prompt"),
-        output_tokens=_total([t.get("candidates") for t in tokens], "stats.models.*.tokens.candidates"),
+        input_tokens=checked_total([t.get("prompt") for t in tokens], "stats.models.*.tokens.prompt"),
+        output_tokens=checked_total(
+            [t.get("candidates") for t in tokens], "stats.models.*.tokens.candidates"
+        ),
         tool_calls=tuple(records),
     )
 
@@ -115,7 +117,7 @@ def parse_gemini(path: Path) -> ParsedOutput:
     json`` (``response``, ``stats.models``; tool calls only as counts per tool, so its records
     carry no error or duration)."""
     try:
-        first = json.loads(_first_line(path))
+        first = json.loads(first_line(path))
     except (json.JSONDecodeError, UnicodeDecodeError):  # e.g. "{" of a pretty-printed document
         first = None
     if isinstance(first, dict) and "type" in first:

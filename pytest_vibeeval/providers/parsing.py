@@ -21,7 +21,7 @@ class Malformed(ValueError):
 # --- shared helpers -------------------------------------------------------------------------
 
 
-def _events(path: Path) -> Iterator[dict[str, Any]]:
+def json_events(path: Path) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSON-lines output, in order. Lines that do not start with ``{`` are
     not events (blank lines, notices some CLIs print) and are skipped; a line that starts like an
     event but is not valid JSON is an error."""
@@ -38,7 +38,7 @@ def _events(path: Path) -> Iterator[dict[str, Any]]:
             yield event
 
 
-def _first_line(path: Path) -> bytes:
+def first_line(path: Path) -> bytes:
     """The first line that is not blank, stripped."""
     with path.open("rb") as handle:
         for raw in handle:
@@ -47,18 +47,18 @@ def _first_line(path: Path) -> bytes:
     return b""
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _document(path: Path) -> Any:
+def json_document(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise Malformed(f"the output is not valid JSON ({exc})") from None
 
 
-def _number(value: Any, where: str, *, whole: bool = False) -> Any:
+def checked_number(value: Any, where: str, *, whole: bool = False) -> Any:
     """A reported cost, token count or duration; None when absent."""
     if value is None:
         return None
@@ -68,18 +68,18 @@ def _number(value: Any, where: str, *, whole: bool = False) -> Any:
         raise Malformed(f"`{where}` holds {value!r}, not {exc}") from None
 
 
-def _total(values: list[Any], where: str) -> int | None:
+def checked_total(values: list[Any], where: str) -> int | None:
     """The sum of the token counts that were reported (None if none was)."""
-    counts = [_number(v, where, whole=True) for v in values if v is not None]
+    counts = [checked_number(v, where, whole=True) for v in values if v is not None]
     return sum(counts) if counts else None
 
 
-def _shorten(text: str) -> str:
+def shorten(text: str) -> str:
     text = text.strip()
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     """Tool output as text: a string, or a list of content blocks with ``text``."""
     if isinstance(content, str):
         return content
@@ -90,14 +90,14 @@ def _text_of(content: Any) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False)
 
 
-def _no_final(event: str, seen: int) -> Malformed:
+def no_final(event: str, seen: int) -> Malformed:
     return Malformed(
         f"no {event} among {seen} JSON lines; the output ends early (was the run cut off?) "
         "or is not this tool's format"
     )
 
 
-class _Calls:
+class ToolCalls:
     """Tool calls in the order they were made, completed by id as their results arrive."""
 
     def __init__(self) -> None:
@@ -118,7 +118,7 @@ class _Calls:
         self.records[position] = self.records[position].model_copy(
             update={
                 "success": success,
-                "error": _shorten(error) if error and success is False else None,
+                "error": shorten(error) if error and success is False else None,
                 "duration": duration,
             }
         )

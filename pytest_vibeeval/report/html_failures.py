@@ -1,0 +1,117 @@
+"""The HTML report's failure blocks: why each failed eval failed, with the tail of the step that
+failed and its logs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..process import read_tail
+from ..results import EvalRecord, RunRecord, StepRecord
+from .html_text import FAILURES_SHOWN, LOG_BYTES, LOG_LIMIT, LOG_LINES, Counter, cut, cut_start, first_line, h
+
+
+def failure_blocks(runs: Sequence[RunRecord], numbering: Counter, anchors: dict[int, str]) -> list[str]:
+    failed = [(run, r) for run in runs for r in run.evals if r.outcome in ("failed", "error")]
+    if not failed:
+        return []
+    lines = [f"<h3>Failures ({len(failed)})</h3>"]
+    for run, record in failed[:FAILURES_SHOWN]:
+        anchor = f"failure-{numbering.next()}"
+        anchors[id(record)] = anchor
+        lines.extend(_failure(anchor, run, record))
+    if len(failed) > FAILURES_SHOWN:
+        lines.append(f'<p class="muted">… and {len(failed) - FAILURES_SHOWN} more not shown.</p>')
+    return lines
+
+
+def _failure(anchor: str, run: RunRecord, record: EvalRecord) -> list[str]:
+    which = f"{record.name} × {run.configuration}" + (f" (repeat {record.repeat})" if record.repeat else "")
+    expected = ' <span class="muted">(expected: xfail)</span>' if record.xfail else ""
+    reason = failure_reason(record)
+    lines = [
+        f'<details class="failure" id="{anchor}" data-outcome="{h(record.outcome)}">',
+        f'<summary><b>{h(which)}</b> <span class="bad">{h(record.outcome)}</span>{expected}'
+        + (f' <span class="muted">{h(reason)}</span>' if reason else "")
+        + "</summary>",
+    ]
+    if record.message:
+        lines.append(_block("message", cut(record.message)))
+    if record.response:
+        lines.append(_block("response", cut(record.response)))
+    failing = _failing_step(record)
+    if failing is not None:
+        lines.extend(_step_logs(failing, record.message or ""))
+    lines.append("</details>")
+    return lines
+
+
+def failure_reason(record: EvalRecord) -> str:
+    """One line on why it failed: the first failed check, or the message's first line."""
+    if record.outcome == "failed":
+        for check in record.checks:
+            if check.passed is False:
+                return first_line(f"{check.type}: {check.message}")
+    return first_line(record.message)
+
+
+def _block(label: str, text: str) -> str:
+    return f'<p class="label">{h(label)}</p><pre>{h(text)}</pre>'
+
+
+def _failing_step(record: EvalRecord) -> StepRecord | None:
+    """The first step that exited non-zero or timed out, if any."""
+    return next((s for s in record.steps if s.timed_out or s.exit_code != 0), None)
+
+
+def _step_logs(step: StepRecord, message: str) -> list[str]:
+    """The tail of the failing step's output (a ``.stdout`` log's ``.stderr`` beside it too), except
+    files whose tail the message already quotes."""
+    what = f"{step.phase} step {step.name!r}: " + (
+        "timed out" if step.timed_out else f"exit code {step.exit_code}"
+    )
+    lines = [f'<p class="label">{h(what)}</p>']
+    if not step.log:
+        return [*lines, '<p class="muted">no output file recorded</p>']
+    paths = [Path(step.log), *_stderr_beside(Path(step.log))]
+    quoted = [path for path in paths if str(path) in message]
+    problems: list[str] = []
+    for path in paths:
+        if path in quoted:
+            continue
+        tail, problem = _log_tail(path)
+        if problem:
+            problems.append(problem)
+        elif tail:
+            lines.append(f'<p class="muted mono">last {LOG_LINES} lines of {h(path)}</p>')
+            lines.append(f"<pre>{h(tail)}</pre>")
+    if quoted:
+        lines.append('<p class="muted">the message above quotes the tail of its output</p>')
+    lines.extend(f'<p class="muted mono">{h(problem)}</p>' for problem in dict.fromkeys(problems))
+    if len(lines) == 1:
+        lines.append(f'<p class="muted mono">no output in {h(paths[0])}</p>')
+    return lines
+
+
+def _stderr_beside(log: Path) -> list[Path]:
+    """The ``.stderr`` file written beside a ``.stdout`` log, if it is there."""
+    stderr = log.with_suffix(".stderr")
+    try:
+        return [stderr] if log.suffix == ".stdout" and stderr.exists() else []
+    except (OSError, ValueError):
+        return []
+
+
+def _log_tail(path: Path) -> tuple[str, str | None]:
+    """The file's last lines ("" if it is empty), or why they cannot be shown."""
+    try:
+        if not path.exists():
+            return "", f"{path} no longer exists"
+        if not path.is_file():  # never open a FIFO or a device: reading could block
+            return "", f"{path} is not a regular file"
+        text = read_tail(path, LOG_LINES, LOG_BYTES)
+    except (OSError, ValueError) as exc:
+        return "", f"{path} could not be read: {exc}"
+    if "\x00" in text or text.count("\ufffd") > max(8, len(text) // 10):
+        return "", f"{path} looks binary: not shown"
+    return cut_start(text.rstrip("\n"), LOG_LIMIT), None

@@ -1,0 +1,79 @@
+"""Text for the HTML report: escaping, cutting long text and numbering, shared by its parts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from .format import decimal, number
+
+TEXT_LIMIT = 4000  # characters of a message or a response
+LOG_LINES = 40  # lines of a step's output
+LOG_BYTES = 16384  # read at most this much from the end of a log file
+LOG_LIMIT = 6000  # characters of a log tail shown
+FAILURES_SHOWN = 100  # failure blocks per suite; the rest are counted
+OUTCOME_LABEL = {"passed": "pass", "failed": "fail", "error": "error", "skipped": "skip"}
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass
+class Counter:
+    """Numbers the failure blocks across the page, so their ids are unique."""
+
+    value: int = 0
+
+    def next(self) -> int:
+        self.value += 1
+        return self.value
+
+
+# -- text ------------------------------------------------------------------------------------------
+
+
+def clean(text: str) -> str:
+    """``text`` safe to write as UTF-8 HTML: no lone surrogates, no control characters but tab/newline."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return _CONTROL.sub("\ufffd", text)
+
+
+def h(value: object) -> str:
+    """HTML-escaped text (quotes too, so it is safe in attributes)."""
+    return escape(clean(str(value)), quote=True)
+
+
+def cut(text: str, limit: int = TEXT_LIMIT) -> str:
+    """The start of ``text``, with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… [{len(text) - limit} more characters not shown]"
+
+
+def cut_start(text: str, limit: int) -> str:
+    """The end of ``text`` (a log's tail), with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"[{len(text) - limit} earlier characters not shown] …\n{text[-limit:]}"
+
+
+def first_line(text: str | None, limit: int = 160) -> str:
+    lines = (text or "").strip().splitlines()
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# -- numbers ---------------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return decimal(value, digits, grouped=True)
+
+
+def count(value: Any) -> str:
+    found = number(value)
+    return "?" if found is None else f"{found:.0f}"
+
+
+# -- page parts ------------------------------------------------------------------------------------

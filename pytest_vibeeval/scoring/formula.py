@@ -15,18 +15,20 @@ Eval names may hold ``-`` (``critical-eval``): see ``formula_names`` for how the
 from __future__ import annotations
 
 import ast
-import math
-import operator
-import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
-
-from simpleeval import SimpleEval
 
 from ..errors import did_you_mean
 from ..registry import Registry
+from .formula_eval import breakdown, evaluate, run_source
+from .formula_language import (
+    FUNCTIONS,
+    LANGUAGE,
+    MAX_EXPONENT,
+    OPERATORS,
+    parse_expression,
+)
 from .formula_names import MAX_DEPTH, FormulaError, Rewrite, rewrite_names
 from .rubric import RUBRIC_FORMULA
 
@@ -46,8 +48,6 @@ __all__ = [
 ]
 
 MAX_LENGTH = 1000
-MAX_EXPONENT = 100
-_CHUNK = 40  # simpleeval recurses per node: deeper subtrees are evaluated first, bottom-up
 
 BUILTIN_PRESETS: Mapping[str, str] = MappingProxyType(
     {
@@ -90,115 +90,6 @@ def builtin_presets() -> FormulaPresets:
     for name, text in BUILTIN_PRESETS.items():
         presets.register(name, text)
     return presets
-
-
-class _Refused(ArithmeticError):
-    """A value the formula language does not define (sqrt(-1), an exponent beyond the limit)."""
-
-
-class _Deferred:
-    """The error of a subtree evaluated ahead of its turn; raised only if the value is used."""
-
-    def __init__(self, error: Exception) -> None:
-        self.error = error
-
-    def __bool__(self) -> bool:
-        raise self.error
-
-
-def _strict(function: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any) -> Any:
-        for arg in args:
-            if isinstance(arg, _Deferred):
-                raise arg.error
-        return function(*args)
-
-    return wrapper
-
-
-def _power(base: float, exponent: float) -> float:
-    if abs(exponent) > MAX_EXPONENT:
-        raise _Refused(f"the exponent {exponent:g} is beyond ±{MAX_EXPONENT}")
-    try:
-        return math.pow(base, exponent)
-    except ValueError:
-        raise _Refused(f"({base:g}) ** {exponent:g} has no real value") from None
-
-
-def _compare(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], float]:
-    return lambda a, b: 1.0 if test(a, b) else 0.0
-
-
-_OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: _power,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-    ast.Lt: _compare(operator.lt),
-    ast.LtE: _compare(operator.le),
-    ast.Gt: _compare(operator.gt),
-    ast.GtE: _compare(operator.ge),
-    ast.Eq: _compare(operator.eq),
-    ast.NotEq: _compare(operator.ne),
-}
-_WRAPPED_OPERATORS = {op: _strict(function) for op, function in _OPERATORS.items()}
-
-
-def _round(x: float, ndigits: float | None = None) -> float:
-    if ndigits is None:
-        return float(round(float(x)))
-    if ndigits != int(ndigits) or abs(ndigits) > MAX_EXPONENT:
-        raise _Refused(f"round() needs a whole number of digits within ±{MAX_EXPONENT}, not {ndigits:g}")
-    return float(round(float(x), int(ndigits)))
-
-
-def _sqrt(x: float) -> float:
-    if x < 0:
-        raise _Refused(f"sqrt of the negative number {x:g}")
-    return math.sqrt(x)
-
-
-def _log(x: float, base: float | None = None) -> float:
-    if x <= 0:
-        raise _Refused(f"log of {x:g}, which is not positive")
-    if base is None:
-        return math.log(x)
-    if base <= 0 or base == 1:
-        raise _Refused(f"log with base {base:g} (a base must be positive and not 1)")
-    return math.log(x, base)
-
-
-def _clamp(x: float, low: float, high: float) -> float:
-    if low > high:
-        raise _Refused(f"clamp() with lower bound {low:g} above upper bound {high:g}")
-    return float(min(max(x, low), high))
-
-
-@dataclass(frozen=True)
-class _Function:
-    call: Callable[..., float]
-    min_args: int
-    max_args: int | None
-    usage: str
-
-
-FUNCTIONS: dict[str, _Function] = {
-    "min": _Function(lambda *a: float(min(a)), 2, None, "min(a, b, ...)"),
-    "max": _Function(lambda *a: float(max(a)), 2, None, "max(a, b, ...)"),
-    "abs": _Function(lambda x: float(abs(x)), 1, 1, "abs(x)"),
-    "round": _Function(_round, 1, 2, "round(x) or round(x, ndigits)"),
-    "sqrt": _Function(_sqrt, 1, 1, "sqrt(x)"),
-    "log": _Function(_log, 1, 2, "log(x) (natural) or log(x, base)"),
-    "exp": _Function(lambda x: math.exp(x), 1, 1, "exp(x)"),
-    "clamp": _Function(_clamp, 3, 3, "clamp(x, lo, hi)"),
-}
-_LANGUAGE = (
-    "formulas use numbers, variables, + - * / ** ( ), comparisons, x if condition else y "
-    f"and the functions {', '.join(FUNCTIONS)}"
-)
 
 
 @dataclass(frozen=True)
@@ -274,19 +165,12 @@ def parse_formula(
     return replace(formula, preset=stripped) if stripped in presets else formula
 
 
-def _parse_expression(source: str) -> ast.Expression:
-    """``ast.parse`` without its SyntaxWarnings (``1if x else 2``): under ``-W error`` they would raise."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        return ast.parse(source, mode="eval")
-
-
 def _parse(
     text: str, known: Collection[str] | None, allow_unknown: bool, presets: Mapping[str, str]
 ) -> Formula:
     rewrite = rewrite_names(text, known, allow_unknown, FUNCTIONS)
     try:
-        tree = _parse_expression(rewrite.source)
+        tree = parse_expression(rewrite.source)
     except SyntaxError as exc:
         if exc.offset is None:
             column = None
@@ -331,13 +215,13 @@ def _check(root: ast.AST, rewrite: Rewrite, known: Collection[str] | None, names
         column = rewrite.node_column(node)
         if depth > MAX_DEPTH:
             raise FormulaError(text, f"the formula nests deeper than {MAX_DEPTH} levels", column)
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
             if isinstance(node.op, ast.Div) and _is_zero_literal(node.right):
                 raise FormulaError(text, "division by the literal zero", rewrite.node_column(node.right))
             if isinstance(node.op, ast.Pow):
                 _check_exponent(node.right, rewrite)
             stack += [(node.left, depth), (node.right, depth + 1)]  # a chain a+b+c+… does not nest
-        elif isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in OPERATORS:
             stack.append((node.operand, depth + 1))
         elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
             pass
@@ -349,7 +233,7 @@ def _check(root: ast.AST, rewrite: Rewrite, known: Collection[str] | None, names
                     hint = f"; {name} is a function: {FUNCTIONS[name].usage}"
                 raise FormulaError(text, f"unknown variable {name!r}{hint}", column)
             names.add(name)
-        elif isinstance(node, ast.Compare) and all(type(op) in _OPERATORS for op in node.ops):
+        elif isinstance(node, ast.Compare) and all(type(op) in OPERATORS for op in node.ops):
             stack += [(node.left, depth), *((c, depth + 1) for c in node.comparators)]
         elif isinstance(node, ast.IfExp):
             stack += [(node.test, depth + 1), (node.body, depth + 1), (node.orelse, depth + 1)]
@@ -359,7 +243,7 @@ def _check(root: ast.AST, rewrite: Rewrite, known: Collection[str] | None, names
             if isinstance(node, ast.BinOp | ast.Compare):
                 column = _operator_column(node, rewrite) or column
             what, hint = _describe(node, rewrite), _HINTS.get(type(node), "")
-            raise FormulaError(text, f"{what} is not allowed{hint}; {_LANGUAGE}", column)
+            raise FormulaError(text, f"{what} is not allowed{hint}; {LANGUAGE}", column)
 
 
 def _check_call(node: ast.Call, rewrite: Rewrite) -> list[ast.expr]:
@@ -393,7 +277,7 @@ def _check_exponent(node: ast.expr, rewrite: Rewrite) -> None:
         return
     if not all(type(n.value) in (int, float) for n in ast.walk(node) if isinstance(n, ast.Constant)):
         return  # rejected by _check with its own message
-    value, error = _run_source(rewrite.source_of(node), {})
+    value, error = run_source(rewrite.source_of(node), {})
     if value is None or abs(value) > MAX_EXPONENT:
         what = error or f"it is {value:g}"
         raise FormulaError(
@@ -448,139 +332,9 @@ def _describe(node: ast.AST, rewrite: Rewrite) -> str:
         symbol = _OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)
         return f"the operator {symbol!r}"
     if isinstance(node, ast.Compare):
-        bad = next(op for op in node.ops if type(op) not in _OPERATORS)
+        bad = next(op for op in node.ops if type(op) not in OPERATORS)
         return f"the operator {_OPERATOR_NAMES.get(type(bad), type(bad).__name__)!r}"
     return _NOT_ALLOWED.get(type(node), type(node).__name__)
 
 
 # --------------------------------------------------------------------------- evaluation
-
-
-def evaluate(
-    formula: Formula, values: Mapping[str, float | None], reasons: Mapping[str, str]
-) -> tuple[float | None, str | None]:
-    """The score, or ``None`` and why: a variable without a value, division by zero, overflow,
-    a value outside a function's domain. Never raises."""
-    missing = sorted(name for name in formula.names if values.get(name) is None)
-    if missing:
-        why = "; ".join(f"{name}: {reasons.get(name, 'no value in this run')}" for name in missing)
-        return None, f"no value for {why}"
-    names = {formula.python_name(name): values[name] for name in formula.names}
-    score, error = _run_source(formula.source or formula.text, names)
-    if error is None:
-        return score, None
-    shown = formula.shown()
-    if error == "division by zero":
-        given = _show(formula, values)
-        return None, f"division by zero in {shown!r}" + (f" with {given}" if given else "")
-    if error.startswith("cannot evaluate"):
-        return None, f"cannot evaluate {shown!r}: {error.removeprefix('cannot evaluate: ')}"
-    if error.startswith("the formula gave"):
-        return None, error
-    return None, f"{error} in {shown!r}"
-
-
-def _run_source(source: str, names: Mapping[str, Any]) -> tuple[float | None, str | None]:
-    """Evaluate ``source`` with the language's operators and functions: a value or a reason."""
-    evaluator = SimpleEval(
-        operators=_WRAPPED_OPERATORS,
-        functions={name: _strict(f.call) for name, f in FUNCTIONS.items()},
-        names=dict(names),
-    )
-    try:
-        result = _evaluate_tree(evaluator, source)
-        if isinstance(result, _Deferred):
-            raise result.error
-        if isinstance(result, bool) or not isinstance(result, int | float):
-            return None, f"the formula gave {result!r}, not a finite number"
-        score = float(result)
-    except ZeroDivisionError:
-        return None, "division by zero"
-    except OverflowError:
-        return None, "overflow"
-    except _Refused as exc:
-        return None, str(exc)
-    except RecursionError:
-        return None, "the formula is nested too deeply to evaluate"
-    except Exception as exc:  # a Formula not made by parse_formula; never crash the session
-        return None, f"cannot evaluate: {type(exc).__name__}: {exc}"
-    if not math.isfinite(score):
-        return None, f"the formula gave {score!r}, not a finite number"
-    return score, None
-
-
-_EVALUABLE = (
-    ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Compare, ast.IfExp, ast.Call,
-    ast.operator, ast.unaryop, ast.cmpop, ast.expr_context,
-)  # fmt: skip
-
-
-def _evaluate_tree(evaluator: SimpleEval, source: str) -> Any:
-    """simpleeval recurses once per node; a long flat chain (a+b+c+… of hundreds of terms) would
-    exhaust the stack. Subtrees ``_CHUNK`` deep are evaluated first, bottom-up, and replaced by a
-    name; their errors are deferred until the value is used (an unused branch must not fail)."""
-    root = _parse_expression(source.strip()).body
-    order = list(ast.walk(root))
-    for node in order:  # a Formula not made by parse_formula: still only the language's node types
-        if not isinstance(node, _EVALUABLE) or (
-            isinstance(node, ast.Call) and not isinstance(node.func, ast.Name)
-        ):
-            raise _Refused(f"{type(node).__name__} is not allowed")
-    parents: dict[int, tuple[ast.AST, str, int | None]] = {}
-    for node in order:
-        for field_name, value in ast.iter_fields(node):
-            if isinstance(value, ast.expr):
-                parents[id(value)] = (node, field_name, None)
-            elif isinstance(value, list):
-                for index, item in enumerate(value):
-                    if isinstance(item, ast.expr):
-                        parents[id(item)] = (node, field_name, index)
-    heights: dict[int, int] = {}
-    for node in reversed(order):  # breadth-first order reversed: children before parents
-        if not isinstance(node, ast.expr):
-            continue
-        height = 1 + max((heights.get(id(c), 0) for c in ast.iter_child_nodes(node)), default=0)
-        if height >= _CHUNK and node is not root and id(node) in parents:
-            try:
-                value = evaluator.eval(source, previously_parsed=node)
-            except Exception as exc:
-                value = _Deferred(exc)
-            name = f" chunk{len(heights)}"  # a space: never a variable's identifier
-            evaluator.names[name] = value
-            parent, field_name, position = parents[id(node)]
-            stand_in = ast.Name(id=name, ctx=ast.Load())
-            if position is None:
-                setattr(parent, field_name, stand_in)
-            else:
-                getattr(parent, field_name)[position] = stand_in
-            height = 1
-        heights[id(node)] = height
-    return evaluator.eval(source, previously_parsed=root)
-
-
-def breakdown(formula: Formula, values: Mapping[str, float | None]) -> str:
-    """The formula with every variable replaced by its value: ``(1*3 + 1*2 + 0) / 0.0177``.
-
-    A variable without a value shows as ``?``; a negative value is parenthesised."""
-    out = formula.source or formula.text
-    tree = _parse_expression(out.strip())
-    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    offset = len(out) - len(out.lstrip())
-    spans = sorted(
-        ((node.col_offset + offset, (node.end_col_offset or node.col_offset) + offset, node.id)
-         for node in ast.walk(tree) if isinstance(node, ast.Name) and id(node) not in called),
-        reverse=True,
-    )  # fmt: skip
-    aliases = {python: name for name, python in formula.aliases}
-    raw = out.encode()
-    for start, end, python_name in spans:
-        value = values.get(aliases.get(python_name, python_name))
-        shown = "?" if value is None else f"{value:.6g}" if value >= 0 else f"({value:.6g})"
-        raw = raw[:start] + shown.encode() + raw[end:]
-    return raw.decode()
-
-
-def _show(formula: Formula, values: Mapping[str, float | None]) -> str:
-    return ", ".join(
-        f"{name}={values[name]:g}" for name in sorted(formula.names) if values.get(name) is not None
-    )

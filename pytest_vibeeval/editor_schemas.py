@@ -25,7 +25,6 @@ from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
 from .checks import CheckRegistry
-from .loading.runner_config import REGISTRY, EvalConfigFile, _eval_id
 from .models import (
     CONFIG_ID_PATTERN,
     EVAL_NAME_PATTERN,
@@ -41,6 +40,7 @@ from .models import (
     _step_name,
     _tag,
 )
+from .models.eval_config import REGISTRY, EvalConfigFile, _eval_id
 from .presets import AGENT_PRESETS, OTHER_KINDS
 from .providers.parsers import BUILTIN_PARSERS
 from .scoring.variables import EVAL_VARIABLES, run_variable_names

@@ -11,13 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_vibeeval.errors import InputError, Problem
-from pytest_vibeeval.loading.runner_config import (
-    MAX_EXPANSION,
-    ConfigDirError,
-    SubstitutionError,
-    load_config_dir,
-    substitute,
-)
+from pytest_vibeeval.loading.runner_config import ConfigDirError, load_config_dir
+from pytest_vibeeval.loading.substitution import MAX_EXPANSION, SubstitutionError, substitute
 
 CLI_CONFIG: dict[str, Any] = {
     "configurations": {

@@ -8,34 +8,29 @@ are collected together, each with the file, the key and the line.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, ValidationInfo
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
 from ..errors import InputError, Loc, Problem, did_you_mean
 from ..extensions import Extensions, builtin_extensions
 from ..models import (
-    EVAL_NAME_PATTERN,
     RUN_VARIABLES_CONTEXT,
     CliConfigFile,
     CodingFields,
     CommandDefinition,
     Configuration,
-    NonEmptyStr,
     RubricSpec,
     ScoreSpec,
-    StepName,
-    StrictModel,
     Vybes,
-    protected_name_problem,
 )
-from ..scoring.variables import variable_clash
+from ..models.eval_config import DEFAULT_PROMPTS_DIR, REGISTRY, EvalConfigFile, WorkspaceEval, _check_eval_id
 from .configurations import CLI_CONFIG_NAME
+from .substitution import SubstitutionError, substitute
 from .suite import Suite, pydantic_problems
 from .yamlsource import Document, load_document
 
@@ -44,87 +39,7 @@ REGISTRY_NAME = "command-registry.json"
 EVAL_ROOT = "EVAL_ROOT"
 # The document's writePrompt reads `<evals>/../prompts/problems/<prompt>` and
 # `<evals>/../prompts/shared/evaluation-instructions.md`, where <evals> is what ${EVAL_ROOT} stands for.
-DEFAULT_PROMPTS_DIR = "${EVAL_ROOT}/../prompts/problems"
 DEFAULT_SHARED_INSTRUCTIONS = "${EVAL_ROOT}/../prompts/shared/evaluation-instructions.md"
-
-_REFERENCE = re.compile(r"\$\{([^{}]*)\}")
-_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# The most characters the ${NAME} references in one text or value may expand to together: far more
-# than any path needs, and small enough that variables doubling each other fail at once.
-MAX_EXPANSION = 64 * 1024
-
-
-def _eval_id(value: str, info: ValidationInfo) -> str:
-    """A valid evaluation id (see :func:`_check_eval_id`), against the validation context's run
-    variables (the session's; the built-ins without a context)."""
-    return _check_eval_id(value, (info.context or {}).get(RUN_VARIABLES_CONTEXT))
-
-
-def _check_eval_id(value: str, run_names: Collection[str] | None) -> str:
-    """A name for items and formula variables that is not, and defines no, run-wide variable."""
-    if not re.fullmatch(EVAL_NAME_PATTERN, value):
-        raise PydanticCustomError(
-            "eval_id",
-            "evaluation id {id} may contain only letters, digits, '-' and '_' "
-            "(it names pytest items and formula variables)",
-            {"id": repr(value)},
-        )
-    protected = protected_name_problem(value) or variable_clash(value, run_names)
-    if protected:
-        raise PydanticCustomError("eval_id", protected.replace("eval name", "evaluation id"), {})
-    return value
-
-
-EvalId = Annotated[str, AfterValidator(_eval_id)]
-
-
-class WorkspaceEval(CodingFields):
-    """A coding-agent eval: one ``evaluations`` entry of eval-config.json (step lists in camelCase or
-    snake_case). In a YAML suite the same keys, in snake_case, sit on an eval beside its inline
-    ``prompt``."""
-
-    workspace: NonEmptyStr = Field(
-        description="the template folder the agent works in (copied for each item; ${NAME} and "
-        "${EVAL_ROOT} are substituted, relative paths start at this file's folder)"
-    )
-    grading: NonEmptyStr = Field(
-        description="the hidden tests' folder, copied over the finished workspace before the grade steps"
-    )
-    prompt: NonEmptyStr = Field(description="the prompt file's name, in promptsDir")
-    build_steps: list[StepName] = Field(
-        default_factory=list,
-        alias="buildSteps",
-        description="registry steps run in the workspace after the agent, in order; a failing one stops "
-        "the eval",
-    )
-    grade_steps: list[StepName] = Field(
-        default_factory=list,
-        alias="gradeSteps",
-        description="registry steps run after the build in a copy of the workspace with the grading "
-        "folder over it; all run, and each must exit 0",
-    )
-
-
-class EvalConfigFile(StrictModel):
-    """``eval-config.json``; ``promptsDir`` and ``sharedInstructions`` are optional extensions."""
-
-    evaluations: dict[EvalId, WorkspaceEval] = Field(
-        description="the coding-agent evals by id (the id names the items and the formula variables)"
-    )
-    promptsDir: NonEmptyStr = Field(
-        default=DEFAULT_PROMPTS_DIR, description="the folder of the evaluations' prompt files"
-    )
-    sharedInstructions: NonEmptyStr | None = Field(
-        default=None,
-        description="a file appended to every prompt.md (default: "
-        "${EVAL_ROOT}/../prompts/shared/evaluation-instructions.md where it exists)",
-    )
-    score: ScoreSpec | None = Field(
-        default=None, description="as in YAML suites: formula (default success_pct), min, max"
-    )
-
-
-REGISTRY = TypeAdapter(dict[StepName, CommandDefinition])
 
 
 @dataclass(frozen=True)
@@ -170,67 +85,6 @@ class ConfigDirError(InputError):
 
     def render(self, root: Path | None = None) -> str:
         return "\n".join(err.render(root) for err in getattr(self, "errors", ()))
-
-
-class SubstitutionError(Exception):
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.message, self.hint = message, hint
-
-
-def substitute(text: str, variables: Mapping[str, str]) -> str:
-    """``text`` with each ``${NAME}`` replaced; values may hold references themselves (loops refused,
-    and no expansion longer than :data:`MAX_EXPANSION`)."""
-    return _expand(text, variables, (), {})
-
-
-def _expand(text: str, variables: Mapping[str, str], stack: tuple[str, ...], done: dict[str, str]) -> str:
-    """:func:`substitute` inside the variables ``stack`` (outermost first); ``done`` holds the values
-    already expanded, so that a variable used many times is expanded once."""
-    if "${" in _REFERENCE.sub("", text):
-        raise SubstitutionError(
-            f"malformed reference in {text!r}: '${{' without a matching '}}'", "write ${NAME}"
-        )
-    size = 0  # of the values substituted so far
-
-    def replace(match: re.Match[str]) -> str:
-        nonlocal size
-        name = match.group(1)
-        if not _VAR_NAME.fullmatch(name):
-            raise SubstitutionError(
-                f"malformed reference ${{{name}}}", "a variable name holds only letters, digits and '_'"
-            )
-        if name in stack:
-            loop = " → ".join((*stack[stack.index(name) :], name))
-            raise SubstitutionError(f"variable loop: {loop}", "give one of these variables a plain value")
-        value = variables.get(name)
-        if not value:
-            state = "is empty" if value == "" else "is not set"
-            raise SubstitutionError(
-                f"variable {name} {state}", f"set the environment variable {name} or remove ${{{name}}}"
-            )
-        if name not in done:
-            done[name] = _expand(value, variables, (*stack, name), done)
-        size += len(done[name])
-        if size > MAX_EXPANSION:
-            raise _too_long(stack)
-        return done[name]
-
-    return _REFERENCE.sub(replace, text)
-
-
-def _too_long(stack: tuple[str, ...]) -> SubstitutionError:
-    """The error for an expansion of more than :data:`MAX_EXPANSION` characters inside ``stack``."""
-    if not stack:
-        return SubstitutionError(
-            f"the ${{NAME}} references expand to more than {MAX_EXPANSION} characters",
-            "refer to variables with shorter values",
-        )
-    where = f" (used by ${{{stack[0]}}})" if len(stack) > 1 else ""
-    return SubstitutionError(
-        f"variable {stack[-1]}{where} expands to more than {MAX_EXPANSION} characters",
-        f"give {stack[-1]} a shorter value: one that repeats other variables grows fast",
-    )
 
 
 class _Checker:

@@ -7,29 +7,31 @@ import math
 import pytest
 
 from pytest_vibeeval.results import ToolCallRecord, TranscriptRecord
-from pytest_vibeeval.scoring import rubric
+from pytest_vibeeval.scoring import answer_text, rubric
+from pytest_vibeeval.scoring.answer_text import (
+    accuracy,
+    completeness,
+    has_code_block,
+    has_direct_answer,
+    has_explanation,
+    has_next_steps,
+    has_refusal,
+    split_markdown,
+    syntax_errors,
+)
 from pytest_vibeeval.scoring.rubric import (
     RUBRIC_FORMULA,
     SIGNALS,
     WEIGHTS,
-    accuracy,
-    completeness,
     count_errors,
     count_output_errors,
     efficiency,
     error_rate,
     evaluate_rubric,
     grade,
-    has_code_block,
-    has_direct_answer,
-    has_explanation,
-    has_next_steps,
-    has_refusal,
     output_quality,
     rubric_score,
-    split_markdown,
     structure_score,
-    syntax_errors,
     tool_success_rate,
 )
 from pytest_vibeeval.scoring.transcripts import summarise
@@ -415,7 +417,7 @@ def test_deep_nesting_is_not_checked() -> None:
 
 
 def test_oversized_blocks_are_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rubric, "MAX_BLOCK_CHARS", 10)
+    monkeypatch.setattr(answer_text, "MAX_BLOCK_CHARS", 10)
     assert syntax_errors(block("json", "{" * 11)) == []
     assert syntax_errors(block("json", "{")) != []
 

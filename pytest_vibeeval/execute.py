@@ -46,13 +46,13 @@ def eval_item(request: pytest.FixtureRequest, fixture: str, coding: bool = False
 
 
 def _answering(
-    state: VibeState, config_id: str, configuration: Configuration | None, make: Provider
+    state: VibeState, config_id: str, configuration: Configuration | None, provider: Provider
 ) -> Provider:
-    """A provider that answers prompts (an eval's or a judge's), under --vibe-record/--vibe-replay."""
-    options = state.settings
+    """``provider`` as it answers prompts (an eval's or a judge's), under --vibe-record/--vibe-replay."""
+    settings = state.settings
     model = configuration.model if configuration is not None else None
     redact = Redactor(state.renderer.used_secrets)
-    return recorded(make, config_id, model, options.record, options.replay, redact)
+    return recorded(provider, config_id, model, settings.record, settings.replay, redact)
 
 
 def provider_for(item: EvalItem, role: Role = "answer") -> Provider:

@@ -18,7 +18,8 @@ from .transport import RESULT_PROPERTY, longrepr_text
 from .workspace.steps import RegistryCommands
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
-SOURCE_SUFFIXES = (".yaml", ".yml", EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
+YAML_SUFFIXES = (".yaml", ".yml")
+SOURCE_SUFFIXES = (*YAML_SUFFIXES, EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
 
 
 class CollectionHooks:

@@ -182,22 +182,19 @@ def suite_plans(
             else:
                 work = PromptWork(suite, case, config_dir, judge)
                 timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
-            expected = case.xfail or (configuration.xfail if configuration else None)
-            for name, repeat_info in repeated(info, repeats, group_of(configuration, config_id)):
-                plans.append(
-                    EvalPlan(
-                        name=name,
-                        info=repeat_info,
-                        source_path=suite.path,
-                        config_id=config_id,
-                        configuration=configuration,
-                        work=work,
-                        tags=(*suite.tags, *case.tags),
-                        expected_failure=expected,
-                        line=case.line,
-                        timeout_s=timeout,
-                    )
-                )
+            plan = EvalPlan(
+                name="",
+                info=info,
+                source_path=suite.path,
+                config_id=config_id,
+                configuration=configuration,
+                work=work,
+                tags=(*suite.tags, *case.tags),
+                expected_failure=case.xfail or (configuration.xfail if configuration else None),
+                line=case.line,
+                timeout_s=timeout,
+            )
+            plans.extend(_repeated(plan, repeats, group_of(configuration, config_id)))
     return plans
 
 
@@ -239,23 +236,25 @@ def runner_plans(
                 min_pass_rate=evaluation.min_pass_rate,
                 digest=digests[config_id],
             )
-            work = WorkspaceWork(runner, evaluation)
-            for name, repeat_info in repeated(info, repeats, group_of(configuration, config_id)):
-                plans.append(
-                    EvalPlan(
-                        name=name,
-                        info=repeat_info,
-                        source_path=path,
-                        config_id=config_id,
-                        configuration=configuration,
-                        work=work,
-                        tags=(),
-                        expected_failure=configuration.xfail,
-                        line=None,
-                        timeout_s=_workspace_timeout(runner, evaluation, configuration),
-                    )
-                )
+            plan = EvalPlan(
+                name="",
+                info=info,
+                source_path=path,
+                config_id=config_id,
+                configuration=configuration,
+                work=WorkspaceWork(runner, evaluation),
+                tags=(),
+                expected_failure=configuration.xfail,
+                line=None,
+                timeout_s=_workspace_timeout(runner, evaluation, configuration),
+            )
+            plans.extend(_repeated(plan, repeats, group_of(configuration, config_id)))
     return plans
+
+
+def _repeated(plan: EvalPlan, repeats: int, group: str | None) -> list[EvalPlan]:
+    """``plan`` once per repeat, each with its item name and run info (see :func:`repeated`)."""
+    return [replace(plan, name=name, info=info) for name, info in repeated(plan.info, repeats, group)]
 
 
 def _workspace_timeout(runner: RunnerConfig, evaluation: ResolvedEval, configuration: Configuration) -> float:

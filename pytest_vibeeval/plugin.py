@@ -20,7 +20,7 @@ from .budget import Budget
 from .collect import EvalConfigCollector, SuiteCollector
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .execute import session_sandbox
-from .itemhooks import CollectionHooks, ItemHooks
+from .itemhooks import YAML_SUFFIXES, CollectionHooks, ItemHooks
 from .items import STATE_KEY, get_state, rootdir_relative
 from .loading.link_cycles import is_link_cycle
 from .loading.runner_config import EVAL_CONFIG_NAME
@@ -35,7 +35,6 @@ pytest_plugins = ("pytest_vibeeval.fixtures",)
 
 BUILTINS_PLUGIN = "vibeeval-builtins"
 SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
-YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -12,7 +12,7 @@ from .loading.configurations import parse_selection
 from .loading.templates import parse_assignments
 from .report.resultsfile import DEFAULT_HISTORY
 from .workspace.sandbox import SANDBOX_MODES, SandboxMode
-from .workspace.steps import DEFAULT_SUBTASK_GLOBS
+from .workspace.subtasks import DEFAULT_SUBTASK_GLOBS
 
 MAX_REPEATS = 1000
 

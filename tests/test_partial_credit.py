@@ -14,7 +14,7 @@ from test_workspace_evals import make_config_dir
 from pytest_vibeeval.results import EvalRecord, StepRecord
 from pytest_vibeeval.scoring.formula import BUILTIN_PRESETS, evaluate, parse_formula
 from pytest_vibeeval.scoring.variables import compute_variables, run_variable_names
-from pytest_vibeeval.workspace.steps import (
+from pytest_vibeeval.workspace.subtasks import (
     DEFAULT_SUBTASK_GLOBS,
     ResultsFileError,
     Subtasks,

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..checks import AnyOf, Check, CheckNode, CheckRegistry
-from ..errors import InputError, Loc, Problem, did_you_mean
+from ..checks import CheckNode, CheckRegistry
+from ..errors import InputError, Loc, Problem
 from ..extensions import Extensions, builtin_extensions
 from ..models import (
     CommandDefinition,
@@ -26,16 +26,9 @@ from ..models import (
 )
 from ..scoring.formula import Formula, FormulaError, parse_formula
 from ..scoring.variables import eval_variable_names, variable_clash
+from .check_parsing import parse_checks
 from .templates import ANY_TEMPLATE, template_problems
-from .yamlsource import Document, load_document
-
-LEGACY_CHECK_HINT = (
-    "checks are a list of single-key items, e.g.\n"
-    "      checks:\n"
-    '        - match: "*4*"\n'
-    "        - max_tokens: 50\n"
-    "    or `checks: {or: [...]}` when any one may pass"
-)
+from .yamlsource import Document, load_document, yaml_kind
 
 
 @dataclass(frozen=True)
@@ -149,14 +142,14 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
             continue
         message = error["msg"]
         if kind in ("model_type", "dict_type"):
-            message = f"must be a mapping, not {_kind(error.get('input'))}"
+            message = f"must be a mapping, not {yaml_kind(error.get('input'))}"
         elif kind == "string_type" and isinstance(error.get("input"), bool):
             message = (
                 f"must be text, not the boolean {str(error['input']).lower()}: YAML reads yes/no/on/off/"
                 "true/false as booleans; quote the value"
             )
         elif kind == "list_type":
-            message = f"must be a list, not {_kind(error.get('input'))}"
+            message = f"must be a list, not {yaml_kind(error.get('input'))}"
         elif kind == "too_short" and clean == ("evals",):
             message = "`evals` is empty; a suite needs at least one eval"
         elif kind == "string_pattern_mismatch" and "evals" in loc and loc[-1] == "name":
@@ -249,85 +242,6 @@ def _build_evals(
         )
 
 
-def parse_checks(
-    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
-) -> list[CheckNode]:
-    """Parse an eval's ``checks``: a list (all must pass) or ``{or: [...]}``."""
-    if isinstance(raw, dict):
-        if set(raw) == {"or"}:
-            node = _parse_or(raw["or"], (*loc, "or"), doc, registry, problems)
-            return [node] if node else []
-        message = "object-form `checks:` is the legacy format and is no longer supported"
-    elif not isinstance(raw, list):
-        message = f"`checks` must be a list or {{or: [...]}}, not {_kind(raw)}"
-    elif not raw:
-        message = "`checks` is empty; an eval needs at least one check"
-    else:
-        nodes = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
-        return [node for node in nodes if node is not None]
-    problems.append(Problem(message, line=doc.line_of(loc), loc=loc, hint=LEGACY_CHECK_HINT))
-    return []
-
-
-def _parse_or(
-    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
-) -> AnyOf | None:
-    if not isinstance(raw, list) or not raw:
-        problems.append(Problem("`or` needs a non-empty list of checks", line=doc.line_of(loc), loc=loc))
-        return None
-    children = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
-    if any(child is None for child in children):
-        return None
-    return AnyOf(tuple(c for c in children if c is not None), line=doc.line_of(loc))
-
-
-def _parse_one(
-    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
-) -> CheckNode | None:
-    line = doc.line_of(loc)
-    if not isinstance(raw, dict) or len(raw) != 1:
-        found = ", ".join(map(str, raw)) if isinstance(raw, dict) else _kind(raw)
-        problems.append(
-            Problem(
-                f"a check is a mapping with exactly one key (found {found or 'nothing'})",
-                line=line,
-                loc=loc,
-                hint=LEGACY_CHECK_HINT,
-            )
-        )
-        return None
-    ((key, value),) = raw.items()
-    if key == "or":
-        return _parse_or(value, (*loc, "or"), doc, registry, problems)
-    check_type = registry.get(str(key))
-    if check_type is None:
-        known = [*registry.names(), "or"]
-        problems.append(
-            Problem(
-                f"unknown check {key!r}{did_you_mean(str(key), known)}",
-                line=doc.line_of((*loc, key)),
-                loc=loc,
-                hint=f"known checks: {', '.join(known)}",
-            )
-        )
-        return None
-    try:
-        parsed = check_type.adapter.validate_python(value)
-    except ValidationError as exc:
-        for error in exc.errors(include_url=False):
-            sub: Loc = (*loc, key, *error["loc"])
-            message = error["msg"].removeprefix("Value error, ")
-            if error["type"] == "string_too_short":
-                message = f"`{key}` must not be empty"
-            elif error["type"] == "missing":
-                message = f"missing required key {error['loc'][-1]!r}"
-            elif error["type"] == "extra_forbidden":
-                message = f"unknown key {error['loc'][-1]!r} in `{key}`"
-            problems.append(Problem(message, line=doc.line_of(sub), loc=doc.clean_loc(sub)))
-        return None
-    return Check(check_type, parsed, line=doc.line_of((*loc, key)))
-
-
 def _template_problems(doc: Document) -> list[Problem]:
     problems = []
 
@@ -344,12 +258,6 @@ def _template_problems(doc: Document) -> list[Problem]:
 
     walk(doc.data, ())
     return problems
-
-
-def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "text", type(None): "empty"}.get(
-        type(value), type(value).__name__
-    )
 
 
 def assign_eval_ids(evals: tuple[EvalCase, ...]) -> tuple[EvalCase, ...]:

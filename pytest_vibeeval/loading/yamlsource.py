@@ -321,3 +321,10 @@ def load_document(path: Path) -> Document:
             return Document(path, json.loads(text))
         except json.JSONDecodeError as exc:
             raise InputError.single(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+
+
+def yaml_kind(value: Any) -> str:
+    """How a message names the kind of a parsed YAML value: "a mapping", "a list", "text", …"""
+    return {dict: "a mapping", list: "a list", str: "text", type(None): "empty"}.get(
+        type(value), type(value).__name__
+    )

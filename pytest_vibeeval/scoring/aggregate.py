@@ -14,9 +14,10 @@ from ..extensions import Extensions, builtin_extensions
 from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
+from .record_values import ran
 from .repeats import aggregate_scores, eval_stats, mean_ci95, recency_order
 from .rubric import grade
-from .variables import compute_variables, eval_variable_names, ran
+from .variables import compute_variables, eval_variable_names
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
 

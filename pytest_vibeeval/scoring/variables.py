@@ -13,9 +13,17 @@ from dataclasses import dataclass, replace
 
 from ..registry import Registry
 from ..results import EvalRecord
-
-Value = float | None
-Reasoned = tuple[Value, str | None]
+from .record_values import (
+    Reasoned,
+    Value,
+    ran,
+    rubric_mean,
+    rubric_signal,
+    subtask_fraction,
+    subtask_pct,
+    vybes,
+    vybes_score,
+)
 
 
 @dataclass(frozen=True)
@@ -38,11 +46,6 @@ class EvalVariable:
     unit: str
     meaning: str
     compute: Callable[[EvalRecord], Reasoned]
-
-
-def ran(records: Sequence[EvalRecord]) -> list[EvalRecord]:
-    """The records that count: everything but skipped evals."""
-    return [r for r in records if r.outcome != "skipped"]
 
 
 def _values(records: Sequence[EvalRecord], field: str) -> tuple[list[float], str | None]:
@@ -186,81 +189,12 @@ EVAL_VARIABLES: list[EvalVariable] = [
 ]
 
 
-def _subtask_fraction(record: EvalRecord) -> Reasoned:
-    if record.outcome == "skipped":
-        return None, f"eval {record.name!r} was skipped"
-    if record.subtasks_total is None or record.subtasks_passed is None:
-        return None, f"eval {record.name!r} reported no subtasks (no results file from its grade steps)"
-    if record.subtasks_total == 0:
-        return None, f"eval {record.name!r} reported 0 subtasks"
-    return record.subtasks_passed / record.subtasks_total, None
-
-
-def _subtask_pct(records: Sequence[EvalRecord]) -> Reasoned:
-    counted = ran(records)
-    if not counted:
-        return None, "no eval ran"
-    reported = [r for r in counted if r.subtasks_total is not None and r.subtasks_passed is not None]
-    total = sum(r.subtasks_total or 0 for r in reported)
-    if not reported:
-        return None, "no eval reported subtasks"
-    if total == 0:
-        return None, "the evals that reported subtasks reported 0 subtasks"
-    return 100.0 * sum(r.subtasks_passed or 0 for r in reported) / total, None
-
-
-VYBES_MIN_TIME_FACTOR = 0.2
-
-
-def agent_seconds(record: EvalRecord) -> float | None:
-    """The agent step's duration (None when the eval has no agent step)."""
-    durations = [step.duration for step in record.steps if step.phase == "agent"]
-    return sum(durations) if durations else None
-
-
-def vybes(record: EvalRecord) -> Reasoned:
-    """The document's project's time-penalised score of one eval:
-    ``100 × multiplier × fraction × clamp(time_limit / agent_minutes, 0.2, 1)``.
-
-    ``fraction`` is the subtask fraction, or 1/0 from the outcome when no subtasks were reported.
-    Without a ``vybes`` block the multiplier is 1 and there is no time penalty; with no
-    ``timeLimitMinutes`` there is none either."""
-    if record.outcome == "skipped":
-        return None, f"eval {record.name!r} was skipped"
-    fraction, _ = _subtask_fraction(record)
-    if fraction is None:
-        fraction = 1.0 if record.outcome == "passed" else 0.0
-    multiplier = 1.0 if record.vybes_multiplier is None else record.vybes_multiplier
-    factor = 1.0
-    limit = record.vybes_time_limit_minutes
-    if limit is not None:
-        seconds = agent_seconds(record)
-        if seconds is None:
-            return None, f"eval {record.name!r} has a time limit but no agent step"
-        if seconds > 0:
-            factor = min(1.0, max(VYBES_MIN_TIME_FACTOR, limit / (seconds / 60)))
-    return 100.0 * multiplier * fraction * factor, None
-
-
-def _vybes_score(records: Sequence[EvalRecord]) -> Reasoned:
-    counted = ran(records)
-    if not counted:
-        return None, "no eval ran"
-    values: list[float] = []
-    for record in counted:
-        value, reason = vybes(record)
-        if value is None:
-            return None, reason
-        values.append(value)
-    return sum(values) / len(values), None
-
-
 _BUILTIN.append(
     RunVariable(
         "subtask_pct",
         "percent 0–100",
         "share of the subtasks that passed, over the evals whose grade steps reported subtasks",
-        _subtask_pct,
+        subtask_pct,
     )
 )
 _BUILTIN.append(
@@ -268,11 +202,11 @@ _BUILTIN.append(
         "vybes_score",
         "points",
         "mean of the evals' time-penalised scores (`<name>_vybes`)",
-        _vybes_score,
+        vybes_score,
     )
 )
 EVAL_VARIABLES.append(
-    EvalVariable("_subtasks", "fraction 0–1", "that eval's passed subtasks / its subtasks", _subtask_fraction)
+    EvalVariable("_subtasks", "fraction 0–1", "that eval's passed subtasks / its subtasks", subtask_fraction)
 )
 EVAL_VARIABLES.append(
     EvalVariable(
@@ -285,43 +219,6 @@ EVAL_VARIABLES.append(
 )
 
 
-def _rubric_value(record: EvalRecord, signal: str | None) -> Reasoned:
-    """One rubric signal of ``record`` (``signal`` None: its rubric score, 0–100)."""
-    if record.outcome == "skipped":
-        return None, f"eval {record.name!r} was skipped"
-    rubric = record.rubric
-    if rubric is None:
-        return None, f"eval {record.name!r} has no rubric"
-    if signal is None:
-        if rubric.score is None:
-            return None, f"eval {record.name!r}: rubric signals missing ({', '.join(rubric.missing)})"
-        return rubric.score, None
-    value = rubric.signals.get(signal)
-    if value is None:
-        return None, f"eval {record.name!r}: {rubric.missing.get(signal, f'no {signal}')}"
-    return value, None
-
-
-def _rubric_signal(signal: str | None) -> Callable[[EvalRecord], Reasoned]:
-    return lambda record: _rubric_value(record, signal)
-
-
-def _rubric_mean(signal: str | None) -> Callable[[Sequence[EvalRecord]], Reasoned]:
-    def compute(records: Sequence[EvalRecord]) -> Reasoned:
-        counted = ran(records)
-        if not counted:
-            return None, "no eval ran"
-        values: list[float] = []
-        for record in counted:
-            value, reason = _rubric_value(record, signal)
-            if value is None:
-                return None, reason
-            values.append(value)
-        return sum(values) / len(values), None
-
-    return compute
-
-
 RUBRIC_SIGNALS: dict[str, str] = {
     "tool_success_rate": "share of the agent's tool calls that succeeded (needs a transcript)",
     "output_quality": "(completeness + accuracy) / 2 of the response, by the rubric's heuristics",
@@ -331,15 +228,15 @@ RUBRIC_SIGNALS: dict[str, str] = {
 }
 for _signal, _meaning in RUBRIC_SIGNALS.items():
     _BUILTIN.append(
-        RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", _rubric_mean(_signal))
+        RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", rubric_mean(_signal))
     )
-    EVAL_VARIABLES.append(EvalVariable(f"_{_signal}", "fraction 0–1", _meaning, _rubric_signal(_signal)))
+    EVAL_VARIABLES.append(EvalVariable(f"_{_signal}", "fraction 0–1", _meaning, rubric_signal(_signal)))
 _BUILTIN.append(
     RunVariable(
         "rubric_score",
         "points 0–100",
         "mean of the evals' automatic rubric scores (`<name>_rubric`)",
-        _rubric_mean(None),
+        rubric_mean(None),
     )
 )
 EVAL_VARIABLES.append(
@@ -347,7 +244,7 @@ EVAL_VARIABLES.append(
         "_rubric",
         "points 0–100",
         "that eval's automatic rubric score (the weighted signals × 100)",
-        _rubric_signal(None),
+        rubric_signal(None),
     )
 )
 

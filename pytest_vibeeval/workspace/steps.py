@@ -7,10 +7,8 @@ No pytest here: :func:`run_workspace_eval` returns the record and the verdict fo
 
 from __future__ import annotations
 
-import json
 import re
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,15 +23,13 @@ from ..results import EvalRecord, StepRecord
 from ..runner import ItemVerdict
 from .copying import copy_template, copy_tree
 from .sandbox import Sandbox
+from .subtasks import DEFAULT_SUBTASK_GLOBS, Subtasks, collect_subtasks, snapshot_results
 
 INSTRUCTION = "Execute the instructions in ./prompt.md"
 PROMPT_FILE = "prompt.md"
 WORKSPACE_DIR, GRADING_DIR, LOGS_DIR = "workspace", "grading", "logs"  # in the item's folder
 PROBLEM_FILE = "problem.md"
 TAIL_LINES = 40
-# Where the grade steps' results are looked for, relative to the grading directory.
-DEFAULT_SUBTASK_GLOBS: tuple[str, ...] = ("**/junit*.xml", "**/results*.json")
-MAX_RESULTS_BYTES = 20 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -95,117 +91,6 @@ def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, wor
     path = workspace / PROMPT_FILE
     path.write_text("\n\n".join(part.strip("\n") for part in parts) + "\n", encoding="utf-8")
     return path
-
-
-@dataclass(frozen=True)
-class Subtasks:
-    """What the grade steps' results files say: ``passed``/``total`` are None when no file counted."""
-
-    passed: int | None
-    total: int | None
-    notes: tuple[str, ...] = ()
-
-
-class ResultsFileError(ValueError):
-    """A file matched a results pattern but is not a JUnit XML or results JSON file."""
-
-
-def parse_junit(text: str) -> tuple[int, int]:
-    """(passed, total) of a JUnit XML document: every ``testcase`` counts; it passes unless it has a
-    ``failure``, ``error`` or ``skipped`` child."""
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise ResultsFileError(f"not XML: {exc}") from None
-    if root.tag not in ("testsuites", "testsuite"):
-        raise ResultsFileError(f"root element <{root.tag}> is not <testsuites> or <testsuite>")
-    passed = total = 0
-    for case in root.iter("testcase"):
-        total += 1
-        if not any(child.tag in ("failure", "error", "skipped") for child in case):
-            passed += 1
-    return passed, total
-
-
-def parse_results_json(text: str) -> tuple[int, int]:
-    """(passed, total) of ``[{"taskId": ..., "passed": bool}, ...]`` or ``{"results": [...]}``."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ResultsFileError(f"not JSON: {exc}") from None
-    if isinstance(data, dict) and "results" in data:
-        data = data["results"]
-    if not isinstance(data, list):
-        raise ResultsFileError('expected a list of {"taskId", "passed"} entries or {"results": [...]}')
-    passed = 0
-    for index, entry in enumerate(data):
-        if not isinstance(entry, dict) or not isinstance(entry.get("passed"), bool):
-            raise ResultsFileError(f'entry {index} has no boolean "passed"')
-        passed += entry["passed"]
-    return passed, len(data)
-
-
-def parse_results_file(path: Path) -> tuple[int, int]:
-    """(passed, total) of one results file, by its suffix (``.xml`` JUnit, else results JSON)."""
-    try:
-        if path.stat().st_size > MAX_RESULTS_BYTES:
-            raise ResultsFileError(f"larger than {MAX_RESULTS_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFileError(f"unreadable: {exc}") from None
-    return parse_junit(text) if path.suffix.lower() == ".xml" else parse_results_json(text)
-
-
-def _fingerprint(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
-
-
-def snapshot_results(grading: Path, patterns: Sequence[str]) -> dict[Path, tuple[int, int] | None]:
-    """The results files present before the grade steps run (the agent's files included)."""
-    return {path: _fingerprint(path) for pattern in patterns for path in grading.glob(pattern)}
-
-
-SKIPPED_RESULT_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
-
-
-def _in_skipped_folder(path: Path, root: Path) -> bool:
-    """Results files of dependencies and caches (``node_modules``, dot folders) are not the grade
-    steps' own."""
-    folders = path.relative_to(root).parts[:-1]
-    return any(part in SKIPPED_RESULT_FOLDERS or part.startswith(".") for part in folders)
-
-
-def collect_subtasks(
-    grading: Path, patterns: Sequence[str], before: Mapping[Path, tuple[int, int] | None] | None = None
-) -> Subtasks:
-    """Sum the subtasks of the files matching ``patterns`` under ``grading`` that the grade steps
-    wrote (files unchanged since ``before`` are ignored, so an agent cannot plant results). A file
-    that cannot be read is ignored with a note."""
-    before = before or {}
-    seen: set[Path] = set()
-    passed = total = 0
-    found = False
-    notes: list[str] = []
-    for pattern in patterns:
-        for path in sorted(grading.glob(pattern)):
-            if path in seen or not path.is_file() or _in_skipped_folder(path, grading):
-                continue
-            seen.add(path)
-            if path in before and before[path] == _fingerprint(path):
-                continue
-            try:
-                file_passed, file_total = parse_results_file(path)
-            except ResultsFileError as exc:
-                notes.append(f"results file {path.relative_to(grading)} ignored: {exc}")
-                continue
-            found = True
-            passed += file_passed
-            total += file_total
-    return Subtasks(passed if found else None, total if found else None, tuple(notes))
 
 
 class StepFailed(Exception):

@@ -1,0 +1,99 @@
+"""Parse an eval's ``checks`` (a list, all must pass, or ``{or: [...]}``) into check nodes,
+adding a :class:`Problem` with its line for each check that is not valid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..checks import AnyOf, Check, CheckNode, CheckRegistry
+from ..errors import Loc, Problem, did_you_mean
+from .yamlsource import Document, yaml_kind
+
+LEGACY_CHECK_HINT = (
+    "checks are a list of single-key items, e.g.\n"
+    "      checks:\n"
+    '        - match: "*4*"\n'
+    "        - max_tokens: 50\n"
+    "    or `checks: {or: [...]}` when any one may pass"
+)
+
+
+def parse_checks(
+    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
+) -> list[CheckNode]:
+    """Parse an eval's ``checks``: a list (all must pass) or ``{or: [...]}``."""
+    if isinstance(raw, dict):
+        if set(raw) == {"or"}:
+            node = _parse_or(raw["or"], (*loc, "or"), doc, registry, problems)
+            return [node] if node else []
+        message = "object-form `checks:` is the legacy format and is no longer supported"
+    elif not isinstance(raw, list):
+        message = f"`checks` must be a list or {{or: [...]}}, not {yaml_kind(raw)}"
+    elif not raw:
+        message = "`checks` is empty; an eval needs at least one check"
+    else:
+        nodes = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
+        return [node for node in nodes if node is not None]
+    problems.append(Problem(message, line=doc.line_of(loc), loc=loc, hint=LEGACY_CHECK_HINT))
+    return []
+
+
+def _parse_or(
+    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
+) -> AnyOf | None:
+    if not isinstance(raw, list) or not raw:
+        problems.append(Problem("`or` needs a non-empty list of checks", line=doc.line_of(loc), loc=loc))
+        return None
+    children = [_parse_one(item, (*loc, i), doc, registry, problems) for i, item in enumerate(raw)]
+    if any(child is None for child in children):
+        return None
+    return AnyOf(tuple(c for c in children if c is not None), line=doc.line_of(loc))
+
+
+def _parse_one(
+    raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
+) -> CheckNode | None:
+    line = doc.line_of(loc)
+    if not isinstance(raw, dict) or len(raw) != 1:
+        found = ", ".join(map(str, raw)) if isinstance(raw, dict) else yaml_kind(raw)
+        problems.append(
+            Problem(
+                f"a check is a mapping with exactly one key (found {found or 'nothing'})",
+                line=line,
+                loc=loc,
+                hint=LEGACY_CHECK_HINT,
+            )
+        )
+        return None
+    ((key, value),) = raw.items()
+    if key == "or":
+        return _parse_or(value, (*loc, "or"), doc, registry, problems)
+    check_type = registry.get(str(key))
+    if check_type is None:
+        known = [*registry.names(), "or"]
+        problems.append(
+            Problem(
+                f"unknown check {key!r}{did_you_mean(str(key), known)}",
+                line=doc.line_of((*loc, key)),
+                loc=loc,
+                hint=f"known checks: {', '.join(known)}",
+            )
+        )
+        return None
+    try:
+        parsed = check_type.adapter.validate_python(value)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            sub: Loc = (*loc, key, *error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "string_too_short":
+                message = f"`{key}` must not be empty"
+            elif error["type"] == "missing":
+                message = f"missing required key {error['loc'][-1]!r}"
+            elif error["type"] == "extra_forbidden":
+                message = f"unknown key {error['loc'][-1]!r} in `{key}`"
+            problems.append(Problem(message, line=doc.line_of(sub), loc=doc.clean_loc(sub)))
+        return None
+    return Check(check_type, parsed, line=doc.line_of((*loc, key)))

@@ -40,7 +40,7 @@ def is_regex_pattern(pattern: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """Case-insensitive whole-text matcher: a glob where ``*`` is any run of characters, or a regex."""
+    """Case-insensitive matcher of a pattern: a glob where ``*`` is any run of characters, or a regex."""
     if is_regex_pattern(pattern):
         source = pattern
     else:
@@ -76,7 +76,11 @@ def _glob_matches(pattern: str, text: str) -> bool:
 
 
 def pattern_matches(pattern: str, text: str) -> bool:
-    if "*" in pattern and not is_regex_pattern(pattern):
+    """Whether a ``match`` pattern matches ``text``, case-insensitive. A glob must match the whole
+    text; a regex is searched for, as in vibecheck: ``^`` and ``$`` anchor it at the answer's ends."""
+    if is_regex_pattern(pattern):
+        return compile_pattern(pattern).search(text) is not None
+    if "*" in pattern:
         return _glob_matches(pattern, text)
     return compile_pattern(pattern).fullmatch(text) is not None
 
@@ -150,18 +154,27 @@ def _quote(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
+def _pattern_message(pattern: str, matched: bool, forbidden: bool = False) -> str:
+    """What a ``match``/``not_match`` check says: a regex is found or not, a glob matches or not."""
+    if is_regex_pattern(pattern):
+        verb = "is found in" if matched else "is not found in"
+        tail = " but must not be" if forbidden and matched else ""
+    else:
+        verb = "matches" if matched else "does not match"
+        tail = " but must not" if forbidden and matched else ""
+    return (
+        f"{'regex' if is_regex_pattern(pattern) else 'pattern'} {_quote(pattern)} {verb} the response{tail}"
+    )
+
+
 def _match(pattern: str, response: Response) -> Verdict:
-    kind = "regex" if is_regex_pattern(pattern) else "pattern"
-    if pattern_matches(pattern, response.text):
-        return Verdict(True, f"{kind} {_quote(pattern)} matches the response")
-    return Verdict(False, f"{kind} {_quote(pattern)} does not match the response")
+    matched = pattern_matches(pattern, response.text)
+    return Verdict(matched, _pattern_message(pattern, matched))
 
 
 def _not_match(pattern: str, response: Response) -> Verdict:
-    kind = "regex" if is_regex_pattern(pattern) else "pattern"
-    if pattern_matches(pattern, response.text):
-        return Verdict(False, f"{kind} {_quote(pattern)} matches the response but must not")
-    return Verdict(True, f"{kind} {_quote(pattern)} does not match the response")
+    matched = pattern_matches(pattern, response.text)
+    return Verdict(not matched, _pattern_message(pattern, matched, forbidden=True))
 
 
 def _min_tokens(limit: int, response: Response) -> Verdict:
@@ -240,7 +253,7 @@ BUILTIN_CHECKS: tuple[CheckType, ...] = (
         "match",
         NonEmptyStr,
         _match,
-        "whole response matches a glob (`*` = any text) or regex, case-insensitive",
+        "the whole response matches a glob (`*` = any text), or a regex is found in it; case-insensitive",
     ),
     CheckType("not_match", NonEmptyStr, _not_match, "the opposite of match"),
     CheckType("min_tokens", TokenCount, _min_tokens, "response has at least N tokens"),

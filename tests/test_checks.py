@@ -99,7 +99,7 @@ def pending() -> Check:
         ("*yes|no*", "yes|no", True),
         ("*.txt", "notes.txt", True),
         ("*.txt", "notes_txt", False),
-        # regex-looking patterns are regular expressions (still whole text, case-insensitive)
+        # regex-looking patterns are regular expressions, searched for (as in vibecheck), case-insensitive
         (".*X-[0-9]+.*", "created X-42 today", True),
         (".*X-[0-9]+.*", "created x-42 today", True),
         (".*X-[0-9]+.*", "created X-forty today", False),
@@ -108,12 +108,23 @@ def pending() -> Check:
         ("^abc$", "ABC", True),
         ("^abc$", "abcd", False),
         (r"\d+", "12345", True),
-        (r"\d+", "12a45", False),
+        (r"\d+", "12a45", True),
+        (r"\d+", "twelve", False),
+        (r"^\d+$", "12a45", False),
         ("[a-z]+", "Hello", True),
-        ("[a-z]+", "hello world", False),
+        ("[a-z]+", "hello world", True),
+        ("^[a-z]+$", "hello world", False),
         ("x{2}", "xx", True),
         ("x{2}", "x{2}", False),
         (".+", "", False),
+        # vibecheck's documented regex examples: anchors mean the answer's start and end
+        (".*hello.*", "oh, Hello there", True),
+        ("^goodbye", "goodbye everyone", True),
+        ("^goodbye", "well, goodbye", False),
+        ("world$", "hello world", True),
+        ("world$", "hello world\n", True),
+        ("world$", "world peace", False),
+        ("^goodbye", "first line\ngoodbye", False),
         # a pattern that looks like a regex but does not compile is a glob
         ("*.*", "a.b", True),
         ("*.*", "ab", False),
@@ -181,7 +192,16 @@ def test_match_and_not_match_messages_name_the_kind() -> None:
     assert ok.message == "pattern '*4*' matches the response"
     bad = run_one("match", ".*X-[0-9]+.*", "nothing")
     assert bad.passed is False
-    assert bad.message == "regex '.*X-[0-9]+.*' does not match the response"
+    assert bad.message == "regex '.*X-[0-9]+.*' is not found in the response"
+    assert (
+        run_one("match", "^goodbye", "goodbye everyone").message
+        == "regex '^goodbye' is found in the response"
+    )
+    refused = run_one("not_match", "^buy", "Buy now")
+    assert (refused.passed, refused.message) == (
+        False,
+        "regex '^buy' is found in the response but must not be",
+    )
 
     forbidden = run_one("not_match", "*buy*", "You should BUY now")
     assert forbidden.passed is False

@@ -177,7 +177,7 @@ class InputSchemaGenerator(GenerateJsonSchema):
         cls = schema["cls"]
         if issubclass(cls, BaseModel):
             _accept_field_names(json_schema, cls)
-            rule = MODEL_RULES.get(cls)
+            rule = next((MODEL_RULES[base] for base in cls.__mro__ if base in MODEL_RULES), None)
             if rule is not None:
                 rule(json_schema)
         return json_schema

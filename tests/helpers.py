@@ -57,6 +57,16 @@ def run(
     return pytester.runpytest_inprocess(*FAST_ARGS, *args)
 
 
+def write_cli_config(path: Path, data: dict[str, Any]) -> Path:
+    """Write a cli-config.json; a configuration without the ``name`` that file requires is named
+    after its id."""
+    named = {
+        config_id: {"name": config_id, **config} if isinstance(config, dict) else config
+        for config_id, config in data["configurations"].items()
+    }
+    return write(path, json.dumps({**data, "configurations": named}))
+
+
 def load_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 

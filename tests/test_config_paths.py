@@ -30,8 +30,8 @@ def test_relative_cli_and_config_dir_resolve_against_the_defining_file(
         json.dumps(
             {
                 "configurations": {
-                    "rel": {"cli": "./bin/agent", "args": ["${CONFIG_DIR}/data.txt"]},
-                    "abs": {"cli": PYTHON, "args": ["${CONFIG_DIR}/bin/agent"]},
+                    "rel": {"name": "Relative", "cli": "./bin/agent", "args": ["${CONFIG_DIR}/data.txt"]},
+                    "abs": {"name": "Absolute", "cli": PYTHON, "args": ["${CONFIG_DIR}/bin/agent"]},
                 }
             }
         )
@@ -148,7 +148,11 @@ def test_a_suites_default_configurations_pick_among_a_cli_config_json(pytester: 
         pytester.path / "cli-config.json",
         json.dumps(
             {
-                "configurations": {"a": {"cli": "true"}, "b": {"cli": "true"}, "c": {"cli": "true"}},
+                "configurations": {
+                    "a": {"name": "A", "cli": "true"},
+                    "b": {"name": "B", "cli": "true"},
+                    "c": {"name": "C", "cli": "true"},
+                },
                 "defaultConfigurations": ["a", "b"],
             }
         ),

@@ -3,7 +3,6 @@ and written to the results JSON and JUnit XML."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -24,6 +23,7 @@ from helpers import (
     run_summary,
     score_and_success_lines,
     write,
+    write_cli_config,
 )
 
 # Names are chosen so that `-k` cannot match them in pytester's directory names.
@@ -180,9 +180,9 @@ def test_default_configurations_limit_the_default_selection(pytester: pytest.Pyt
         make_demo(pytester.path, defaults=["inproc"])
     else:  # the unified runner's cli-config.json
         configurations = demo_configurations(pytester.path)
-        write(
+        write_cli_config(
             pytester.path / "cli-config.json",
-            json.dumps({"configurations": configurations, "defaultConfigurations": ["inproc"]}),
+            {"configurations": configurations, "defaultConfigurations": ["inproc"]},
         )
         write(pytester.path / "demo.eval.yaml", suite_yaml("demo"))
     for args, configs in (
@@ -208,10 +208,10 @@ def test_nearest_cli_config_json_and_suite_configurations_win(pytester: pytest.P
     root = pytester.path
     script = agent(root, "shell_agent.py", AGENT)
     # The nearest cli-config.json walking up from suites/sub/ is suites/cli-config.json.
-    write(root / "cli-config.json", json.dumps({"configurations": {"far": shell_config(script)}}))
-    write(
+    write_cli_config(root / "cli-config.json", {"configurations": {"far": shell_config(script)}})
+    write_cli_config(
         root / "suites" / "cli-config.json",
-        json.dumps({"configurations": {"near": shell_config(script), "near2": shell_config(script)}}),
+        {"configurations": {"near": shell_config(script), "near2": shell_config(script)}},
     )
     write(root / "suites" / "sub" / "inherits.eval.yaml", suite_yaml("inherits"))
     own = {"own": shell_config(script)}

@@ -313,7 +313,10 @@ ACCEPTED_JSON = {
     ),
     "cli-config with defaults": (
         "cli-config",
-        {"configurations": {"a": {"cli": "x"}, "b.2": {"preset": "gemini"}}, "defaultConfigurations": ["a"]},
+        {
+            "configurations": {"a": {"name": "A", "cli": "x"}, "b.2": {"name": "Gemini", "preset": "gemini"}},
+            "defaultConfigurations": ["a"],
+        },
     ),
     "registry with the default timeout": ("command-registry", {"npm-ci": {"command": "npm", "args": ["ci"]}}),
 }
@@ -361,6 +364,7 @@ INVALID = {
     "suite-reserved-tag.yaml": ("$.evals[0].tags[0]", "tag 'skip' is a pytest marker"),
     "suite-protected-eval-name.yaml": ("$.evals[0].name", "protected keyword"),
     "cli-config-zero-timeout.json": ("$.configurations.agent.timeout", "greater than 0"),
+    "cli-config-without-name.json": ("$.configurations.agent", "missing required key 'name'"),
     "cli-config-unknown-configuration-key.json": ("$.configurations.agent", "unknown key 'timout'"),
     "cli-config-unknown-preset.json": ("$.configurations.agent.preset", "unknown preset 'claude'"),
     "cli-config-preset-and-python.json": ("$.configurations.agent", "cannot be combined with `python`"),
@@ -476,7 +480,7 @@ GAPS = {
     "duplicate eval names": ("suite", HEAD + PROMPT_EVAL.replace("- ", "- name: a\n    ") * 2),
     "regex that does not compile": ("suite", HEAD + "  - prompt: p\n    checks: [{regex: '(x'}]\n"),
     "malformed template": ("suite", HEAD + "  - prompt: \"{{var(x)}}\"\n    checks: [{match: x}]\n"),
-    "undefined default configuration": ("cli-config", '{"configurations": {"a": {"cli": "x"}}, '
+    "undefined default configuration": ("cli-config", '{"configurations": {"a": {"name": "A", "cli": "x"}}, '
                                                        '"defaultConfigurations": ["b"]}'),
 }  # fmt: skip
 
@@ -489,7 +493,9 @@ def test_documented_gaps_only_the_loader_reports(tmp_path: Path, kind: str, text
 
 
 def test_numbers_written_as_text_are_flagged_though_pydantic_coerces_them(tmp_path: Path) -> None:
-    path = write(tmp_path, "cli-config", '{"configurations": {"a": {"cli": "x", "timeout": "30000"}}}')
+    path = write(
+        tmp_path, "cli-config", '{"configurations": {"a": {"name": "A", "cli": "x", "timeout": "30000"}}}'
+    )
     assert loader_problem(path) is None
     assert [error.json_path for error in schema_errors(path)] == ["$.configurations.a.timeout"]
 

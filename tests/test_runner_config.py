@@ -429,10 +429,26 @@ def test_invalid_step_name_in_the_registry(tmp_path: Path) -> None:
 def test_invalid_configuration_id(tmp_path: Path) -> None:
     config = make_tree(tmp_path)
     cli = copy.deepcopy(CLI_CONFIG)
-    cli["configurations"]["bad id"] = {"cli": "x"}
+    cli["configurations"]["bad id"] = {"name": "Bad", "cli": "x"}
     write_configs(config, cli=cli)
     path = config / "cli-config.json"
     assert_one(fails(config), path, line_of(path, '"bad id"'), "got 'bad id'")
+
+
+def test_a_configuration_without_a_name_is_refused_with_a_hint(tmp_path: Path) -> None:
+    """The unified runner requires a human-readable ``name`` for each configuration."""
+    config = make_tree(tmp_path)
+    cli = copy.deepcopy(CLI_CONFIG)
+    del cli["configurations"]["codex-exec-gpt5-default"]["name"]
+    write_configs(config, cli=cli)
+    path = config / "cli-config.json"
+    error = assert_one(
+        fails(config),
+        path,
+        line_of(path, '"codex-exec-gpt5-default"'),
+        "configurations.codex-exec-gpt5-default: missing required key 'name'",
+    )
+    assert 'e.g. "name": "Claude Code, Sonnet"' in (error.hint or "")
 
 
 def test_unknown_default_configuration(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from helpers import (
     run,
     wait_gone,
     write,
+    write_cli_config,
 )
 from test_cli_agents import PRINTER, RSS_PLUGIN
 from test_workspace_evals import make_config_dir, snapshot
@@ -50,7 +51,7 @@ STUBBORN_TREE_SCRIPT = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_
 def add_configurations(config: Path, configurations: dict[str, dict[str, Any]]) -> None:
     data = load_json(config / "cli-config.json")
     data["configurations"].update(configurations)
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
 
 
 def results_of(

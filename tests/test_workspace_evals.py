@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
+from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write, write_cli_config
 
 PROBLEMS = {"add": "a + b", "mul": "a * b"}
 CONFIGS = ("oracle", "nop", "breaker")
@@ -69,7 +69,7 @@ def make_config_dir(root: Path, registry_extra: dict[str, Any] | None = None) ->
         "nop": {"cli": PYTHON, "args": [agent(scripts, "nop.py", NOP)], "prompt_via": "argument"},
         "breaker": {"cli": PYTHON, "args": [agent(scripts, "breaker.py", BREAKER)], "timeout": 60000},
     }
-    write(config / "cli-config.json", json.dumps({"configurations": cli}))
+    write_cli_config(config / "cli-config.json", {"configurations": cli})
     registry = {
         "compile": {"command": PYTHON, "args": ["-m", "py_compile", "calc.py"], "timeout": 60000},
         "public": {"command": PYTHON, "args": ["check_public.py"], "timeout": 60000},
@@ -111,7 +111,7 @@ def test_default_configurations_select(pytester: pytest.Pytester) -> None:
     config = make_config_dir(pytester.path)
     data = load_json(config / "cli-config.json")
     data["defaultConfigurations"] = ["nop"]
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
     assert len(collected(pytester)) == 2
     assert len(collected(pytester, "--vibe-config", "ALL")) == 6
 
@@ -201,7 +201,7 @@ def test_secrets_in_an_agents_args_are_redacted(
     cli_config = json.loads((config / "cli-config.json").read_text())
     nop = cli_config["configurations"]["nop"]
     nop["args"] = [*nop["args"], "--key={{secret('key')}}"]
-    (config / "cli-config.json").write_text(json.dumps(cli_config))
+    write_cli_config(config / "cli-config.json", cli_config)
     results = pytester.path / "results.json"
     result = run(pytester, "--vibe-config", "nop", "--vibe-results", str(results), "-rA")
     result.assert_outcomes(failed=2)

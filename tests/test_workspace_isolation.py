@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, wait_gone, write
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    agent,
+    evals_by_nodeid,
+    load_json,
+    run,
+    wait_gone,
+    write,
+    write_cli_config,
+)
 from test_workspace_evals import make_config_dir, snapshot
 
 from pytest_vibeeval.loading.link_cycles import is_link_cycle
@@ -59,7 +69,7 @@ def _configure_escaper(config: Path, marker: str) -> None:
             ],
         }
     }
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
 
 
 def _agent_report(record: dict[str, Any]) -> dict[str, str]:
@@ -108,7 +118,7 @@ def test_bwrap_contains_the_agents_whole_process_tree(pytester: pytest.Pytester)
     data = load_json(config / "cli-config.json")
     stuck = agent(pytester.path / "agents", "stuck.py", escapee)
     data["configurations"] = {"stuck": {"cli": PYTHON, "args": [stuck], "timeout": 1500}}
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
     results = pytester.path / "results.json"
     result = run(pytester, "--vibe-sandbox", "bwrap", "--vibe-results", results, "-k", "add")
     result.assert_outcomes(failed=1)
@@ -173,7 +183,7 @@ def test_agents_editing_their_workspace_leave_the_template_alone(
     data["configurations"] = {
         "vandal": {"cli": PYTHON, "args": [agent(pytester.path / "agents", "v.py", vandal)]}
     }
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
     templates = snapshot(pytester.path / "evals")
     modes = {p: p.stat().st_mode for p in (pytester.path / "evals").rglob("*")}
     result = run(pytester, "--vibe-sandbox", sandbox)
@@ -299,7 +309,7 @@ def test_an_agent_cannot_replace_the_hidden_tests(pytester: pytest.Pytester, xdi
     data["configurations"] = {
         "planter": {"cli": PYTHON, "args": [agent(pytester.path / "agents", "p.py", planter)]}
     }
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
     registry = load_json(config / "command-registry.json")
     registry["public"]["args"] = ["-c", "pass"]  # only the hidden check decides
     write(config / "command-registry.json", json.dumps(registry))
@@ -334,7 +344,7 @@ def test_a_coding_agents_own_report_is_read_with_its_parser(
         "broken": {"cli": PYTHON, "args": [agent(pytester.path / "agents", "b.py", "print('not json')")],
                    "output": {"parser": "claude-code"}},
     }  # fmt: skip
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
     results = pytester.path / "results.json"
     run(pytester, "--vibe-results", results, "-k", "add", xdist=xdist).assert_outcomes(passed=1, failed=1)
     records = evals_by_nodeid(load_json(results))
@@ -361,7 +371,7 @@ def test_files_the_agents_command_line_names_are_visible_in_the_sandbox(
     )
     data = load_json(config / "cli-config.json")
     data["configurations"] = {"reader": {"cli": PYTHON, "args": [reader, str(notes)]}}
-    write(config / "cli-config.json", json.dumps(data))
+    write_cli_config(config / "cli-config.json", data)
     results = pytester.path / "results.json"
     run(pytester, "--vibe-sandbox", "bwrap", "--vibe-results", results, "-k", "add").assert_outcomes(failed=1)
     record = evals_by_nodeid(load_json(results))["evals/config/eval-config.json::add[reader]"]

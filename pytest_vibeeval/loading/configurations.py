@@ -7,7 +7,7 @@ walking up from the suite's folder to the rootdir. Without either, the suite has
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +28,7 @@ ALL = "ALL"
 class ConfigurationSet:
     """The configurations available to one suite."""
 
-    configurations: dict[str, Configuration]
+    configurations: Mapping[str, Configuration]
     defaults: tuple[str, ...] | None
     source: Path | None  # the file they were read from
     implicit: bool = False  # no configuration anywhere: the built-in OpenRouter default
@@ -76,7 +76,7 @@ class ConfigFileCache:
 
 
 def _check_defaults(
-    path: Path, defaults: Sequence[str] | None, configs: dict[str, Configuration], line: int | None
+    path: Path, defaults: Sequence[str] | None, configs: Mapping[str, Configuration], line: int | None
 ) -> None:
     for config_id in defaults or ():
         if config_id not in configs:

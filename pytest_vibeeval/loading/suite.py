@@ -138,7 +138,12 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
             continue
         clean = doc.clean_loc(loc)
         if kind == "missing":
-            problems.append(Problem(f"missing required key {loc[-1]!r}", line=doc.line_of(clean), loc=clean))
+            hint = None
+            if loc[0] == "configurations" and loc[-1] == "name":
+                hint = 'give each configuration a human-readable label, e.g. "name": "Claude Code, Sonnet"'
+            problems.append(
+                Problem(f"missing required key {loc[-1]!r}", line=doc.line_of(clean), loc=clean, hint=hint)
+            )
             continue
         message = error["msg"]
         if kind in ("model_type", "dict_type"):

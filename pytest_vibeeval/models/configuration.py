@@ -321,10 +321,19 @@ class Configuration(StrictModel):
         return self.xdist_group or None
 
 
+class CliConfiguration(Configuration):
+    """A configuration of ``cli-config.json``, where the unified runner requires a ``name``."""
+
+    name: NonEmptyStr = Field(  # required here, optional in a suite
+        description="a human-readable label, shown beside the id in the Run Summary and reports "
+        '(required in cli-config.json, e.g. "Claude Code, Sonnet")',
+    )
+
+
 class CliConfigFile(StrictModel):
     """``cli-config.json`` of the unified runner."""
 
-    configurations: dict[ConfigId, Configuration] = Field(
+    configurations: dict[ConfigId, CliConfiguration] = Field(
         description="how prompts are answered, by configuration id"
     )
     defaultConfigurations: list[ConfigId] | None = Field(

@@ -20,7 +20,7 @@ from .report.baseline import BaselineError, compare_results, load_baseline, reso
 from .report.format import run_title
 from .report.junit import add_gate_cases, add_suite_properties
 from .report.resultsfile import build_results, write_results
-from .report.summary import budget_lines, summary_lines, workspace_lines
+from .report.summary import budget_lines, nothing_ran_lines, summary_lines, workspace_lines
 from .results import EvalRecord, ResultsFile, RunRecord
 from .resume import load_resume
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text
@@ -41,6 +41,7 @@ class ControllerSession:
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
         self.lost_workers: list[str] = []  # xdist workers that went down with an error
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
+        self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         read_baseline(config)
         read_resume(config)
 
@@ -132,6 +133,8 @@ class ControllerSession:
         add_gate_cases(self.config, runs)
         self._apply_gates(session, runs)
         self._apply_regressions(session, runs)
+        if not interrupted:
+            self._apply_nothing_ran(session, runs)
 
     def _compare(self, results: ResultsFile) -> ResultsFile:
         """The results with each run compared with the baseline's same suite × configuration."""
@@ -154,6 +157,17 @@ class ControllerSession:
         self.regression_note = (
             f"--vibe-fail-on-regression: {len(regressed)} run(s) regressed against the baseline ({shown})"
         )
+
+    def _apply_nothing_ran(self, session: pytest.Session, runs: list[RunRecord]) -> None:
+        """A session in which every eval was skipped fails (unless --vibe-allow-all-skipped), with
+        what to set: green CI must mean something ran."""
+        records = [record for run in runs for record in run.evals]
+        if not records or any(record.outcome != "skipped" for record in records):
+            return
+        if self.state.settings.allow_all_skipped or session.exitstatus != pytest.ExitCode.OK:
+            return
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.nothing_ran_lines = nothing_ran_lines(records)
 
     def _apply_gates(self, session: pytest.Session, runs: list[RunRecord]) -> None:
         """A failed gate turns exit code 0 into 1. Failed runs of an eval whose pass rate met its
@@ -257,6 +271,8 @@ class ControllerSession:
                 "the item each was running is an error above; the other items ran on",
                 red=True,
             )
+        for index, line in enumerate(self.nothing_ran_lines):
+            terminalreporter.write_line(line, red=True, bold=index == 0)
         for note in (*self.notes, self.regression_note):
             if note:
                 terminalreporter.write_line(note, red=note is self.regression_note)

@@ -43,6 +43,7 @@ class Settings:
     html: Path | None = None  # --vibe-html
     breakdown: bool = False  # --vibe-breakdown (-v shows it too)
     gate_only: bool = False  # --vibe-gate-only
+    allow_all_skipped: bool = False  # --vibe-allow-all-skipped: a run where no eval ran may pass
     timeout_margin: float = 30.0  # seconds the timeout backstop adds to an item's own timeouts
     max_processes: int = 1024  # an agent's processes at once, where a pids cgroup can be made (0: none)
     progress_interval: float = 30.0  # seconds between live progress lines off a terminal (0: none)
@@ -95,6 +96,7 @@ class Settings:
             html=Path(html).absolute() if html else None,
             breakdown=_flag(config, "vibe_breakdown"),
             gate_only=_flag(config, "vibe_gate_only"),
+            allow_all_skipped=_flag(config, "vibe_allow_all_skipped"),
             timeout_margin=_ini_seconds(config, "vibe_timeout_margin"),
             progress_interval=_ini_seconds(config, "vibe_progress_interval"),
             max_processes=_ini_count(config, "vibe_max_processes"),
@@ -135,6 +137,13 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="failed evals of runs with a score gate (score.min/max) do not fail the session: "
         "the gate decides the exit code",
+    )
+    group.addoption(
+        "--vibe-allow-all-skipped",
+        action="store_true",
+        default=None,
+        help="a session in which every eval was skipped (a missing key, variable or executable) "
+        "exits 0; by default it fails, so a CI job cannot go green on nothing",
     )
     group.addoption(
         "--vibe-sandbox",
@@ -250,6 +259,9 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("vibe_breakdown", "default for --vibe-breakdown", type="bool", default=False)
     parser.addini("vibe_gate_only", "default for --vibe-gate-only", type="bool", default=False)
+    parser.addini(
+        "vibe_allow_all_skipped", "default for --vibe-allow-all-skipped", type="bool", default=False
+    )
     parser.addini("vibe_patterns", "extra glob patterns of YAML suite files", type="linelist", default=[])
     parser.addini("vibe_vars", "NAME=VALUE lines for {{var('NAME')}} templates", type="linelist", default=[])
     parser.addini("vibe_eval", "default for --vibe-eval", default="")

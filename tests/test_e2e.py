@@ -357,7 +357,10 @@ def test_suite_without_configuration_skips_with_how_to(
     write(pytester.path / "bare.eval.yaml", suite_yaml("bare", formula="success_pct"))
     result = run(pytester, "-rs", xdist=xdist)
     result.assert_outcomes(skipped=3)
-    assert result.ret == 0
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # nothing ran: not green
+    result.stdout.fnmatch_lines(
+        ["NOTHING RAN:*", "  3 × set OPENROUTER_API_KEY: configuration 'openrouter'*"]
+    )
     how_to = "set OPENROUTER_API_KEY: configuration 'openrouter' calls https://openrouter.ai/api/v1"
     skipped = [line for line in result.outlines if line.startswith("SKIPPED ")]
     # Each skip is reported at its eval's line in the suite, not inside the plugin.

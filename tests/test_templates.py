@@ -7,6 +7,7 @@ import re
 import textwrap
 
 import pytest
+from helpers import XDIST_MODES
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -337,6 +338,58 @@ def test_missing_secret_skips(pytester: pytest.Pytester, monkeypatch: pytest.Mon
     result = pytester.runpytest(*BASE_ARGS, "-rs", "--vibe-var", "who=World")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["SKIPPED*set the environment variable VIBE_SECRET_TOKEN*"])
+
+
+@XDIST_MODES
+def test_a_session_where_every_eval_skipped_fails_and_says_what_to_set(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """vibecheck fails a suite whose values are missing; a run where nothing ran is not green."""
+    _make_templated_suite(pytester)
+    monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
+    monkeypatch.delenv("VIBE_VAR_WHO", raising=False)
+    result = pytester.runpytest(*BASE_ARGS, *xdist)
+    result.assert_outcomes(skipped=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "NOTHING RAN: all 2 selected eval(s) were skipped, so the session fails "
+            "(--vibe-allow-all-skipped accepts that). What to set:",
+            "  2 × *template var 'who' has no value*VIBE_VAR_WHO*",
+        ]
+    )
+    allowed = pytester.runpytest(*BASE_ARGS, *xdist, "--vibe-allow-all-skipped")
+    allowed.assert_outcomes(skipped=2)
+    assert allowed.ret == pytest.ExitCode.OK
+    assert "NOTHING RAN" not in allowed.stdout.str()
+    pytester.makeini("[pytest]\nvibe_allow_all_skipped = true\n")
+    assert pytester.runpytest(*BASE_ARGS, *xdist).ret == pytest.ExitCode.OK
+
+
+def test_a_session_where_some_evals_ran_passes_with_the_others_skipped(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _make_templated_suite(pytester)
+    pytester.makefile(
+        ".eval.yaml",
+        plain=textwrap.dedent(
+            """\
+            metadata: {name: plain, model: m}
+            configurations:
+              echo: {python: "echo_templates:answer"}
+            evals:
+              - prompt: say hi
+                checks:
+                  - match: "*hi*"
+            """
+        ),
+    )
+    monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
+    monkeypatch.delenv("VIBE_VAR_WHO", raising=False)
+    result = pytester.runpytest(*BASE_ARGS)
+    result.assert_outcomes(passed=1, skipped=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert "NOTHING RAN" not in result.stdout.str()
 
 
 def test_values_from_env_and_ini(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

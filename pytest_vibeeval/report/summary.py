@@ -261,3 +261,21 @@ def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
     held = sum(1 for r in records if r.outcome == "skipped" and BUDGET_SKIP in (r.message or ""))
     line = f"Budget: ${spent:.4f} spent of ${limit:g} (--vibe-max-cost)"
     return [line + (f"; {held} eval(s) not started" if held else "")]
+
+
+def nothing_ran_lines(records: Sequence[EvalRecord], shown: int = 5) -> list[str]:
+    """Why a session in which every eval was skipped fails, and each distinct reason with its
+    count: what to set or install."""
+    reasons: dict[str, int] = {}
+    for record in records:
+        reason = record.message or "no reason given"
+        reasons[reason] = reasons.get(reason, 0) + 1
+    lines = [
+        f"NOTHING RAN: all {len(records)} selected eval(s) were skipped, so the session fails "
+        "(--vibe-allow-all-skipped accepts that). What to set:"
+    ]
+    ordered = sorted(reasons.items(), key=lambda item: -item[1])
+    lines.extend(f"  {count} × {reason}" for reason, count in ordered[:shown])
+    if len(ordered) > shown:
+        lines.append(f"  … and {len(ordered) - shown} other reason(s) (see the skipped items above)")
+    return lines

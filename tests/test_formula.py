@@ -45,12 +45,13 @@ def score(text: str) -> tuple[float | None, str | None]:
 
 
 def caret_column(error: FormulaError) -> int:
-    """Where the rendered caret sits, as a 0-based column under the formula."""
+    """Where the rendered carets start, as a 0-based column under the formula (they underline
+    ``error.width`` characters: a whole name, a whole divisor)."""
     lines = error.render().splitlines()
     assert len(lines) == 3, lines
     _reason, formula, caret = lines
     assert formula == "      " + error.formula
-    assert caret.strip() == "^"
+    assert caret.strip() == "^" * error.width
     return caret.index("^") - len("      ")
 
 
@@ -109,7 +110,7 @@ def test_valid_formulas(formula: str, expected: float) -> None:
             "passed / (total - passed)",
             "division by zero in 'passed / (total - passed)' with passed=4, total=4",
         ),
-        ("1 / (1 - 1)", "division by zero in '1 / (1 - 1)'"),
+        ("1 / (1 - passed / total)", "division by zero in '1 / (1 - passed / total)'"),
         ("success_pct / total_cost", "no value for total_cost: no eval reported cost"),
         (
             "total_cost + critical-eval_cost",
@@ -171,6 +172,7 @@ def test_evaluation_problems_give_none_and_a_reason(formula: str, message: str) 
         ("passed / (0)", "division by the literal zero", 10),
         ("passed/-0.0", "division by the literal zero", 7),
         ("passed / 0e5", "division by the literal zero", 9),
+        ("1 / (1 - 1)", "division by zero: the divisor '1 - 1' is always 0", 5),
         ("passed +", "syntax error", 8),
         ("passed passed", "syntax error", 7),
         ("(passed", "syntax error: '(' was never closed", 0),
@@ -197,7 +199,7 @@ def test_render_shows_a_caret_under_the_offending_column() -> None:
     assert info.value.render() == (
         "unknown variable 'avg_cots' (did you mean 'avg_cost'?)\n"
         "      success_pct / avg_cots\n"
-        "                    ^"
+        "                    ^^^^^^^^"
     )
     with pytest.raises(FormulaError) as info:
         parse_formula("passed // 2", KNOWN)

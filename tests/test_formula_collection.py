@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from helpers import XDIST_MODES, run, write
+from helpers import PYTHON, XDIST_MODES, run, write, write_cli_config
 
 SUITE = """
 metadata: {{name: s, model: m}}
@@ -60,7 +61,7 @@ def test_a_formula_using_an_unnamed_eval_says_how_to_name_it(pytester: pytest.Py
             "s.eval.yaml:9: score.formula: 'say-hello' is the generated id of evals[0] (line 3), which"
             " has no `name`; only named evals can be used in a formula: add `name: say-hello` to that eval",
             "      say-hello * 2 + math",
-            "      ^",
+            "      ^^^^^^^^^",
         ]
     )
 
@@ -76,3 +77,68 @@ def test_a_bad_formula_stops_only_its_own_file(pytester: pytest.Pytester, xdist:
     result = run(pytester, xdist=xdist, subprocess=bool(xdist))
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*bad/s.eval.yaml:9: score.formula: unknown variable 'succes_pct'*"])
+
+
+# --------------------------------------------------------------------------- eval names vs variables
+
+CLASHING_SUITE = """
+metadata: {name: s, model: m}
+evals:
+  - name: x
+    prompt: Say hello
+    checks: [{match: "*hello*"}]
+  - name: x_cost
+    prompt: 2 + 2
+    checks: [{match: "*4*"}]
+score:
+  formula: x_cost
+configurations: {app: {python: "app:answer"}}
+"""
+
+
+def test_an_eval_named_like_another_evals_variable_fails_collection(pytester: pytest.Pytester) -> None:
+    """``x_cost`` would read eval x's cost instead of eval x_cost's pass flag: refused, both named."""
+    write(pytester.path / "app.py", "def answer(prompt):\n    return 'hello 4'\n")
+    write(pytester.path / "s.eval.yaml", CLASHING_SUITE)
+    result = run(pytester, "--collect-only")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "s.eval.yaml:6: evals[1].name: eval name 'x_cost' clashes with eval 'x' (evals[0], line 3):"
+            " in a score formula 'x_cost' would be both this eval's pass flag and that eval's"
+            " `<name>_cost` variable; rename one of the two evals",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_an_evaluation_id_named_like_another_ones_variable_fails_collection(
+    pytester: pytest.Pytester,
+) -> None:
+    evals = pytester.path / "evals"
+    entries = {}
+    for eval_id in ("calc", "calc_rubric"):
+        write(evals / "problems" / eval_id / "main.py", "")
+        write(evals / "grading" / eval_id / "test.py", "")
+        write(pytester.path / "prompts" / "problems" / f"{eval_id}.md", "Fix it.\n")
+        entries[eval_id] = {
+            "workspace": f"${{EVAL_ROOT}}/problems/{eval_id}",
+            "grading": f"${{EVAL_ROOT}}/grading/{eval_id}",
+            "prompt": f"{eval_id}.md",
+        }
+    config = evals / "config"
+    write(config / "eval-config.json", json.dumps({"evaluations": entries}, indent=2))
+    write_cli_config(
+        config / "cli-config.json", {"configurations": {"nop": {"cli": PYTHON, "args": ["-c", ""]}}}
+    )
+    write(config / "command-registry.json", "{}")
+    result = run(pytester, "--collect-only")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "evals/config/eval-config.json:8: evaluations.calc_rubric: evaluation id 'calc_rubric' clashes"
+            " with evaluation 'calc': in a score formula 'calc_rubric' would be both this evaluation's"
+            " pass flag and that evaluation's `<name>_rubric` variable; rename one of the two evaluations",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()

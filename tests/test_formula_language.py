@@ -63,11 +63,11 @@ def rejection(text: str, known: frozenset[str] | None = KNOWN) -> FormulaError:
 
 
 def assert_caret(error: FormulaError) -> None:
-    """Every rejection names the offending part with a caret under it."""
+    """Every rejection names the offending part with carets under it."""
     assert error.column is not None, error.render()
     lines = error.render().splitlines()
     assert lines[1] == "      " + error.formula
-    assert lines[2] == "      " + " " * error.column + "^"
+    assert lines[2] == "      " + " " * error.column + "^" * error.width
 
 
 # --------------------------------------------------------------------------- the table

@@ -360,6 +360,22 @@ def test_eval_name_whose_variables_clash_with_run_variables(tmp_path: Path) -> N
     assert_problem(err, 6, "eval name 'avg' would define", "'avg_latency', 'avg_cost'")
 
 
+def test_eval_named_like_another_evals_variable(tmp_path: Path) -> None:
+    """Evals ``critical-math`` and ``critical-math_cost``: a formula's ``critical-math_cost`` would be
+    both; the error is on the eval whose name is the variable, and names the other with its line."""
+    text = HEAD + (
+        "  - name: critical-math_cost\n    prompt: p\n    checks: [{match: x}]\n"  # name on line 5
+        "  - name: critical-math\n    prompt: p\n    checks: [{match: x}]\n"  # line 8
+    )
+    problem = assert_problem(
+        fails(tmp_path, text),
+        5,
+        "evals[0].name: eval name 'critical-math_cost' clashes with eval 'critical-math' (evals[1], line 8)",
+        "`<name>_cost` variable; rename one of the two evals",
+    )
+    assert problem.loc == ("evals", 0, "name")
+
+
 @pytest.mark.parametrize("name", ["has space", "dots.not.allowed", "ümlaut", "semi;colon"])
 def test_eval_name_with_invalid_characters(tmp_path: Path, name: str) -> None:
     err = fails(tmp_path, HEAD + f"  - prompt: p\n    name: {name!r}\n    checks: [{{match: x}}]\n")
@@ -779,7 +795,7 @@ def test_unknown_formula_variable_via_pytest(pytester: pytest.Pytester) -> None:
     assert lines[index].endswith("unknown variable 'sucess_pct' (did you mean 'success_pct'?)")
     formula_line, caret_line = lines[index + 1], lines[index + 2]
     assert formula_line.strip() == "100 * (four + sucess_pct)"
-    assert caret_line.strip() == "^"
+    assert caret_line.strip() == "^" * len("sucess_pct")  # under the whole name
     assert caret_line.index("^") == formula_line.index("sucess_pct")
     _no_traceback(out)
 

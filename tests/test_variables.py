@@ -12,7 +12,13 @@ import yaml
 from helpers import XDIST_MODES, load_json, run, run_of, run_summary, write
 
 from pytest_vibeeval.results import EvalRecord
-from pytest_vibeeval.scoring.variables import BUILTIN_RUN_VARIABLES, EVAL_VARIABLES, compute_variables
+from pytest_vibeeval.scoring.variables import (
+    BUILTIN_RUN_VARIABLES,
+    EVAL_VARIABLES,
+    compute_variables,
+    eval_name_clash,
+    eval_name_clashes,
+)
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -83,6 +89,28 @@ def test_eval_name_that_would_define_a_run_wide_token_variable_is_rejected(pytes
     write(pytester.path / "clash.eval.yaml", yaml.safe_dump(suite))
     result = run(pytester)
     assert "would define the formula variable(s) 'total_output_tokens'" in "\n".join(result.outlines)
+
+
+def test_eval_name_clashes_cover_every_suffix() -> None:
+    """An eval named ``<other eval><suffix>`` for any per-eval variable's suffix clashes; the pass
+    flag's empty suffix is a duplicate name, reported as such elsewhere."""
+    for variable in EVAL_VARIABLES:
+        if variable.suffix:
+            named = ["run-a", f"run-a{variable.suffix}"]
+            assert eval_name_clashes(named) == [(f"run-a{variable.suffix}", "run-a", variable)]
+            assert eval_name_clashes(reversed(named)) == [(f"run-a{variable.suffix}", "run-a", variable)]
+    assert eval_name_clashes(["x", "y_cost", "x-cost", "x_costs", "_cost"]) == []
+
+
+def test_eval_name_clash_message() -> None:
+    ((name, owner, variable),) = eval_name_clashes(["x", "x_tokens"])
+    assert eval_name_clash(name, owner, variable, where=" (line 3)") == (
+        "eval name 'x_tokens' clashes with eval 'x' (line 3): in a score formula 'x_tokens' would be "
+        "both this eval's pass flag and that eval's `<name>_tokens` variable; rename one of the two evals"
+    )
+    assert eval_name_clash(name, owner, variable, noun="evaluation", label="id").startswith(
+        "evaluation id 'x_tokens' clashes with evaluation 'x': "
+    )
 
 
 # --- the README ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ..models import (
     protected_name_problem,
 )
 from ..scoring.formula import Formula, FormulaError, parse_formula
-from ..scoring.variables import eval_variable_names, variable_clash
+from ..scoring.variables import eval_name_clash, eval_name_clashes, eval_variable_names, variable_clash
 from .check_parsing import parse_checks
 from .templates import ANY_TEMPLATE, template_problems
 from .yamlsource import Document, load_document, yaml_kind
@@ -95,6 +95,7 @@ def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
         raise InputError(str(path), _by_line(found)) from None
     problems: list[Problem] = []
     evals = list(_build_evals(model, doc, registry, problems, extensions.run_variables))
+    problems.extend(_name_clash_problems(evals, doc))
     problems.extend(_template_problems(doc))
     if problems:
         raise InputError(str(path), _by_line(problems))
@@ -132,6 +133,10 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
         loc: Loc = tuple(error["loc"])
         ctx = error.get("ctx") or {}
         kind = error["type"]
+        if kind == "eval_name_clash":  # raised for the whole mapping: the line of the clashing key
+            key_loc = (*doc.clean_loc(loc), ctx["key"])
+            problems.append(Problem(error["msg"], line=doc.line_of(key_loc), loc=key_loc))
+            continue
         if kind == "unknown_key":
             key_loc = (*doc.clean_loc(loc), ctx["bad_key"])
             problems.append(Problem(error["msg"], line=doc.line_of(key_loc), loc=doc.clean_loc(loc)))
@@ -247,6 +252,20 @@ def _build_evals(
         )
 
 
+def _name_clash_problems(evals: list[EvalCase], doc: Document) -> Iterator[Problem]:
+    """An eval named like another eval's per-eval variable (``x_cost`` beside ``x``)."""
+    first: dict[str, int] = {}
+    for case in evals:
+        if case.name:
+            first.setdefault(case.name, case.index)
+    for name, owner, variable in eval_name_clashes(first):
+        index, other = first[name], first[owner]
+        line = doc.line_of(("evals", other, "name"))
+        where = f" (evals[{other}], line {line})" if line else f" (evals[{other}])"
+        loc: Loc = ("evals", index, "name")
+        yield Problem(eval_name_clash(name, owner, variable, where=where), line=doc.line_of(loc), loc=loc)
+
+
 def _template_problems(doc: Document) -> list[Problem]:
     problems = []
 
@@ -346,5 +365,6 @@ def _unnamed_reference(suite: Suite, error: FormulaError) -> FormulaError | None
                 f"{case.id!r} is the generated id of evals[{case.index}]{where}, which has no `name`; "
                 f"only named evals can be used in a formula: add `name: {case.id}` to that eval",
                 found.start(),
+                len(case.id),
             )
     return None

@@ -7,10 +7,10 @@ import re
 from collections.abc import Collection
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, TypeAdapter, ValidationInfo
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from ..scoring.variables import variable_clash
+from ..scoring.variables import eval_name_clash, eval_name_clashes, variable_clash
 from .common import (
     EVAL_NAME_PATTERN,
     RUN_VARIABLES_CONTEXT,
@@ -94,6 +94,17 @@ class EvalConfigFile(StrictModel):
     score: ScoreSpec | None = Field(
         default=None, description="as in YAML suites: formula (default success_pct), min, max"
     )
+
+    @field_validator("evaluations")
+    @classmethod
+    def _no_id_is_another_ones_variable(cls, value: dict[str, WorkspaceEval]) -> dict[str, WorkspaceEval]:
+        """``x_cost`` beside ``x``: a formula's ``x_cost`` would be both (the error names the key)."""
+        clashes = eval_name_clashes(value)
+        if clashes:  # one error for the mapping: the first clash
+            name, owner, variable = clashes[0]
+            message = eval_name_clash(name, owner, variable, noun="evaluation", label="id")
+            raise PydanticCustomError("eval_name_clash", message, {"key": name})
+        return value
 
 
 REGISTRY = TypeAdapter(dict[StepName, CommandDefinition])

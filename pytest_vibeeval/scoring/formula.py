@@ -159,7 +159,9 @@ def parse_formula(
         try:
             expanded = _parse(presets[stripped], known, allow_unknown, presets)
         except FormulaError as exc:
-            raise FormulaError(exc.formula, f"in preset {stripped!r}: {exc.reason}", exc.column) from None
+            raise FormulaError(
+                exc.formula, f"in preset {stripped!r}: {exc.reason}", exc.column, exc.width
+            ) from None
         return replace(expanded, text=stripped, preset=stripped)
     formula = _parse(stripped, known, allow_unknown, presets)
     return replace(formula, preset=stripped) if stripped in presets else formula
@@ -216,8 +218,8 @@ def _check(root: ast.AST, rewrite: Rewrite, known: Collection[str] | None, names
         if depth > MAX_DEPTH:
             raise FormulaError(text, f"the formula nests deeper than {MAX_DEPTH} levels", column)
         if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
-            if isinstance(node.op, ast.Div) and _is_zero_literal(node.right):
-                raise FormulaError(text, "division by the literal zero", rewrite.node_column(node.right))
+            if isinstance(node.op, ast.Div):  # the language's only division (no // or %)
+                _check_divisor(node.right, rewrite)
             if isinstance(node.op, ast.Pow):
                 _check_exponent(node.right, rewrite)
             stack += [(node.left, depth), (node.right, depth + 1)]  # a chain a+b+c+… does not nest
@@ -231,7 +233,9 @@ def _check(root: ast.AST, rewrite: Rewrite, known: Collection[str] | None, names
                 hint = did_you_mean(name, known)
                 if name in FUNCTIONS and not hint:
                     hint = f"; {name} is a function: {FUNCTIONS[name].usage}"
-                raise FormulaError(text, f"unknown variable {name!r}{hint}", column)
+                raise FormulaError(
+                    text, f"unknown variable {name!r}{hint}", column, len(rewrite.snippet(node))
+                )
             names.add(name)
         elif isinstance(node, ast.Compare) and all(type(op) in OPERATORS for op in node.ops):
             stack += [(node.left, depth), *((c, depth + 1) for c in node.comparators)]
@@ -270,14 +274,53 @@ def _check_call(node: ast.Call, rewrite: Rewrite) -> list[ast.expr]:
     return node.args
 
 
+_CONSTANT_NODES = (
+    ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.Name,
+    ast.operator, ast.unaryop, ast.cmpop, ast.expr_context,
+)  # fmt: skip
+
+
+def _constant(node: ast.expr, rewrite: Rewrite) -> tuple[float | None, str | None] | None:
+    """The value (or why there is none) of a sub-expression without variables, computed now:
+    numbers, the language's operators and its functions (all pure). ``None`` when ``node`` uses a
+    variable or anything outside the language (which ``_check`` rejects with its own message)."""
+    nodes = list(ast.walk(node))
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    for n in nodes:
+        if (
+            not isinstance(n, _CONSTANT_NODES)
+            or (isinstance(n, ast.Constant) and type(n.value) not in (int, float))
+            or (isinstance(n, ast.Name) and (id(n) not in called or n.id not in FUNCTIONS))
+            or (isinstance(n, ast.operator | ast.unaryop | ast.cmpop) and type(n) not in OPERATORS)
+        ):
+            return None
+    return run_source(rewrite.source_of(node), {})
+
+
+def _check_divisor(node: ast.expr, rewrite: Rewrite) -> None:
+    """A divisor without variables is computed now: one that is always 0 is an error (1 / (2 - 2))."""
+    folded = _constant(node, rewrite)
+    if folded is None or folded[0] != 0:
+        return  # a variable, a non-zero value, or an error of its own (reported when evaluated)
+    snippet = rewrite.snippet(node)
+    literal = node
+    while isinstance(literal, ast.UnaryOp):
+        literal = literal.operand
+    reason = (
+        "division by the literal zero"
+        if isinstance(literal, ast.Constant)
+        else f"division by zero: the divisor {snippet!r} is always 0; divide by an expression that uses "
+        "a variable, or leave the division out"
+    )
+    raise FormulaError(rewrite.text, reason, rewrite.node_column(node), len(snippet))
+
+
 def _check_exponent(node: ast.expr, rewrite: Rewrite) -> None:
     """An exponent without variables is computed now: beyond ±MAX_EXPONENT it is an error (9**9**9)."""
-    if not all(isinstance(n, ast.Constant | ast.BinOp | ast.UnaryOp | ast.operator | ast.unaryop)
-               for n in ast.walk(node)):  # fmt: skip
+    folded = _constant(node, rewrite)
+    if folded is None:
         return
-    if not all(type(n.value) in (int, float) for n in ast.walk(node) if isinstance(n, ast.Constant)):
-        return  # rejected by _check with its own message
-    value, error = run_source(rewrite.source_of(node), {})
+    value, error = folded
     if value is None or abs(value) > MAX_EXPONENT:
         what = error or f"it is {value:g}"
         raise FormulaError(
@@ -285,6 +328,7 @@ def _check_exponent(node: ast.expr, rewrite: Rewrite) -> None:
             f"the exponent {rewrite.snippet(node)} is out of range ({what}); "
             f"exponents are limited to ±{MAX_EXPONENT}",
             rewrite.node_column(node),
+            len(rewrite.snippet(node)),
         )
 
 
@@ -299,12 +343,6 @@ def _operator_column(node: ast.BinOp | ast.Compare, rewrite: Rewrite) -> int | N
         if rewrite.text[index] not in " )":
             return index
     return None
-
-
-def _is_zero_literal(node: ast.AST) -> bool:
-    while isinstance(node, ast.UnaryOp):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 0
 
 
 _OPERATOR_NAMES = {

@@ -45,16 +45,18 @@ Reading = tuple[tuple[str, str], ...]  # (group, kind) with kind "name", "number
 
 
 class FormulaError(ValueError):
-    """A formula that cannot be accepted; ``column`` is a 0-based offset into the text."""
+    """A formula that cannot be accepted; ``column`` is a 0-based offset into the text, ``width``
+    how many characters from there the carets underline (a whole name, a whole divisor)."""
 
-    def __init__(self, formula: str, message: str, column: int | None = None) -> None:
+    def __init__(self, formula: str, message: str, column: int | None = None, width: int = 1) -> None:
         self.formula, self.reason, self.column = formula, message, column
+        self.width = max(1, min(width, len(formula) - (column or 0)))
         super().__init__(self.render())
 
     def render(self) -> str:
         if self.column is None:
             return f"{self.reason}\n      {self.formula}"
-        return f"{self.reason}\n      {self.formula}\n      {' ' * self.column}^"
+        return f"{self.reason}\n      {self.formula}\n      {' ' * self.column}{'^' * self.width}"
 
 
 @dataclass
@@ -267,21 +269,32 @@ class _Scanner:
         )
 
     def unreadable(self, run: str, column: int, call: bool) -> None:
-        """No reading with known names and numbers: an unknown name, or Python's reading."""
+        """No reading with known names and numbers: an unknown name, or Python's reading.
+
+        A hyphen-joined run of which no part is a known name (``nonexistent-eval``) is one unknown
+        name as written; with a known part (``passed-bogus``) Python reads a subtraction, whose
+        unknown operands are then reported by their own names."""
         known = self.known or ()
         if "-" in run:
-            if self.allow_unknown and not run[0].isdigit() and not call and _NAME.fullmatch(run):
-                self.emit_name(run, column, column + len(run))  # most likely an eval that did not run
-                return
+            if not run[0].isdigit() and not call and _NAME.fullmatch(run):
+                if self.allow_unknown:
+                    self.emit_name(run, column, column + len(run))  # most likely an eval that did not run
+                    return
+                if not any(part in known for part in run.split("-")):
+                    raise FormulaError(self.text, _unknown(run, known), column, len(run))
             hint = did_you_mean(run, [name for name in known if "-" in name])
             if hint:
-                raise FormulaError(self.text, f"unknown variable {run!r}{hint}", column)
+                raise FormulaError(self.text, f"unknown variable {run!r}{hint}", column, len(run))
         elif not run.isidentifier() and not _PYTHON_NUMBER.fullmatch(run) and "." not in run:
             if self.allow_unknown and not call:
                 self.emit_name(run, column, column + len(run))
                 return
-            raise FormulaError(self.text, f"unknown variable {run!r}{did_you_mean(run, known)}", column)
+            raise FormulaError(self.text, _unknown(run, known), column, len(run))
         self.emit(run)  # Python's reading; unknown operands are reported with their own names
+
+
+def _unknown(name: str, known: Collection[str]) -> str:
+    return f"unknown variable {name!r}{did_you_mean(name, known)}"
 
 
 def _plain_identifier(name: str) -> bool:

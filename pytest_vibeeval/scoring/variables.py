@@ -343,3 +343,27 @@ def variable_clash(name: str, run_names: Iterable[str] | None = None) -> str | N
             "which are run-wide variables"
         )
     return None
+
+
+def eval_name_clashes(names: Iterable[str]) -> list[tuple[str, str, EvalVariable]]:
+    """Each eval name that another eval's per-eval variable spells too, as (that name, the other
+    eval, the variable): with evals ``x`` and ``x_cost`` a formula's ``x_cost`` would be both."""
+    taken = dict.fromkeys(names)
+    return [
+        (name, name.removesuffix(variable.suffix), variable)
+        for name in taken
+        for variable in EVAL_VARIABLES
+        if variable.suffix and name.endswith(variable.suffix) and name.removesuffix(variable.suffix) in taken
+    ]
+
+
+def eval_name_clash(
+    name: str, owner: str, variable: EvalVariable, *, noun: str = "eval", label: str = "name", where: str = ""
+) -> str:
+    """The message for one of :func:`eval_name_clashes`: ``noun`` and ``label`` are what the file
+    calls an eval and its name (``evaluation`` ``id``), ``where`` says where ``owner`` is."""
+    return (
+        f"{noun} {label} {name!r} clashes with {noun} {owner!r}{where}: in a score formula {name!r} "
+        f"would be both this {noun}'s pass flag and that {noun}'s `<name>{variable.suffix}` variable; "
+        f"rename one of the two {noun}s"
+    )

@@ -83,6 +83,18 @@ def _check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
     )
 
 
+def mcp_unsupported_reason(configuration: Configuration | None, config_id: str) -> str | None:
+    """Why a configuration cannot give its model the suite's ``mcp_server`` (its evals skip rather
+    than run without the tools they are about), or None. HTTP configurations run the tool loop,
+    Python callables get ``context.mcp_server``, replays and plugins' providers get the request."""
+    if configuration is None or configuration.kind != "cli":
+        return None
+    return (
+        f"configuration {config_id!r} runs a CLI, which cannot be given the suite's mcp_server; "
+        "use an `http:` configuration (the model gets the server's tools) or a `python:` callable"
+    )
+
+
 def run_prompt_eval(
     suite: Suite,
     case: EvalCase,
@@ -125,6 +137,12 @@ def run_prompt_eval(
             mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
     except MissingValue as exc:
         return base.model_copy(update={"message": str(exc)}), ItemVerdict("skipped", str(exc))
+    if mcp:
+        if mcp.get("authorization_token"):
+            renderer.used_secrets.add(mcp["authorization_token"])  # a literal token is a secret too
+        unsupported = mcp_unsupported_reason(configuration, config_id)
+        if unsupported:
+            return base.model_copy(update={"message": unsupported}), ItemVerdict("skipped", unsupported)
     request = PromptRequest(
         prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp, repeat
     )

@@ -6,7 +6,8 @@ behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without c
 500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
-``judge-garbage`` a sentence. Anything else is answered like ``ok``. The answer is
+``judge-garbage`` a sentence, ``tools`` and ``tools-forever`` call tools (see ``tool_step``).
+Anything else is answered like ``ok``. The answer is
 ``echo: <the user message>`` unless the prompt holds a line ``ANSWER: <text>``, then ``<text>``.
 """
 
@@ -87,6 +88,9 @@ class ChatServer:
                 reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
             elif kind == "garbage":
                 reply = (200, b"<html>not json</html>", "text/html", None)
+            elif kind in ("tools", "tools-forever"):
+                message = self.tool_step(kind, prompt, body.get("messages", []))
+                reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
             else:
                 usage = dict(USAGE)
                 if kind == "nocost":
@@ -104,6 +108,28 @@ class ChatServer:
             with self.lock:
                 self.in_flight[model] -= 1
         self.send_raw(handler, *reply)
+
+    @staticmethod
+    def tool_step(kind: str, prompt: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """A model that uses tools: round k calls the tool of the prompt's k-th ``CALL: <tool>
+        <json arguments>`` line; after the last, it answers ``tools said: <the results>``.
+        ``tools-forever`` calls the first one in every round."""
+        planned = [
+            line[len("CALL: ") :].split(" ", 1) for line in prompt.splitlines() if line.startswith("CALL: ")
+        ]
+        rounds = sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls"))
+        if kind == "tools-forever":
+            rounds = 0
+        if rounds < len(planned):
+            name, arguments = (planned[rounds] + ["{}"])[:2]
+            call = {
+                "id": f"call-{rounds}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        said = " | ".join(str(m.get("content")) for m in messages if m.get("role") == "tool")
+        return {"role": "assistant", "content": f"tools said: {said}"}
 
     @staticmethod
     def json_reply(

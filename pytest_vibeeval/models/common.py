@@ -101,11 +101,23 @@ class StrictModel(BaseModel):
 
 
 class McpServer(StrictModel):
-    url: NonEmptyStr = Field(description="the MCP server's URL")
-    name: NonEmptyStr = Field(description="the MCP server's name")
+    """vibecheck's ``mcp_server``: its tools are offered to the model (see README, "MCP tools")."""
+
+    url: NonEmptyStr = Field(description="the MCP server's URL (Streamable HTTP, or SSE for older servers)")
+    name: NonEmptyStr = Field(
+        description="the MCP server's name; tool calls are recorded as mcp__<name>__<tool>"
+    )
     authorization_token: str | None = Field(
         default=None,
-        description="the server's authorization token, if it needs one (e.g. {{secret('name')}})",
+        description="sent as `Authorization: Bearer <token>`, if the server needs one (e.g. "
+        "{{secret('name')}}); redacted from every output",
+    )
+    transport: Literal["auto", "streamable-http", "sse"] = Field(
+        default="auto",
+        description="how to connect: auto (Streamable HTTP, then SSE if the server does not speak it)",
+    )
+    max_steps: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=10, description="the model's rounds of tool calls before it must give its final answer"
     )
 
 
@@ -239,8 +251,8 @@ class Metadata(StrictModel):
     )
     mcp_server: McpServer | None = Field(
         default=None,
-        description="vibecheck's MCP server: given to Python callables as context.mcp_server (templates "
-        "filled in); other configurations do not use it",
+        description="vibecheck's MCP server: its tools are offered to the model of HTTP configurations "
+        "and of agent presets that take MCP servers; Python callables get it as context.mcp_server",
     )
     tags: list[Tag] = Field(default_factory=list, description="pytest markers for every eval")
 

@@ -24,6 +24,7 @@ import httpx
 from ..models import Configuration, HttpSpec
 from ..slots import Slots
 from .base import PromptRequest, ProviderError, ProviderResponse, as_measure
+from .mcp_tools import McpTarget, answer_with_tools, sdk_missing_reason
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 OPENROUTER_BASE_ENV = "OPENROUTER_BASE_URL"
@@ -130,9 +131,33 @@ class HttpProvider:
     def answer(self, request: PromptRequest) -> ProviderResponse:
         url = f"{self.base_url}/chat/completions"
         body = self.body(request)
+        if request.mcp_server:
+            return self._answer_with_tools(url, body, McpTarget.from_request(request.mcp_server))
         with self._slot():
             data = self._post(url, body)
         return parse_completion(data, url)
+
+    def _answer_with_tools(self, url: str, body: dict[str, Any], target: McpTarget) -> ProviderResponse:
+        """The model ⇄ MCP tool loop (:mod:`.mcp_tools`); each model call holds a slot of its own."""
+        missing = sdk_missing_reason()
+        if missing:
+            raise ProviderError(missing)
+        if target.token:
+            self.secrets.add(target.token)
+        import anyio  # with the MCP SDK, which needs it
+
+        def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+            with self._slot():
+                return self._post(url, {**body, "messages": messages, "tools": tools})
+
+        return anyio.run(
+            answer_with_tools,
+            target,
+            list(body["messages"]),
+            chat,
+            lambda data: parse_completion(data, url),
+            self.timeout_s,
+        )
 
     def _slot(self) -> Any:
         return self.slots.hold() if self.slots is not None else nullcontext()

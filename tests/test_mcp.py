@@ -164,22 +164,46 @@ def test_transport_auto_falls_back_to_sse_when_streamable_http_is_refused(
     result.assert_outcomes(passed=1)
 
 
-def test_a_wrong_token_is_an_error_naming_the_server_and_showing_no_token(
-    pytester: pytest.Pytester, mcp_http: McpProcess, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_a_wrong_token_is_an_error_saying_the_server_refused_it_and_showing_no_token(
+    pytester: pytest.Pytester,
+    mcp_http: McpProcess,
+    mcp_sse: McpProcess,
+    chat: ChatServer,
+    monkeypatch: pytest.MonkeyPatch,
+    transport: str,
 ) -> None:
-    suite(pytester.path, chat.url, transport="streamable-http")
+    """The SDK says only "Server returned an error response"; the message names the HTTP status."""
+    server = mcp_http if transport == "streamable-http" else mcp_sse
+    suite(pytester.path, chat.url, transport=transport)
     wrong = "wrong-token-8d2e4f6a"
     monkeypatch.setenv("VIBE_SECRET_TRACKER_APIKEY", wrong)
     result = run(
-        pytester, "--vibe-var", f"tracker.url={mcp_http.url}", "--vibe-results", "r.json", "-k", "listed"
+        pytester, "--vibe-var", f"tracker.url={server.url}", "--vibe-results", "r.json", "-k", "listed"
     )
     result.assert_outcomes(failed=1)
     record = evals_by_nodeid(load_json(pytester.path / "r.json"))["tracker.eval.yaml::listed[model]"]
     assert record["outcome"] == "error"
-    message = record["message"]
-    assert message.startswith(f"cannot connect to MCP server 'tracker' at {mcp_http.url} (streamable-http: ")
-    assert "check mcp_server.url (and authorization_token)" in message
+    assert record["message"] == (
+        f"the MCP server 'tracker' at {server.url} refused the authorization_token it was given: "
+        "HTTP 401 Unauthorized; check mcp_server.authorization_token"
+    )
     assert wrong not in result.stdout.str() and wrong not in (pytester.path / "r.json").read_text()
+
+
+def test_a_server_that_is_not_there_is_an_error_naming_each_transport_tried(
+    pytester: pytest.Pytester, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite(pytester.path, chat.url)
+    monkeypatch.setenv("VIBE_SECRET_TRACKER_APIKEY", TOKEN)
+    url = f"{chat.url}/no-mcp-here"  # an HTTP server that is not an MCP server: 404
+    result = run(pytester, "--vibe-var", f"tracker.url={url}", "--vibe-results", "r.json", "-k", "listed")
+    result.assert_outcomes(failed=1)
+    message = evals_by_nodeid(load_json(pytester.path / "r.json"))["tracker.eval.yaml::listed[model]"][
+        "message"
+    ]
+    assert message.startswith(f"cannot connect to MCP server 'tracker' at {url} (streamable-http: ")
+    assert "; sse: " in message and message.endswith("check mcp_server.url (and authorization_token)")
 
 
 def test_a_model_that_never_stops_calling_tools_is_stopped_at_max_steps(

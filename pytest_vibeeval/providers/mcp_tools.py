@@ -91,12 +91,21 @@ def _reason(exc: BaseException) -> str:
     return _excerpt(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
 
+REFUSALS = {401: "Unauthorized", 403: "Forbidden"}
+
+
 @asynccontextmanager
-async def _connected(target: McpTarget, transport: str) -> AsyncIterator[Any]:
+async def _connected(target: McpTarget, transport: str, refused: list[int]) -> AsyncIterator[Any]:
+    """An SDK client over ``transport``; an HTTP 401 or 403 answer is appended to ``refused`` (the
+    SDK reports it only as "Server returned an error response")."""
     import httpx2
     from mcp import Client
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
+
+    async def note_refusal(response: Any) -> None:
+        if response.status_code in REFUSALS:
+            refused.append(response.status_code)
 
     headers = {"Authorization": f"Bearer {target.token}"} if target.token else {}
     if transport == "sse":
@@ -105,8 +114,9 @@ async def _connected(target: McpTarget, transport: str) -> AsyncIterator[Any]:
             yield client
         return
     timeout = httpx2.Timeout(30.0, read=300.0)
+    hooks = {"response": [note_refusal]}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http,
         Client(streamable_http_client(target.url, http_client=http)) as client,
     ):
         yield client
@@ -125,10 +135,11 @@ async def connect(target: McpTarget) -> AsyncIterator[Any]:
     """A connected SDK client; with ``transport: auto`` the second transport is tried when the
     first cannot connect. ProviderError names the server and each failure."""
     failures: list[str] = []
+    refused: list[int] = []
     for transport in _transports(target):
         entered = False
         try:
-            async with _connected(target, transport) as client:
+            async with _connected(target, transport, refused) as client:
                 entered = True
                 yield client
                 return
@@ -137,7 +148,17 @@ async def connect(target: McpTarget) -> AsyncIterator[Any]:
         except Exception as exc:  # the SDK and its transports raise many kinds
             if entered:
                 raise
+            status = getattr(getattr(_innermost(exc), "response", None), "status_code", None)
+            if status in REFUSALS:  # the SSE transport raises the HTTP error itself
+                refused.append(status)
             failures.append(f"{transport}: {_reason(exc)}")
+    if refused:
+        status = refused[0]
+        given = "the authorization_token it was given" if target.token else "a request without a token"
+        raise ProviderError(
+            f"the MCP server {target.name!r} at {target.url} refused {given}: HTTP {status} "
+            f"{REFUSALS[status]}; check mcp_server.authorization_token"
+        )
     raise ProviderError(
         f"cannot connect to MCP server {target.name!r} at {target.url} ({'; '.join(failures)}); "
         "check mcp_server.url (and authorization_token)"

@@ -16,7 +16,7 @@ from .execute import run_prompt_item, run_workspace_item
 from .items import EvalItem, get_state, loadgroup_name, rootdir_relative
 from .loading.configurations import CLI_CONFIG_NAME, configurations_for, select
 from .loading.runner_config import REGISTRY_NAME, load_config_dir
-from .loading.suite import check_formula, load_suite, suite_formula
+from .loading.suite import check_formula, load_suite, suite_formula, with_mcp_urls
 from .models import ScoreSpec
 from .plan import EvalPlan, PromptWork, check_cli_configurations, runner_plans, suite_plans
 from .providers.python_callable import module_name_clash
@@ -43,7 +43,7 @@ class SuiteCollector(pytest.File):
         state = get_state(self.config)
         rootpath = self.config.rootpath
         try:
-            suite = load_suite(self.path, state.extensions)
+            suite = with_mcp_urls(load_suite(self.path, state.extensions), dict(state.settings.mcp_urls))
             formula = suite_formula(suite, state.extensions)
             configs = configurations_for(suite, rootpath, state.config_files)
         except InputError as exc:

@@ -27,6 +27,7 @@ class Settings:
     patterns: tuple[str, ...] = ()  # vibe_patterns: more YAML suite globs
     cli_vars: tuple[tuple[str, str], ...] = ()  # --vibe-var NAME=VALUE
     ini_vars: tuple[tuple[str, str], ...] = ()  # vibe_vars
+    mcp_urls: tuple[tuple[str, str], ...] = ()  # --vibe-mcp-url NAME=URL over vibe_mcp_urls
     sandbox_mode: SandboxMode = "auto"
     sandbox_writable: tuple[Path, ...] = ()
     keep_workspaces: bool = False
@@ -54,6 +55,10 @@ class Settings:
         try:
             cli_vars = parse_assignments(config.getoption("vibe_var"), "--vibe-var")
             ini_vars = parse_assignments(config.getini("vibe_vars"), "vibe_vars (ini)")
+            mcp_urls = {
+                **_mcp_urls(config.getini("vibe_mcp_urls"), "vibe_mcp_urls (ini)"),
+                **_mcp_urls(config.getoption("vibe_mcp_url"), "--vibe-mcp-url"),
+            }
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         sandbox_mode = config.getoption("vibe_sandbox") or config.getini("vibe_sandbox")
@@ -78,6 +83,7 @@ class Settings:
             patterns=tuple(config.getini("vibe_patterns")),
             cli_vars=tuple(cli_vars.items()),
             ini_vars=tuple(ini_vars.items()),
+            mcp_urls=tuple(mcp_urls.items()),
             sandbox_mode=sandbox_mode,
             sandbox_writable=tuple(
                 Path(p).expanduser().absolute() for p in config.getini("vibe_sandbox_writable")
@@ -124,6 +130,14 @@ def add_options(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         help="value for {{var('NAME')}} templates (repeatable)",
+    )
+    group.addoption(
+        "--vibe-mcp-url",
+        metavar="NAME=URL",
+        action="append",
+        default=[],
+        help="connect to this URL instead of the one in the suites' mcp_server named NAME, e.g. a "
+        "staging or local server (repeatable)",
     )
     group.addoption(
         "--vibe-breakdown",
@@ -264,6 +278,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("vibe_patterns", "extra glob patterns of YAML suite files", type="linelist", default=[])
     parser.addini("vibe_vars", "NAME=VALUE lines for {{var('NAME')}} templates", type="linelist", default=[])
+    parser.addini("vibe_mcp_urls", "NAME=URL lines, as --vibe-mcp-url", type="linelist", default=[])
     parser.addini("vibe_eval", "default for --vibe-eval", default="")
     parser.addini("vibe_config", "default for --vibe-config", default="")
     parser.addini("vibe_results", "default for --vibe-results", default="")
@@ -276,6 +291,15 @@ def _text(config: pytest.Config, name: str) -> str | None:
 
 def _absolute(value: str | None) -> Path | None:
     return Path(value).absolute() if value else None
+
+
+def _mcp_urls(items: list[str], source: str) -> dict[str, str]:
+    """``NAME=URL`` assignments whose URLs are http(s); raises ValueError naming ``source``."""
+    urls = parse_assignments(items, source)
+    for name, url in urls.items():
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"{source}: {name}={url!r}: the URL must start with http:// or https://")
+    return urls
 
 
 def _flag(config: pytest.Config, name: str) -> bool:

@@ -47,7 +47,11 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         (CODING_AGENT, "oracle"),
         (CODING_AGENT, "nop"),  # expected to fail: `xfail` in its configuration
         ("geography", "sonnet"),  # recorded answers: the judge's verdict comes from the store too
+        ("tracker-mcp", "openrouter"),  # OpenRouter's API pointed at a local stand-in, with MCP tools
     }
+    tracker = {record["name"]: record for record in runs["tracker-mcp", "openrouter"]["evals"]}
+    assert all(record["outcome"] == "passed" for record in tracker.values()), tracker
+    assert [call["tool"] for call in tracker["create-issue"]["tool_calls"]] == ["mcp__tracker__create_issue"]
     geography = {record["name"]: record for record in runs["geography", "sonnet"]["evals"]}
     river = geography["longest-river"]
     assert river["outcome"] == "passed"

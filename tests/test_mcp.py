@@ -5,6 +5,7 @@ HTTP or SSE); the model is the scripted chat server (tests/chat_server.py, model
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -235,4 +236,83 @@ def test_a_cli_configuration_skips_saying_it_cannot_use_the_mcp_server(
     assert records["tracker.eval.yaml::listed[shell]"]["message"] == (
         "configuration 'shell' runs a CLI, which cannot be given the suite's mcp_server; use an `http:` "
         "configuration (the model gets the server's tools) or a `python:` callable"
+    )
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mcp-tools"
+LINEAR_MCP = Path(__file__).resolve().parents[2] / "shared" / "compat" / "vibecheck" / "linear-mcp.yaml"
+
+
+@pytest.fixture(scope="module")
+def tracker() -> Iterator[McpProcess]:
+    """The example's issue tracker (examples/mcp-tools/tracker_server.py), with TOKEN."""
+    process = subprocess.Popen(
+        [sys.executable, str(EXAMPLE / "tracker_server.py"), TOKEN], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    server = McpProcess.__new__(McpProcess)
+    server.process, server.url = process, process.stdout.readline().strip()
+    assert server.url, "the example MCP server did not start"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def standin_model(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The example's tool-calling model stand-in; its URL, as the suite's OpenRouter base URL."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    from standin_model import StandinModel
+
+    model = StandinModel()
+    monkeypatch.setenv("OPENROUTER_BASE_URL", model.url)
+    monkeypatch.setenv("OPENROUTER_API_KEY", "standin-key-3c9d")
+    return model.url
+
+
+@XDIST_MODES
+@pytest.mark.skipif(not LINEAR_MCP.is_file(), reason="the vibecheck corpus is not beside this checkout")
+def test_vibechecks_linear_mcp_suite_runs_unchanged_against_a_local_server(
+    pytester: pytest.Pytester,
+    tracker: McpProcess,
+    standin_model: str,
+    monkeypatch: pytest.MonkeyPatch,
+    xdist: list[str],
+) -> None:
+    """The corpus file, byte for byte: its URL (https://mcp.linear.app/mcp) is redirected with
+    --vibe-mcp-url, its team, project and key come from the environment as vibecheck's do."""
+    (pytester.path / "linear-mcp.yaml").write_bytes(LINEAR_MCP.read_bytes())
+    monkeypatch.setenv("VIBE_VAR_LINEAR_PROJECTTEAM", "ENG")
+    monkeypatch.setenv("VIBE_VAR_LINEAR_PROJECTID", "ENG")
+    monkeypatch.setenv("VIBE_SECRET_LINEAR_APIKEY", TOKEN)
+    result = run(
+        pytester,
+        "linear-mcp.yaml",
+        "--vibe-mcp-url",
+        f"linear={tracker.url}",
+        "--vibe-results",
+        "results.json",
+        "-rs",
+        xdist=xdist,
+    )
+    records = {r["name"]: r for r in load_json(pytester.path / "results.json")["runs"][0]["evals"]}
+    listed = records["using-linear-list-the-most-recent-issues"]
+    assert listed["outcome"] == "passed", listed
+    assert [call["tool"] for call in listed["tool_calls"]] == ["mcp__linear__list_issues"]
+    created = records["create-a-new-to-do-item-in-linear-for"]
+    assert created["outcome"] == "passed", created
+    assert re.search(r"created ENG-\d+: Remember the milk", created["response"])  # the server's state
+    assert created["tool_calls"][0]["tool"] == "mcp__linear__create_issue"
+    details = records["get-the-deatils-on-linear-todo-item-1"]  # semantic or llm_judge
+    assert details["tool_calls"][0]["tool"] == "mcp__linear__get_issue"
+    assert details["outcome"] in ("passed", "skipped"), details  # skipped: no semantic extra
+    out = result.stdout.str()
+    assert TOKEN not in out and TOKEN not in (pytester.path / "results.json").read_text()
+    assert "mcp.linear.app" not in out
+
+
+def test_an_mcp_url_override_must_be_a_url(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--vibe-mcp-url", "linear=mcp.linear.app")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--vibe-mcp-url: linear='mcp.linear.app': the URL must start with http:// or https://*"]
     )

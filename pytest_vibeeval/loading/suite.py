@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,15 @@ class Suite:
     document: Document | None = None  # the parsed file, for the lines of later checks
     judge: str | None = None  # the configuration answering llm_judge checks (None: implicit)
     judge_line: int | None = None
+
+
+def with_mcp_urls(suite: Suite, urls: Mapping[str, str]) -> Suite:
+    """``suite`` with its ``mcp_server`` URL replaced when ``urls`` has one for its name
+    (``--vibe-mcp-url``)."""
+    server = suite.mcp_server
+    if server is None or server.name not in urls:
+        return suite
+    return replace(suite, mcp_server=server.model_copy(update={"url": urls[server.name]}))
 
 
 def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:

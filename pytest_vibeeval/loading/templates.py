@@ -91,8 +91,9 @@ class TemplateValues:
 
     cli_vars: Mapping[str, str] = field(default_factory=dict)
     ini_vars: Mapping[str, str] = field(default_factory=dict)
-    # repr=False: a traceback through these objects must not print the environment or secrets
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
+    # The live environment, so that a conftest can set values (a server it started) before the
+    # items run. repr=False: a traceback must not print the environment or secrets.
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
 
     def variables(self) -> dict[str, str]:
         """The --vibe-var and vibe_vars values (the command line's win)."""

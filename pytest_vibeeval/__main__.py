@@ -1,7 +1,8 @@
 """The command line.
 
-``python -m pytest_vibeeval schema [--check] [--dir DIR] [--print-dir]``: write or check the JSON Schemas
-of the results file and of the input files (for editors).
+``python -m pytest_vibeeval schema --dir DIR | --check [--dir DIR] | --print-dir | --package``: write
+or check the JSON Schemas of the results file and of the input files (for editors); ``--package``
+rewrites the copies shipped in the package, in a source checkout.
 ``python -m pytest_vibeeval compare BASELINE NEW [--fail-on-regression]``: compare two results files.
 """
 
@@ -45,16 +46,36 @@ def stale_schemas(folder: Path) -> list[str]:
     return problems
 
 
-def schema_command(check: bool, folder: Path | None = None) -> int:
-    """Write the schemas into ``folder`` (default: the package's), or (``check``) fail when one
-    there is missing or out of date."""
+def installed(folder: Path) -> bool:
+    """Whether ``folder`` is inside an installed distribution (not a source checkout)."""
+    return any(part in ("site-packages", "dist-packages") for part in folder.parts)
+
+
+def schema_command(check: bool, folder: Path | None = None, package: bool = False) -> int:
+    """Write the schemas into ``folder`` (``package``: the package's own, in a source checkout), or
+    (``check``) fail when one there (default: the package's) is missing or out of date."""
     target = folder or SCHEMA_DIR
     if check:
         problems = stale_schemas(target)
-        rerun = "python -m pytest_vibeeval schema" + (f" --dir {folder}" if folder else "")
+        rerun = "python -m pytest_vibeeval schema " + (f"--dir {folder}" if folder else "--package")
         for problem in problems:
             print(f"{problem}: run `{rerun}`", file=sys.stderr)
         return 1 if problems else 0
+    if folder is None and not package:
+        print(
+            "error: say where to write the schemas: --dir DIR (copies for your editor, e.g. "
+            ".vscode/schemas), or --package (the copies shipped in the package, when developing "
+            "pytest-vibeeval); --check checks them, --print-dir prints the package's folder",
+            file=sys.stderr,
+        )
+        return 2
+    if folder is None and installed(SCHEMA_DIR):
+        print(
+            f"error: {SCHEMA_DIR} is an installed package's folder, which pip owns: write copies with "
+            "--dir DIR instead (--package is for a source checkout of pytest-vibeeval)",
+            file=sys.stderr,
+        )
+        return 2
     target.mkdir(parents=True, exist_ok=True)
     for name, text in shipped_schemas().items():
         path = target / name
@@ -84,9 +105,14 @@ def main(argv: list[str] | None = None) -> int:
         "schema",
         help="write the JSON Schemas shipped in the package",
         description="Write the JSON Schemas of the results file, YAML suites (suite.schema.json), "
-        "cli-config.json, eval-config.json and command-registry.json into the package (or DIR).",
+        "cli-config.json, eval-config.json and command-registry.json into DIR, or check them.",
     )
     action = schema.add_mutually_exclusive_group()
+    action.add_argument(
+        "--package",
+        action="store_true",
+        help="rewrite the schemas shipped in the package (in a source checkout of pytest-vibeeval)",
+    )
     action.add_argument("--check", action="store_true", help="fail if a schema is missing or out of date")
     action.add_argument("--print-dir", action="store_true", help="print the package's schema folder")
     schema.add_argument(
@@ -109,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_dir:
         print(SCHEMA_DIR)
         return 0
-    return schema_command(args.check, args.dir)
+    if args.package and args.dir:
+        parser.error("--package and --dir exclude each other: --package writes the package's own copies")
+    return schema_command(args.check, args.dir, args.package)
 
 
 if __name__ == "__main__":

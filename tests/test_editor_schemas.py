@@ -552,17 +552,43 @@ def test_schema_check_of_the_package_folder(
 ) -> None:
     monkeypatch.setattr(cli, "SCHEMA_DIR", tmp_path)
     assert cli.main(["schema", "--check"]) == 1  # nothing there yet
-    assert cli.main(["schema"]) == 0
+    assert cli.main(["schema", "--package"]) == 0
     assert cli.main(["schema", "--check"]) == 0
     capsys.readouterr()
     (tmp_path / "eval-config.schema.json").write_text("{}\n", encoding="utf-8")
     assert cli.main(["schema", "--check"]) == 1
     message = capsys.readouterr().err
     assert message == (
-        f"{tmp_path / 'eval-config.schema.json'} is out of date: run `python -m pytest_vibeeval schema`\n"
+        f"{tmp_path / 'eval-config.schema.json'} is out of date: run "
+        "`python -m pytest_vibeeval schema --package`\n"
     )
-    assert cli.main(["schema"]) == 0
+    assert cli.main(["schema", "--package"]) == 0
     assert cli.main(["schema", "--check"]) == 0
+
+
+def test_schema_without_a_target_writes_nothing_and_says_where_it_could(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "SCHEMA_DIR", tmp_path / "pkg")
+    assert cli.main(["schema"]) == 2
+    assert not (tmp_path / "pkg").exists()
+    err = capsys.readouterr().err
+    assert err.startswith("error: say where to write the schemas: --dir DIR")
+    assert "--package" in err
+
+
+def test_schema_refuses_to_write_into_an_installed_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    installed = tmp_path / "lib" / "python3.11" / "site-packages" / "pytest_vibeeval" / "schemas"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr(cli, "SCHEMA_DIR", installed)
+    assert cli.main(["schema", "--package"]) == 2
+    assert list(installed.iterdir()) == []
+    assert "is an installed package's folder, which pip owns: write copies with --dir DIR" in (
+        capsys.readouterr().err
+    )
+    assert cli.main(["schema", "--check"]) == 1  # checking it is fine: it names what is missing
 
 
 def test_print_dir(capsys: pytest.CaptureFixture[str]) -> None:

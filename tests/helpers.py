@@ -20,6 +20,9 @@ from typing import Any
 import pytest
 
 # Every scenario that matters runs serially and with two xdist workers.
+# A run inside this checkout (the examples) must not add to its .vibeeval/history.jsonl.
+NO_HISTORY = "--vibe-history="
+
 XDIST_MODES = pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
 # Importing hypothesis costs most of a run's startup; these runs do not use it.

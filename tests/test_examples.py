@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import NO_HISTORY
 
 REPO = Path(__file__).resolve().parents[1]
 CODING_AGENT = "examples/coding-agent/evals/config"
@@ -24,17 +25,24 @@ HAS_SEMANTIC = importlib.util.find_spec("sentence_transformers") is not None
 NO_NODE = "node and npm are not on PATH: the TypeScript example problem roman-numerals is skipped"
 
 
+def vibeeval_folder_state() -> list[tuple[str, int]]:
+    """The files of the checkout's .vibeeval folder and their sizes."""
+    return sorted((str(path), path.stat().st_size) for path in (REPO / ".vibeeval").rglob("*"))
+
+
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     results = tmp_path / "results.json"
+    checkout_state = vibeeval_folder_state()
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "examples", "-p", "no:cacheprovider",
-         "--vibe-results", str(results), *xdist],
+         "--vibe-results", str(results), NO_HISTORY, *xdist],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "Run Summary" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+    assert vibeeval_folder_state() == checkout_state, "the run wrote into the checkout's .vibeeval"
     data = json.loads(results.read_text())
     runs = {(run["suite"], run["configuration"]): run for run in data["runs"]}
     assert set(runs) == {
@@ -110,7 +118,7 @@ def run_coding_agent_example(tmp_path: Path, evaluation: str) -> dict[str, list[
     results = tmp_path / "results.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "examples/coding-agent", "-p", "no:cacheprovider",
-         "--vibe-eval", evaluation, "--vibe-results", str(results)],
+         "--vibe-eval", evaluation, "--vibe-results", str(results), NO_HISTORY],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == pytest.ExitCode.OK, proc.stdout[-4000:] + proc.stderr[-2000:]

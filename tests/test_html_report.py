@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import NO_HISTORY, write
 from helpers import run as run_pytest
-from helpers import write
 
 from pytest_vibeeval.report.html import render_html, write_html
 from pytest_vibeeval.results import (
@@ -410,7 +410,7 @@ def examples_results(tmp_path: Path, everything: bool) -> Path:
     subset = [] if everything else ["-k", f"not {' and not '.join(SLOW_EXAMPLES)}"]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "examples", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-         *subset, "--basetemp", str(tmp_path / "basetemp"), "--vibe-results", str(out)],
+         *subset, "--basetemp", str(tmp_path / "basetemp"), "--vibe-results", str(out), NO_HISTORY],
         cwd=REPO, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -138,4 +138,4 @@ def test_the_judges_cost_is_summed_apart(pytester: pytest.Pytester, server: Chat
     [sut] = load_json(results)["runs"]
     assert sut["metrics"]["total_judge_cost"] == USAGE["cost"]  # one judge call
     assert sut["metrics"]["total_cost"] == pytest.approx(2 * USAGE["cost"])  # the two answers only
-    result.stdout.fnmatch_lines(["Judge Cost: $0.0004 (llm_judge; not in Total Cost)"])
+    result.stdout.fnmatch_lines(["Judge Cost: $0.00042 (llm_judge; not in Total Cost)"])

@@ -274,3 +274,22 @@ def test_a_preset_shows_its_name_and_expansion() -> None:
         }
     )
     assert run_block(plain)[1] == "Score: 45.23 (formula: success_pct)"
+
+
+def test_tiny_costs_and_scores_keep_two_significant_digits() -> None:
+    lines = summary_lines([run(score=0.003, total_cost=0.0000213)])
+    assert lines[1] == f"Score: 0.003 (formula: {FORMULA})"
+    assert lines[3] == "Total Cost: $0.000021"
+
+
+def test_number_formats() -> None:
+    from pytest_vibeeval.report.format import decimal, money, score
+
+    assert [score(v) for v in (0.003, 0.0031, 0.054, 0.0999, 0.1, 12.345, 0, -0.004)] == [
+        "0.003", "0.0031", "0.054", "0.10", "0.10", "12.35", "0.00", "-0.004",
+    ]  # fmt: skip
+    assert score(1e-15) == "1.0e-15" and score(None) == "null" and score(2e12) == "2.000e+12"
+    assert [money(v) for v in (0.00002, 0.0144, 0.000123456, 0, 12345.6789)] == [
+        "$0.00002", "$0.0144", "$0.00012", "$0.0000", "$12,345.6789",
+    ]  # fmt: skip
+    assert decimal(float("nan")) == "n/a"

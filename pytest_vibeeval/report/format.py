@@ -25,24 +25,39 @@ def number(value: Any) -> float | None:
     return found if math.isfinite(found) else None
 
 
+SIGNIFICANT = 2  # digits a small nonzero value keeps, so that it never prints as 0.00
+MAX_DECIMALS = 12
+
+
 def decimal(value: Any, digits: int = 2, grouped: bool = False, missing: str = MISSING) -> str:
     """A number with ``digits`` decimals (thousands ``grouped``; from 1e9 in exponent form), or
-    ``missing``."""
+    ``missing``. A small nonzero value gets the decimals it needs for two significant digits
+    (0.003, not 0.00; 0.000021, not 0.0000)."""
     found = number(value)
     if found is None:
         return missing
-    return f"{found:.3e}" if abs(found) >= 1e9 else f"{found:{',' if grouped else ''}.{digits}f}"
+    if abs(found) >= 1e9:
+        return f"{found:.3e}"
+    if found != 0 and abs(found) < 10 ** (SIGNIFICANT - 1 - digits):
+        needed = SIGNIFICANT - 1 - math.floor(math.log10(abs(found)))
+        if needed > MAX_DECIMALS:
+            return f"{found:.{SIGNIFICANT - 1}e}"
+        text = f"{found:.{needed}f}".rstrip("0")
+        whole, _, fraction = text.partition(".")
+        return f"{whole}.{fraction.ljust(digits, '0')}"
+    return f"{found:{',' if grouped else ''}.{digits}f}"
 
 
 def score(value: Any) -> str:
-    """A score with two decimals (large ones in exponent form), or ``null``."""
+    """A score with two decimals (large ones in exponent form; small ones with two significant
+    digits), or ``null``."""
     return decimal(value, missing=NULL_SCORE)
 
 
 def money(value: Any) -> str:
-    """USD with four decimals, or ``n/a``."""
+    """USD with four decimals (small amounts with two significant digits), or ``n/a``."""
     found = number(value)
-    return MISSING if found is None else f"${found:,.4f}"
+    return MISSING if found is None else f"${decimal(found, 4, grouped=True)}"
 
 
 def seconds(value: Any) -> str:

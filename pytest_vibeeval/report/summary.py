@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ..results import EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
-from .format import MISSING, money, run_title, score, seconds
+from .format import MISSING, decimal, money, run_title, score, seconds
 
 BUDGET_SKIP = "not started: --vibe-max-cost"
 
@@ -80,8 +80,9 @@ def _repeat_lines(run: RunRecord) -> list[str]:
     lines = []
     if run.repeats > 1:
         shown = ", ".join(score(s) for s in run.repeat_scores)
-        mean = MISSING if run.score_mean is None else f"{run.score_mean:.2f}"
-        interval = f" (95% CI {run.score_ci95[0]:.2f} to {run.score_ci95[1]:.2f})" if run.score_ci95 else ""
+        mean = decimal(run.score_mean)
+        low, high = run.score_ci95 or (None, None)
+        interval = f" (95% CI {decimal(low)} to {decimal(high)})" if run.score_ci95 else ""
         lines.append(
             f"Repeats: {run.repeats} (score: trimmed, recency-weighted; mean {mean}{interval}); "
             f"per repeat: {shown}"
@@ -92,9 +93,10 @@ def _repeat_lines(run: RunRecord) -> list[str]:
         hat_k = [st.pass_hat_k[k] for st in ran if k in st.pass_hat_k]
         rates = [st.pass_rate for st in ran if st.pass_rate is not None]
         if rates:
-            line = f"Pass rate: {sum(rates) / len(rates):.2f} mean over {len(rates)} evals"
+            line = f"Pass rate: {decimal(sum(rates) / len(rates))} mean over {len(rates)} evals"
             if at_k and len(at_k) == len(ran):
-                line += f" · pass@{k} {sum(at_k) / len(at_k):.2f} · pass^{k} {sum(hat_k) / len(hat_k):.2f}"
+                at, hat = decimal(sum(at_k) / len(at_k)), decimal(sum(hat_k) / len(hat_k))
+                line += f" · pass@{k} {at} · pass^{k} {hat}"
             lines.append(line)
     for st in run.eval_stats:
         if st.passed_by_rate and st.pass_rate is not None:
@@ -115,7 +117,7 @@ def _rubric_line(run: RunRecord) -> str | None:
         if not graded:
             return None
         return f"Rubric: n/a ({len(graded)} of {len(run.evals)} evals graded; see `rubric.missing`)"
-    return f"Rubric: {value:.2f} ({grade(value)}) mean over the evals"
+    return f"Rubric: {decimal(value)} ({grade(value)}) mean over the evals"
 
 
 def baseline_line(run: RunRecord) -> str:
@@ -259,7 +261,7 @@ def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
     records = [record for run in runs for record in run.evals]
     spent = sum(record.cost or 0.0 for record in records)
     held = sum(1 for r in records if r.outcome == "skipped" and BUDGET_SKIP in (r.message or ""))
-    line = f"Budget: ${spent:.4f} spent of ${limit:g} (--vibe-max-cost)"
+    line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost)"
     return [line + (f"; {held} eval(s) not started" if held else "")]
 
 

@@ -234,8 +234,14 @@ def estimated_cost(
 
 
 def failure_message(record: EvalRecord, response_chars: int = 600) -> str:
-    """The failure report: every check with its verdict, then the start of the response."""
-    lines = ["checks failed:"]
+    """The failure report: the first failed check on the first line (pytest's short test summary
+    shows only that line), every check with its verdict, then the start of the response."""
+    failed = [check for check in record.checks if check.passed is False]
+    headline = "checks failed:"
+    if failed:  # the check first: pytest cuts that line to the terminal's width
+        headline = f"{failed[0].type}: {((failed[0].message or '').splitlines() or [''])[0]}"
+        headline += f" (and {len(failed) - 1} more failed checks)" if len(failed) > 1 else ""
+    lines = [headline, "checks:"]
 
     def walk(checks: list[CheckRecord], depth: int) -> None:
         for check in checks:

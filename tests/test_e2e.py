@@ -256,6 +256,26 @@ def test_unknown_selection_is_a_usage_error(
     assert not (pytester.path / ".vibeeval").exists()
 
 
+def test_the_failure_message_starts_with_the_first_failed_check() -> None:
+    from pytest_vibeeval.results import CheckRecord, EvalRecord
+    from pytest_vibeeval.runner import failure_message
+
+    checks = [
+        CheckRecord(type="contains", passed=True, message="'x' is in the response"),
+        CheckRecord(type="match", passed=False, message="pattern '*blue*' does not match the response"),
+        CheckRecord(type="max_tokens", passed=False, message="12 output tokens > 10"),
+    ]
+    record = EvalRecord(name="e", nodeid="s::e[c]", outcome="failed", checks=checks, response="red")
+    lines = failure_message(record).splitlines()
+    assert lines[0] == "match: pattern '*blue*' does not match the response (and 1 more failed checks)"
+    assert lines[1:5] == [
+        "checks:",
+        "  PASS contains: 'x' is in the response",
+        "  FAIL match: pattern '*blue*' does not match the response",
+        "  FAIL max_tokens: 12 output tokens > 10",
+    ]
+
+
 @XDIST_MODES
 def test_run_summary_follows_the_short_test_summary(pytester: pytest.Pytester, xdist: list[str]) -> None:
     make_demo(pytester.path)
@@ -264,6 +284,9 @@ def test_run_summary_follows_the_short_test_summary(pytester: pytest.Pytester, x
     short = next(i for i, line in enumerate(lines) if "short test summary info" in line)
     summary = next(i for i, line in enumerate(lines) if re.fullmatch(r"=+ Run Summary =+", line))
     assert short < summary
+    # pytest shows the failure's first line there: it names the failed check
+    failed = [line for line in lines[short:summary] if line.startswith("FAILED demo.eval.yaml::colour[")]
+    assert failed and all(" - Failed: match: pattern '*blue*' does" in line for line in failed), failed
     block = run_summary(result)
     text = "\n".join(block)
     assert "demo × inproc  [demo.eval.yaml]" in block

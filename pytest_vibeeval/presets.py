@@ -66,9 +66,19 @@ AGENT_PRESETS: dict[str, Preset] = {
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
     ),
+    # Every item runs in a new folder, which headless gemini refuses as untrusted (exit 55) unless
+    # told to trust it for the session.
     "gemini": Preset(
         cli="gemini",
-        args=("--output-format", "stream-json", "--approval-mode", "auto_edit", "-p", "${PROMPT}"),
+        args=(
+            "--output-format",
+            "stream-json",
+            "--approval-mode",
+            "auto_edit",
+            "--skip-trust",
+            "-p",
+            "${PROMPT}",
+        ),
         prompt_via="argument",
         parser="gemini",
         model_args=MODEL_ARGS,

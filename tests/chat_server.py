@@ -42,6 +42,9 @@ class ChatServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.handle(self, body)
 
+            def do_GET(self) -> None:
+                server.handle_get(self)
+
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -54,6 +57,10 @@ class ChatServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def handle_get(self, handler: BaseHTTPRequestHandler) -> None:
+        """GET requests (a subclass's APIs may list models): 404 here."""
+        self.send_raw(handler, *self.json_reply(404, {"error": {"message": f"no GET {handler.path}"}}))
 
     def handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         model = str(body.get("model", ""))

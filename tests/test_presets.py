@@ -144,11 +144,11 @@ def test_aider_text() -> None:
     assert "The answer is 42." in parsed.text
     assert "Tokens:" not in parsed.text and "Cost:" not in parsed.text
     assert parsed.text.endswith("Applied edit to calc.py")
-    assert parsed.cost == 0.0177  # the last session total
+    assert parsed.cost == 0.0177  # the per-message costs summed
     # two requests, as aider rounds them: 2.4k + 2.7k sent, 96 + 80 received
     assert (parsed.input_tokens, parsed.output_tokens) == (5100, 176)
     assert calls(parsed) == [
-        ("edit", False, "The LLM did not conform to the edit format."),
+        ("edit", False, "# 1 SEARCH/REPLACE block failed to match!"),
         ("edit", True, None),
     ]
 
@@ -512,7 +512,11 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     result.stdout.fnmatch_lines(["*output.parser 'codex': line 12 is not valid JSON*"])
 
 
-def test_the_samples_say_they_are_hand_written() -> None:
+def test_the_samples_say_whether_they_are_hand_written() -> None:
     for folder in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
         readme = (folder / "README.md").read_text(encoding="utf-8")
         assert "hand-written" in readme.lower() and "not captured from a real run" in readme, folder
+        recorded = folder / "recorded"
+        if recorded.is_dir():
+            note = (recorded / "README.md").read_text(encoding="utf-8")
+            assert "Recorded from the real" in note and "not written by hand" in note, recorded

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from ..loading.templates import MissingValue, Renderer
 from ..models import Configuration
-from ..process import ArgumentsTooLong, CommandNotFound, read_tail, resolve_executable, run_command
+from ..process import ArgumentsTooLong, CommandNotFound, resolve_executable, run_command
 from ..results import StepRecord
 from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
+from .failure import failure_report
 from .output import OutputError
 from .parsers import Parser, parse_agent_output
 
@@ -135,12 +136,11 @@ class CliProvider:
         if result.timed_out:
             raise ProviderError(f"timed out after {self.config.timeout_s:g} s", [step])
         if result.exit_code != 0:
-            tail = read_tail(result.stderr_path, 20) or read_tail(result.stdout_path, 20)
-            raise ProviderError(
-                f"{self.config.cli} exited with code {result.exit_code}"
-                + (f"; last output:\n{tail}" if tail else ""),
-                [step],
+            headline = f"{self.config.cli} exited with code {result.exit_code}"
+            report = failure_report(
+                headline, result.stdout_path, result.stderr_path, self.config.output, self.parsers
             )
+            raise ProviderError(report, [step])
         size = result.output_size()
         if size > self.config.max_output_bytes:
             raise ProviderError(

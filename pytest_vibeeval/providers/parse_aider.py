@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..results import ToolCallRecord
 from .output import ParsedOutput
+from .parsing import Malformed, shorten
 
 # --- aider: `aider --message ...` (text) --------------------------------------------------------
 
@@ -15,11 +16,19 @@ AIDER_TOKENS = re.compile(rf"^Tokens: {_AMOUNT} sent,(?: {_AMOUNT} cache \w+,)* 
 AIDER_COST = re.compile(r"Cost: \$([\d.]+) (?:message|request), \$([\d.]+) session\.")
 AIDER_APPLIED = "Applied edit to "
 AIDER_EDIT_FAILED = "The LLM did not conform to the edit format."
+AIDER_NO_MATCH = re.compile(r"^# \d+ SEARCH/REPLACE blocks? failed to match!")
+# An API error as aider prints it (it still exits 0): `litellm.AuthenticationError: …`, followed by
+# the wrapped rest of the message and aider's advice, up to a blank line or its retry notice.
+AIDER_API_ERROR = re.compile(r"^litellm\.\w+(Error|Exception)\b")
+AIDER_VERSION = "Aider v"
+# What aider may print before its banner: a fresh HOME's analytics notice, an offline model-metadata
+# fetch's warnings.
+AIDER_PREAMBLE_END = 40
 # What aider prints before the model's answer (the version, models, repository and map).
 AIDER_BANNER = (
     "Aider v", "Model:", "Main model:", "Weak model:", "Editor model:", "Git repo:", "Repo-map:",
     "Analytics ", "Detected dumb terminal", "Newer aider version", "Can't initialize", "Use /help",
-    "Warning:", "You can skip this check",
+    "Warning:", "You can skip this check", "https://aider.chat/HISTORY.html",
 )  # fmt: skip
 
 
@@ -38,38 +47,66 @@ def _aider_count(text: str) -> int:
     return round(float(text[:-1]) * 1000) if text.endswith("k") else int(float(text))
 
 
-def parse_aider(path: Path) -> ParsedOutput:
-    """aider's text output: the answer without the start-up banner and the usage lines
-    (``Tokens: 2.1k sent, 150 received.`` summed over the run's requests, as aider rounds them;
-    ``Cost: $0.01 message, $0.03 session.``: the last session figure), and its edits as tool calls
-    (``Applied edit to <file>``; ``The LLM did not conform to the edit format.`` a failed one)."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    start = 0
+def _answer_start(lines: list[str]) -> int:
+    """The index of the first line after aider's own preamble: what comes before its version line
+    (notices, offline warnings; looked for in the first lines only) and the banner after it."""
+    head = lines[:AIDER_PREAMBLE_END]
+    start = next((i + 1 for i, line in enumerate(head) if line.startswith(AIDER_VERSION)), 0)
     while start < len(lines) and _aider_banner(lines[start]):
         start += 1
+    return start
+
+
+def _api_error(lines: list[str], start: int) -> str:
+    """The error aider printed from line ``start``: its lines up to a blank line or a retry notice."""
+    said = []
+    for line in lines[start:]:
+        if not line.strip() or line.startswith("Retrying in "):
+            break
+        said.append(line.strip())
+    return " ".join(said)
+
+
+def parse_aider(path: Path) -> ParsedOutput:
+    """aider's text output: the answer without aider's preamble (notices, warnings, the banner)
+    and the usage lines (``Tokens: 2.1k sent, 150 received.`` summed over the run's requests, as
+    aider rounds them; ``Cost: $0.0072 message, $0.01 session.``: the per-message figures summed,
+    since aider rounds the session's to cents from $0.01), and its edits as tool calls
+    (``Applied edit to <file>``; a block that did not conform or match: a failed one). An API
+    error after the last answer (aider exits 0 on those) is raised as :class:`Malformed`."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    start = _answer_start(lines)
     kept: list[str] = []
     sent: list[int] = []
     received: list[int] = []
-    cost: float | None = None
+    costs: list[float] = []
     calls: list[ToolCallRecord] = []
-    for line in lines[start:]:
+    error: str | None = None
+    for number, line in enumerate(lines[start:], start):
         tokens = AIDER_TOKENS.match(line)
         spent = AIDER_COST.search(line)
         if tokens:
             sent.append(_aider_count(tokens.group(1)))
             received.append(_aider_count(tokens.group(3)))
+            error = None  # an answer came after it: a retry succeeded
         if spent:
-            cost = float(spent.group(2))
+            costs.append(float(spent.group(1)))
         if tokens or (spent and line.startswith("Cost:")):
             continue
-        if line.startswith(AIDER_APPLIED):
+        if AIDER_API_ERROR.match(line):
+            error = _api_error(lines, number)
+        elif line.startswith(AIDER_APPLIED):
             calls.append(ToolCallRecord(tool="edit", success=True))
         elif line.strip() == AIDER_EDIT_FAILED:
             calls.append(ToolCallRecord(tool="edit", success=False, error=AIDER_EDIT_FAILED))
+        elif AIDER_NO_MATCH.match(line) and calls and calls[-1].error == AIDER_EDIT_FAILED:
+            calls[-1] = calls[-1].model_copy(update={"error": line.strip()})  # why it did not conform
         kept.append(line)
+    if error is not None:
+        raise Malformed(f"aider reported an API error: {shorten(error)}")
     return ParsedOutput(
         text="\n".join(kept).strip("\n"),
-        cost=cost,
+        cost=round(sum(costs), 10) if costs else None,
         input_tokens=sum(sent) if sent else None,
         output_tokens=sum(received) if received else None,
         tool_calls=tuple(calls),

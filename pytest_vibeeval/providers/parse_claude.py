@@ -23,6 +23,25 @@ from .parsing import (
 # --- Claude Code: `claude -p --output-format stream-json --verbose` (or json) -------------------
 
 
+def _raise_reported_error(result: dict[str, Any]) -> None:
+    """Raise :class:`Malformed` for a ``result`` that reports a failure: an API error (claude-code
+    says ``"subtype": "success", "is_error": true, "api_error_status": 401``), or a run that ended
+    otherwise than in success (``error_max_turns`` …)."""
+    subtype = result.get("subtype")
+    status = result.get("api_error_status")
+    if result.get("is_error") is not True and subtype in (None, "success"):
+        return
+    detail = result.get("result") or result.get("errors") or ""
+    said = f": {shorten(text_of(detail))}" if detail else ""
+    if status is not None:
+        raise Malformed(f"the model API answered with status {status}{said}")
+    turns = result.get("num_turns")
+    ended = subtype if subtype not in (None, "success") else "an error"
+    raise Malformed(
+        f"the run ended with {ended}" + (f" after {turns} turns" if isinstance(turns, int) else "") + said
+    )
+
+
 def parse_claude_code(path: Path) -> ParsedOutput:
     """Claude Code's stream-json events: ``assistant`` messages with ``tool_use`` blocks,
     ``user`` messages with their ``tool_result`` blocks (``is_error``), and the final ``result``
@@ -66,15 +85,7 @@ def parse_claude_code(path: Path) -> ParsedOutput:
             result = event
     if result is None:
         raise no_final("`result` event", seen)
-    subtype = result.get("subtype")
-    if result.get("is_error") is True or (subtype is not None and subtype != "success"):
-        detail = result.get("result") or result.get("errors") or ""
-        turns = result.get("num_turns")
-        raise Malformed(
-            f"the run ended with {subtype or 'an error'}"
-            + (f" after {turns} turns" if isinstance(turns, int) else "")
-            + (f": {shorten(text_of(detail))}" if detail else "")
-        )
+    _raise_reported_error(result)
     text = result.get("result")
     if text is None:
         text = last_text

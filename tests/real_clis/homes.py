@@ -1,0 +1,90 @@
+"""A private HOME for each real CLI, pointing it at the scripted server: no keys, no internet.
+
+:func:`cli_setup` writes the CLI's settings under ``home`` and returns the environment and model
+its configuration needs (the same variables the README tells users for a gateway).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DUMMY_KEY = "scripted-key"
+# Models whose names the CLIs know (claude-code prices it; codex sends it its tools).
+MODELS = {
+    "claude-code": "claude-sonnet-4-5",
+    "codex": "gpt-5.1-codex",
+    "gemini": "gemini-2.5-pro",
+    "aider": "openai/gpt-4o",
+}
+# The local server, never a proxy (a CI machine's proxy variables would catch 127.0.0.1).
+NO_PROXY = {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+
+
+@dataclass(frozen=True)
+class CliSetup:
+    """What a configuration of the CLI's preset needs: ``env`` and ``model``."""
+
+    env: dict[str, str]
+    model: str
+    mcp: dict[str, Any] = field(default_factory=dict)
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def cli_setup(preset: str, home: Path, base_url: str, bin_dir: Path) -> CliSetup:
+    """Settings for ``preset`` in ``home`` for the API at ``base_url`` (``http://…/<scenario>``);
+    ``bin_dir`` (the CLI's folder, with its own node where it needs one) goes first on PATH."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        **NO_PROXY,
+    }
+    model = MODELS[preset]
+    if preset == "claude-code":
+        env |= {
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": DUMMY_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+    elif preset == "codex":
+        codex_home = home / ".codex"
+        codex_home.mkdir(exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            f"model = {_toml_string(model)}\n"
+            'model_provider = "scripted"\n'
+            "[model_providers.scripted]\n"
+            'name = "scripted"\n'
+            f"base_url = {_toml_string(base_url + '/v1')}\n"
+            'wire_api = "responses"\n'
+            "request_max_retries = 0\n"
+            "stream_max_retries = 0\n",
+            encoding="utf-8",
+        )
+        env |= {"CODEX_HOME": str(codex_home)}
+    elif preset == "gemini":
+        settings = home / ".gemini" / "settings.json"
+        settings.parent.mkdir(exist_ok=True)
+        settings.write_text(
+            # One attempt: its default is ten, with backoff, on a 500 (minutes).
+            json.dumps(
+                {"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"maxAttempts": 1}}
+            ),
+            encoding="utf-8",
+        )
+        env |= {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": DUMMY_KEY}
+    elif preset == "aider":
+        env |= {"OPENAI_API_BASE": base_url + "/v1", "OPENAI_API_KEY": DUMMY_KEY}
+    else:
+        raise LookupError(f"no private HOME recipe for {preset!r}")
+    return CliSetup(env, model)

@@ -192,6 +192,12 @@ def wait_gone(pid: int, timeout: float = 10.0) -> bool:
     return is_gone(pid)
 
 
+def default_sigint() -> None:
+    """In a child before exec: Ctrl-C's default action, even when the test suite was started with
+    SIGINT ignored (a background job), which a child would otherwise inherit and never be stopped."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_when(
     pytester: pytest.Pytester, marker: Path, *args: str, deadline_s: float = 60
 ) -> tuple[int, str]:
@@ -204,6 +210,7 @@ def interrupt_when(
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:

@@ -4,10 +4,21 @@ Ctrl-C writes the results of what finished."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 
 import pytest
-from helpers import comparable, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+from helpers import (
+    comparable,
+    default_sigint,
+    evals_by_nodeid,
+    interrupt_when,
+    load_json,
+    run,
+    run_summary,
+    write,
+)
 
 APP = """
 import os, signal
@@ -125,3 +136,18 @@ def test_a_configuration_group_runs_on_one_worker_with_loadgroup(pytester: pytes
     assert len(limited) == 1  # one worker ran every eval of the group, one after another
     assert all(nodeid.endswith("@limited") for nodeid in records if "[limited]" in nodeid)
     assert load_json(out)["runs"][1]["metrics"]["passed"] == 8
+
+
+def test_the_interrupted_run_gets_ctrl_c_even_when_the_suite_was_started_ignoring_it() -> None:
+    """A test suite started as a background job ignores SIGINT, and children inherit that: the run
+    that interrupt_when presses Ctrl-C in must not, or it would never stop."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+        inherited = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        reset = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, preexec_fn=default_sigint
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (inherited.stdout.strip(), reset.stdout.strip()) == ("False", "True")

@@ -199,10 +199,16 @@ def default_sigint() -> None:
 
 
 def interrupt_when(
-    pytester: pytest.Pytester, marker: Path, *args: str, deadline_s: float = 60
+    pytester: pytest.Pytester,
+    marker: Path,
+    *args: str,
+    deadline_s: float = 60,
+    after_lines: tuple[tuple[str, ...], ...] = (),
 ) -> tuple[int, str]:
     """Run pytest in a subprocess and press Ctrl-C (SIGINT to its process group, as a terminal does)
-    once ``marker`` exists, i.e. once an agent has started; its exit code and output."""
+    once ``marker`` exists, i.e. once an agent has started, and pytest has printed, for each of
+    ``after_lines``, a line holding all its fragments (e.g. an item's id and ``PASSED``: it must have
+    finished); its exit code and output."""
     proc = subprocess.Popen(
         [PYTHON, "-m", "pytest", *FAST_ARGS, *args],
         cwd=pytester.path,
@@ -213,7 +219,16 @@ def interrupt_when(
         preexec_fn=default_sigint,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    seen: list[str] = []
     try:
+        assert proc.stdout is not None
+        waiting = list(after_lines)
+        while waiting:  # the lines come as the run goes: reading them follows it, not a clock
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"pytest ended before printing {waiting}: {''.join(seen)}")
+            seen.append(line)
+            waiting = [fragments for fragments in waiting if not all(f in line for f in fragments)]
         started = time.monotonic()
         while not marker.exists():  # follows the run, not a clock: the deadline only stops a hang
             if proc.poll() is not None:
@@ -222,8 +237,8 @@ def interrupt_when(
                 raise AssertionError(f"{marker} never appeared")
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)
-        output, _ = proc.communicate(timeout=120)
+        rest, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    return proc.returncode, output
+    return proc.returncode, "".join(seen) + rest

@@ -99,7 +99,16 @@ def test_ctrl_c_writes_what_finished(pytester: pytest.Pytester, workers: list[st
         """,
     )
     out = pytester.path / "results.json"
-    returncode, output = interrupt_when(pytester, started, *workers, "--vibe-results", str(out))
+    returncode, output = interrupt_when(
+        pytester,
+        started,
+        *workers,
+        "-v",
+        "--vibe-results",
+        str(out),
+        # with -n 2, z-slow may start before a or b is reported: interrupt once both are
+        after_lines=(("int.eval.yaml::a[agent]", "PASSED"), ("int.eval.yaml::b[agent]", "PASSED")),
+    )
     assert returncode == pytest.ExitCode.INTERRUPTED, output
     data = load_json(out)
     assert data["interrupted"] is True

@@ -48,8 +48,17 @@ def runs_logged(pytester: pytest.Pytester) -> list[str]:
 def test_resume_runs_only_what_did_not_finish(pytester: pytest.Pytester, workers: list[str]) -> None:
     make_suite(pytester)
     first = pytester.path / "first.json"
+    # With -n 2, c (slow) may start before b is reported: interrupt once a and b are.
     code, output = interrupt_when(
-        pytester, pytester.path / "started", *workers, "-p", "no:randomly", "--vibe-results", str(first)
+        pytester,
+        pytester.path / "started",
+        *workers,
+        "-v",
+        "-p",
+        "no:randomly",
+        "--vibe-results",
+        str(first),
+        after_lines=(("res.eval.yaml::a[agent]", "PASSED"), ("res.eval.yaml::b[agent]", "FAILED")),
     )
     assert code == pytest.ExitCode.INTERRUPTED, output
     assert sorted(runs_logged(pytester)) == ["one", "slow", "two"]

@@ -17,6 +17,8 @@ from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
 from .pricing import CostSource, cost_of, price_for
 from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
+from .providers.cli_mcp import unsupported_reason as cli_unsupported_reason
+from .providers.mcp_tools import McpTarget
 from .results import CheckRecord, EvalRecord, Outcome, StepRecord
 
 # A longer answer is recorded as its head and tail: the record travels to the controller and into
@@ -83,16 +85,17 @@ def _check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
     )
 
 
-def mcp_unsupported_reason(configuration: Configuration | None, config_id: str) -> str | None:
-    """Why a configuration cannot give its model the suite's ``mcp_server`` (its evals skip rather
-    than run without the tools they are about), or None. HTTP configurations run the tool loop,
-    Python callables get ``context.mcp_server``, replays and plugins' providers get the request."""
+def mcp_unsupported_reason(
+    configuration: Configuration | None, config_id: str, mcp: dict[str, Any] | None = None
+) -> str | None:
+    """Why a configuration cannot give its model the suite's ``mcp_server`` (rendered: ``mcp``),
+    or None; its evals skip rather than run without the tools they are about. HTTP configurations
+    run the tool loop, the agent presets that take MCP servers are given it
+    (:mod:`.providers.cli_mcp`), Python callables get ``context.mcp_server``, replays and
+    plugins' providers get the request."""
     if configuration is None or configuration.kind != "cli":
         return None
-    return (
-        f"configuration {config_id!r} runs a CLI, which cannot be given the suite's mcp_server; "
-        "use an `http:` configuration (the model gets the server's tools) or a `python:` callable"
-    )
+    return cli_unsupported_reason(configuration, config_id, McpTarget.from_request(mcp) if mcp else None)
 
 
 def run_prompt_eval(
@@ -128,19 +131,20 @@ def run_prompt_eval(
     if reason:
         return base.model_copy(update={"message": reason}), ItemVerdict("skipped", reason)
     try:
-        prompt = renderer.render(case.prompt)
-        system_prompt = renderer.render(suite.system_prompt) if suite.system_prompt else None
-        model = renderer.render(suite.model)
-        checks = render_checks(case.checks, renderer)
-        mcp = suite.mcp_server.model_dump() if suite.mcp_server else None
-        if mcp:
-            mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
+        with renderer.gathering():  # every missing value of the eval in one message
+            prompt = renderer.render(case.prompt)
+            system_prompt = renderer.render(suite.system_prompt) if suite.system_prompt else None
+            model = renderer.render(suite.model)
+            checks = render_checks(case.checks, renderer)
+            mcp = suite.mcp_server.model_dump() if suite.mcp_server else None
+            if mcp:
+                mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
     except MissingValue as exc:
         return base.model_copy(update={"message": str(exc)}), ItemVerdict("skipped", str(exc))
     if mcp:
         if mcp.get("authorization_token"):
             renderer.used_secrets.add(mcp["authorization_token"])  # a literal token is a secret too
-        unsupported = mcp_unsupported_reason(configuration, config_id)
+        unsupported = mcp_unsupported_reason(configuration, config_id, mcp)
         if unsupported:
             return base.model_copy(update={"message": unsupported}), ItemVerdict("skipped", unsupported)
     request = PromptRequest(

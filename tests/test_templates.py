@@ -197,6 +197,20 @@ def test_renderer_raises_for_a_missing_value() -> None:
         renderer.render("Hi {{var('who')}}")
 
 
+def test_gathering_reports_every_missing_value_at_once() -> None:
+    renderer = Renderer(TemplateValues({"who": "World"}, {}, {}))
+    with pytest.raises(MissingValue) as caught, renderer.gathering():
+        renderer.render("{{var('team')}} and {{var('who')}}")
+        renderer.render("{{secret('key')}} then {{var('team')}} again")
+    assert caught.value.missing == [("var", "team"), ("secret", "key")]
+    assert str(caught.value) == (
+        "2 template values are missing: var 'team' (pass --vibe-var team=VALUE, set VIBE_VAR_TEAM, "
+        "or add it to the vibe_vars ini option); secret 'key' (set the environment variable VIBE_SECRET_KEY)"
+    )
+    with renderer.gathering():  # nothing missing: nothing raised, and the values are filled in
+        assert renderer.render("Hi {{var('who')}}") == "Hi World"
+
+
 def test_redactor_replaces_every_occurrence() -> None:
     redact = Redactor()
     redact.add(["s3cr3t"])
@@ -332,6 +346,20 @@ def test_missing_var_skips_with_how_to_set_it(
         assert "VIBE_VAR_WHO" in line
 
 
+def test_a_missing_var_and_secret_are_reported_together(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As vibecheck's linear-mcp.yaml: a var in the prompt, a secret in the mcp_server."""
+    _make_templated_suite(pytester)
+    monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
+    monkeypatch.delenv("VIBE_VAR_WHO", raising=False)
+    result = pytester.runpytest(*BASE_ARGS, "-rs", "--vibe-allow-all-skipped")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*2 template values are missing: var 'who' (*VIBE_VAR_WHO*); secret 'token' (*_TOKEN)"]
+    )
+
+
 def test_missing_secret_skips(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     _make_templated_suite(pytester)
     monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
@@ -355,7 +383,7 @@ def test_a_session_where_every_eval_skipped_fails_and_says_what_to_set(
         [
             "NOTHING RAN: all 2 selected eval(s) were skipped, so the session fails "
             "(--vibe-allow-all-skipped accepts that). What to set:",
-            "  2 × *template var 'who' has no value*VIBE_VAR_WHO*",
+            "  2 × 2 template values are missing: var 'who' (*VIBE_VAR_WHO*); secret 'token' (*)",
         ]
     )
     allowed = pytester.runpytest(*BASE_ARGS, *xdist, "--vibe-allow-all-skipped")

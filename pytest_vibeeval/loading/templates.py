@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 TEMPLATE = re.compile(r"\{\{\s*(?P<func>[A-Za-z_]\w*)\s*\(\s*(?P<q>['\"])(?P<name>[^'\"]*)(?P=q)\s*\)\s*\}\}")
@@ -72,17 +73,26 @@ def has_templates(text: str) -> bool:
     return "{{" in text and TEMPLATE.search(text) is not None
 
 
-class MissingValue(LookupError):
-    """A template names a variable or secret that has no value here."""
+def _how_to_set(kind: str, name: str) -> str:
+    if kind == "var":
+        how = f"pass --vibe-var {name}=VALUE, set {env_name(kind, name)}"
+        return how + ", or add it to the vibe_vars ini option"
+    return f"set the environment variable {env_name(kind, name)}"
 
-    def __init__(self, kind: str, name: str) -> None:
+
+class MissingValue(LookupError):
+    """Templates name variables or secrets that have no value here: ``missing`` lists each
+    ``(kind, name)`` once, in the order found; ``kind`` and ``name`` are the first."""
+
+    def __init__(self, kind: str, name: str, more: Iterable[tuple[str, str]] = ()) -> None:
         self.kind, self.name = kind, name
-        how = (
-            f"pass --vibe-var {name}=VALUE, set {env_name(kind, name)}, or add it to the vibe_vars ini option"
-            if kind == "var"
-            else f"set the environment variable {env_name(kind, name)}"
-        )
-        super().__init__(f"template {kind} {name!r} has no value: {how}")
+        self.missing = list(dict.fromkeys([(kind, name), *more]))
+        if len(self.missing) == 1:
+            message = f"template {kind} {name!r} has no value: {_how_to_set(kind, name)}"
+        else:
+            each = "; ".join(f"{k} {n!r} ({_how_to_set(k, n)})" for k, n in self.missing)
+            message = f"{len(self.missing)} template values are missing: {each}"
+        super().__init__(message)
 
 
 @dataclass
@@ -118,13 +128,33 @@ class Renderer:
 
     values: TemplateValues
     used_secrets: set[str] = field(default_factory=set, repr=False)
+    _gathered: list[tuple[str, str]] | None = field(default=None, init=False, repr=False)
+
+    @contextmanager
+    def gathering(self) -> Iterator[None]:
+        """Render several texts and report every missing value at once: inside, a missing value
+        renders as "" and is remembered; leaving raises one :class:`MissingValue` naming them all."""
+        outer, self._gathered = self._gathered, []
+        try:
+            yield
+            found = self._gathered
+        finally:
+            self._gathered = outer
+        if found:
+            raise MissingValue(*found[0], found[1:])
 
     def render(self, text: str) -> str:
         if "{{" not in text:
             return text
 
         def fill(match: re.Match[str]) -> str:
-            value = self.values.lookup(match["func"], match["name"])
+            try:
+                value = self.values.lookup(match["func"], match["name"])
+            except MissingValue:
+                if self._gathered is None:
+                    raise
+                self._gathered.append((match["func"], match["name"]))
+                return ""
             if match["func"] == "secret":
                 self.used_secrets.add(value)
             return value

@@ -26,6 +26,8 @@ class Preset:
     parser: str
     model_args: tuple[str, ...]
     max_output_bytes: int | None = None
+    # How the CLI is given a suite's mcp_server (providers/cli_mcp.py); None: it is not.
+    mcp: Literal["claude-code", "codex", "gemini"] | None = None
 
     def defaults(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The preset's keys for a configuration whose own keys are ``data``."""
@@ -55,6 +57,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         parser="claude-code",
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+        mcp="claude-code",
     ),
     # With no prompt argument `codex exec` reads the prompt from stdin. The item's folder is not
     # a git repository, hence --skip-git-repo-check.
@@ -65,6 +68,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         parser="codex",
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+        mcp="codex",
     ),
     # Every item runs in a new folder, which headless gemini refuses as untrusted (exit 55) unless
     # told to trust it for the session.
@@ -83,6 +87,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         parser="gemini",
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+        mcp="gemini",
     ),
     # A fork of Gemini CLI: the same flags and output formats (choose the backend with
     # `--provider` in your own args).

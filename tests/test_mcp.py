@@ -15,25 +15,7 @@ from typing import Any
 import pytest
 from chat_server import USAGE, ChatServer
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
-
-TOKEN = "mcp-token-5f3a9c1e7b"
-SERVER_SCRIPT = Path(__file__).with_name("mcp_server.py")
-
-
-class McpProcess:
-    """The test MCP server in a subprocess; ``url`` once it accepts connections."""
-
-    def __init__(self, transport: str, token: str | None = TOKEN) -> None:
-        argv = [sys.executable, str(SERVER_SCRIPT), transport, *([token] if token else [])]
-        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        self.url = self.process.stdout.readline().strip()  # printed once the socket listens
-        if not self.url:
-            raise RuntimeError(f"the MCP server did not start: {self.process.communicate()[1]}")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.communicate(timeout=30)
+from mcp_process import TOKEN, McpProcess
 
 
 @pytest.fixture(scope="module")
@@ -234,8 +216,9 @@ def test_a_cli_configuration_skips_saying_it_cannot_use_the_mcp_server(
     result, records = run_suite(pytester, mcp_http, monkeypatch, "-rs", "-k", "listed")
     result.assert_outcomes(passed=1, skipped=1)
     assert records["tracker.eval.yaml::listed[shell]"]["message"] == (
-        "configuration 'shell' runs a CLI, which cannot be given the suite's mcp_server; use an `http:` "
-        "configuration (the model gets the server's tools) or a `python:` callable"
+        "configuration 'shell' runs a CLI without a preset, which cannot be given the suite's "
+        "mcp_server; use preset claude-code, codex or gemini (with your own args if need be), an "
+        "`http:` configuration (the model gets the server's tools) or a `python:` callable"
     )
 
 

@@ -5,7 +5,9 @@ where node or the install is missing.
 
 One pytest run per CLI holds a configuration per scenario (plain answer, a tool that writes a
 file, a tool that fails, 401, 500); a second, with ``-n 2``, runs a scenario per CLI again and a
-coding eval whose tool call writes the solution the grade step checks.
+coding eval whose tool call writes the solution the grade step checks. For the presets that take
+a suite's ``mcp_server``, the model calls a tool of the SDK's own MCP server (tests/mcp_server.py,
+with a bearer token) and answers with its result, serially per CLI and with ``-n 2`` for all.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers import PYTHON, evals_by_nodeid, load_json, run, write, write_cli_config
+from mcp_process import TOKEN, McpProcess
 from real_clis.api_server import (
     AFTER_TOOL,
     ERROR_TEXT,
@@ -206,3 +209,109 @@ def test_xdist_run_and_coding_eval(pytester: pytest.Pytester, api: AgentApiServe
     check_answer(preset, by_config["plain"])
     broken = by_config["broken"]
     assert broken["outcome"] == "error" and ERRORS[preset][1] in broken["message"], broken["message"]
+
+
+MCP_PRESETS = ("claude-code", "codex", "gemini")  # the presets that are given the suite's mcp_server
+MCP_RESULT = "ENG-1: Get familiar with the tracker"
+
+
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[McpProcess]:
+    server = McpProcess("streamable-http")
+    yield server
+    server.stop()
+
+
+def mcp_suite(directory: Path, presets: tuple[str, ...], api: AgentApiServer, url: str) -> Path:
+    """A vibecheck suite with an ``mcp_server`` (the token a secret), a configuration per preset
+    in the ``mcp`` scenario: the model calls ``list_issues`` and answers with its result."""
+    configurations = {}
+    for preset in presets:
+        config = configuration(preset, "mcp", api, directory / "homes")
+        config.pop("args", None)  # codex's own args (workspace-write): its MCP calls are approved
+        configurations[preset] = config
+    data = {
+        "metadata": {
+            "name": "tracker",
+            "model": "unused",
+            "mcp_server": {"url": url, "name": "tracker", "authorization_token": "{{secret('tracker.key')}}"},
+        },
+        "evals": [
+            {
+                "name": "listed",
+                "prompt": "List the issues of team ENG.",
+                "checks": [{"match": f"*{MCP_RESULT}*"}],
+            }
+        ],
+        "configurations": configurations,
+    }
+    return write(directory / "tracker.eval.yaml", yaml.safe_dump(data, sort_keys=False))
+
+
+def files_holding(root: Path, text: str) -> list[Path]:
+    needle = text.encode()
+    return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
+
+
+def check_mcp_run(pytester: pytest.Pytester, result: pytest.RunResult, by_config: dict[str, Any]) -> None:
+    """Every configuration's model called the MCP tool and answered with its result; the token
+    is in no output and no file of the run (results, logs, item folders, settings written)."""
+    for preset, record in by_config.items():
+        assert record["outcome"] == "passed", (preset, record["message"])
+        assert MCP_RESULT in record["response"], (preset, record["response"])
+        assert tools(record) == [("mcp__tracker__list_issues", True)], preset
+        assert Path(record["steps"][0]["log"]).is_relative_to(pytester.path)  # scanned below
+    assert TOKEN not in result.stdout.str() + result.stderr.str()
+    assert files_holding(pytester.path, TOKEN) == []
+
+
+@pytest.mark.parametrize("preset", MCP_PRESETS)
+def test_mcp_server_given_to_the_cli(
+    pytester: pytest.Pytester,
+    api: AgentApiServer,
+    mcp_server: McpProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    preset: str,
+) -> None:
+    require(preset)
+    mcp_suite(pytester.path, (preset,), api, mcp_server.url)
+    monkeypatch.setenv("VIBE_SECRET_TRACKER_KEY", TOKEN)
+    result, by_config = records(pytester, [])
+    check_mcp_run(pytester, result, by_config)
+    assert set(by_config) == {preset}
+
+
+def test_mcp_server_given_to_every_cli_with_xdist(
+    pytester: pytest.Pytester, api: AgentApiServer, mcp_server: McpProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    presets = tuple(preset for preset in MCP_PRESETS if missing_reason(CLIS[preset]) is None)
+    if not presets:
+        pytest.skip("; ".join(str(missing_reason(CLIS[preset])) for preset in MCP_PRESETS))
+    mcp_suite(pytester.path, presets, api, mcp_server.url)
+    monkeypatch.setenv("VIBE_SECRET_TRACKER_KEY", TOKEN)
+    # codex and gemini cannot write their HOME inside bwrap (see test_xdist_run_and_coding_eval).
+    result, by_config = records(pytester, ["-n", "2"], "--vibe-sandbox", "none")
+    check_mcp_run(pytester, result, by_config)
+    assert set(by_config) == set(presets)
+
+
+def test_a_refused_token_is_an_error_naming_the_server(
+    pytester: pytest.Pytester, api: AgentApiServer, mcp_server: McpProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """claude-code runs on without a server it cannot connect to (its ``init`` event says so),
+    codex fails the run (``required``): either way the item errors. gemini says nothing: its
+    evals fail on their checks instead."""
+    presets = tuple(preset for preset in ("claude-code", "codex") if missing_reason(CLIS[preset]) is None)
+    if not presets:
+        pytest.skip("; ".join(str(missing_reason(CLIS[preset])) for preset in ("claude-code", "codex")))
+    mcp_suite(pytester.path, presets, api, mcp_server.url)
+    monkeypatch.setenv("VIBE_SECRET_TRACKER_KEY", "not-the-token")
+    result, by_config = records(pytester, [])
+    expected = {
+        "claude-code": "claude-code could not connect to the MCP server 'tracker'",
+        "codex": "required MCP servers failed to initialize: tracker",
+    }
+    for preset, record in by_config.items():
+        assert record["outcome"] == "error", record
+        assert expected[preset] in record["message"], record["message"]
+    assert "not-the-token" not in result.stdout.str() + result.stderr.str()

@@ -12,7 +12,17 @@ from ..process import ArgumentsTooLong, CommandNotFound, resolve_executable, run
 from ..results import StepRecord
 from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
+from .cli_mcp import (
+    CliMcp,
+    connection_failure,
+    handover,
+    mcp_way,
+    recorded_calls,
+    unsupported_reason,
+    write_settings,
+)
 from .failure import failure_report
+from .mcp_tools import McpTarget
 from .output import OutputError
 from .parsers import Parser, parse_agent_output
 
@@ -81,7 +91,9 @@ class CliProvider:
             return f"configuration {self.config_id!r}: executable {self.executable!r} {where}"
         return None
 
-    def argv(self, request: PromptRequest) -> list[str]:
+    def argv(self, request: PromptRequest, extra: tuple[str, ...] = ()) -> list[str]:
+        """The command line; ``extra`` arguments go after the configuration's, before a prompt
+        appended at the end."""
         values = {
             "${MODEL}": self.config.model or request.model,
             "${SYSTEM_PROMPT}": request.system_prompt or "",
@@ -96,23 +108,38 @@ class CliProvider:
                     placed |= key == "${PROMPT}"
                     arg = arg.replace(key, value)
             args.append(arg)
+        args.extend(extra)
         if self.config.prompt_via == "argument" and not placed:
             args.append(request.prompt)
         return [self.executable, *args]
 
+    def mcp_handover(self, request: PromptRequest) -> tuple[McpTarget | None, CliMcp]:
+        """The request's MCP server and what gives it to this CLI (nothing without a server);
+        ProviderError when the CLI cannot take it (the runner normally skips the item first)."""
+        if not request.mcp_server:
+            return None, CliMcp()
+        target = McpTarget.from_request(request.mcp_server)
+        reason = unsupported_reason(self.config, self.config_id, target)
+        way = mcp_way(self.config)
+        if reason or way is None:
+            raise ProviderError(reason or "no MCP handover")
+        return target, handover(way, target)
+
     def answer(self, request: PromptRequest) -> ProviderResponse:
+        target, mcp = self.mcp_handover(request)
         try:
-            argv = self.argv(request)
+            argv = self.argv(request, mcp.args)
         except MissingValue as exc:  # unavailable_reason() normally skips the item first
             raise ProviderError(str(exc)) from None
         stdin = request.prompt if self.config.prompt_via == "stdin" else None
+        write_settings(request.workdir, mcp)
         try:
             result = run_command(
                 argv,
                 cwd=request.workdir,
                 output_dir=request.workdir,
                 name="agent",
-                env=self.request_environment(request.workdir),
+                env={**self.request_environment(request.workdir), **mcp.env},
                 timeout=self.config.timeout_s,
                 stdin_text=stdin,
                 max_processes=self.max_processes,
@@ -152,6 +179,13 @@ class CliProvider:
             parsed = parse_agent_output(result.stdout_path, self.config.output, self.parsers)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
+        tool_calls = list(parsed.tool_calls)
+        way = mcp_way(self.config)
+        if target is not None and way is not None:
+            failure = connection_failure(way, target, result.stdout_path)
+            if failure:
+                raise ProviderError(failure, [step])
+            tool_calls = recorded_calls(way, target, tool_calls)
         return ProviderResponse(
             parsed.text,
             parsed.cost,
@@ -159,5 +193,5 @@ class CliProvider:
             parsed.output_tokens,
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
             latency=parsed.latency,
-            tool_calls=list(parsed.tool_calls),
+            tool_calls=tool_calls,
         )

@@ -122,7 +122,8 @@ async def _connected(target: McpTarget, transport: str, refused: list[int]) -> A
         yield client
 
 
-def _transports(target: McpTarget) -> list[str]:
+def transports(target: McpTarget) -> list[str]:
+    """The transports to try, in order (``auto``: SSE first for a URL ending in ``/sse``)."""
     if target.transport != "auto":
         return [target.transport]
     if target.url.rstrip("/").endswith("/sse"):
@@ -136,7 +137,7 @@ async def connect(target: McpTarget) -> AsyncIterator[Any]:
     first cannot connect. ProviderError names the server and each failure."""
     failures: list[str] = []
     refused: list[int] = []
-    for transport in _transports(target):
+    for transport in transports(target):
         entered = False
         try:
             async with _connected(target, transport, refused) as client:

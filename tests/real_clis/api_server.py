@@ -269,7 +269,19 @@ class AgentApiServer(ChatServer):
     def responses(self, handler: BaseHTTPRequestHandler, scenario: str, body: dict[str, Any]) -> None:
         if self.failed(handler, scenario, "openai"):
             return
-        tools = [str(tool.get("name")) for tool in body.get("tools") or [] if isinstance(tool, dict)]
+        # codex offers an MCP server's tools as a namespace (``mcp__<server>``) of functions; the
+        # model calls one by its name and the namespace.
+        namespaces: dict[str, tuple[str, str]] = {}
+        tools = []
+        for tool in body.get("tools") or []:
+            if not isinstance(tool, dict):
+                continue
+            for child in tool.get("tools") or [] if tool.get("type") == "namespace" else []:
+                if isinstance(child, dict):
+                    full = f"{tool.get('name')}__{child.get('name')}"
+                    namespaces[full] = (str(tool.get("name")), str(child.get("name")))
+                    tools.append(full)
+            tools.append(str(tool.get("name")))
         items = [item for item in body.get("input") or [] if isinstance(item, dict)]
         results = [
             " ".join(_strings(item.get("output")))
@@ -288,14 +300,17 @@ class AgentApiServer(ChatServer):
                 "status": "completed",
             }
         elif turn.tool:
+            namespace, name = namespaces.get(turn.tool, (None, turn.tool))
             item = {
                 "type": "function_call",
                 "id": f"fc_{number}",
                 "call_id": f"call_{number}",
-                "name": turn.tool,
+                "name": name,
                 "arguments": json.dumps(turn.arguments or {}),
                 "status": "completed",
             }
+            if namespace is not None:
+                item["namespace"] = namespace
         else:
             content = [{"type": "output_text", "text": turn.text, "annotations": []}]
             item = {

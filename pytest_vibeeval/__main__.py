@@ -4,6 +4,8 @@
 or check the JSON Schemas of the results file and of the input files (for editors); ``--package``
 rewrites the copies shipped in the package, in a source checkout.
 ``python -m pytest_vibeeval compare BASELINE NEW [--fail-on-regression]``: compare two results files.
+``python -m pytest_vibeeval outputs RESULTS [--dir DIR]``: write the unified runner's
+``<eval>-<time>/<config>/results.json`` tree from a results file.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from .editor_schemas import EDITOR_SCHEMAS, render_schema
 from .report.baseline import BaselineError, compare_results, comparison_lines, load_baseline, resolve_baseline
 from .results import ResultsFile
+from .runner_outputs import write_runner_outputs
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 
@@ -129,7 +132,19 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any run is labelled regression"
     )
+    outputs = sub.add_parser(
+        "outputs",
+        help="write the unified runner's outputs/<eval>-<time>/<config>/results.json tree",
+        description="Write one results.json per coding-agent eval of RESULTS in the unified runner's "
+        "shape (commands, vybes score with its breakdown by module), under DIR.",
+    )
+    outputs.add_argument("results", help="a results file written with --vibe-results")
+    outputs.add_argument(
+        "--dir", type=Path, default=Path("outputs"), help="where to write (default: outputs)"
+    )
     args = parser.parse_args(argv)
+    if args.command == "outputs":
+        return outputs_command(args.results, args.dir)
     if args.command == "compare":
         return compare_command(args.baseline, args.new, args.fail_on_regression)
     if args.print_dir:

@@ -25,8 +25,9 @@ from .scoring.assess import assess
 from .state import VibeState
 from .workspace.agent import agent_command, with_agent_report
 from .workspace.copying import copy_template, remove_tree
+from .workspace.layout import COPY_IGNORE, temporary_root, workspace_beside
 from .workspace.sandbox import Sandbox, choose_sandbox
-from .workspace.steps import GRADING_DIR, LOGS_DIR, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
+from .workspace.steps import LOGS_DIR, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
 
 
 def _prompt_work(item: EvalItem) -> PromptWork:
@@ -157,22 +158,23 @@ def run_workspace_item(
             evaluation = replace(evaluation, prompt=state.renderer.render(evaluation.prompt))
         except MissingValue as exc:
             pytest.skip(str(exc))
-    try:
-        record, verdict = run_workspace_eval(
-            evaluation,
-            vibe_commands,
-            agent,
-            vibe_workspace,
-            vibe_workdir,
-            item.nodeid,
-            work.runner.shared_instructions,
-            state.settings.subtask_globs,
-        )
-    finally:
-        discard(vibe_workdir / GRADING_DIR, item.config)
+    record, verdict = run_workspace_eval(
+        evaluation,
+        vibe_commands,
+        agent,
+        vibe_workspace,
+        vibe_workdir,
+        item.nodeid,
+        work.runner.shared_instructions,
+        state.settings.subtask_globs,
+        work.runner.layout,
+        lambda grading: discard(grading, item.config),
+    )
     redact = Redactor(state.renderer.used_secrets)
     durations = {"workspace": item.setup_seconds, **record.phase_durations}
-    kept = vibe_workdir if state.settings.keep_workspaces else None
+    kept = None
+    if state.settings.keep_workspaces:  # in the repository layout the workspace is in the tree
+        kept = temporary_root(vibe_workspace) if work.runner.layout == "repository" else vibe_workdir
     record = with_agent_report(record, configuration, redact, durations, kept, state.extensions.parsers)
     record = record.model_copy(update={"repeat": item.plan.info.repeat})
     record = assess(record, configuration, vibe_workspace, evaluation.rubric, True, redact)
@@ -182,11 +184,22 @@ def run_workspace_item(
 
 
 def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
-    """The default ``vibe_workspace``: ``workdir/workspace``, a copy of the evaluation's template."""
+    """The default ``vibe_workspace``: a copy of the evaluation's template, ``workdir/workspace``
+    (or, in the unified runner's repository layout, ``<problem>/.tmp-workspace-<id>/workspace``)."""
     work = item.workspace_work
     assert work is not None
+    ignore = get_state(item.config).settings.workspace_ignore
+    template = work.evaluation.workspace
+    if work.runner.layout == "repository":
+        workspace = workspace_beside(template)
+        try:
+            copy_template(template, workspace, (*ignore, *COPY_IGNORE))
+        except BaseException:
+            remove_tree(temporary_root(workspace))
+            raise
+        return workspace
     workspace = workdir / WORKSPACE_DIR
-    copy_template(work.evaluation.workspace, workspace, get_state(item.config).settings.workspace_ignore)
+    copy_template(template, workspace, ignore)
     return workspace
 
 

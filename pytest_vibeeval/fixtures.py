@@ -12,6 +12,7 @@ from .execute import discard, eval_item, prepare_workspace, provider_for, regist
 from .items import get_state
 from .loading.runner_config import ResolvedEval
 from .providers import Provider
+from .workspace.layout import temporary_root
 from .workspace.steps import RegistryCommands
 
 
@@ -44,7 +45,7 @@ def vibe_workspace(request: pytest.FixtureRequest, vibe_workdir: Path) -> Genera
     item = eval_item(request, "vibe_workspace", coding=True)
     workspace = prepare_workspace(item, vibe_workdir)
     yield workspace
-    discard(workspace, request.config)
+    discard(temporary_root(workspace), request.config)
 
 
 @pytest.fixture

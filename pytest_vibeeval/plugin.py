@@ -9,6 +9,7 @@ in every process (idle where nothing is collected or run)."""
 from __future__ import annotations
 
 import fnmatch
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,12 +24,14 @@ from .execute import session_sandbox
 from .itemhooks import YAML_SUFFIXES, CollectionHooks, ItemHooks
 from .items import STATE_KEY, get_state, rootdir_relative
 from .loading.link_cycles import is_link_cycle
+from .loading.named_folders import is_named_folder
 from .loading.runner_config import EVAL_CONFIG_NAME
 from .loading.templates import Renderer, TemplateValues
 from .resume import ResumeIndex
 from .scoring.formula import FormulaError
 from .settings import Settings, add_options
 from .state import VibeState
+from .workspace.layout import is_temporary
 from .workspace.sandbox import SandboxUnavailable
 
 pytest_plugins = ("pytest_vibeeval.fixtures",)
@@ -93,8 +96,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Skip a symlinked folder that leads back to a folder above it (e.g. a workspace template's
-    link to an ancestor): pytest would collect the tree again through it, link after link."""
-    return True if is_link_cycle(collection_path) else None
+    link to an ancestor): pytest would collect the tree again through it, link after link. Skip
+    the folders an eval-config.json names (workspace templates, grading folders) and the items'
+    temporary copies: their tests are the agents' and the graders'."""
+    if is_link_cycle(collection_path):
+        return True
+    if collection_path.is_dir() and (
+        is_temporary(collection_path) or is_named_folder(collection_path, os.environ)
+    ):
+        return True
+    return None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:

@@ -124,6 +124,15 @@ class CheckRecord(Record):
     children: list[CheckRecord] = Field(default_factory=list, description="an `or` check's alternatives")
 
 
+class SubtaskModule(Record):
+    """One results file of the grade steps, counted as a module (the unified runner's breakdown)."""
+
+    passed: int = Field(description="its subtasks that passed")
+    total: int = Field(description="its subtasks")
+    passed_tasks: list[str] = Field(default_factory=list, description="the task ids that passed")
+    failed_tasks: list[str] = Field(default_factory=list, description="the task ids that failed")
+
+
 class EvalRecord(Record):
     """One item's result: one eval against one configuration."""
 
@@ -187,12 +196,19 @@ class EvalRecord(Record):
     subtasks_total: int | None = Field(
         default=None, description="subtasks the grade steps reported; None: no results file"
     )
+    subtask_modules: dict[str, SubtaskModule] | None = Field(
+        default=None,
+        description="the subtasks by results file (`workspace/results/<module>.json` in the unified "
+        "runner's layout); None: not counted by module",
+    )
     vybes_multiplier: float | None = Field(
         default=None, description="the evaluation's vybes.multiplier; None: no vybes block"
     )
     vybes_time_limit_minutes: float | None = Field(
         default=None, description="the evaluation's vybes.timeLimitMinutes; None: no time penalty"
     )
+    vybes_description: str | None = Field(default=None, description="the evaluation's vybes.description")
+    vybes_category: str | None = Field(default=None, description="the evaluation's vybes.category")
     transcript: TranscriptRecord | None = Field(
         default=None, description="the agent's tool calls summarised; None: no transcript for this eval"
     )

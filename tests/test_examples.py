@@ -54,6 +54,8 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         ("graded", "quiz-json"),  # the suite's default_configurations pick one of cli-config.json's
         (CODING_AGENT, "oracle"),
         (CODING_AGENT, "nop"),  # expected to fail: `xfail` in its configuration
+        ("examples/runner-repository/evals/config", "oracle"),  # tests/test_runner_example.py
+        ("examples/runner-repository/evals/config", "nop"),
         ("geography", "sonnet"),  # recorded answers: the judge's verdict comes from the store too
         ("tracker-mcp", "openrouter"),  # OpenRouter's API pointed at a local stand-in, with MCP tools
     }

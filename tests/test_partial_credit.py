@@ -141,20 +141,21 @@ def test_vybes_hand_computed() -> None:
         # 100 × 2 × 1/2 × clamp(1 min / 60 min, 0.2, 1) = 100 × 2 × 0.5 × 0.2 = 20
         record("slow", agent_seconds=3600, subtasks_passed=1, subtasks_total=2,
                vybes_multiplier=2, vybes_time_limit_minutes=1),
-        # no vybes block: multiplier 1, no time penalty; no subtasks: passed counts 1 → 100
-        record("plain", agent_seconds=99999),
+        # no vybes block, a name without a default: multiplier 3, 6 minutes; no subtasks: passed
+        # counts 1 → 100 × 3 × 1 × clamp(6 / 1 min, 0.2, 1) = 300
+        record("plain", agent_seconds=60),
         # failed without subtasks → 0
         record("broken", "failed", agent_seconds=1, vybes_multiplier=3),
     ]  # fmt: skip
     values, reasons = compute_variables(records)
     assert values["half_vybes"] == pytest.approx(56.25)
     assert values["slow_vybes"] == pytest.approx(20.0)
-    assert values["plain_vybes"] == 100.0
+    assert values["plain_vybes"] == 300.0
     assert values["broken_vybes"] == 0.0
-    # the preset: the mean, (56.25 + 20 + 100 + 0) / 4 = 44.0625
+    # the preset: the mean, (56.25 + 20 + 300 + 0) / 4 = 94.0625
     formula = parse_formula("vybes", set(values))
     assert formula.preset == "vybes" and BUILTIN_PRESETS["vybes"] == "vybes_score"
-    assert evaluate(formula, values, reasons) == (pytest.approx(44.0625), None)
+    assert evaluate(formula, values, reasons) == (pytest.approx(94.0625), None)
     assert "vybes_score" in run_variable_names()
 
 
@@ -193,8 +194,8 @@ def test_grade_step_junit_gives_partial_credit(pytester: pytest.Pytester) -> Non
     assert variables["mul_subtasks"] is None
     assert variables["subtask_pct"] == 75.0  # only add reported subtasks: 3 of 4
     assert variables["add_vybes"] == pytest.approx(150.0)  # 100 × 2 × 0.75 × 1
-    assert variables["mul_vybes"] == 100.0  # no vybes block, no subtasks, passed: 100 × 1 × 1 × 1
-    assert variables["vybes_score"] == pytest.approx(125.0)  # (150 + 100) / 2
+    assert variables["mul_vybes"] == 300.0  # no vybes block, no subtasks, passed: 100 × 3 × 1 × 1
+    assert variables["vybes_score"] == pytest.approx(225.0)  # (150 + 300) / 2
     result.stdout.fnmatch_lines(["Subtasks: 75.0% (3/4 from 1 of 2 evals)"])
 
 

@@ -171,9 +171,12 @@ def test_oracle_passes_nop_and_breaker_fail(pytester: pytest.Pytester, xdist: li
 
         breaker = records[node.format(problem, "breaker")]
         assert breaker["outcome"] == "failed"
+        # a failing build step does not stop the grading (the unified runner's rule)
         assert [(s["phase"], s["name"]) for s in breaker["steps"]] == [
             ("agent", "breaker"),
             ("build", "compile"),
+            ("grade", "public"),
+            ("grade", "hidden"),
         ]
         assert breaker["message"].startswith("build step 'compile' exited with code 1")
 

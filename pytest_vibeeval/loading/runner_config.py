@@ -30,16 +30,18 @@ from ..models import (
 )
 from ..models.eval_config import DEFAULT_PROMPTS_DIR, REGISTRY, EvalConfigFile, WorkspaceEval, _check_eval_id
 from .configurations import CLI_CONFIG_NAME
+from .eval_root import EVAL_ROOT, Layout, absolute, config_eval_root, from_environment, named_paths
 from .substitution import SubstitutionError, substitute
 from .suite import Suite, pydantic_problems
 from .yamlsource import Document, load_document
 
 EVAL_CONFIG_NAME = "eval-config.json"
 REGISTRY_NAME = "command-registry.json"
-EVAL_ROOT = "EVAL_ROOT"
 # The document's writePrompt reads `<evals>/../prompts/problems/<prompt>` and
-# `<evals>/../prompts/shared/evaluation-instructions.md`, where <evals> is what ${EVAL_ROOT} stands for.
+# `<evals>/../prompts/shared/evaluation-instructions.md`, where <evals> is what ${EVAL_ROOT} stands for
+# in its text and the folder holding `config/` in the runner as shipped: either is where they are.
 DEFAULT_SHARED_INSTRUCTIONS = "${EVAL_ROOT}/../prompts/shared/evaluation-instructions.md"
+PROMPTS_FROM_CONFIG = ("..", "..", "prompts")  # the runner's own spelling, from the config folder
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class RunnerConfig:
     shared_instructions: Path | None  # None: the default file is absent
     score: ScoreSpec | None = None
     score_line: int | None = None  # of score.formula in eval-config.json
+    layout: Layout = "seed"  # where workspaces and grading copies go (see eval_root)
 
 
 class ConfigDirError(InputError):
@@ -103,7 +106,7 @@ class _Checker:
         except SubstitutionError as exc:
             self.add(loc, exc.message, exc.hint)
             return None
-        return _absolute(text, base or self.base)
+        return absolute(text, base or self.base)
 
     def existing(
         self, loc: Loc, raw: str, what: str, hint: str | None = None, base: Path | None = None
@@ -129,11 +132,6 @@ class _Checker:
             return None
 
 
-def _absolute(text: str, base: Path) -> Path:
-    path = Path(text).expanduser()
-    return Path(os.path.normpath(path if path.is_absolute() else base / path))
-
-
 def _key(raw: Mapping[str, Any], name: str, alias: str) -> str:
     """The spelling of a key as the file wrote it (JSON camelCase or YAML snake_case)."""
     return alias if alias in raw else name
@@ -148,8 +146,22 @@ def _validated(
         return None, pydantic_problems(exc, doc)
 
 
+def _default_path(check: _Checker, raw: str, folder: Path, *parts: str) -> Path | None:
+    """The default ``raw`` (a ``${EVAL_ROOT}`` spelling) if it exists, else the same file or
+    folder spelled from the config ``folder`` as the runner does, if that exists, else ``raw``'s."""
+    path = check.path((), raw)
+    fallback = absolute(os.path.join(*PROMPTS_FROM_CONFIG, *parts), folder)
+    if (path is None or not path.exists()) and fallback.exists():
+        return fallback
+    return path
+
+
 def _check_evals(
-    doc: Document, variables: Mapping[str, str], registry: Mapping[str, Any] | None, context: dict[str, Any]
+    doc: Document,
+    variables: Mapping[str, str],
+    registry: Mapping[str, Any] | None,
+    context: dict[str, Any],
+    folder: Path,
 ) -> tuple[dict[str, ResolvedEval], Path | None, list[Problem]]:
     root = Path(variables[EVAL_ROOT])
     parsed, problems = _validated(doc, TypeAdapter(EvalConfigFile), doc.data, context)
@@ -169,6 +181,9 @@ def _check_evals(
     prompts_raw = parsed.promptsDir if parsed else raw.get("promptsDir", DEFAULT_PROMPTS_DIR)
     where = f"set `promptsDir` in {EVAL_CONFIG_NAME} to read prompts from another folder"
     prompts = None
+    if prompts_raw == DEFAULT_PROMPTS_DIR:
+        found = _default_path(check, prompts_raw, folder, "problems")
+        prompts_raw = str(found) if found is not None else prompts_raw
     if isinstance(prompts_raw, str):
         prompts = check.existing(("promptsDir",), prompts_raw, "prompts folder", where)
     shared: Path | None = None
@@ -176,7 +191,9 @@ def _check_evals(
     if isinstance(shared_raw, str):
         shared = check.existing(("sharedInstructions",), shared_raw, "shared instructions file")
     elif shared_raw is None:
-        default = check.path((), DEFAULT_SHARED_INSTRUCTIONS)
+        default = _default_path(
+            check, DEFAULT_SHARED_INSTRUCTIONS, folder, "shared", "evaluation-instructions.md"
+        )
         shared = default if default is not None and default.is_file() else None
     resolved: dict[str, ResolvedEval] = {}
     steps_where = f"steps are defined in {REGISTRY_NAME}"
@@ -236,26 +253,6 @@ def _resolve_coding(
     )
 
 
-def _eval_root(default: Path, environ: Mapping[str, str]) -> tuple[dict[str, str], Problem | None]:
-    """The variables for ``${...}`` in paths: the environment, and EVAL_ROOT (``default`` unless the
-    environment sets it)."""
-    variables = dict(environ)
-    if not variables.get(EVAL_ROOT):
-        variables[EVAL_ROOT] = str(default)
-        return variables, None
-    try:
-        root = _absolute(substitute(variables[EVAL_ROOT], variables), Path.cwd())
-    except SubstitutionError as exc:
-        return variables, Problem(f"environment variable EVAL_ROOT: {exc.message}", hint=exc.hint)
-    variables[EVAL_ROOT] = str(root)
-    if not root.is_dir():
-        return variables, Problem(
-            f"EVAL_ROOT {root} (from the environment) is not a folder",
-            hint="unset EVAL_ROOT to use the config folder's parent, or point it at the evals folder",
-        )
-    return variables, None
-
-
 def load_config_dir(
     folder: Path, environ: Mapping[str, str], extensions: Extensions | None = None
 ) -> RunnerConfig:
@@ -264,9 +261,10 @@ def load_config_dir(
     folder = folder.absolute()
     context = (extensions or builtin_extensions()).validation_context()
     errors: list[InputError] = []
-    variables, root_problem = _eval_root(folder.parent, environ)
-    if root_problem is not None:
-        raise InputError(str(folder / EVAL_CONFIG_NAME), [root_problem])
+    root = config_eval_root(folder, named_paths(folder / EVAL_CONFIG_NAME), environ)
+    if root.problem is not None:
+        raise InputError(str(folder / EVAL_CONFIG_NAME), [root.problem])
+    variables = root.variables
 
     def load(name: str, adapter: Any) -> tuple[Document | None, Any]:
         try:
@@ -303,7 +301,7 @@ def load_config_dir(
     except InputError as exc:
         errors.append(exc)
     else:
-        evals, shared, problems = _check_evals(eval_doc, variables, registry, context)
+        evals, shared, problems = _check_evals(eval_doc, variables, registry, context, folder)
         if problems:
             errors.append(InputError(str(eval_doc.path), problems))
         elif isinstance(eval_doc.data, dict) and eval_doc.data.get("score") is not None:
@@ -322,6 +320,7 @@ def load_config_dir(
         shared_instructions=shared,
         score=score,
         score_line=score_line,
+        layout=root.layout,
     )
 
 
@@ -351,7 +350,7 @@ def resolve_suite_coding(suite: Suite, config_dir: Path, environ: Mapping[str, s
     doc = suite.document
     assert doc is not None  # kept by load_suite for suites with coding-agent evals
     folder = suite.path.parent.absolute()
-    variables, root_problem = _eval_root(folder, environ)
+    variables, root_problem = from_environment(folder, environ)
     if root_problem is not None:
         raise InputError(str(suite.path), [root_problem])
     check = _Checker(doc, variables, folder)

@@ -161,6 +161,8 @@ class Vybes(StrictModel):
         description="agent minutes before the vybes score is penalised: × clamp(limit / agent minutes, "
         "0.2, 1); null: no time penalty",
     )
+    description: str | None = Field(default=None, description="what the task is, as shown on a scoreboard")
+    category: str | None = Field(default=None, description="the task's group on a scoreboard, e.g. utilities")
 
 
 class RubricSpec(StrictModel):
@@ -211,7 +213,7 @@ class CodingFields(ScoringFields):
     vybes: Vybes | None = Field(
         default=None,
         description="multiplier and time limit of the eval's `<name>_vybes` score (preset `vybes`); "
-        "null: multiplier 1, no time penalty",
+        "null: the unified runner's defaults for the eval's name, else multiplier 3 and 6 minutes",
     )
     requires: list[NonEmptyStr] = Field(
         default_factory=list, description="commands that must be on PATH, else the eval is skipped"

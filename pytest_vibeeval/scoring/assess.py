@@ -9,9 +9,9 @@ from pathlib import Path
 from ..loading.templates import Redactor
 from ..models import Configuration, RubricSpec
 from ..results import EvalRecord
-from .record_values import agent_seconds
 from .rubric import evaluate_rubric
 from .transcripts import ToolLogError, read_tool_log, summarise
+from .vybes import agent_seconds
 
 TRANSCRIPT_ENV = "VIBEEVAL_TRANSCRIPT"  # the agent's variable naming where its JSONL log goes
 

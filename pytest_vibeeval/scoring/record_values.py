@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..results import EvalRecord
+from .vybes import vybes_points
 
 Value = float | None
 Reasoned = tuple[Value, str | None]
@@ -42,37 +43,11 @@ def subtask_pct(records: Sequence[EvalRecord]) -> Reasoned:
     return 100.0 * sum(r.subtasks_passed or 0 for r in reported) / total, None
 
 
-VYBES_MIN_TIME_FACTOR = 0.2
-
-
-def agent_seconds(record: EvalRecord) -> float | None:
-    """The agent step's duration (None when the eval has no agent step)."""
-    durations = [step.duration for step in record.steps if step.phase == "agent"]
-    return sum(durations) if durations else None
-
-
 def vybes(record: EvalRecord) -> Reasoned:
-    """The document's project's time-penalised score of one eval:
-    ``100 × multiplier × fraction × clamp(time_limit / agent_minutes, 0.2, 1)``.
-
-    ``fraction`` is the subtask fraction, or 1/0 from the outcome when no subtasks were reported.
-    Without a ``vybes`` block the multiplier is 1 and there is no time penalty; with no
-    ``timeLimitMinutes`` there is none either."""
+    """The eval's time-penalised score (see :mod:`.vybes` for the rules)."""
     if record.outcome == "skipped":
         return None, f"eval {record.name!r} was skipped"
-    fraction, _ = subtask_fraction(record)
-    if fraction is None:
-        fraction = 1.0 if record.outcome == "passed" else 0.0
-    multiplier = 1.0 if record.vybes_multiplier is None else record.vybes_multiplier
-    factor = 1.0
-    limit = record.vybes_time_limit_minutes
-    if limit is not None:
-        seconds = agent_seconds(record)
-        if seconds is None:
-            return None, f"eval {record.name!r} has a time limit but no agent step"
-        if seconds > 0:
-            factor = min(1.0, max(VYBES_MIN_TIME_FACTOR, limit / (seconds / 60)))
-    return 100.0 * multiplier * fraction * factor, None
+    return vybes_points(record), None
 
 
 def vybes_score(records: Sequence[EvalRecord]) -> Reasoned:

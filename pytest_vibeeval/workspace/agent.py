@@ -17,6 +17,7 @@ from ..providers.cli import CliProvider
 from ..providers.parsers import Parser
 from ..results import EvalRecord
 from ..runner import redact_steps
+from .layout import hidden_from_agent
 from .steps import INSTRUCTION, AgentCommand, agent_report
 
 
@@ -54,7 +55,12 @@ def agent_command(
         configuration.timeout_s,
         stdin,
         visible=tuple(dict.fromkeys((*visible, *named))),
-        hidden=(evaluation.grading,),
+        hidden=hidden_from_agent(
+            [e.grading for e in runner.evaluations.values()] or [evaluation.grading],
+            [e.workspace for e in runner.evaluations.values()] if runner.layout == "repository" else [],
+            (runner.folder, Path(sys.prefix), Path(sys.base_prefix), *named),
+            workspace,
+        ),
     )
 
 

@@ -14,16 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..loading.eval_root import Layout
 from ..loading.runner_config import ResolvedEval
 from ..models import CommandDefinition, OutputSpec
 from ..process import CommandNotFound, read_tail, run_command
 from ..providers.output import OutputError
 from ..providers.parsers import Parser, parse_agent_output
-from ..results import EvalRecord, StepRecord
+from ..results import EvalRecord, StepRecord, SubtaskModule
 from ..runner import ItemVerdict
 from .copying import copy_template, copy_tree
+from .layout import RESULTS_IN_WORKSPACE, WORKSPACE_IN_GRADING, grading_beside
 from .sandbox import Sandbox
-from .subtasks import DEFAULT_SUBTASK_GLOBS, Subtasks, collect_subtasks, snapshot_results
+from .subtasks import (
+    DEFAULT_SUBTASK_GLOBS,
+    MODULE_RESULTS_GLOB,
+    Subtasks,
+    collect_modules,
+    collect_subtasks,
+    snapshot_results,
+)
 
 INSTRUCTION = "Execute the instructions in ./prompt.md"
 PROMPT_FILE = "prompt.md"
@@ -210,12 +219,24 @@ class _NotGradable(Exception):
 
 
 def _first_of(failures: Sequence[StepFailed]) -> StepFailed:
-    """The first failed grade step, its message naming the others that failed too."""
+    """The first failed step, its message naming the others that failed too, by phase."""
     first = failures[0]
     if len(failures) == 1:
         return first
-    others = ", ".join(repr(f.step.name) for f in failures[1:])
-    return StepFailed(first.step, f"{first.message}\n(grade steps {others} failed too)")
+    others: dict[str, list[str]] = {}
+    for failure in failures[1:]:
+        others.setdefault(failure.step.phase, []).append(repr(failure.step.name))
+    named = "; ".join(f"{phase} steps {', '.join(names)}" for phase, names in others.items())
+    return StepFailed(first.step, f"{first.message}\n({named} failed too)")
+
+
+def _merged_grading(evaluation: ResolvedEval, workspace: Path, workdir: Path) -> Path:
+    """The seed's grading: ``workdir/grading``, the agent's files with the grading folder's over them
+    (the grading folder's win: an agent cannot replace hidden tests)."""
+    grading = workdir / GRADING_DIR
+    copy_tree(workspace, grading)
+    copy_template(evaluation.grading, grading)
+    return grading
 
 
 def run_workspace_eval(
@@ -227,18 +248,27 @@ def run_workspace_eval(
     nodeid: str,
     shared_instructions: Path | None = None,
     subtask_globs: Sequence[str] = DEFAULT_SUBTASK_GLOBS,
+    layout: Layout = "seed",
+    discard: Callable[[Path], None] | None = None,
 ) -> tuple[EvalRecord, ItemVerdict]:
-    """Write ``prompt.md`` into the prepared ``workspace``, run the agent and the build steps
-    there, then the grade steps in ``workdir/grading`` (a fresh copy of the grading folder with
-    the workspace copied over it); stop at the first failing step. The item passes only if every
-    step exits 0. After the grade steps (passed or not) the results files they wrote
-    (``subtask_globs``) give the subtask counts."""
-    grading = workdir / GRADING_DIR
+    """Write ``prompt.md`` into the prepared ``workspace``, run the agent and then every build step
+    there, then every grade step in a grading copy: in the ``seed`` layout ``workdir/grading`` (the
+    grading folder copied over the workspace), in the ``repository`` layout a copy of the grading
+    folder beside it with the workspace in its ``workspace/`` (see :mod:`.layout`). A failing agent
+    stops the eval; failing build steps do not stop the grading. The item passes only if every step
+    exits 0. After the grade steps the results files they wrote give the subtask counts
+    (``subtask_globs``; in the repository layout the modules of ``workspace/results/``).
+    ``discard`` is given the grading copy once it is done with."""
     write_prompt(evaluation, shared_instructions, workspace)
     latency: float | None = None
     durations: dict[str, float] = {}
     subtasks = Subtasks(None, None)
+    modules: dict[str, SubtaskModule] | None = None
+    grading: Path | None = None
     before: dict[Path, tuple[int, int] | None] | None = None
+    results_globs: tuple[str, ...] = (f"{WORKSPACE_IN_GRADING}/{RESULTS_IN_WORKSPACE}/{MODULE_RESULTS_GLOB}",)
+    if layout == "seed":
+        results_globs = tuple(subtask_globs)
     failure: str | None = None
     phase = "agent"
     started = time.perf_counter()
@@ -246,26 +276,30 @@ def run_workspace_eval(
         latency = commands.run_agent(agent, workspace).duration
         durations["agent"] = time.perf_counter() - started
         phase, started = "build", time.perf_counter()
+        failures: list[StepFailed] = []
         for name in evaluation.build_steps:
-            commands.run("build", name, workspace)
+            try:
+                commands.run("build", name, workspace)
+            except StepFailed as exc:
+                failures.append(exc)
         durations["build"] = time.perf_counter() - started
         phase, started = "grade", time.perf_counter()
-        # The grading folder's files win over the agent's: an agent cannot replace hidden tests.
         try:
-            copy_tree(workspace, grading)
-            copy_template(evaluation.grading, grading)
+            if layout == "repository":
+                grading = grading_beside(evaluation.grading, workspace)
+            else:
+                grading = _merged_grading(evaluation, workspace, workdir)
         except OSError as exc:  # what the agent left cannot be copied (or be overwritten)
             raise _NotGradable(f"cannot prepare the grading folder: {exc}") from None
-        before = snapshot_results(grading, subtask_globs)
-        grade_failures: list[StepFailed] = []
+        before = snapshot_results(grading, results_globs)
         for name in evaluation.grade_steps:  # all of them: each may add subtasks
             try:
                 commands.run("grade", name, grading)
             except StepFailed as exc:
-                grade_failures.append(exc)
+                failures.append(exc)
         durations["grade"] = time.perf_counter() - started
-        if grade_failures:
-            raise _first_of(grade_failures)
+        if failures:
+            raise _first_of(failures)
     except StepFailed as exc:
         durations.setdefault(phase, time.perf_counter() - started)
         if exc.step.phase == "agent":
@@ -274,8 +308,16 @@ def run_workspace_eval(
     except _NotGradable as exc:
         durations.setdefault(phase, time.perf_counter() - started)
         failure = str(exc)
-    if before is not None:
-        subtasks = collect_subtasks(grading, subtask_globs, before)
+    finally:
+        if before is not None and grading is not None:
+            if layout == "repository":
+                subtasks, modules = collect_modules(
+                    grading / WORKSPACE_IN_GRADING / RESULTS_IN_WORKSPACE, before
+                )
+            else:
+                subtasks = collect_subtasks(grading, subtask_globs, before)
+        if discard is not None:
+            discard(grading if grading is not None else workdir / GRADING_DIR)
     vybes = evaluation.vybes
     notes = "\n".join(subtasks.notes) or None
     message = notes
@@ -293,7 +335,10 @@ def run_workspace_eval(
         sandbox=commands.sandbox.kind,
         subtasks_passed=subtasks.passed,
         subtasks_total=subtasks.total,
+        subtask_modules=modules,
         vybes_multiplier=vybes.multiplier if vybes else None,
         vybes_time_limit_minutes=vybes.timeLimitMinutes if vybes else None,
+        vybes_description=vybes.description if vybes else None,
+        vybes_category=vybes.category if vybes else None,
     )
     return record, ItemVerdict(record.outcome, None if failure is None else message)

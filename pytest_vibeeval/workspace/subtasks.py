@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..results import SubtaskModule
+
 # Where the grade steps' results are looked for, relative to the grading directory.
 DEFAULT_SUBTASK_GLOBS: tuple[str, ...] = ("**/junit*.xml", "**/results*.json")
 MAX_RESULTS_BYTES = 20 * 1024 * 1024
@@ -123,3 +125,49 @@ def collect_subtasks(
             passed += file_passed
             total += file_total
     return Subtasks(passed if found else None, total if found else None, tuple(notes))
+
+
+MODULE_RESULTS_GLOB = "*.json"
+MODULE_RESULTS_SKIPPED = "results.json"  # the run's own summary, not a module
+
+
+def _module_of(path: Path) -> SubtaskModule | None:
+    """One module file: a JSON list whose entries with a string ``taskId`` count, passing when
+    ``passed`` is true (None when it is not such a list)."""
+    try:
+        if path.stat().st_size > MAX_RESULTS_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, list):
+        return None
+    tasks = [entry for entry in data if isinstance(entry, dict) and isinstance(entry.get("taskId"), str)]
+    passed = [entry["taskId"] for entry in tasks if entry.get("passed")]
+    failed = [entry["taskId"] for entry in tasks if not entry.get("passed")]
+    return SubtaskModule(passed=len(passed), total=len(tasks), passed_tasks=passed, failed_tasks=failed)
+
+
+def collect_modules(
+    folder: Path, before: Mapping[Path, tuple[int, int] | None] | None = None
+) -> tuple[Subtasks, dict[str, SubtaskModule] | None]:
+    """The unified runner's rule: every ``*.json`` file in ``folder`` but ``results.json`` is a module
+    of ``{"taskId", "passed"}`` entries; files unchanged since ``before`` (the agent's) and files that
+    are not such lists are ignored, the latter with a note. No subtasks at all: (None, None)."""
+    before = before or {}
+    modules: dict[str, SubtaskModule] = {}
+    notes: list[str] = []
+    for path in sorted(folder.glob(MODULE_RESULTS_GLOB)):
+        if path.name == MODULE_RESULTS_SKIPPED or not path.is_file():
+            continue
+        if path in before and before[path] == _fingerprint(path):
+            continue
+        module = _module_of(path)
+        if module is None:
+            notes.append(f"results file {path.name} ignored: not a JSON list of taskId/passed entries")
+            continue
+        modules[path.stem] = module
+    total = sum(m.total for m in modules.values())
+    if total == 0:
+        return Subtasks(None, None, tuple(notes)), None
+    return Subtasks(sum(m.passed for m in modules.values()), total, tuple(notes)), modules

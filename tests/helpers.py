@@ -91,6 +91,7 @@ def run_of(results: dict[str, Any], configuration: str, suite: str | None = None
 
 
 _VARIABLE = "<varies>"
+_LOG_PATH = re.compile(r"\((?:/[^()\s]+)+\)")
 
 
 def _timed(variable: str) -> bool:
@@ -118,6 +119,8 @@ def comparable(results: dict[str, Any]) -> dict[str, Any]:
                 rubric["signals"]["efficiency"] = _VARIABLE
             for step in record["steps"]:
                 step.update(cwd=_VARIABLE, log=_VARIABLE, duration=_VARIABLE)
+            if record.get("message"):  # a failing agent's message names its log files
+                record["message"] = _LOG_PATH.sub(f"({_VARIABLE})", record["message"])
         run_record["evals"].sort(key=lambda r: r["nodeid"])
     data["runs"].sort(key=lambda r: (r["source"], r["configuration"]))
     return data

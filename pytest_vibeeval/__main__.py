@@ -96,9 +96,28 @@ def compare_command(baseline: str, new: str, fail_on_regression: bool) -> int:
     except BaselineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if base_results.partial:
+        reason = base_results.stopped_early or "interrupted"
+        print(f"error: {base_path} holds a partial run ({reason}): it is no baseline", file=sys.stderr)
+        return 2
     comparison = compare_results(new_results, base_results, str(base_path))
     print("\n".join(comparison_lines(comparison)))
     return 1 if fail_on_regression and comparison.regressions else 0
+
+
+def outputs_command(results: str, folder: Path) -> int:
+    """Write the unified runner's output tree for the results file ``results`` into ``folder``."""
+    try:
+        loaded = load_baseline(Path(results))
+    except BaselineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    written = write_runner_outputs(loaded, folder)
+    for path in written:
+        print(path)
+    if not written:
+        print(f"{results}: no coding-agent eval ran, nothing written", file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,7 +62,9 @@ def pytest_vibeeval_write_results(
             lines.append(f"report: {settings.html}")
         except OSError as exc:
             lines.append(f"HTML report not written to {settings.html}: {exc.strerror or exc}")
-    if settings.history is not None:
+    if settings.history is not None and results.partial:
+        lines.append(f"history: no line for this partial run ({results.stopped_early})")
+    elif settings.history is not None:
         shown = rootdir_relative(results_path, config.rootpath) if results_path else None
         try:
             append_history(settings.history, results, shown)

@@ -116,10 +116,17 @@ class ControllerSession:
             return
         if self.config.option.collectonly:
             return  # nothing ran: no results to write
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        runs = state.aggregator.runs(interrupted)
+        stopped = stop_reason(session)
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and stopped is None
+        runs = state.aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
-        results = build_results(runs, state.started_at, interrupted, state.load_errors)
+        results = build_results(
+            runs,
+            state.started_at,
+            interrupted,
+            state.load_errors,
+            stopped or ("interrupted" if interrupted else None),
+        )
         if state.baseline is not None:
             results = self._compare(results)
             runs = state.runs = list(results.runs)
@@ -133,8 +140,13 @@ class ControllerSession:
         add_gate_cases(self.config, runs)
         self._apply_gates(session, runs)
         self._apply_regressions(session, runs)
-        if not interrupted:
+        if not results.partial:
             self._apply_nothing_ran(session, runs)
+        elif state.settings.results is None:
+            self.notes.append(
+                f"latest.json not replaced: this run is partial ({results.stopped_early}), so it is no "
+                "baseline and enters no history"
+            )
 
     def _compare(self, results: ResultsFile) -> ResultsFile:
         """The results with each run compared with the baseline's same suite × configuration."""
@@ -282,6 +294,19 @@ class ControllerSession:
             terminalreporter.write_line(line)
 
 
+def stop_reason(session: pytest.Session) -> str | None:
+    """Why the session ended before every selected item ran because of -x, --maxfail or --sw (pytest
+    sets ``shouldfail``/``shouldstop``; under xdist the controller's own count does), or None."""
+    maxfail = session.config.getoption("maxfail", 0) or 0
+    if session.shouldfail and maxfail:
+        if maxfail == 1:
+            return "stopped after the first failure (-x)"
+        return f"stopped after {maxfail} failures (--maxfail={maxfail})"
+    if session.shouldstop and session.config.getoption("stepwise", False):
+        return "stopped at the first failure (--stepwise)"
+    return None
+
+
 def read_baseline(config: pytest.Config) -> None:
     """Read --vibe-baseline now: a usage error before anything runs, and ``latest`` is the previous
     run's file, not the one this session writes."""
@@ -293,8 +318,13 @@ def read_baseline(config: pytest.Config) -> None:
     try:
         state.baseline = load_baseline(path)
     except BaselineError as exc:
-        hint = " (`latest` is the previous run's results file: run once without --vibe-baseline)"
+        hint = " (`latest` is the previous complete run's results file: run once without --vibe-baseline)"
         raise pytest.UsageError(f"--vibe-baseline: {exc}{hint if spec == 'latest' else ''}") from None
+    if state.baseline.partial:
+        raise pytest.UsageError(
+            f"--vibe-baseline: {path} holds a partial run ({state.baseline.stopped_early or 'interrupted'}): "
+            "not every eval ran, so its score is no baseline; compare with a complete run's results"
+        )
     state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
 
 
@@ -305,7 +335,7 @@ def read_resume(config: pytest.Config) -> None:
     spec = state.settings.resume
     if spec is None:
         return
-    path = resolve_baseline(spec, config.rootpath, state.settings.results)
+    path = resolve_baseline(spec, config.rootpath, state.settings.results, partial_ok=True)
     shown = rootdir_relative(path.absolute(), config.rootpath)
     try:
         state.resume = load_resume(path, shown)

@@ -343,7 +343,18 @@ class ResultsFile(Record):
         default=False,
         description="the session was interrupted (Ctrl-C); the items it cut short are skipped",
     )
+    stopped_early: str | None = Field(
+        default=None,
+        description="why the session ended before every selected item ran (e.g. `stopped after the first "
+        "failure (-x)`, `interrupted`); None: a complete run. A partial run's results are not "
+        "`latest.json`, enter no history and are no baseline",
+    )
     load_errors: list[str] = Field(
         default_factory=list, description="suite files that failed to load (their evals did not run)"
     )
     runs: list[RunRecord] = Field(description="one per suite × configuration")
+
+    @property
+    def partial(self) -> bool:
+        """Not every selected item ran: such results are no baseline."""
+        return self.interrupted or self.stopped_early is not None

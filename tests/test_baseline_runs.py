@@ -145,7 +145,10 @@ def test_a_run_missing_from_the_baseline_is_new(pytester: pytest.Pytester) -> No
     ("args", "message"),
     [
         (["--vibe-baseline", "nowhere.json"], "--vibe-baseline: nowhere.json: no such file"),
-        (["--vibe-baseline", "latest"], "`latest` is the previous run's results file: run once without"),
+        (
+            ["--vibe-baseline", "latest"],
+            "`latest` is the previous complete run's results file: run once without",
+        ),
         (["--vibe-baseline", "app.py"], "app.py: not JSON (line 1"),
         (["--vibe-fail-on-regression"], "--vibe-fail-on-regression needs --vibe-baseline PATH|latest"),
     ],

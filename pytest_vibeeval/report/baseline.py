@@ -34,17 +34,35 @@ class BaselineError(Exception):
 # --- loading -----------------------------------------------------------------------------------------
 
 
-def resolve_baseline(spec: str, rootdir: Path, results: Path | None = None) -> Path:
+def resolve_baseline(spec: str, rootdir: Path, results: Path | None = None, partial_ok: bool = False) -> Path:
     """``latest``: the previous run's results: the newer of ``<rootdir>/.vibeeval/results/latest.json``
-    and ``results`` (the configured --vibe-results path, which runs with it write instead); anything
-    else is a path (relative to cwd)."""
+    and ``results`` (the configured --vibe-results path, which runs with it write instead), skipping
+    a partial run's file (interrupted, -x); with ``partial_ok`` (for --vibe-resume) the newest file
+    of the results folder too, partial or not. Anything else is a path (relative to cwd)."""
     if spec != "latest":
         return Path(spec).expanduser()
-    default = rootdir / DEFAULT_DIR / "latest.json"
-    existing = [path for path in (results, default) if path is not None and path.is_file()]
-    if not existing:
+    folder = rootdir / DEFAULT_DIR
+    default = folder / "latest.json"
+    candidates = [path for path in (results, default) if path is not None and path.is_file()]
+    if partial_ok:
+        stamped = (
+            [path for path in folder.glob("*.json") if path.name != default.name] if folder.is_dir() else []
+        )
+        candidates += stamped
+    else:
+        candidates = [path for path in candidates if not _holds_partial_run(path)]
+    if not candidates:
         return results if results is not None else default
-    return max(existing, key=lambda path: path.stat().st_mtime)
+    return max(candidates, key=lambda path: path.stat().st_mtime)
+
+
+def _holds_partial_run(path: Path) -> bool:
+    """Whether ``path`` is the results of a partial run (a file that cannot be read is left for
+    the caller's load to report)."""
+    try:
+        return load_baseline(path).partial
+    except BaselineError:
+        return False
 
 
 def _location(loc: Sequence[int | str]) -> str:

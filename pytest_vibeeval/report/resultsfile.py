@@ -35,20 +35,26 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def build_results(
-    runs: Sequence[RunRecord], started_at: str, interrupted: bool, load_errors: Sequence[str] = ()
+    runs: Sequence[RunRecord],
+    started_at: str,
+    interrupted: bool,
+    load_errors: Sequence[str] = (),
+    stopped_early: str | None = None,
 ) -> ResultsFile:
     finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return ResultsFile(
         started_at=started_at,
         finished_at=finished,
         interrupted=interrupted,
+        stopped_early=stopped_early,
         load_errors=list(load_errors),
         runs=list(runs),
     )
 
 
 def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:
-    """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and ``latest.json``."""
+    """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and, for a
+    complete run, ``latest.json`` (a partial run never replaces it)."""
     text = results.model_dump_json(indent=2) + "\n"
     if explicit is not None:
         write_atomic(explicit, text)
@@ -61,5 +67,7 @@ def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) ->
         n += 1
         stamped = folder / f"{stamp}-{n}.json"
     write_atomic(stamped, text)
+    if results.partial:
+        return [stamped]
     write_atomic(folder / "latest.json", text)
     return [stamped, folder / "latest.json"]

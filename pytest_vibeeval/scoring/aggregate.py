@@ -61,21 +61,24 @@ class Aggregator:
         elif outcome == "skipped" and not wasxfail and item.skipped is None:
             item.skipped = longrepr or "skipped"
 
-    def runs(self, interrupted: bool = False) -> list[RunRecord]:
+    def runs(self, interrupted: bool = False, stopped: str | None = None) -> list[RunRecord]:
         """The runs of every item reported so far; ``interrupted``: items that started but left no
-        verdict were cut short by the interruption (skipped, saying so), not failures."""
+        verdict were cut short by the interruption (skipped, saying so), not failures; ``stopped``:
+        why the session ended before every selected item ran (-x, --maxfail), said in each run."""
         groups: dict[tuple[str, str], list[tuple[RunInfo, EvalRecord]]] = {}
         for nodeid, item in self.items.items():
             info = item.info or _info_from_nodeid(nodeid, self._known_infos(), self.extensions)
-            record = self._final_record(nodeid, item, info, interrupted)
+            record = self._final_record(nodeid, item, info, interrupted, stopped)
             groups.setdefault(info.key(), []).append((info, record))
-        return [self._run(entries) for _, entries in sorted(groups.items())]
+        return [self._run(entries, stopped) for _, entries in sorted(groups.items())]
 
     def _known_infos(self) -> Iterable[RunInfo]:
         return (item.info for item in self.items.values() if item.info)
 
     @staticmethod
-    def _final_record(nodeid: str, item: _Item, info: RunInfo, interrupted: bool = False) -> EvalRecord:
+    def _final_record(
+        nodeid: str, item: _Item, info: RunInfo, interrupted: bool = False, stopped: str | None = None
+    ) -> EvalRecord:
         record = item.record
         if record is None:
             record = EvalRecord(
@@ -95,6 +98,8 @@ class Aggregator:
                 )
             if item.skipped:
                 return record.model_copy(update={"message": item.skipped})
+            if stopped:
+                return record.model_copy(update={"message": f"not finished: the session {stopped}"})
             if interrupted:
                 return record.model_copy(update={"message": "not finished: the session was interrupted"})
             return record.model_copy(update={"outcome": "error", "message": "no result recorded"})
@@ -107,7 +112,7 @@ class Aggregator:
             )
         return record
 
-    def _run(self, entries: list[tuple[RunInfo, EvalRecord]]) -> RunRecord:
+    def _run(self, entries: list[tuple[RunInfo, EvalRecord]], stopped: str | None = None) -> RunRecord:
         in_suite_order = sorted(
             entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].repeat, e[1].nodeid)
         )
@@ -117,7 +122,12 @@ class Aggregator:
         values, reasons = compute_variables(records, ext.run_variables.values())
         notes = []
         selected = len({r.name for r in records})
-        if selected < info.suite_evals:
+        if stopped:
+            notes.append(
+                f"the session {stopped}: {selected} of {info.suite_evals} evals ran; "
+                "success_pct and the score are over those only, and this run is no baseline"
+            )
+        elif selected < info.suite_evals:
             notes.append(
                 f"{selected} of {info.suite_evals} evals were selected; "
                 "success_pct and the score are over the selected evals only"

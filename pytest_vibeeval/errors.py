@@ -30,10 +30,16 @@ def escaped(text: str) -> str:
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``word``, when one is close enough, else None."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` when a candidate is close to ``word``, else an empty string."""
-    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {matches[0]!r}?)" if matches else ""
+    match = closest(word, candidates)
+    return f" (did you mean {match!r}?)" if match else ""
 
 
 @dataclass(frozen=True)

@@ -479,6 +479,9 @@ def test_missing_file(config: Path) -> None:
     ("file", "data", "needle", "message"),
     [
         ("eval-config.json", edited(buildStep=["lint"]), '"buildStep"', "did you mean 'buildSteps'?"),
+        # closer to the Python name build_steps, but the suggestion is the documented spelling
+        ("eval-config.json", edited(buildstep=["lint"]), '"buildstep"', "did you mean 'buildSteps'?"),
+        ("eval-config.json", edited(grade_step=["lint"]), '"grade_step"', "did you mean 'gradeSteps'?"),
         (
             "eval-config.json",
             {**EVAL_CONFIG, "evaluation": {}},

@@ -16,7 +16,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..errors import did_you_mean
+from ..errors import closest
 
 PROTECTED_KEYWORDS = (
     "max_latency", "min_latency", "avg_latency", "total_latency",
@@ -82,18 +82,19 @@ class StrictModel(BaseModel):
     @classmethod
     def _reject_unknown_keys(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            known = {name for name in cls.model_fields} | {
-                f.alias for f in cls.model_fields.values() if f.alias
-            }
+            # Either spelling is accepted; a suggestion, like the list, gives the documented one.
+            documented = {name: field.alias or name for name, field in cls.model_fields.items()}
+            spelled = {**documented, **{alias: alias for alias in documented.values()}}
             for key in data:
-                if key not in known:
+                if key not in spelled:
+                    match = closest(str(key), spelled)
                     raise PydanticCustomError(
                         "unknown_key",
                         "unknown key {key}{hint}; allowed keys: {allowed}",
                         {
                             "key": repr(key),
-                            "hint": did_you_mean(str(key), known),
-                            "allowed": ", ".join(sorted(f.alias or n for n, f in cls.model_fields.items())),
+                            "hint": f" (did you mean {spelled[match]!r}?)" if match else "",
+                            "allowed": ", ".join(sorted(documented.values())),
                             "bad_key": key,
                         },
                     )

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from .execute import session_sandbox
-from .itemhooks import SOURCE_SUFFIXES, USAGE_ERROR_OUTPUT
+from .itemhooks import SOURCE_SUFFIXES, SUITE_SUFFIXES, USAGE_ERROR_OUTPUT, YAML_SUFFIXES
 from .items import get_state, rootdir_relative
 from .live import start_live_status, stop_live_status
+from .loading.suite_files import suite_like_files
 from .report.baseline import BaselineError, compare_results, load_baseline, resolve_baseline
 from .report.format import run_title
 from .report.junit import add_gate_cases, add_suite_properties
@@ -42,6 +43,7 @@ class ControllerSession:
         self.lost_workers: list[str] = []  # xdist workers that went down with an error
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
+        self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
         read_baseline(config)
         read_resume(config)
 
@@ -112,6 +114,7 @@ class ControllerSession:
         """Aggregate on the controller before the JUnit writer writes its file, and let the score
         gates decide the exit code (pytest returns ``session.exitstatus`` after this hook)."""
         state = self.state
+        self.nothing_collected = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
         if not (state.aggregator.items or state.load_errors):
             return
         if self.config.option.collectonly:
@@ -241,6 +244,9 @@ class ControllerSession:
     def _write_summary(self, terminalreporter: Any) -> None:
         state, config = self.state, self.config
         if not state.runs and not state.load_errors:
+            if self.nothing_collected:
+                for line in uncollected_suites_hint(config):
+                    terminalreporter.write_line(line, yellow=True)
             return
         terminalreporter.write_sep("=", "Run Summary")
         if state.load_errors:
@@ -292,6 +298,24 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in self.writer_lines:
             terminalreporter.write_line(line)
+
+
+def uncollected_suites_hint(config: pytest.Config) -> list[str]:
+    """When nothing was collected: the YAML files under the run's paths that look like suites (top
+    level ``metadata:`` and ``evals:``) but were not collected, and how to collect them."""
+    here = config.invocation_params.dir
+    roots = [here / arg.split("::")[0] for arg in config.args] or [here]
+    found = suite_like_files(roots, YAML_SUFFIXES, SUITE_SUFFIXES)
+    if not found:
+        return []
+    shown = ", ".join(rootdir_relative(path, config.rootpath) for path in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    return [
+        f"hint: {len(found)} YAML file(s) look like eval suites but were not collected: {shown}{more}",
+        "  suites are collected when named *.eval.yaml, when given as arguments "
+        f"(pytest {rootdir_relative(found[0], config.rootpath)}), or with an ini line "
+        "vibe_patterns = *.yaml",
+    ]
 
 
 def stop_reason(session: pytest.Session) -> str | None:

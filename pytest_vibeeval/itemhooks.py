@@ -19,6 +19,7 @@ from .workspace.steps import RegistryCommands
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 YAML_SUFFIXES = (".yaml", ".yml")
+SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")  # collected wherever they are
 SOURCE_SUFFIXES = (*YAML_SUFFIXES, EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
 
 

@@ -12,6 +12,7 @@ import fnmatch
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,12 @@ from .budget import Budget
 from .collect import EvalConfigCollector, SuiteCollector
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .execute import session_sandbox
-from .itemhooks import YAML_SUFFIXES, CollectionHooks, ItemHooks
+from .itemhooks import SUITE_SUFFIXES, YAML_SUFFIXES, CollectionHooks, ItemHooks
 from .items import STATE_KEY, get_state, rootdir_relative
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
 from .loading.runner_config import EVAL_CONFIG_NAME
+from .loading.suite_files import has_evals
 from .loading.templates import Renderer, TemplateValues
 from .resume import ResumeIndex
 from .scoring.formula import FormulaError
@@ -37,7 +39,6 @@ from .workspace.sandbox import SandboxUnavailable
 pytest_plugins = ("pytest_vibeeval.fixtures",)
 
 BUILTINS_PLUGIN = "vibeeval-builtins"
-SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -114,12 +115,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
         return EvalConfigCollector.from_parent(parent, path=file_path)
     if not name.endswith(YAML_SUFFIXES):
         return None
+    if name.endswith(SUITE_SUFFIXES) or parent.session.isinitpath(file_path):
+        return SuiteCollector.from_parent(parent, path=file_path)
     patterns = get_state(parent.config).settings.patterns
     rel = rootdir_relative(file_path, parent.config.rootpath)
-    if (
-        name.endswith(SUITE_SUFFIXES)
-        or parent.session.isinitpath(file_path)
-        or any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) for p in patterns)
-    ):
-        return SuiteCollector.from_parent(parent, path=file_path)
-    return None
+    if not any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) for p in patterns):
+        return None
+    if not has_evals(file_path):  # a broad pattern's docker-compose.yaml: not a suite, not an error
+        note = f"{rel} matches vibe_patterns but has no top-level `evals:`: not a suite, not collected"
+        warnings.warn(VibeevalNote(note), stacklevel=1)
+        return None
+    return SuiteCollector.from_parent(parent, path=file_path)
+
+
+class VibeevalNote(pytest.PytestWarning):
+    """Something pytest-vibeeval left out, shown in pytest's warnings summary."""

@@ -1,0 +1,62 @@
+"""Which YAML files look like suites: a file matched only by a broad ``vibe_patterns`` glob that has
+no ``evals:`` is not one (a docker-compose.yaml), and a run that collected no eval names the
+suite-like files it did not collect (vibecheck's ``*.yaml`` are collected as ``*.eval.yaml``)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+PEEK_BYTES = 64 * 1024  # a suite names its top-level keys long before this
+MAX_FILES_SCANNED = 5000
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
+_TOP_KEY = re.compile(r"^(evals|metadata)\s*:", re.MULTILINE)
+
+
+def _top_level_keys(path: Path) -> set[str]:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(PEEK_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {match.group(1) for match in _TOP_KEY.finditer(head)}
+
+
+def has_evals(path: Path) -> bool:
+    """Whether ``path`` has a top-level ``evals:`` key (read from its first 64 KiB)."""
+    return "evals" in _top_level_keys(path)
+
+
+def looks_like_suite(path: Path) -> bool:
+    """Whether ``path`` has the top-level ``metadata:`` and ``evals:`` of a suite."""
+    return _top_level_keys(path) >= {"evals", "metadata"}
+
+
+def suite_like_files(
+    roots: Iterable[Path], suffixes: tuple[str, ...], collected: tuple[str, ...]
+) -> list[Path]:
+    """The ``suffixes`` files under ``roots`` (files or folders) that look like suites but whose
+    names do not end with one of ``collected``; dot folders and dependency folders are skipped,
+    and at most :data:`MAX_FILES_SCANNED` files are looked at."""
+    found: list[Path] = []
+    scanned = 0
+    for root in roots:
+        candidates: Iterable[Path] = [root] if root.is_file() else _walk(root)
+        for path in candidates:
+            if not path.name.endswith(suffixes) or path.name.endswith(collected):
+                continue
+            scanned += 1
+            if scanned > MAX_FILES_SCANNED:
+                return found
+            if looks_like_suite(path):
+                found.append(path)
+    return found
+
+
+def _walk(root: Path) -> Iterable[Path]:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+        for name in sorted(files):
+            yield Path(folder) / name

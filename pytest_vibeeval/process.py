@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -288,6 +288,22 @@ def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:
     # When truncated, a multi-byte character cut in half at the end is dropped, not replaced.
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     return decoder.decode(data[:max_bytes], final=not truncated), truncated
+
+
+def tail_lines(outputs: Iterable[tuple[str, Path]], max_lines: int, max_bytes: int = 65536) -> list[str]:
+    """For each ``(label, path)`` with output, ``last N lines of <label> (<path>):`` and those
+    lines: how a failed command's output is shown, for agents and steps alike. Unreadable files
+    are left out."""
+    lines: list[str] = []
+    for label, path in outputs:
+        try:
+            tail = read_tail(path, max_lines, max_bytes)
+        except OSError:
+            continue
+        if tail.strip():
+            lines.append(f"last {max_lines} lines of {label} ({path}):")
+            lines.append(tail.rstrip("\n"))
+    return lines
 
 
 def read_tail(path: Path, max_lines: int = 40, max_bytes: int = 65536) -> str:

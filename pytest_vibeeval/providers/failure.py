@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..models import OutputSpec
-from ..process import read_tail
+from ..process import tail_lines
 from .output import OutputError
 from .parsers import Parser, parse_agent_output
 
@@ -40,12 +40,5 @@ def failure_report(
     note = parser_note(stdout, output, parsers)
     if note:
         lines.append(note)
-    for label, path in (("stdout", stdout), ("stderr", stderr)):
-        try:
-            tail = read_tail(path, TAIL_LINES, TAIL_BYTES)
-        except OSError:
-            continue
-        if tail.strip():
-            lines.append(f"last {TAIL_LINES} lines of {label} ({path}):")
-            lines.append(tail.rstrip("\n"))
+    lines += tail_lines((("stdout", stdout), ("stderr", stderr)), TAIL_LINES, TAIL_BYTES)
     return "\n".join(lines)

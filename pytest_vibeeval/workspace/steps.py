@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ..loading.eval_root import Layout
 from ..loading.runner_config import ResolvedEval
 from ..models import CommandDefinition, OutputSpec
-from ..process import CommandNotFound, read_tail, run_command
+from ..process import CommandNotFound, run_command, tail_lines
 from ..providers.output import OutputError
 from ..providers.parsers import Parser, parse_agent_output
 from ..results import EvalRecord, StepRecord, SubtaskModule
@@ -205,11 +205,7 @@ class RegistryCommands:
                 else f"exited with code {result.exit_code}"
             )
             lines = [f"{phase} step {name!r} {what}"]
-            for label, path in (("stdout", result.stdout_path), ("stderr", result.stderr_path)):
-                tail = read_tail(path, TAIL_LINES)
-                if tail:
-                    lines.append(f"last {TAIL_LINES} lines of {label} ({path}):")
-                    lines.append(tail.rstrip("\n"))
+            lines += tail_lines((("stdout", result.stdout_path), ("stderr", result.stderr_path)), TAIL_LINES)
             raise StepFailed(step, "\n".join(lines))
         return step
 

@@ -54,11 +54,12 @@ def pytest_vibeeval_write_results(
     config: pytest.Config, results: ResultsFile, results_path: Path | None
 ) -> list[str] | None:
     """The HTML report (--vibe-html) and the history line (--vibe-history)."""
-    settings = get_state(config).settings
+    state = get_state(config)
+    settings = state.settings
     lines: list[str] = []
     if settings.html is not None:
         try:
-            write_html(results, settings.html)
+            write_html(results, settings.html, state.renderer.redactor())
             lines.append(f"report: {settings.html}")
         except OSError as exc:
             lines.append(f"HTML report not written to {settings.html}: {exc.strerror or exc}")

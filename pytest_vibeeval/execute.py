@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from .items import EvalItem, finish, get_state, start_or_skip
-from .loading.templates import MissingValue, Redactor
+from .loading.templates import MissingValue
+from .masking import mask_file
 from .models import Configuration
 from .plan import PromptWork
 from .providers import Provider, ProviderSpec
@@ -27,7 +28,7 @@ from .workspace.agent import agent_command, with_agent_report
 from .workspace.copying import copy_template, remove_tree
 from .workspace.layout import COPY_IGNORE, temporary_root, workspace_beside
 from .workspace.sandbox import Sandbox, choose_sandbox
-from .workspace.steps import LOGS_DIR, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
+from .workspace.steps import LOGS_DIR, PROMPT_FILE, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
 
 
 def _prompt_work(item: EvalItem) -> PromptWork:
@@ -52,7 +53,7 @@ def _answering(
     """``provider`` as it answers prompts (an eval's or a judge's), under --vibe-record/--vibe-replay."""
     settings = state.settings
     model = configuration.model if configuration is not None else None
-    redact = Redactor(state.renderer.used_secrets)
+    redact = state.renderer.redactor()
     return recorded(provider, config_id, model, settings.record, settings.replay, redact)
 
 
@@ -122,7 +123,7 @@ def run_prompt_item(request: pytest.FixtureRequest, vibe_provider: Provider, vib
         item.plan.info.repeat,
         item.vibe_phases.enter,
     )
-    redact = Redactor(state.renderer.used_secrets)
+    redact = state.renderer.redactor()
     record = assess(record, item.plan.configuration, vibe_workdir, work.case.rubric, False, redact)
     finish(item, record, verdict)
 
@@ -170,7 +171,7 @@ def run_workspace_item(
         work.runner.layout,
         lambda grading: discard(grading, item.config),
     )
-    redact = Redactor(state.renderer.used_secrets)
+    redact = state.renderer.redactor()
     durations = {"workspace": item.setup_seconds, **record.phase_durations}
     kept = None
     if state.settings.keep_workspaces:  # in the repository layout the workspace is in the tree
@@ -204,9 +205,14 @@ def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
 
 
 def discard(folder: Path, config: pytest.Config) -> None:
-    """Remove an item's workspace or grading copy unless --vibe-keep-workspaces keeps them."""
-    if not get_state(config).settings.keep_workspaces:
+    """Remove an item's workspace or grading copy unless --vibe-keep-workspaces keeps them; a
+    kept one's ``prompt.md`` (the agent has read it) is rewritten with its secrets masked."""
+    state = get_state(config)
+    if not state.settings.keep_workspaces:
         remove_tree(folder)
+        return
+    for prompt in (folder / PROMPT_FILE, folder / WORKSPACE_DIR / PROMPT_FILE):
+        mask_file(prompt, state.renderer.used_secrets)
 
 
 def registry_commands(item: EvalItem, workdir: Path) -> RegistryCommands:

@@ -12,7 +12,9 @@ import pytest
 from .items import EvalItem, get_state, phases_of
 from .loading.configurations import unknown_selection
 from .loading.runner_config import EVAL_CONFIG_NAME
+from .loading.templates import Redactor
 from .phases import unfinished_record
+from .plan import PromptWork
 from .progress import ProgressBoard, Running
 from .transport import RESULT_PROPERTY, longrepr_text
 from .workspace.steps import RegistryCommands
@@ -35,6 +37,7 @@ class CollectionHooks:
         state = self.state
         if not state.suites_collected:
             return
+        state.renderer.note_environment(http_key_names(items))
         for option, requested, known in (
             ("--vibe-config", state.settings.configs, state.known_configs),
             ("--vibe-eval", state.settings.evals, state.known_evals),
@@ -67,6 +70,21 @@ class CollectionHooks:
             self.config.option.continue_on_collection_errors = True
 
 
+def http_key_names(items: list[pytest.Item]) -> set[str]:
+    """The variables that hold the keys of the items' HTTP configurations (their own and their
+    judges'): secrets to mask whatever their names."""
+    names = set()
+    for item in items:
+        if not isinstance(item, EvalItem):
+            continue
+        work = item.plan.work
+        judge = work.judge[1] if isinstance(work, PromptWork) and work.judge is not None else None
+        for configuration in (item.plan.configuration, judge):
+            if configuration is not None and configuration.http is not None:
+                names.add(configuration.http.api_key_env or "")
+    return names - {""}
+
+
 class ItemHooks:
     """Where items run: the progress board and the items' reports."""
 
@@ -79,6 +97,8 @@ class ItemHooks:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Put the item on this process's progress board as it enters each phase."""
         phases = phases_of(item)
+        if phases is not None:
+            self.state.renderer.note_environment()  # a conftest may have set secrets since
         if phases is None or self.config.get_verbosity() < 0 or not self.state.settings.progress_interval:
             return  # nothing would show it (-q, or vibe_progress_interval = 0)
         board, nodeid, started = self.board, item.nodeid, time.time()
@@ -100,6 +120,7 @@ class ItemHooks:
         report = yield
         if not isinstance(item, EvalItem):
             return report
+        _mask_report(report, self.state.renderer.redactor())
         stopped = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
         if stopped and call.when in ("setup", "call"):  # failed, or xfailed: the item's own marker
             _record_unfinished(item, report)
@@ -107,6 +128,22 @@ class ItemHooks:
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
         _skip_at_eval_line(item, report)
         return report
+
+
+def _mask_report(report: pytest.TestReport, redact: Redactor) -> None:
+    """Mask secrets in what the report shows: the captured output and logs (a Python callable's
+    prints, which the terminal and JUnit show) and the failure or skip text."""
+    report.sections = [(title, redact(content) or "") for title, content in report.sections]
+    longrepr = report.longrepr
+    if isinstance(longrepr, str):
+        report.longrepr = redact(longrepr)
+    elif isinstance(longrepr, tuple):
+        report.longrepr = (longrepr[0], longrepr[1], redact(longrepr[2]) or "")
+    elif longrepr is not None:
+        text = str(longrepr)
+        masked = redact(text)
+        if masked != text:
+            report.longrepr = masked
 
 
 def _record_unfinished(item: EvalItem, report: pytest.TestReport) -> None:

@@ -28,6 +28,9 @@ class Preset:
     max_output_bytes: int | None = None
     # How the CLI is given a suite's mcp_server (providers/cli_mcp.py); None: it is not.
     mcp: Literal["claude-code", "codex", "gemini"] | None = None
+    # The variables of the controller's environment the CLI is given (names or globs), beside
+    # the base set every agent gets (providers/agent_env.py).
+    env: tuple[str, ...] = ()
 
     def defaults(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The preset's keys for a configuration whose own keys are ``data``."""
@@ -46,6 +49,11 @@ class Preset:
 
 
 MODEL_ARGS = ("--model", "${MODEL}")
+# What a CLI that calls an API needs to reach it from behind a proxy or a private CA.
+NETWORK_ENV = (
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+)  # fmt: skip
 
 AGENT_PRESETS: dict[str, Preset] = {
     # stream-json rather than json: only the stream has the tool_use / tool_result blocks; its
@@ -58,6 +66,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
         mcp="claude-code",
+        env=("ANTHROPIC_*", "CLAUDE_*", "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY", *NETWORK_ENV),
     ),
     # With no prompt argument `codex exec` reads the prompt from stdin. The item's folder is not
     # a git repository, hence --skip-git-repo-check.
@@ -69,6 +78,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
         mcp="codex",
+        env=("OPENAI_*", "CODEX_*", *NETWORK_ENV),
     ),
     # Every item runs in a new folder, which headless gemini refuses as untrusted (exit 55) unless
     # told to trust it for the session.
@@ -88,6 +98,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
         mcp="gemini",
+        env=("GEMINI_*", "GOOGLE_*", *NETWORK_ENV),
     ),
     # A fork of Gemini CLI: the same flags and output formats (choose the backend with
     # `--provider` in your own args).
@@ -98,6 +109,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         parser="llxprt",
         model_args=MODEL_ARGS,
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
+        env=("LLXPRT_*", "GEMINI_*", "GOOGLE_*", "OPENAI_*", "ANTHROPIC_*", *NETWORK_ENV),
     ),
     "aider": Preset(
         cli="aider",
@@ -114,6 +126,7 @@ AGENT_PRESETS: dict[str, Preset] = {
         prompt_via="argument",
         parser="aider",
         model_args=MODEL_ARGS,
+        env=("AIDER_*", "OPENAI_*", *NETWORK_ENV),
     ),
 }
 

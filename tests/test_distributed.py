@@ -120,6 +120,7 @@ def test_ctrl_c_writes_what_finished(pytester: pytest.Pytester, workers: list[st
     assert "Run Summary" in output
 
 
+PASSTHROUGH = "env_passthrough: [PYTEST_XDIST_WORKER]"  # agents get only the variables let through
 WORKER_AGENT = """
 import os, sys
 print(sys.stdin.read() + " " + os.environ.get("PYTEST_XDIST_WORKER", "-"))
@@ -133,8 +134,8 @@ def test_a_configuration_group_runs_on_one_worker_with_loadgroup(pytester: pytes
         pytester.path / "grp.eval.yaml",
         "metadata: {name: grp, model: m}\n"
         "configurations:\n"
-        f'  limited: {{cli: "{sys.executable}", args: ["{agent}"], xdist_group: true}}\n'
-        f'  free: {{cli: "{sys.executable}", args: ["{agent}"]}}\n'
+        f'  limited: {{cli: "{sys.executable}", args: ["{agent}"], xdist_group: true, {PASSTHROUGH}}}\n'
+        f'  free: {{cli: "{sys.executable}", args: ["{agent}"], {PASSTHROUGH}}}\n'
         "evals:\n" + evals,
     )
     out = pytester.path / "results.json"
@@ -142,7 +143,7 @@ def test_a_configuration_group_runs_on_one_worker_with_loadgroup(pytester: pytes
     result.assert_outcomes(passed=16)
     records = evals_by_nodeid(load_json(out))
     limited = {r["response"].split()[-1] for n, r in records.items() if "[limited]" in n}
-    assert len(limited) == 1  # one worker ran every eval of the group, one after another
+    assert len(limited) == 1 and limited != {"-"}  # one worker ran every eval of the group, in turn
     assert all(nodeid.endswith("@limited") for nodeid in records if "[limited]" in nodeid)
     assert load_json(out)["runs"][1]["metrics"]["passed"] == 8
 

@@ -15,9 +15,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from ..masking import MASK, environment_secrets, mask
+
 TEMPLATE = re.compile(r"\{\{\s*(?P<func>[A-Za-z_]\w*)\s*\(\s*(?P<q>['\"])(?P<name>[^'\"]*)(?P=q)\s*\)\s*\}\}")
 FUNCTIONS = ("var", "secret")
-REDACTED = "[secret]"
+REDACTED = MASK
 
 
 class _AnyTemplate:
@@ -124,11 +126,27 @@ class TemplateValues:
 
 @dataclass
 class Renderer:
-    """Fills templates and remembers every secret value it used, for :class:`Redactor`."""
+    """Fills templates and remembers every secret value it used, for :class:`Redactor`; from the
+    start ``used_secrets`` also holds the values of the environment's secret-looking variables
+    (see :mod:`pytest_vibeeval.masking`), so that every output masks them too."""
 
     values: TemplateValues
     used_secrets: set[str] = field(default_factory=set, repr=False)
+    secret_names: set[str] = field(default_factory=set, repr=False)  # more names that hold secrets
     _gathered: list[tuple[str, str]] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.note_environment()
+
+    def note_environment(self, names: Iterable[str] = ()) -> None:
+        """Add the values of the environment's secret-looking variables (and of ``names``, such as
+        an HTTP configuration's key variable) to the secrets: a conftest may set some late."""
+        self.secret_names.update(names)
+        self.used_secrets.update(environment_secrets(self.values.environ, self.secret_names))
+
+    def redactor(self) -> Redactor:
+        """A :class:`Redactor` of every secret known so far and of those found later."""
+        return Redactor(self.used_secrets)
 
     @contextmanager
     def gathering(self) -> Iterator[None]:
@@ -178,21 +196,15 @@ def parse_assignments(items: Iterable[str], source: str) -> dict[str, str]:
 
 @dataclass
 class Redactor:
-    """Replaces secret values in text with ``[secret]``."""
+    """Replaces secret values, in every form :func:`~pytest_vibeeval.masking.encoded_forms` lists,
+    with ``[secret]``."""
 
     secrets: set[str] = field(default_factory=set, repr=False)
 
     def add(self, values: Iterable[str]) -> None:
         self.secrets.update(value for value in values if value)
 
-    _longest_first: tuple[str, ...] = field(default=(), init=False, repr=False)
-
     def __call__(self, text: str | None) -> str | None:
         if not text or not self.secrets:
             return text
-        if len(self._longest_first) != len(self.secrets):  # the set only grows
-            self._longest_first = tuple(sorted(self.secrets, key=len, reverse=True))
-        for secret in self._longest_first:
-            if secret:
-                text = text.replace(secret, REDACTED)
-        return text
+        return mask(text, frozenset(self.secrets))

@@ -242,7 +242,12 @@ class Configuration(StrictModel):
     )
     env: dict[str, str] = Field(
         default_factory=dict,
-        description="extra environment variables for the CLI; templates and `${CONFIG_DIR}` are filled in",
+        description="environment variables set for the CLI; templates and `${CONFIG_DIR}` are filled in",
+    )
+    env_passthrough: list[NonEmptyStr] = Field(
+        default_factory=list,
+        description="variables of the environment the CLI is given beside its base set (PATH, HOME, "
+        "LANG, LC_*, TERM, TMPDIR, …), its preset's and requires_env: names or globs (`AWS_*`)",
     )
     requires_env: list[NonEmptyStr] = Field(
         default_factory=list,

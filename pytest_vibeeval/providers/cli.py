@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..loading.templates import MissingValue, Renderer
+from ..masking import mask_file
 from ..models import Configuration
 from ..process import ArgumentsTooLong, CommandNotFound, resolve_executable, run_command
 from ..results import StepRecord
 from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
+from .agent_env import allowed_environment, allowed_names
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
 from .cli_mcp import (
     CliMcp,
@@ -27,6 +30,10 @@ from .output import OutputError
 from .parsers import Parser, parse_agent_output
 
 CONFIG_DIR = "${CONFIG_DIR}"
+PROMPT = "${PROMPT}"
+AGENT_STEM = "agent"  # its output files: agent.stdout, agent.stderr and a long prompt's agent.stdin
+STDIN_FILE = f"{AGENT_STEM}.stdin"
+PLACEHOLDER = re.compile(r"\$\{[A-Z_]+\}")
 
 
 class CliProvider:
@@ -52,8 +59,19 @@ class CliProvider:
         cli = config.cli.replace(CONFIG_DIR, self.config_dir)
         self.executable = str(Path(self.config_dir, cli)) if "/" in cli and not os.path.isabs(cli) else cli
 
-    def _expand(self, text: str) -> str:
-        return self.renderer.render(text).replace(CONFIG_DIR, self.config_dir)
+    def _expand(self, text: str, values: Mapping[str, str] | None = None) -> str:
+        """``text`` with its templates filled and its placeholders (``${CONFIG_DIR}`` and those
+        of ``values``) replaced in one pass: a value is never expanded again, so a ``--vibe-var``
+        or a prompt that holds ``${PROMPT}`` stays as it is."""
+        values = {CONFIG_DIR: self.config_dir, **(values or {})}
+        pieces: list[str] = []
+        start = 0
+        for match in PLACEHOLDER.finditer(text):
+            if match[0] in values:
+                pieces += [self.renderer.render(text[start : match.start()]), values[match[0]]]
+                start = match.end()
+        pieces.append(self.renderer.render(text[start:]))
+        return "".join(pieces)
 
     def request_environment(self, cwd: Path) -> dict[str, str]:
         """The environment of one run in ``cwd``: with the configuration's ``transcript``, the
@@ -66,7 +84,8 @@ class CliProvider:
         return env
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        """The allowlisted variables of this process's environment and the configuration's ``env``."""
+        env = allowed_environment(os.environ, allowed_names(self.config))
         env.update({key: self._expand(value) for key, value in self.config.env.items()})
         return env
 
@@ -97,17 +116,10 @@ class CliProvider:
         values = {
             "${MODEL}": self.config.model or request.model,
             "${SYSTEM_PROMPT}": request.system_prompt or "",
-            "${PROMPT}": request.prompt,
+            PROMPT: request.prompt,
         }
-        args = []
-        placed = False
-        for arg in self.config.args:
-            arg = self._expand(arg)
-            for key, value in values.items():
-                if key in arg:
-                    placed |= key == "${PROMPT}"
-                    arg = arg.replace(key, value)
-            args.append(arg)
+        args = [self._expand(arg, values) for arg in self.config.args]
+        placed = any(PROMPT in arg for arg in self.config.args)
         args.extend(extra)
         if self.config.prompt_via == "argument" and not placed:
             args.append(request.prompt)
@@ -138,7 +150,7 @@ class CliProvider:
                 argv,
                 cwd=request.workdir,
                 output_dir=request.workdir,
-                name="agent",
+                name=AGENT_STEM,
                 env={**self.request_environment(request.workdir), **mcp.env},
                 timeout=self.config.timeout_s,
                 stdin_text=stdin,
@@ -150,6 +162,8 @@ class CliProvider:
             raise ProviderError(f"{exc}{hint}") from None
         except CommandNotFound as exc:
             raise ProviderError(str(exc)) from None
+        finally:  # a long prompt went through a file: the agent has read it, keep it masked
+            mask_file(request.workdir / STDIN_FILE, self.renderer.used_secrets)
         step = StepRecord(
             phase="agent",
             name=self.config_id,

@@ -8,7 +8,7 @@ results is HTML-escaped, and long texts are cut, so a megabyte response does not
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..results import EvalRecord, ResultsFile, RunRecord
@@ -31,9 +31,13 @@ from .html_text import (
 )
 
 
-def write_html(results: ResultsFile, path: Path) -> None:
-    """Write the report of ``results`` to ``path`` atomically (temp file + rename)."""
-    write_atomic(path, render_html(results))
+def write_html(
+    results: ResultsFile, path: Path, redact: Callable[[str | None], str | None] | None = None
+) -> None:
+    """Write the report of ``results`` to ``path`` atomically (temp file + rename), passed through
+    ``redact``: the records are masked already, the step logs whose tails the page shows are not."""
+    page = render_html(results)
+    write_atomic(path, (redact(page) or "") if redact is not None else page)
 
 
 def render_html(results: ResultsFile) -> str:

@@ -1,0 +1,39 @@
+"""The environment an agent CLI is given: an allowlist of the controller's variables, never all of
+them (the keys of the team running the evals stay with the team).
+
+An agent gets the variables of :data:`BASE_ENV`, those its preset needs (``Preset.env``), those its
+configuration requires (``requires_env``) or lets through (``env_passthrough``, names or globs),
+and what the configuration's ``env`` sets. No pytest here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+
+from ..models import Configuration
+from ..presets import AGENT_PRESETS
+
+# What any program expects to find (and run_command needs PATH to find the executable).
+BASE_ENV = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM",
+    "TMPDIR", "TZ", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+)  # fmt: skip
+
+
+def allowed_names(configuration: Configuration) -> tuple[str, ...]:
+    """The names and globs of the variables ``configuration``'s agent may be given."""
+    preset = AGENT_PRESETS.get(configuration.preset) if configuration.preset else None
+    return (
+        *BASE_ENV,
+        *(preset.env if preset is not None else ()),
+        *configuration.requires_env,
+        *configuration.env_passthrough,
+    )
+
+
+def allowed_environment(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
+    """The variables of ``environ`` whose names match one of ``patterns`` (case-sensitive globs)."""
+    patterns = tuple(patterns)
+    return {name: value for name, value in environ.items() if any(fnmatchcase(name, p) for p in patterns)}

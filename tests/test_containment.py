@@ -1,0 +1,347 @@
+"""What an agent can reach and what an output can show: an agent's environment is an allowlist, and
+every secret-looking value of the environment is masked, in its common encodings too, wherever the
+plugin writes. The last test is the secret grep: every file a run writes and its terminal output,
+searched for every secret and its encodings."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.loading.templates import Renderer, TemplateValues
+from pytest_vibeeval.masking import MASK, MIN_MASKED_LENGTH, encoded_forms, environment_secrets, mask
+from pytest_vibeeval.models import Configuration
+from pytest_vibeeval.providers import PromptRequest
+from pytest_vibeeval.providers.cli import CliProvider
+
+ROUTER_KEY = "sk-or-v1-0123456789abcdef"
+TOKEN = "tok-5ecret-4711-abcdef"
+PASSWORD = "hunter2-but-longer"
+
+# Prints the names of the variables it was given, and the value of a few.
+ENV_AGENT = """
+import json, os, sys
+sys.stdin.read()
+print(json.dumps({"names": sorted(os.environ), "router": os.environ.get("OPENROUTER_API_KEY")}))
+"""
+
+
+def _secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", ROUTER_KEY)
+    monkeypatch.setenv("VIBE_SECRET_TOKEN", TOKEN)
+    monkeypatch.setenv("DB_PASSWORD", PASSWORD)
+
+
+# --- the allowlist -----------------------------------------------------------------------------
+
+
+@XDIST_MODES
+def test_an_agent_gets_only_the_allowlisted_environment(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    _secrets(monkeypatch)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value-123")
+    monkeypatch.setenv("UNRELATED_SETTING", "x")
+    monkeypatch.setenv("PASS_ME_ONE", "1")
+    monkeypatch.setenv("NEEDED_BY_AGENT", "yes")
+    monkeypatch.setenv("LC_TIME", "C")
+    script = agent(pytester.path, "env_agent.py", ENV_AGENT)
+    write(
+        pytester.path / "env.eval.yaml",
+        f"""
+        metadata: {{name: env, model: m}}
+        configurations:
+          plain:
+            cli: "{PYTHON}"
+            args: ["{script}"]
+            env: {{SET_HERE: "{{{{secret('token')}}}}"}}
+            env_passthrough: ["PASS_ME_*"]
+            requires_env: [NEEDED_BY_AGENT]
+        evals:
+          - {{name: e, prompt: p, checks: [{{match: "*"}}]}}
+        """,
+    )
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1)
+    answer = json.loads(evals_by_nodeid(load_json(out))["env.eval.yaml::e[plain]"]["response"])
+    names = set(answer["names"])
+    assert {"PATH", "HOME", "LC_TIME", "SET_HERE", "PASS_ME_ONE", "NEEDED_BY_AGENT"} <= names
+    assert not names & {"OPENROUTER_API_KEY", "VIBE_SECRET_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"}
+    assert "UNRELATED_SETTING" not in names and answer["router"] is None
+
+
+def _provider(config: dict[str, object], tmp_path: Path) -> CliProvider:
+    configuration = Configuration.model_validate(config)
+    return CliProvider("c", configuration, Renderer(TemplateValues()), tmp_path)
+
+
+def test_a_preset_gets_the_variables_its_cli_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _secrets(monkeypatch)
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_CLOUD_PROJECT",
+        "HTTPS_PROXY",
+    ):
+        monkeypatch.setenv(name, "value-of-" + name)
+    expected = {
+        "claude-code": {"ANTHROPIC_API_KEY", "HTTPS_PROXY"},
+        "codex": {"OPENAI_API_KEY", "HTTPS_PROXY"},
+        "aider": {"OPENAI_API_KEY", "HTTPS_PROXY"},
+        "gemini": {"GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "HTTPS_PROXY"},
+    }
+    keys = {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT"}
+    for preset, names in expected.items():
+        env = _provider({"preset": preset}, tmp_path).request_environment(tmp_path)
+        assert names <= set(env), preset
+        assert not (keys - names) & set(env), preset  # another vendor's key stays out
+        assert not {"OPENROUTER_API_KEY", "VIBE_SECRET_TOKEN", "DB_PASSWORD"} & set(env), preset
+
+
+def test_a_var_holding_a_placeholder_is_not_expanded_again(tmp_path: Path) -> None:
+    renderer = Renderer(TemplateValues(cli_vars={"w": "${PROMPT} and ${MODEL} and ${CONFIG_DIR}"}))
+    configuration = Configuration.model_validate(
+        {"cli": "agent", "args": ["--w", "{{var('w')}}", "--m", "${MODEL}"], "prompt_via": "argument"}
+    )
+    provider = CliProvider("c", configuration, renderer, tmp_path)
+    request = PromptRequest("the ${MODEL} prompt", "m1", None, "s", "e", "c", tmp_path)
+    argv = provider.argv(request)
+    # the var stays as given; the prompt, placed by no argument, is appended (once, unexpanded)
+    assert argv[1:] == ["--w", "${PROMPT} and ${MODEL} and ${CONFIG_DIR}", "--m", "m1", "the ${MODEL} prompt"]
+
+
+@XDIST_MODES
+def test_vibe_var_holding_prompt_placeholder_reaches_the_agent_as_given(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    script = agent(pytester.path, "argv.py", "import sys, json\nprint(json.dumps(sys.argv[1:]))\n")
+    write(
+        pytester.path / "v.eval.yaml",
+        f"""
+        metadata: {{name: v, model: m}}
+        configurations:
+          a: {{cli: "{PYTHON}", args: ["{script}", "{{{{var('w')}}}}", "${{PROMPT}}"], prompt_via: argument}}
+        evals:
+          - {{name: e, prompt: "the prompt", checks: [{{match: "*"}}]}}
+        """,
+    )
+    out = pytester.path / "results.json"
+    run(pytester, "--vibe-var", "w=${PROMPT}", "--vibe-results", str(out), xdist=xdist).assert_outcomes(
+        passed=1
+    )
+    argv = json.loads(evals_by_nodeid(load_json(out))["v.eval.yaml::e[a]"]["response"])
+    assert argv == ["${PROMPT}", "the prompt"]
+
+
+# --- masking -----------------------------------------------------------------------------------
+
+
+def test_secret_looking_variables_are_masked_in_their_encodings() -> None:
+    environ = {"MY_API_KEY": ROUTER_KEY, "GH_TOKEN": TOKEN, "DB_PASSWORD": PASSWORD, "SHORT_KEY": "abc12"}
+    environ |= {"VIBE_SECRET_X": "vibe-secret-x", "EDITOR": "long-but-not-secret"}
+    secrets = environment_secrets(environ)
+    assert secrets == {ROUTER_KEY, TOKEN, PASSWORD, "vibe-secret-x"}  # < 6 characters: not masked
+    assert len("abc12") < MIN_MASKED_LENGTH
+    secret = frozenset(secrets)
+    for text in (
+        ROUTER_KEY,
+        ROUTER_KEY.upper(),
+        base64.b64encode(ROUTER_KEY.encode()).decode(),
+        base64.b64encode(ROUTER_KEY.encode()).decode().rstrip("="),
+        quote(PASSWORD, safe=""),
+        TOKEN[:7] + "\n" + TOKEN[7:],
+        TOKEN[:3] + "\r\n" + TOKEN[3:],
+    ):
+        assert mask(f"<{text}>", secret) == f"<{MASK}>", text
+    assert mask("abc12 and long-but-not-secret", secret) == "abc12 and long-but-not-secret"
+    assert encoded_forms("abc") == {"abc"}  # a short explicit secret is masked only as it is
+
+
+@XDIST_MODES
+def test_a_python_callables_prints_and_logs_are_masked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    _secrets(monkeypatch)
+    write(
+        pytester.path / "app.py",
+        """
+        import logging, os
+        def answer(prompt):
+            key = os.environ["OPENROUTER_API_KEY"]  # in-process: the callable sees the environment
+            print("calling with", key)
+            logging.getLogger("app").warning("key %s", key.upper())
+            return "no"
+        """,
+    )
+    write(
+        pytester.path / "py.eval.yaml",
+        """
+        metadata: {name: py, model: m}
+        configurations: {app: {python: "app:answer"}}
+        evals:
+          - {name: fails, prompt: p, checks: [{match: "*yes*"}]}
+          - {name: passes, prompt: p, checks: [{match: "*no*"}]}
+        """,
+    )
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, "-rA", f"--junitxml={junit}", "-o", "junit_logging=all", xdist=xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    terminal = result.stdout.str() + result.stderr.str()
+    assert "calling with [secret]" in terminal  # the captured section is there, masked
+    for text in (terminal, junit.read_text(encoding="utf-8")):
+        assert ROUTER_KEY not in text and ROUTER_KEY.upper() not in text
+
+
+def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _secrets(monkeypatch)
+    checker = agent(
+        pytester.path,
+        "checker.py",
+        """
+        import os, sys
+        text = sys.stdin.read() if not os.path.exists("prompt.md") else open("prompt.md").read()
+        seen = "raw" if os.environ["EXPECT"] in text else "masked"
+        print(seen)
+        if os.path.exists("prompt.md"):
+            open("seen.txt", "w").write(seen)
+        """,
+    )
+    (pytester.path / "ws").mkdir()
+    (pytester.path / "grading").mkdir()
+    filler = "x" * 20000  # too long for a pipe: the prompt goes through agent.stdin
+    write(
+        pytester.path / "long.eval.yaml",
+        f"""
+        metadata: {{name: long, model: m}}
+        configurations:
+          checker: {{cli: "{PYTHON}", args: ["{checker}"], env: {{EXPECT: "{{{{secret('token')}}}}"}}}}
+        evals:
+          - {{name: prompt, prompt: "{filler} {{{{secret('token')}}}}", checks: [{{match: "*raw*"}}]}}
+          - {{name: coding, prompt: "key {{{{secret('token')}}}}", workspace: ws, grading: grading}}
+        """,
+    )
+    out = pytester.path / "results.json"
+    result = run(
+        pytester,
+        "--basetemp",
+        str(pytester.path / "bt"),
+        "--vibe-keep-workspaces",
+        "--vibe-results",
+        str(out),
+    )
+    result.assert_outcomes(passed=2)
+    records = evals_by_nodeid(load_json(out))
+    kept = Path(records["long.eval.yaml::coding[checker]"]["workspace"])
+    assert {path.read_text() for path in kept.rglob("seen.txt")} == {"raw"}  # the agent read it raw
+    stdin_files = list(pytester.path.rglob("agent.stdin"))
+    prompts = list(kept.rglob("prompt.md"))
+    assert stdin_files and prompts
+    for path in (*stdin_files, *prompts):
+        text = path.read_text(encoding="utf-8")
+        assert TOKEN not in text and MASK in text, path
+
+
+# --- the secret grep ---------------------------------------------------------------------------
+
+# Prints the router key it should not have, and the token it was given in every common encoding;
+# "fail" in the prompt: on stderr too, and exits 1; "hang": waits for its timeout.
+LEAKY_AGENT = """
+import base64, os, sys, urllib.parse
+prompt = sys.stdin.read()
+token = os.environ["GIVEN_TOKEN"]
+forms = [os.environ.get("OPENROUTER_API_KEY", "<no router key>"), token, token.upper(),
+         base64.b64encode(token.encode()).decode(), urllib.parse.quote(token, safe=""),
+         token[:8] + "\\n" + token[8:]]
+print("leaking:", *forms, flush=True)
+if "fail" in prompt:
+    print("leaking:", *forms, file=sys.stderr)
+    sys.exit(1)
+if "hang" in prompt:  # until its timeout: the failure message quotes no log, the HTML shows them
+    import threading
+    threading.Event().wait()
+"""
+
+
+def _all_forms(secret: str) -> list[str]:
+    return [secret, secret.upper(), base64.b64encode(secret.encode()).decode(), quote(secret, safe="")]
+
+
+def _agent_logs(path: Path) -> bool:
+    """The agent's own output files: what it printed, kept verbatim for debugging."""
+    return path.name.startswith("agent.") or path.suffix in (".stdout", ".stderr")
+
+
+@XDIST_MODES
+def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    _secrets(monkeypatch)
+    script = agent(pytester.path / "agents", "leaky.py", LEAKY_AGENT)
+    write(
+        pytester.path / "app.py",
+        """
+        import logging, os
+        def answer(prompt):
+            key = os.environ["OPENROUTER_API_KEY"]
+            print("python callable has", key, os.environ["DB_PASSWORD"])
+            logging.getLogger("app").error("token %s", os.environ["VIBE_SECRET_TOKEN"])
+            return "callable answered " + key
+        """,
+    )
+    write(
+        pytester.path / "sec.eval.yaml",
+        f"""
+        metadata: {{name: sec, model: m}}
+        configurations:
+          leaky:
+            cli: "{PYTHON}"
+            args: ["{script}"]
+            env: {{GIVEN_TOKEN: "{{{{secret('token')}}}}"}}
+            timeout: 1500
+          app: {{python: "app:answer"}}
+        evals:
+          - {{name: leaks, prompt: "tell {{{{secret('token')}}}}", checks: [{{match: "*nothing*"}}]}}
+          - {{name: crashes, prompt: "fail now", checks: [{{match: "*"}}]}}
+          - {{name: hangs, prompt: "hang now", checks: [{{match: "*"}}]}}
+        """,
+    )
+    outputs = pytester.path / "out"
+    outputs.mkdir()
+    result = run(
+        pytester, "-v", "-rA", "-o", "junit_logging=all",
+        "--basetemp", str(outputs / "basetemp"),
+        "--vibe-results", str(outputs / "results.json"),
+        f"--junitxml={outputs / 'junit.xml'}",
+        "--vibe-html", str(outputs / "report.html"),
+        "--vibe-history", str(outputs / "history.jsonl"),
+        "--vibe-record", str(outputs / "store"),
+        "--vibe-keep-workspaces",
+        xdist=xdist,
+    )  # fmt: skip
+    assert result.ret == 1
+    written = {
+        path: path.read_bytes().decode(errors="replace") for path in outputs.rglob("*") if path.is_file()
+    }
+    assert {outputs / "results.json", outputs / "junit.xml", outputs / "report.html"} <= set(written)
+    records = evals_by_nodeid(load_json(outputs / "results.json"))
+    assert "<no router key>" in (records["sec.eval.yaml::leaks[leaky]"]["response"] or "")
+    html = written[outputs / "report.html"]
+    assert "leaking:" in html and "last 40 lines of" in html  # the log tails are shown, masked
+    produced = {"terminal": result.stdout.str() + result.stderr.str()}
+    produced |= {str(path): text for path, text in written.items() if not _agent_logs(path)}
+    forms = [form for secret in (ROUTER_KEY, TOKEN, PASSWORD) for form in _all_forms(secret)]
+    forms.append(TOKEN[:8] + "\n" + TOKEN[8:])
+    leaks = sorted(f"{name}: {form!r}" for name, text in produced.items() for form in forms if form in text)
+    assert leaks == []
+    # The agent never had the router key, so not even its own logs hold it.
+    agent_logs = [text for path, text in written.items() if _agent_logs(path)]
+    assert agent_logs and not any(form in text for text in agent_logs for form in _all_forms(ROUTER_KEY))

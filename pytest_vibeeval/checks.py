@@ -9,106 +9,32 @@ An eval whose verdict stays ``None`` is skipped with the reason, never passed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from pytest_vibeeval import semantic
 
-NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+from .check_api import CheckError, CheckType, NonEmptyStr, Response, Verdict, count_tokens, quote
+from .custom_checks import CUSTOM_CHECKS
+from .patterns import compile_pattern, is_regex_pattern, pattern_matches
+from .structural_checks import STRUCTURAL_CHECKS
+
+__all__ = [
+    "CheckError",
+    "CheckType",
+    "NonEmptyStr",
+    "Response",
+    "Verdict",
+    "compile_pattern",
+    "count_tokens",
+    "is_regex_pattern",
+    "pattern_matches",
+]
+
 TokenCount = Annotated[int, Field(ge=0)]
-
-# A pattern is read as a regular expression when it holds one of these; otherwise it is a glob.
-REGEX_MARKERS = re.compile(r"\.[*+?]|\\[dDwWsSb]|\[[^\]]*\w-\w[^\]]*\]|\(\?|\{\d+(,\d*)?\}|^\^|(?<!\\)\$$")
-TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-@lru_cache(maxsize=4096)
-def is_regex_pattern(pattern: str) -> bool:
-    """Whether ``pattern`` is matched as a regular expression (see README, "Checks")."""
-    if not REGEX_MARKERS.search(pattern):
-        return False
-    try:
-        re.compile(pattern)
-    except re.error:
-        return False
-    return True
-
-
-@lru_cache(maxsize=4096)
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """Case-insensitive matcher of a pattern: a glob where ``*`` is any run of characters, or a regex."""
-    if is_regex_pattern(pattern):
-        source = pattern
-    else:
-        source = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.compile(source, re.IGNORECASE | re.DOTALL)
-
-
-@lru_cache(maxsize=4096)
-def _glob_parts(pattern: str) -> tuple[tuple[re.Pattern[str], int], ...]:
-    """The literal pieces between the ``*`` of a glob, each with its length."""
-    return tuple((re.compile(re.escape(part), re.IGNORECASE), len(part)) for part in pattern.split("*"))
-
-
-def _glob_matches(pattern: str, text: str) -> bool:
-    """Whole-text glob match in linear time (``.*a.*a.*b`` as a regex backtracks polynomially).
-
-    The first piece must start the text, the last end it, and the ones between are taken leftmost
-    in order; for ``*``-only globs that is exact. Case-insensitive matching keeps lengths.
-    """
-    (first, first_len), *middle, (last, last_len) = _glob_parts(pattern)
-    if first_len and first.match(text) is None:
-        return False
-    position = first_len
-    for piece, length in middle:
-        if not length:
-            continue
-        found = piece.search(text, position)
-        if found is None:
-            return False
-        position = found.end()
-    start = len(text) - last_len
-    return start >= position and (not last_len or last.match(text, start) is not None)
-
-
-def pattern_matches(pattern: str, text: str) -> bool:
-    """Whether a ``match`` pattern matches ``text``, case-insensitive. A glob must match the whole
-    text; a regex is searched for, as in vibecheck: ``^`` and ``$`` anchor it at the answer's ends."""
-    if is_regex_pattern(pattern):
-        return compile_pattern(pattern).search(text) is not None
-    if "*" in pattern:
-        return _glob_matches(pattern, text)
-    return compile_pattern(pattern).fullmatch(text) is not None
-
-
-def count_tokens(text: str) -> int:
-    """Local token estimate: runs of word characters plus each punctuation mark."""
-    return len(TOKEN.findall(text))
-
-
-@dataclass(frozen=True)
-class Response:
-    """What checks look at."""
-
-    text: str
-    output_tokens: int | None = None  # as reported by the provider
-    # llm_judge: (criteria, response text) -> (passed or None when undecided, message)
-    judge: Callable[[str, str], tuple[bool | None, str]] | None = None
-
-    def tokens(self) -> tuple[int, str]:
-        if self.output_tokens is not None:
-            return self.output_tokens, "reported by the provider"
-        return count_tokens(self.text), "counted locally"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    passed: bool | None
-    message: str
 
 
 class SemanticArgs(BaseModel):
@@ -126,34 +52,6 @@ class JudgeArgs(BaseModel):
     )
 
 
-Evaluator = Callable[[Any, Response], Verdict]
-
-
-@dataclass(frozen=True)
-class CheckType:
-    """A kind of check: the YAML key, the type of its value, and how it decides."""
-
-    name: str
-    value_type: Any
-    evaluate: Evaluator | None
-    description: str
-    unavailable: str | None = None  # why it cannot be decided in this installation
-    template_fields: bool = True  # whether templates in its strings are filled
-
-    @property
-    def adapter(self) -> TypeAdapter[Any]:
-        return _adapter(self.value_type)
-
-
-@cache
-def _adapter(value_type: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(value_type)
-
-
-def _quote(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
-
-
 def _pattern_message(pattern: str, matched: bool, forbidden: bool = False) -> str:
     """What a ``match``/``not_match`` check says: a regex is found or not, a glob matches or not."""
     if is_regex_pattern(pattern):
@@ -162,9 +60,7 @@ def _pattern_message(pattern: str, matched: bool, forbidden: bool = False) -> st
     else:
         verb = "matches" if matched else "does not match"
         tail = " but must not" if forbidden and matched else ""
-    return (
-        f"{'regex' if is_regex_pattern(pattern) else 'pattern'} {_quote(pattern)} {verb} the response{tail}"
-    )
+    return f"{'regex' if is_regex_pattern(pattern) else 'pattern'} {quote(pattern)} {verb} the response{tail}"
 
 
 def _match(pattern: str, response: Response) -> Verdict:
@@ -191,14 +87,14 @@ def _max_tokens(limit: int, response: Response) -> Verdict:
 
 def _regex(pattern: str, response: Response) -> Verdict:
     found = re.search(pattern, response.text) is not None
-    return Verdict(found, f"regex {_quote(pattern)} {'found' if found else 'not found'} in the response")
+    return Verdict(found, f"regex {quote(pattern)} {'found' if found else 'not found'} in the response")
 
 
 def _equals(expected: str, response: Response) -> Verdict:
     ok = response.text.strip() == expected.strip()
     return Verdict(
         ok,
-        f"response {'equals' if ok else 'does not equal'} {_quote(expected)} (ignoring outer whitespace)",
+        f"response {'equals' if ok else 'does not equal'} {quote(expected)} (ignoring outer whitespace)",
     )
 
 
@@ -206,7 +102,7 @@ def _contains(needle: str, response: Response) -> Verdict:
     ok = needle.casefold() in response.text.casefold()
     return Verdict(
         ok,
-        f"response {'contains' if ok else 'does not contain'} {_quote(needle)} (case-insensitive)",
+        f"response {'contains' if ok else 'does not contain'} {quote(needle)} (case-insensitive)",
     )
 
 
@@ -225,7 +121,7 @@ def _semantic(args: SemanticArgs, response: Response) -> Verdict:
     return Verdict(
         ok,
         f"similarity {score:.{digits}f} {relation} threshold {args.threshold:.{digits}f} "
-        f"to {_quote(args.expected)}",
+        f"to {quote(args.expected)}",
     )
 
 
@@ -278,6 +174,8 @@ BUILTIN_CHECKS: tuple[CheckType, ...] = (
         _llm_judge,
         "a judge model decides whether the response meets `criteria`",
     ),
+    *STRUCTURAL_CHECKS,
+    *CUSTOM_CHECKS,
 )
 
 
@@ -293,7 +191,7 @@ class Check:
         if self.type.evaluate is None:
             return CheckResult(self.type.name, None, self.type.unavailable or "not available")
         verdict = self.type.evaluate(self.value, response)
-        return CheckResult(self.type.name, verdict.passed, verdict.message)
+        return CheckResult(self.type.name, verdict.passed, verdict.message, score=verdict.score)
 
 
 @dataclass(frozen=True)
@@ -325,9 +223,12 @@ class CheckResult:
     passed: bool | None
     message: str
     children: tuple[CheckResult, ...] = field(default_factory=tuple)
+    score: float | None = None  # 0–1, from a check that grades
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "passed": self.passed, "message": self.message}
+        if self.score is not None:
+            data["score"] = self.score
         if self.children:
             data["children"] = [child.to_json() for child in self.children]
         return data

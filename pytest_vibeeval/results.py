@@ -51,6 +51,11 @@ class ToolCallRecord(Record):
     )
     duration: float | None = Field(default=None, description="seconds, where the agent reports it")
     retry: bool = Field(default=False, description="the log marks this call as a retry of an earlier one")
+    args: dict[str, Any] | None = Field(
+        default=None,
+        description="the call's arguments where the agent reports them (a Python callable's `tool_calls`); "
+        "None: not reported",
+    )
 
 
 class ToolStats(Record):
@@ -121,6 +126,9 @@ class CheckRecord(Record):
     type: str = Field(description="the check type (match, llm_judge, …), or `or`")
     passed: bool | None = Field(description="None: could not be decided here")
     message: str = Field(description="what the check found")
+    score: float | None = Field(
+        default=None, description="0–1, from a check that grades (a `python` check returning a score)"
+    )
     children: list[CheckRecord] = Field(default_factory=list, description="an `or` check's alternatives")
 
 

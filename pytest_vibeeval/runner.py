@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .checks import AnyOf, CheckNode, CheckResult, Response, run_checks
+from .checks import AnyOf, CheckError, CheckNode, CheckResult, Response, run_checks
 from .judge import Judge, JudgeError
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
@@ -81,6 +81,7 @@ def _check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
         type=result.type,
         passed=result.passed,
         message=redact(result.message) or "",
+        score=result.score,
         children=[_check_record(child, redact) for child in result.children],
     )
 
@@ -195,10 +196,19 @@ def run_prompt_eval(
     )
     entered("checks", "")
     try:
-        verdict, results = run_checks(
-            checks, Response(response.text, response.output_tokens, judge.decide if judge else None)
+        seen = Response(
+            response.text,
+            response.output_tokens,
+            judge.decide if judge else None,
+            tool_calls=tuple(response.tool_calls),
+            cost=cost,
+            latency=latency,
+            input_tokens=response.input_tokens,
+            prompt=prompt,
+            workdir=workdir,
         )
-    except JudgeError as exc:
+        verdict, results = run_checks(checks, seen)
+    except (JudgeError, CheckError) as exc:
         message = redact(str(exc)) or ""
         judge_cost = judge.cost if judge else None
         update = {"outcome": "error", "message": message, "judge_cost": judge_cost}

@@ -432,7 +432,7 @@ def test_python_configurations(pytester: pytest.Pytester, xdist: list[str]) -> N
     assert all(rec(c)["outcome"] == "error" for c in messages)
     assert messages["bad-type"] == (
         "vibe_agents_app:bad_type returned int; return a str or a dict with keys "
-        "response, cost, input_tokens, output_tokens, latency"
+        "response, cost, input_tokens, output_tokens, latency, tool_calls"
     )
     assert messages["bad-keys"].startswith("vibe_agents_app:bad_keys returned a dict with keys ['text']")
     assert messages["raises"].startswith(

@@ -47,6 +47,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     runs = {(run["suite"], run["configuration"]): run for run in data["runs"]}
     assert set(runs) == {
         ("support-bot", "app"),
+        ("orders", "app"),  # checks on JSON answers, tool calls, cost, latency and python checks
         ("quiz", "quiz-json"),
         ("quiz", "quiz-text"),
         ("known-failures", "quiz-json"),
@@ -72,6 +73,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     else:
         assert "pytest-vibeeval[semantic]" in geography["capital-france"]["message"]
     assert runs["support-bot", "app"]["metrics"]["success_pct"] == 100.0
+    assert runs["orders", "app"]["metrics"]["success_pct"] == 100.0
     assert runs["support-bot", "app"]["score"] is not None
     assert runs["support-bot", "app"]["gate"]["passed"] is True
     assert runs["quiz", "quiz-json"]["metrics"]["total_cost"] > 0

@@ -450,6 +450,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         "error": "<tool_use_error>File does not exist.</tool_use_error>",
         "duration": None,
         "retry": False,
+        "args": None,  # the parsers do not record arguments
     }
     assert tools("claude") == [("Bash", True), ("Read", False), ("Edit", True)]
     # the transcript summarises them: per tool, errors by type; the rubric's tool signals use it

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from ..checks import AnyOf, Check, CheckNode, CheckRegistry
 from ..errors import Loc, Problem, did_you_mean
+from ..structural_checks import SUITE_DIR_CONTEXT
 from .yamlsource import Document, yaml_kind
 
 LEGACY_CHECK_HINT = (
@@ -83,7 +84,7 @@ def _parse_one(
         )
         return None
     try:
-        parsed = check_type.adapter.validate_python(value)
+        parsed = check_type.adapter.validate_python(value, context={SUITE_DIR_CONTEXT: doc.path.parent})
     except ValidationError as exc:
         for error in exc.errors(include_url=False):
             sub: Loc = (*loc, key, *error["loc"])

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..dotted import MISSING as _MISSING
+from ..dotted import lookup
 from ..models import OutputSpec
 from ..results import ToolCallRecord
 from .base import as_measure
-
-_MISSING = object()
 
 
 class OutputError(ValueError):
@@ -27,19 +27,6 @@ class ParsedOutput:
     output_tokens: int | None = None
     latency: float | None = None  # seconds, as the agent reported it (output.latency_ms / 1000)
     tool_calls: tuple[ToolCallRecord, ...] = ()  # read by an output.parser
-
-
-def lookup(data: Any, path: str) -> Any:
-    """Follow a dotted path (``usage.output_tokens``, ``content.0.text``); ``_MISSING`` if absent."""
-    node = data
-    for part in path.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.lstrip("-").isdigit() and -len(node) <= int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return _MISSING
-    return node
 
 
 def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:

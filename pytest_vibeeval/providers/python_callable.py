@@ -2,24 +2,28 @@
 
 The function is named ``module:function``; the suite's folder is importable. It is called as
 ``function(prompt, context)`` (or ``function(prompt)`` if it takes one argument) and returns the
-answer text or a dict with ``response`` and optionally ``cost``, ``input_tokens``, ``output_tokens``
-and ``latency`` (seconds; used instead of the measured wall time).
+answer text or a dict with ``response`` and optionally ``cost``, ``input_tokens``, ``output_tokens``,
+``latency`` (seconds; used instead of the measured wall time) and ``tool_calls`` (what the tool
+checks read: names, or ``{tool, args, success, error, duration}``).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..models import Configuration
+from ..pyimport import ImportProblem, import_target, local_module_source
+from ..results import ToolCallRecord
 from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, missing_env_reason
 
-RESULT_KEYS = ("response", "cost", "input_tokens", "output_tokens", "latency")
+RESULT_KEYS = ("response", "cost", "input_tokens", "output_tokens", "latency", "tool_calls")
+MEASURES = ("cost", "input_tokens", "output_tokens", "latency")
 WHOLE_NUMBERS = ("input_tokens", "output_tokens")
 
 
@@ -40,33 +44,12 @@ class PythonProvider:
 
     def function(self) -> Callable[..., Any]:
         if self._function is None:
-            module_name, _, attr = self.target.partition(":")
-            folder = str(self.suite_dir)
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
             try:
-                module = importlib.import_module(module_name)
-            except Exception as exc:
-                raise ProviderError(
-                    f"cannot import {module_name!r} for configuration {self.config_id!r} "
-                    f"(looked in {folder} and sys.path): {type(exc).__name__}: {exc}"
-                ) from None
-            local = local_module_source(self.suite_dir, module_name)
-            loaded = getattr(module, "__file__", None)
-            if local is not None and loaded is not None and Path(loaded).resolve() != local.resolve():
-                # Python imports a module name once per process: without this check the suite
-                # would silently be answered by another folder's module of the same name.
-                raise ProviderError(
-                    f"cannot use {module_name!r} from {local} for configuration {self.config_id!r}: "
-                    f"a different module of that name is already imported from {loaded} "
-                    "(by another suite?); give the modules distinct names"
+                self._function = import_target(
+                    self.target, self.suite_dir, f"configuration {self.config_id!r}"
                 )
-            function = getattr(module, attr, None)
-            if not callable(function):
-                raise ProviderError(
-                    f"{module_name!r} has no callable {attr!r} (configuration {self.config_id!r})"
-                )
-            self._function = function
+            except ImportProblem as exc:
+                raise ProviderError(str(exc)) from None
         return self._function
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
@@ -99,22 +82,32 @@ class PythonProvider:
                 f"'response' and may have only {', '.join(RESULT_KEYS)}"
             )
         numbers: dict[str, Any] = {}
-        for key in RESULT_KEYS[1:]:
+        for key in MEASURES:
             number = value.get(key)
             try:
                 numbers[key] = None if number is None else as_measure(number, whole=key in WHOLE_NUMBERS)
             except ValueError as exc:
                 raise ProviderError(f"{self.target} returned {key}={number!r}; expected {exc}") from None
-        return ProviderResponse(value["response"], **numbers)
+        return ProviderResponse(value["response"], **numbers, tool_calls=self._tool_calls(value))
 
-
-def local_module_source(folder: Path, module_name: str) -> Path | None:
-    """The file in the suite's folder that ``module_name`` names, if there is one."""
-    base = folder.joinpath(*module_name.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+    def _tool_calls(self, value: dict[str, Any]) -> list[ToolCallRecord]:
+        """``tool_calls``: a list of tool names or of ``{tool, args, success, error, duration}``."""
+        raw = value.get("tool_calls") or []
+        if not isinstance(raw, list):
+            raise ProviderError(f"{self.target} returned tool_calls={raw!r}; expected a list")
+        calls = []
+        for index, call in enumerate(raw):
+            try:
+                calls.append(ToolCallRecord.model_validate({"tool": call} if isinstance(call, str) else call))
+            except ValidationError as exc:
+                problem = exc.errors(include_url=False)[0]
+                where = ".".join(map(str, problem["loc"]))
+                where = f"{where}: " if where else ""
+                raise ProviderError(
+                    f"{self.target} returned tool_calls[{index}]={call!r}; expected a tool name or "
+                    f"{{tool, args, success, error, duration}} ({where}{problem['msg']})"
+                ) from None
+        return calls
 
 
 def module_name_clash(seen: dict[str, Path], target: str, folder: Path) -> str | None:

@@ -1,0 +1,134 @@
+"""``python: module:function``: a check written in Python, given the whole :class:`Response`.
+
+The function (in the suite's folder or installed) is called with the response and returns a bool,
+a 0–1 score (passing at ``threshold``, default 0.5), ``(verdict, reason)``, a dict with ``pass``
+and/or ``score`` and ``reason``, or a :class:`Verdict`. An exception in it, or a return value of
+another kind, makes the eval an error with the message, never a pass.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
+
+from .check_api import CheckError, CheckType, Response, Verdict
+from .pyimport import ImportProblem, import_target
+from .structural_checks import suite_dir
+
+TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+DEFAULT_THRESHOLD = 0.5
+RETURNS = "a bool, a 0–1 score, (verdict, reason), {pass|score, reason} or a Verdict"
+
+
+def _target(value: str) -> str:
+    if not TARGET.fullmatch(value):
+        raise ValueError(f"{value!r} is not `module:function` (e.g. `my_checks:is_polite`)")
+    return value
+
+
+Target = Annotated[str, AfterValidator(_target)]
+
+
+class PythonArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    function: Target = Field(description="`module:function`; the suite's folder is importable")
+    threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        default=DEFAULT_THRESHOLD, description="a returned score passes at or above this (0–1)"
+    )
+
+
+@dataclass(frozen=True)
+class PythonCheck:
+    """A parsed ``python`` check: its target, threshold and the suite's folder."""
+
+    function: str
+    threshold: float
+    folder: Path
+
+
+def _parse(value: str | PythonArgs, info: ValidationInfo) -> PythonCheck:
+    args = value if isinstance(value, PythonArgs) else PythonArgs(function=value)
+    return PythonCheck(args.function, args.threshold, suite_dir(info).resolve())
+
+
+PythonValue = Annotated[Target | PythonArgs, AfterValidator(_parse)]
+
+
+def _where(exc: BaseException) -> str:
+    """`` (at file:line)`` of the innermost frame, the user's code."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if len(frames) > 1 else ""
+
+
+def _score(value: Any, check: PythonCheck) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise CheckError(f"python check {check.function} returned the score {value!r}; a score is 0–1")
+    if math.isnan(value):
+        raise CheckError(f"python check {check.function} returned the score NaN")
+    return float(value)
+
+
+def interpret(value: Any, check: PythonCheck) -> Verdict:
+    """The verdict a custom check's return value means; :class:`CheckError` when it means none."""
+    name = check.function
+    if isinstance(value, Verdict):
+        return value
+    reason: Any = None
+    if isinstance(value, tuple) and len(value) == 2:
+        value, reason = value
+    elif isinstance(value, dict) and set(value) <= {"pass", "passed", "score", "reason"} and value:
+        reason = value.get("reason")
+        if "score" in value:
+            score = _score(value["score"], check)
+            passed = value.get("pass", value.get("passed", score >= check.threshold))
+            return _scored(score, passed, reason, check)
+        value = value.get("pass", value.get("passed"))
+    if reason is not None and not isinstance(reason, str):
+        raise CheckError(f"python check {name} returned the reason {reason!r}; a reason is text")
+    if isinstance(value, bool):
+        return Verdict(value, reason or f"{name} returned {value}")
+    if isinstance(value, int | float):
+        return _scored(_score(value, check), None, reason, check)
+    raise CheckError(f"python check {name} returned {value!r}; return {RETURNS}")
+
+
+def _scored(score: float, passed: Any, reason: str | None, check: PythonCheck) -> Verdict:
+    if passed is None:
+        passed = score >= check.threshold
+    if not isinstance(passed, bool):
+        raise CheckError(f"python check {check.function} returned pass={passed!r}; pass is true or false")
+    relation = ">=" if score >= check.threshold else "<"
+    text = f"score {score:.2f} {relation} threshold {check.threshold:.2f}"
+    return Verdict(passed, f"{text}: {reason}" if reason else text, score)
+
+
+def _python(check: PythonCheck, response: Response) -> Verdict:
+    try:
+        function = import_target(check.function, check.folder, "a python check")
+    except ImportProblem as exc:
+        raise CheckError(str(exc)) from None
+    try:
+        value = function(response)
+    except Exception as exc:
+        raise CheckError(
+            f"python check {check.function} raised {type(exc).__name__}: {exc}{_where(exc)}"
+        ) from None
+    return interpret(value, check)
+
+
+CUSTOM_CHECKS: tuple[CheckType, ...] = (
+    CheckType(
+        "python",
+        PythonValue,
+        _python,
+        "a Python function `module:function` decides from the whole response (answer, tool calls, "
+        "cost, latency, tokens); a 0–1 score passes at `threshold` (default 0.5)",
+        template_fields=False,
+    ),
+)

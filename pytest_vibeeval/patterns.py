@@ -1,0 +1,68 @@
+"""Patterns of `match`/`not_match`: a glob where `*` is any run of characters, or a regular expression."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# A pattern is read as a regular expression when it holds one of these; otherwise it is a glob.
+REGEX_MARKERS = re.compile(r"\.[*+?]|\\[dDwWsSb]|\[[^\]]*\w-\w[^\]]*\]|\(\?|\{\d+(,\d*)?\}|^\^|(?<!\\)\$$")
+
+
+@lru_cache(maxsize=4096)
+def is_regex_pattern(pattern: str) -> bool:
+    """Whether ``pattern`` is matched as a regular expression (see README, "Checks")."""
+    if not REGEX_MARKERS.search(pattern):
+        return False
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+@lru_cache(maxsize=4096)
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """Case-insensitive matcher of a pattern: a glob where ``*`` is any run of characters, or a regex."""
+    if is_regex_pattern(pattern):
+        source = pattern
+    else:
+        source = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.compile(source, re.IGNORECASE | re.DOTALL)
+
+
+@lru_cache(maxsize=4096)
+def _glob_parts(pattern: str) -> tuple[tuple[re.Pattern[str], int], ...]:
+    """The literal pieces between the ``*`` of a glob, each with its length."""
+    return tuple((re.compile(re.escape(part), re.IGNORECASE), len(part)) for part in pattern.split("*"))
+
+
+def _glob_matches(pattern: str, text: str) -> bool:
+    """Whole-text glob match in linear time (``.*a.*a.*b`` as a regex backtracks polynomially).
+
+    The first piece must start the text, the last end it, and the ones between are taken leftmost
+    in order; for ``*``-only globs that is exact. Case-insensitive matching keeps lengths.
+    """
+    (first, first_len), *middle, (last, last_len) = _glob_parts(pattern)
+    if first_len and first.match(text) is None:
+        return False
+    position = first_len
+    for piece, length in middle:
+        if not length:
+            continue
+        found = piece.search(text, position)
+        if found is None:
+            return False
+        position = found.end()
+    start = len(text) - last_len
+    return start >= position and (not last_len or last.match(text, start) is not None)
+
+
+def pattern_matches(pattern: str, text: str) -> bool:
+    """Whether a ``match`` pattern matches ``text``, case-insensitive. A glob must match the whole
+    text; a regex is searched for, as in vibecheck: ``^`` and ``$`` anchor it at the answer's ends."""
+    if is_regex_pattern(pattern):
+        return compile_pattern(pattern).search(text) is not None
+    if "*" in pattern:
+        return _glob_matches(pattern, text)
+    return compile_pattern(pattern).fullmatch(text) is not None

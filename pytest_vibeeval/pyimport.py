@@ -1,0 +1,51 @@
+"""Import a ``module:function`` target from a suite's folder (Python configurations, ``python`` checks)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class ImportProblem(Exception):
+    """The target cannot be imported or is not callable; the message says why."""
+
+
+def local_module_source(folder: Path, module_name: str) -> Path | None:
+    """The file in the suite's folder that ``module_name`` names, if there is one."""
+    base = folder.joinpath(*module_name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def import_target(target: str, folder: Path, used_by: str) -> Callable[..., Any]:
+    """The callable ``module:function`` names, the suite's ``folder`` importable; ``used_by`` (e.g.
+    "configuration 'app'") ends the messages of :class:`ImportProblem`."""
+    module_name, _, attr = target.partition(":")
+    where = str(folder)
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ImportProblem(
+            f"cannot import {module_name!r} for {used_by} (looked in {where} and sys.path): "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    local = local_module_source(folder, module_name)
+    loaded = getattr(module, "__file__", None)
+    if local is not None and loaded is not None and Path(loaded).resolve() != local.resolve():
+        # Python imports a module name once per process: without this check the suite would
+        # silently be answered by another folder's module of the same name.
+        raise ImportProblem(
+            f"cannot use {module_name!r} from {local} for {used_by}: a different module of that "
+            f"name is already imported from {loaded} (by another suite?); give the modules distinct names"
+        )
+    function: Callable[..., Any] | None = getattr(module, attr, None)
+    if not callable(function):
+        raise ImportProblem(f"{module_name!r} has no callable {attr!r} ({used_by})")
+    return function

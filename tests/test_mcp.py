@@ -106,6 +106,7 @@ def test_the_model_calls_the_mcp_servers_tools_over_streamable_http(
         ("mcp__tracker__list_issues", True, None)
     ]
     assert listed["tool_calls"][0]["duration"] >= 0
+    assert listed["tool_calls"][0]["args"] == {"team": "ENG"}  # so tool_called can match arguments
     # two model rounds: usage is summed over them
     assert listed["input_tokens"] == 2 * USAGE["prompt_tokens"]
     assert listed["cost"] == pytest.approx(2 * USAGE["cost"])

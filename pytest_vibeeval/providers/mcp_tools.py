@@ -243,6 +243,7 @@ async def _call(
     name = str(function.get("name") or "")
     started = time.monotonic()
     error: str | None = None
+    arguments: Any = None
     try:
         arguments = json.loads(function.get("arguments") or "{}")
         if not isinstance(arguments, dict):
@@ -266,6 +267,7 @@ async def _call(
             success=error is None,
             error=error,
             duration=round(time.monotonic() - started, 6),
+            args=arguments if isinstance(arguments, dict) else None,
         )
     )
     return {"role": "tool", "tool_call_id": str(call.get("id") or name), "content": text}

@@ -56,7 +56,7 @@ def test_relative_cli_and_config_dir_resolve_against_the_defining_file(
     assert rel["steps"][0]["argv"][0] == f"{config_dir}/bin/agent"
 
 
-def test_missing_relative_cli_skips_naming_the_resolved_path(pytester: pytest.Pytester) -> None:
+def test_a_missing_cli_path_is_an_error_naming_the_resolved_path(pytester: pytest.Pytester) -> None:
     write(
         pytester.path / "s.eval.yaml",
         """
@@ -66,9 +66,15 @@ def test_missing_relative_cli_skips_naming_the_resolved_path(pytester: pytest.Py
           gone: {cli: ./no/such/agent}
         """,
     )
-    result = run(pytester, "-rs")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines([f"*executable '{pytester.path}/no/such/agent' not found*"])
+    result = run(pytester, "--vibe-results", "r.json")
+    result.assert_outcomes(failed=1)  # a typo in a path is an error, not a skip that leaves CI green
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (record,) = load_json(pytester.path / "r.json")["runs"][0]["evals"]
+    assert record["outcome"] == "error"
+    assert record["message"] == (
+        f"configuration 'gone': executable '{pytester.path}/no/such/agent' does not exist; fix its "
+        "`cli:` path (a relative path is resolved from the file that defines the configuration)"
+    )
 
 
 @XDIST_MODES

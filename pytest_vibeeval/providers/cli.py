@@ -105,10 +105,22 @@ class CliProvider:
                 self._expand(arg)
         except MissingValue as exc:
             return str(exc)
-        if resolve_executable(self.executable, env) is None:
-            where = "not found" if "/" in self.executable else "not found on PATH"
-            return f"configuration {self.config_id!r}: executable {self.executable!r} {where}"
+        if resolve_executable(self.executable, env) is None and "/" not in self.executable:
+            # A CLI not installed here is a missing prerequisite: skip. An explicit path that is
+            # not there is a mistake in the configuration: its items error (see missing_path).
+            return f"configuration {self.config_id!r}: executable {self.executable!r} not found on PATH"
         return None
+
+    def missing_path(self) -> str | None:
+        """Why an explicit ``cli:`` path cannot run (it does not exist or is not executable): a
+        configuration error that fails its items, unlike a CLI missing from PATH, which skips."""
+        if "/" not in self.executable or resolve_executable(self.executable) is not None:
+            return None
+        what = "is not executable" if Path(self.executable).is_file() else "does not exist"
+        return (
+            f"configuration {self.config_id!r}: executable {self.executable!r} {what}; fix its `cli:` "
+            "path (a relative path is resolved from the file that defines the configuration)"
+        )
 
     def argv(self, request: PromptRequest, extra: tuple[str, ...] = ()) -> list[str]:
         """The command line; ``extra`` arguments go after the configuration's, before a prompt
@@ -138,6 +150,9 @@ class CliProvider:
         return target, handover(way, target)
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
+        broken = self.missing_path()
+        if broken:
+            raise ProviderError(broken)
         target, mcp = self.mcp_handover(request)
         try:
             argv = self.argv(request, mcp.args)

@@ -3,14 +3,19 @@ the pinned programs against the scripted server): each defect they showed, fixed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from helpers import PYTHON, XDIST_MODES, load_json, run, write
 
 from pytest_vibeeval.models import OutputSpec
 from pytest_vibeeval.providers.failure import failure_report
 from pytest_vibeeval.providers.output import OutputError
+from pytest_vibeeval.providers.parse_codex import own_sandbox_problem
 from pytest_vibeeval.providers.parsers import parse_with
+from pytest_vibeeval.results import StepRecord
+from pytest_vibeeval.workspace.steps import agent_report
 
 RECORDED = Path(__file__).parent / "samples"
 
@@ -82,3 +87,63 @@ def test_aider_cost_is_not_rounded_and_its_preamble_is_stripped() -> None:
     wrote = parse_with("aider", RECORDED / "aider/recorded/write.txt")
     assert wrote.text.startswith("I write hello.txt.")
     assert [(c.tool, c.success) for c in wrote.tool_calls] == [("edit", True)]
+
+
+def test_codex_whose_own_sandbox_cannot_run_is_named(tmp_path: Path) -> None:
+    """Recorded: codex under /tmp cannot make its sandbox helpers, exits 0, and every command fails
+    with `bwrap: execvp codex-linux-sandbox`, which it shows only to the model."""
+    stderr = RECORDED / "codex/recorded/own-sandbox-failed.stderr"
+    preset_argv = ["codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"]
+    problem = own_sandbox_problem(preset_argv, stderr)
+    assert problem is not None
+    assert problem.startswith(
+        "codex could not set up its own sandbox, so every shell command it ran failed ("
+    )
+    assert "give codex a CODEX_HOME outside /tmp" in problem
+    assert own_sandbox_problem(["codex", "exec", "--sandbox", "danger-full-access"], stderr) is None
+    quiet = tmp_path / "agent.stderr"  # a CODEX_HOME outside /tmp: no warning
+    quiet.write_text("Reading prompt from stdin...\n", encoding="utf-8")
+    assert own_sandbox_problem(preset_argv, quiet) is None
+
+
+FAKE_CODEX = """
+import sys
+sys.stdin.read()
+sys.stdout.write(open(sys.argv[-2]).read())
+sys.stderr.write(open(sys.argv[-1]).read())
+"""
+
+
+@XDIST_MODES
+def test_a_prompt_eval_of_a_codex_without_its_sandbox_is_an_error(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    recorded = RECORDED / "codex/recorded"
+    agent = write(pytester.path / "fake_codex.py", FAKE_CODEX)
+    args = [str(agent), "exec", "--json", "--sandbox", "workspace-write"]
+    args += [str(recorded / "own-sandbox-failed.jsonl"), str(recorded / "own-sandbox-failed.stderr")]
+    suite = {
+        "metadata": {"name": "s", "model": "m"},
+        "evals": [{"name": "ask", "prompt": "hi", "checks": [{"match": "*"}]}],
+        "configurations": {"codex": {"preset": "codex", "cli": PYTHON, "args": args}},
+    }
+    write(pytester.path / "s.eval.yaml", json.dumps(suite))
+    result = run(pytester, "--vibe-results", "r.json", xdist=xdist)
+    result.assert_outcomes(failed=1)
+    (record,) = load_json(pytester.path / "r.json")["runs"][0]["evals"]
+    assert record["outcome"] == "error"
+    assert record["message"].startswith("codex could not set up its own sandbox")
+
+
+def test_a_coding_eval_names_codexs_missing_sandbox_in_its_message(tmp_path: Path) -> None:
+    """The build and grade steps fail after such a run: the note says why."""
+    recorded = RECORDED / "codex/recorded"
+    log = tmp_path / "00-agent-codex.stdout"
+    log.write_bytes((recorded / "own-sandbox-failed.jsonl").read_bytes())
+    log.with_suffix(".stderr").write_bytes((recorded / "own-sandbox-failed.stderr").read_bytes())
+    argv = ["codex", "exec", "--json", "--sandbox", "workspace-write"]
+    step = StepRecord(phase="agent", name="codex", argv=argv, cwd=str(tmp_path), exit_code=0,
+                      duration=1.0, timed_out=False, log=str(log))  # fmt: skip
+    fields, note = agent_report([step], OutputSpec(parser="codex"), 1_000_000)
+    assert fields == {} and note is not None
+    assert note.startswith("codex could not set up its own sandbox")

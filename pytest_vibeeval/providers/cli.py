@@ -27,6 +27,7 @@ from .cli_mcp import (
 from .failure import failure_report
 from .mcp_tools import McpTarget
 from .output import OutputError
+from .parse_codex import own_sandbox_problem
 from .parsers import Parser, parse_agent_output
 
 CONFIG_DIR = "${CONFIG_DIR}"
@@ -204,6 +205,10 @@ class CliProvider:
                 f"({self.config.max_output_bytes}); raise it in the configuration if that is expected",
                 [step],
             )
+        if self.config.output.parser == "codex":
+            problem = own_sandbox_problem(argv, result.stderr_path)
+            if problem:  # codex exited 0, but none of its commands could run: nothing was measured
+                raise ProviderError(problem, [step])
         try:
             parsed = parse_agent_output(result.stdout_path, self.config.output, self.parsers)
         except OutputError as exc:

@@ -92,3 +92,30 @@ def parse_codex(path: Path) -> ParsedOutput:
         output_tokens=checked_total(outputs, "usage.output_tokens"),
         tool_calls=tuple(calls.records),
     )
+
+
+# codex's stderr when it cannot set up the helpers its own sandbox runs commands through.
+NO_SANDBOX_HELPERS = "could not create PATH aliases"
+STDERR_PEEK_BYTES = 65536
+
+
+def own_sandbox_problem(argv: list[str], stderr: Path) -> str | None:
+    """Why codex's own sandbox could not run commands in this run, or None. codex then exits 0
+    and shows the failure (``bwrap: execvp codex-linux-sandbox``) only to the model: every shell
+    command fails. Its sandbox is used unless ``--sandbox danger-full-access`` is given."""
+    mode = next((argv[i + 1] for i in range(len(argv) - 1) if argv[i] == "--sandbox"), None)
+    if mode == "danger-full-access" or "--dangerously-bypass-approvals-and-sandbox" in argv:
+        return None
+    try:
+        with stderr.open("rb") as handle:
+            head = handle.read(STDERR_PEEK_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    line = next((text for text in head.splitlines() if NO_SANDBOX_HELPERS in text), None)
+    if line is None:
+        return None
+    return (
+        f"codex could not set up its own sandbox, so every shell command it ran failed ({shorten(line)}); "
+        "give codex a CODEX_HOME outside /tmp, or turn its sandbox off inside one you trust: "
+        "args `--sandbox danger-full-access` (see README, codex and sandboxes)"
+    )

@@ -19,6 +19,7 @@ from ..loading.runner_config import ResolvedEval
 from ..models import CommandDefinition, OutputSpec
 from ..process import CommandNotFound, run_command, tail_lines
 from ..providers.output import OutputError
+from ..providers.parse_codex import own_sandbox_problem
 from ..providers.parsers import Parser, parse_agent_output
 from ..results import EvalRecord, StepRecord, SubtaskModule
 from ..runner import ItemVerdict
@@ -64,7 +65,12 @@ def agent_report(
     """What a coding agent reported on stdout, read as its configuration's ``output`` says (an
     agent preset's parser, JSON paths): EvalRecord fields (response, cost, tokens, tool calls),
     and a note when the output could not be read. Plain-text agents report nothing."""
-    log = next((Path(step.log) for step in steps if step.phase == "agent" and step.log), None)
+    agent = next((step for step in steps if step.phase == "agent" and step.log), None)
+    log = Path(agent.log) if agent is not None and agent.log else None
+    if agent is not None and log is not None and output.parser == "codex":
+        problem = own_sandbox_problem(agent.argv, log.with_suffix(".stderr"))
+        if problem:  # the build and grade steps will fail: say why
+            return {}, problem
     if log is None or (output.format == "text" and not output.parser):
         return {}, None
     try:

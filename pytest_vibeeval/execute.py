@@ -179,7 +179,9 @@ def run_workspace_item(
     record = with_agent_report(record, configuration, redact, durations, kept, state.extensions.parsers)
     record = record.model_copy(update={"repeat": item.plan.info.repeat})
     record = assess(record, configuration, vibe_workspace, evaluation.rubric, True, redact)
-    if verdict.outcome != "passed":
+    if record.outcome == "error" and verdict.outcome != "error":  # the agent reported its run failed
+        verdict = ItemVerdict("error", record.message)
+    elif verdict.outcome != "passed":
         verdict = ItemVerdict(verdict.outcome, record.message or verdict.outcome)
     finish(item, record, verdict)
 

@@ -144,6 +144,53 @@ def test_a_coding_eval_names_codexs_missing_sandbox_in_its_message(tmp_path: Pat
     argv = ["codex", "exec", "--json", "--sandbox", "workspace-write"]
     step = StepRecord(phase="agent", name="codex", argv=argv, cwd=str(tmp_path), exit_code=0,
                       duration=1.0, timed_out=False, log=str(log))  # fmt: skip
-    fields, note = agent_report([step], OutputSpec(parser="codex"), 1_000_000)
-    assert fields == {} and note is not None
-    assert note.startswith("codex could not set up its own sandbox")
+    report = agent_report([step], OutputSpec(parser="codex"), 1_000_000)
+    assert report.fields == {} and report.failed and report.note is not None
+    assert report.note.startswith("codex could not set up its own sandbox")
+
+
+PRINT_RECORDED = """
+import sys
+sys.stdout.write(open(sys.argv[1], encoding="utf-8").read())
+"""
+
+
+@XDIST_MODES
+def test_a_coding_eval_whose_agent_reported_an_api_error_is_an_error_naming_it(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """aider exits 0 on a 401: even with steps that pass, the item is an error saying why."""
+    agent = write(pytester.path / "print_recorded.py", PRINT_RECORDED)
+    write(pytester.path / "problem" / "app.py", "print('unsolved')\n")
+    (pytester.path / "grading").mkdir()
+    suite = {
+        "metadata": {"name": "code", "model": "m"},
+        "evals": [
+            {
+                "name": "fix",
+                "prompt": "fix it",
+                "workspace": "problem",
+                "grading": "grading",
+                "build_steps": ["ok"],
+                "grade_steps": ["ok"],
+            }
+        ],
+        "configurations": {
+            "aider": {
+                "preset": "aider",
+                "cli": PYTHON,
+                "args": [str(agent), str(RECORDED / "aider/recorded/unauthorized.txt")],
+                "prompt_via": "stdin",
+            }
+        },
+        "commands": {"ok": {"command": PYTHON, "args": ["-c", "pass"]}},
+    }
+    write(pytester.path / "code.eval.yaml", json.dumps(suite))
+    result = run(pytester, "--vibe-results", "r.json", "--vibe-sandbox", "none", xdist=xdist)
+    result.assert_outcomes(failed=1)
+    (record,) = load_json(pytester.path / "r.json")["runs"][0]["evals"]
+    assert record["outcome"] == "error"
+    assert record["message"].startswith(
+        "the agent reported its run failed: output.parser 'aider': aider reported an API error: "
+        "litellm.AuthenticationError"
+    )

@@ -16,7 +16,12 @@ from .base import as_measure
 
 
 class OutputError(ValueError):
-    """The output does not have the shape the configuration says it has."""
+    """The output does not have the shape the configuration says it has, or (``agent_reported``)
+    it says the agent's run failed."""
+
+    def __init__(self, message: str, agent_reported: bool = False) -> None:
+        super().__init__(message)
+        self.agent_reported = agent_reported
 
 
 @dataclass(frozen=True)

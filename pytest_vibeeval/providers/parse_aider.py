@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..results import ToolCallRecord
 from .output import ParsedOutput
-from .parsing import Malformed, shorten
+from .parsing import AgentReported, shorten
 
 # --- aider: `aider --message ...` (text) --------------------------------------------------------
 
@@ -103,7 +103,7 @@ def parse_aider(path: Path) -> ParsedOutput:
             calls[-1] = calls[-1].model_copy(update={"error": line.strip()})  # why it did not conform
         kept.append(line)
     if error is not None:
-        raise Malformed(f"aider reported an API error: {shorten(error)}")
+        raise AgentReported(f"aider reported an API error: {shorten(error)}")
     return ParsedOutput(
         text="\n".join(kept).strip("\n"),
         cost=round(sum(costs), 10) if costs else None,

@@ -7,6 +7,7 @@ from typing import Any
 
 from .output import ParsedOutput
 from .parsing import (
+    AgentReported,
     Malformed,
     ToolCalls,
     as_dict,
@@ -34,10 +35,10 @@ def _raise_reported_error(result: dict[str, Any]) -> None:
     detail = result.get("result") or result.get("errors") or ""
     said = f": {shorten(text_of(detail))}" if detail else ""
     if status is not None:
-        raise Malformed(f"the model API answered with status {status}{said}")
+        raise AgentReported(f"the model API answered with status {status}{said}")
     turns = result.get("num_turns")
     ended = subtype if subtype not in (None, "success") else "an error"
-    raise Malformed(
+    raise AgentReported(
         f"the run ended with {ended}" + (f" after {turns} turns" if isinstance(turns, int) else "") + said
     )
 

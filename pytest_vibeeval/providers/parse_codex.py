@@ -6,7 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from .output import ParsedOutput
-from .parsing import Malformed, ToolCalls, as_dict, checked_total, json_events, no_final, shorten
+from .parsing import (
+    AgentReported,
+    Malformed,
+    ToolCalls,
+    as_dict,
+    checked_total,
+    json_events,
+    no_final,
+    shorten,
+)
 
 # --- Codex: `codex exec --json` ----------------------------------------------------------------
 
@@ -79,10 +88,10 @@ def parse_codex(path: Path) -> ParsedOutput:
         elif kind == "error" and failure is None:  # also sent for retries the turn may survive
             stream_error = f"error: {event.get('message') or 'no message'}"
     if failure is not None:
-        raise Malformed(f"codex reported {shorten(failure)}")
+        raise AgentReported(f"codex reported {shorten(failure)}")
     if turns == 0:
         if stream_error is not None:
-            raise Malformed(f"codex reported {shorten(stream_error)} and no turn completed")
+            raise AgentReported(f"codex reported {shorten(stream_error)} and no turn completed")
         raise no_final("`turn.completed` event", seen)
     if response is None:
         raise Malformed("the turn completed without an `agent_message` item: there is no response")

@@ -10,6 +10,7 @@ from typing import Any
 from ..results import ToolCallRecord
 from .output import ParsedOutput
 from .parsing import (
+    AgentReported,
     Malformed,
     ToolCalls,
     as_dict,
@@ -64,11 +65,11 @@ def _gemini_stream(path: Path) -> ParsedOutput:
             result = event
     if result is None:
         if last_error is not None:
-            raise Malformed(f"the run reported an error and no `result` event: {shorten(last_error)}")
+            raise AgentReported(f"the run reported an error and no `result` event: {shorten(last_error)}")
         raise no_final("`result` event", seen)
     if result.get("status") == "error":
         message = as_dict(result.get("error")).get("message") or "no message"
-        raise Malformed(f"the run ended with an error: {shorten(str(message))}")
+        raise AgentReported(f"the run ended with an error: {shorten(str(message))}")
     stats = as_dict(result.get("stats"))
     duration = checked_number(stats.get("duration_ms"), "stats.duration_ms")
     return ParsedOutput(

@@ -21,7 +21,7 @@ from .parse_aider import parse_aider
 from .parse_claude import parse_claude_code
 from .parse_codex import parse_codex
 from .parse_gemini import parse_gemini
-from .parsing import Malformed
+from .parsing import AgentReported, Malformed
 
 Parser = Callable[[Path], ParsedOutput]
 
@@ -42,7 +42,7 @@ def parse_with(name: str, path: Path, parsers: Mapping[str, Parser] | None = Non
     try:
         return (BUILTIN_PARSERS if parsers is None else parsers)[name](path)
     except Malformed as exc:
-        raise OutputError(f"output.parser {name!r}: {exc}") from None
+        raise OutputError(f"output.parser {name!r}: {exc}", isinstance(exc, AgentReported)) from None
 
 
 def parse_agent_output(

@@ -18,6 +18,11 @@ class Malformed(ValueError):
     """The output does not have the shape the parser expects; the message says where and why."""
 
 
+class AgentReported(Malformed):
+    """Output of the right shape in which the agent reports that its run failed (an API error, a
+    failed turn): the item is an error with that cause, whatever its steps did."""
+
+
 # --- shared helpers -------------------------------------------------------------------------
 
 

@@ -73,9 +73,13 @@ def with_agent_report(
     parsers: Mapping[str, Parser] | None = None,
 ) -> EvalRecord:
     """``record`` with what the agent reported (response, cost, tokens, tool calls) read with its
-    configuration's output parser, redacted; a parser's note joins the message."""
-    reported, note = agent_report(record.steps, configuration.output, configuration.max_output_bytes, parsers)
-    message = redact("\n".join(part for part in (record.message, note) if part) or None)
+    configuration's output parser, redacted; a parser's note joins the message. When the agent
+    reported that its run failed (an API error), the item is an error and that comes first: the
+    steps that failed after it are its consequence."""
+    report = agent_report(record.steps, configuration.output, configuration.max_output_bytes, parsers)
+    reported, note = report.fields, report.note
+    parts = (note, record.message) if report.failed else (record.message, note)
+    message = redact("\n".join(part for part in parts if part) or None)
     if reported:
         reported["response"] = redact(reported["response"])
         reported["tool_calls"] = [
@@ -83,6 +87,7 @@ def with_agent_report(
         ]
     update: dict[str, Any] = {
         **reported,
+        **({"outcome": "error"} if report.failed else {}),
         "message": message,
         "steps": redact_steps(record.steps, redact),
         "phase_durations": phase_durations,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..loading.eval_root import Layout
 from ..loading.runner_config import ResolvedEval
@@ -56,33 +56,46 @@ class AgentCommand:
     hidden: tuple[Path, ...] = ()  # folders it must not see (the hidden tests)
 
 
+class AgentReport(NamedTuple):
+    """What a coding agent's stdout gave: EvalRecord fields, a note when it could not be read, and
+    whether the agent itself reported that its run failed (an API error: the note says which)."""
+
+    fields: dict[str, Any]
+    note: str | None = None
+    failed: bool = False
+
+
 def agent_report(
     steps: Sequence[StepRecord],
     output: OutputSpec,
     max_bytes: int,
     parsers: Mapping[str, Parser] | None = None,
-) -> tuple[dict[str, Any], str | None]:
+) -> AgentReport:
     """What a coding agent reported on stdout, read as its configuration's ``output`` says (an
-    agent preset's parser, JSON paths): EvalRecord fields (response, cost, tokens, tool calls),
-    and a note when the output could not be read. Plain-text agents report nothing."""
+    agent preset's parser, JSON paths): response, cost, tokens, tool calls, or why not. Plain-text
+    agents report nothing."""
     agent = next((step for step in steps if step.phase == "agent" and step.log), None)
     log = Path(agent.log) if agent is not None and agent.log else None
     if agent is not None and log is not None and output.parser == "codex":
         problem = own_sandbox_problem(agent.argv, log.with_suffix(".stderr"))
         if problem:  # the build and grade steps will fail: say why
-            return {}, problem
+            return AgentReport({}, problem, failed=True)
     if log is None or (output.format == "text" and not output.parser):
-        return {}, None
+        return AgentReport({})
     try:
         size = log.stat().st_size
     except OSError:
-        return {}, None
+        return AgentReport({})
     if size > max_bytes:
-        return {}, f"agent output not read: {size} bytes, more than max_output_bytes ({max_bytes})"
+        return AgentReport(
+            {}, f"agent output not read: {size} bytes, more than max_output_bytes ({max_bytes})"
+        )
     try:
         parsed = parse_agent_output(log, output, parsers)
     except OutputError as exc:
-        return {}, f"agent output not read: {exc}"
+        if exc.agent_reported:
+            return AgentReport({}, f"the agent reported its run failed: {exc}", failed=True)
+        return AgentReport({}, f"agent output not read: {exc}")
     fields: dict[str, Any] = {
         "response": parsed.text,
         "cost": parsed.cost,
@@ -91,7 +104,7 @@ def agent_report(
         "output_tokens": parsed.output_tokens,
         "tool_calls": list(parsed.tool_calls),
     }
-    return fields, None
+    return AgentReport(fields)
 
 
 def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, workspace: Path) -> Path:

@@ -38,7 +38,7 @@ def _raise_reported_error(result: dict[str, Any]) -> None:
         raise AgentReported(f"the model API answered with status {status}{said}")
     turns = result.get("num_turns")
     ended = subtype if subtype not in (None, "success") else "an error"
-    raise AgentReported(
+    raise Malformed(  # e.g. error_max_turns: the work may be done; its steps decide a coding eval
         f"the run ended with {ended}" + (f" after {turns} turns" if isinstance(turns, int) else "") + said
     )
 

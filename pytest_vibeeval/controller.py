@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from .errors import terminal_safe
 from .execute import session_sandbox
 from .itemhooks import SOURCE_SUFFIXES, SUITE_SUFFIXES, USAGE_ERROR_OUTPUT, YAML_SUFFIXES
 from .items import get_state, rootdir_relative
@@ -120,7 +121,22 @@ class ControllerSession:
         if self.config.option.collectonly:
             return  # nothing ran: no results to write
         stopped = stop_reason(session)
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and stopped is None
+        signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
+        interrupted = (exitstatus == pytest.ExitCode.INTERRUPTED or signalled is not None) and stopped is None
+        if interrupted:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+            if signalled is not None:
+                self.notes.append(
+                    f"interrupted by {signalled}: the results of the evals that finished are kept"
+                )
+        try:
+            self._finish(session, interrupted, stopped)
+        finally:
+            state.interrupts.release()
+
+    def _finish(self, session: pytest.Session, interrupted: bool, stopped: str | None) -> None:
+        """Build and write the results, run the writers, gates and baseline (see sessionfinish)."""
+        state = self.state
         runs = state.aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
         results = build_results(
@@ -255,7 +271,7 @@ class ControllerSession:
                 + ", ".join(state.load_errors)
             )
         breakdown = config.get_verbosity() >= 1 or state.settings.breakdown
-        for line in summary_lines(state.runs, breakdown):
+        for line in map(terminal_safe, summary_lines(state.runs, breakdown)):  # agents' text, escaped
             if line.startswith("GATE FAILED: "):
                 terminalreporter.write_line(line, red=True, bold=True)
             else:

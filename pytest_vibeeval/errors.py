@@ -30,6 +30,12 @@ def escaped(text: str) -> str:
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` for a terminal: its lines kept, every other character a terminal would act on (ANSI
+    and OSC escape sequences, NUL, bidi controls) escaped as :func:`escaped` does."""
+    return "\n".join(escaped(line) for line in text.split("\n"))
+
+
 def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate closest to ``word``, when one is close enough, else None."""
     matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)

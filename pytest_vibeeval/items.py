@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from .errors import terminal_safe
 from .models import Configuration
 from .phases import PhaseTracker
 from .plan import EvalPlan, WorkspaceWork
@@ -117,7 +118,7 @@ class EvalItem(pytest.Function):
         record = self.reused.model_copy(update={"nodeid": self.nodeid})  # e.g. now with an @group
         self.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
         if record.outcome != "passed":
-            pytest.fail(record.message or record.outcome, pytrace=False)
+            pytest.fail(terminal_safe(record.message or record.outcome), pytrace=False)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, self.plan.line - 1 if self.plan.line else None, self.name
@@ -130,10 +131,10 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     state.budget.add(record.cost)
     record = record.model_copy(update={"xfail": item.plan.expected_failure is not None})
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
-    if verdict.outcome == "skipped":
-        pytest.skip(verdict.message or "skipped")
+    if verdict.outcome == "skipped":  # what an agent printed never reaches the terminal raw
+        pytest.skip(terminal_safe(verdict.message or "skipped"))
     if verdict.outcome != "passed":
-        pytest.fail(verdict.message or verdict.outcome, pytrace=False)
+        pytest.fail(terminal_safe(verdict.message or verdict.outcome), pytrace=False)
 
 
 def phases_of(item: pytest.Item) -> PhaseTracker | None:

@@ -70,6 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except SandboxUnavailable as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
+    state.interrupts.install()  # SIGTERM as Ctrl-C; see interrupts
     config.pluginmanager.register(CollectionHooks(config), "vibeeval-collection")
     if workerinput is None:
         config.pluginmanager.register(ControllerSession(config), "vibeeval-controller")
@@ -91,6 +92,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
+    if state is not None and not hasattr(config, "workerinput"):
+        # an xdist worker keeps holding a second Ctrl-C until it exits: one arriving in execnet's
+        # shutdown would crash it with a traceback and make the controller wait for it
+        state.interrupts.uninstall()
     if state is not None and state.lock_dir is not None and state.owns_lock_dir:
         shutil.rmtree(state.lock_dir, ignore_errors=True)
 

@@ -20,11 +20,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .bounded_read import UnreadableFile, read_bounded
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
 from .results import ToolCallRecord
 
 FORMAT = 1
+MAX_RECORDING_BYTES = 256 * 2**20  # a stored answer is at most max_output_bytes of text, and its tool calls
 
 
 def answer_key(config_id: str, model: str, system_prompt: str | None, prompt: str, repeat: int = 0) -> str:
@@ -76,11 +78,14 @@ class Store:
         key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat)
         path = self.path_for(config_id, key)
         try:
-            entry: Any = json.loads(path.read_text(encoding="utf-8"))
+            entry: Any = json.loads(read_bounded(path, MAX_RECORDING_BYTES).decode("utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
+        except (UnreadableFile, OSError, ValueError) as exc:
             raise ProviderError(f"recorded answer {path} is unreadable: {exc}") from None
+        problem = _entry_problem(entry)
+        if problem:
+            raise ProviderError(f"recorded answer {path} is not a stored answer: {problem}")
         try:
             return ProviderResponse(
                 entry["response"],
@@ -88,10 +93,25 @@ class Store:
                 entry.get("input_tokens"),
                 entry.get("output_tokens"),
                 latency=entry.get("latency"),
-                tool_calls=[ToolCallRecord.model_validate(call) for call in entry.get("tool_calls", [])],
+                tool_calls=[ToolCallRecord.model_validate(call) for call in entry.get("tool_calls") or []],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ProviderError(f"recorded answer {path} is not a stored answer: {exc}") from None
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """What makes ``entry`` no stored answer (a value of the wrong type), or None."""
+    if not isinstance(entry, dict):
+        return f"expected a JSON object, found {type(entry).__name__}"
+    if not isinstance(entry.get("response"), str):
+        return f"`response` must be text, not {json.dumps(entry.get('response'))[:40]}"
+    for key in ("cost", "latency", "input_tokens", "output_tokens"):
+        value = entry.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
+    if not isinstance(entry.get("tool_calls") or [], list):
+        return "`tool_calls` must be a list"
+    return None
 
 
 class RecordingProvider:

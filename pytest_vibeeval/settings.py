@@ -10,7 +10,7 @@ import pytest
 
 from .loading.configurations import parse_selection
 from .loading.templates import parse_assignments
-from .report.resultsfile import DEFAULT_HISTORY
+from .report.resultsfile import DEFAULT_HISTORY, unwritable_reason
 from .workspace.sandbox import SANDBOX_MODES, SandboxMode
 from .workspace.subtasks import DEFAULT_SUBTASK_GLOBS
 
@@ -76,6 +76,10 @@ class Settings:
         if baseline is None and fail_on_regression:
             raise pytest.UsageError("--vibe-fail-on-regression needs --vibe-baseline PATH|latest")
         html = _text(config, "vibe_html")
+        for option, value in (("--vibe-results", _text(config, "vibe_results")), ("--vibe-html", html)):
+            problem = unwritable_reason(Path(value).absolute()) if value else None
+            if problem:  # found now, not after the whole run
+                raise pytest.UsageError(f"{option}: {problem}")
         return cls(
             evals=parse_selection(_text(config, "vibe_eval")),
             configs=parse_selection(_text(config, "vibe_config")),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .budget import Budget
 from .extensions import Extensions
+from .interrupts import InterruptWatch
 from .loading.configurations import ConfigFileCache
 from .loading.templates import Renderer
 from .providers.pool import ProviderPool
@@ -69,6 +70,7 @@ class VibeState:
     baseline_path: str | None = None
     baseline_missing: list[str] = field(default_factory=list)  # its runs this session did not have
     resume: ResumeIndex | None = None  # --vibe-resume: finished records of an earlier run
+    interrupts: InterruptWatch = field(default_factory=InterruptWatch)  # SIGINT/SIGTERM seen
 
     def __post_init__(self) -> None:
         self.config_files = ConfigFileCache(self.extensions)

@@ -87,7 +87,8 @@ def run_of(results: dict[str, Any], configuration: str, suite: str | None = None
         if r["configuration"] == configuration and (suite is None or r["suite"] == suite)
     ]
     assert len(found) == 1, f"expected one run of {configuration!r}, found {len(found)}"
-    return found[0]
+    run: dict[str, Any] = found[0]
+    return run
 
 
 _VARIABLE = "<varies>"
@@ -207,11 +208,13 @@ def interrupt_when(
     *args: str,
     deadline_s: float = 60,
     after_lines: tuple[tuple[str, ...], ...] = (),
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT,),
 ) -> tuple[int, str]:
     """Run pytest in a subprocess and press Ctrl-C (SIGINT to its process group, as a terminal does)
     once ``marker`` exists, i.e. once an agent has started, and pytest has printed, for each of
     ``after_lines``, a line holding all its fragments (e.g. an item's id and ``PASSED``: it must have
-    finished); its exit code and output."""
+    finished); its exit code and output. ``signals``: what is sent to the group instead, one after
+    the other (SIGTERM as a CI system's cancel does, two SIGINTs as an impatient user does)."""
     proc = subprocess.Popen(
         [PYTHON, "-m", "pytest", *FAST_ARGS, *args],
         cwd=pytester.path,
@@ -239,7 +242,8 @@ def interrupt_when(
             if time.monotonic() - started > deadline_s:
                 raise AssertionError(f"{marker} never appeared")
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
+        for sent in signals:
+            os.killpg(proc.pid, sent)
         rest, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

@@ -88,6 +88,11 @@ class HttpProvider:
         else:
             self.key_env = OPENROUTER_KEY_ENV if self.openrouter else None
         self.timeout_s = config.timeout_s if config is not None else 300.0
+        self.max_bytes: int = (
+            config.max_output_bytes
+            if config is not None
+            else Configuration.model_fields["max_output_bytes"].default
+        )
         self.slots = None
         if spec.max_concurrency is not None and lock_dir is not None:
             self.slots = Slots(lock_dir, f"http-{config_id}", spec.max_concurrency)
@@ -169,29 +174,63 @@ class HttpProvider:
         for attempt in range(attempts):
             wait: float | None = None
             try:
-                response = self.client().post(url, json=body, headers=self._headers())
+                response = self._fetch(url, body)
             except httpx.InvalidURL as exc:  # a malformed base_url: no retry can help
                 raise ProviderError(f"invalid URL {url!r}: {exc}; check `http.base_url`") from None
             except httpx.TimeoutException:
                 problem = f"no answer from {url} within {self.timeout_s:g} s"
+            except _DeadlinePassed as exc:
+                problem = (
+                    f"no answer from {exc.url} within {self.timeout_s:g} s: its body was still arriving "
+                    "(the timeout covers the whole answer)"
+                )
             except httpx.TransportError as exc:
                 problem = f"cannot reach {url}: {type(exc).__name__}: {exc}"
             else:
+                answered = str(response.url)  # after redirects: the URL that answered
                 if response.is_success:
                     try:
                         return response.json()
                     except (json.JSONDecodeError, UnicodeDecodeError):
                         raise ProviderError(
-                            f"{url} answered {response.status_code} with a body that is not JSON: "
+                            f"{answered} answered {response.status_code} with a body that is not JSON: "
                             f"{_excerpt(response.text)!r}"
                         ) from None
                 if response.status_code not in RETRY_STATUSES:
-                    raise ProviderError(self._http_error(url, response, body))
-                problem = self._http_error(url, response, body)
+                    raise ProviderError(self._http_error(answered, response, body))
+                problem = self._http_error(answered, response, body)
                 wait = retry_after_seconds(response.headers.get("Retry-After"))
             if attempt + 1 < attempts:
                 self.sleep(wait if wait is not None else backoff_seconds(attempt))
         raise ProviderError(f"{problem} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})")
+
+    def _fetch(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        """POST and read the whole answer within ``timeout`` (a total deadline, not one per read: a
+        body trickling in is cut off) and at most ``max_output_bytes``; ProviderError when larger."""
+        deadline = time.monotonic() + self.timeout_s
+        with self.client().stream("POST", url, json=body, headers=self._headers()) as response:
+            answered = str(response.url)
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                raise ProviderError(self._too_large(answered, f"announced {declared} bytes"))
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():  # decoded: a gzip bomb meets the cap too
+                size += len(chunk)
+                if size > self.max_bytes:
+                    raise ProviderError(self._too_large(answered, f"sent more than {self.max_bytes} bytes"))
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise _DeadlinePassed(answered)
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() != "content-encoding"]
+        return httpx.Response(
+            response.status_code, headers=headers, content=b"".join(chunks), request=response.request
+        )
+
+    def _too_large(self, url: str, what: str) -> str:
+        return (
+            f"{url} {what}, more than max_output_bytes ({self.max_bytes}); raise `max_output_bytes` in "
+            f"configuration {self.config_id!r} if an answer that large is expected"
+        )
 
     def _http_error(self, url: str, response: httpx.Response, body: dict[str, Any]) -> str:
         status = response.status_code
@@ -210,6 +249,14 @@ class HttpProvider:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+class _DeadlinePassed(Exception):
+    """The answer did not arrive completely within the configuration's timeout."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
 
 
 def _server_message(response: httpx.Response) -> str:

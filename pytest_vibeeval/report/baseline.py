@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from ..bounded_read import UnreadableFile, read_bounded
 from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
 from .format import run_title, score
 from .resultsfile import DEFAULT_DIR
@@ -25,6 +26,7 @@ SIGNIFICANT = 5.0  # delta above this: significant_improvement
 EXPLORATION_FLOOR = -3.0  # delta above this (and at most 0): exploration; at or below: regression
 DELTA_DIGITS = 9  # deltas are rounded to this many decimals, so 85.1 - 80.1 is exactly 5
 SHOWN_ERRORS = 3  # validation errors quoted in a BaselineError
+MAX_RESULTS_BYTES = 1024 * 2**20  # a results file read as a baseline or to resume
 
 
 class BaselineError(Exception):
@@ -82,13 +84,13 @@ def _validation_message(error: ValidationError) -> str:
 def load_baseline(path: Path) -> ResultsFile:
     """Read a results file; BaselineError when it is missing, not JSON, not a results file or too new."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_RESULTS_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise BaselineError(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
         raise BaselineError(f"{path}: not JSON (not UTF-8 text: {exc.reason})") from None
-    except OSError as exc:
-        raise BaselineError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnreadableFile as exc:
+        raise BaselineError(f"{path}: {exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

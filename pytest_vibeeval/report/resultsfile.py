@@ -34,6 +34,22 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def unwritable_reason(path: Path) -> str | None:
+    """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, no
+    write permission), or None; checked before a run, so that its results are not lost at the end."""
+    if path.is_dir():
+        return f"{path} is a folder; name a file in it, e.g. {path / 'results.json'}"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the folders write_atomic would create
+    if not folder.is_dir():
+        return f"{folder} is not a folder, so {path} cannot be created"
+    target = path if path.exists() else folder
+    if not os.access(target, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK):
+        return f"{target} is not writable"
+    return None
+
+
 def build_results(
     runs: Sequence[RunRecord],
     started_at: str,

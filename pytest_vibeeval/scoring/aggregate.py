@@ -88,6 +88,9 @@ class Aggregator:
                 outcome="skipped",
                 repeat=info.repeat,
             )
+            if interrupted and item.failed_phase and item.failed_phase not in _PHASES:
+                # its worker went down with the session (a second Ctrl-C): cut short, not a failure
+                return record.model_copy(update={"message": "not finished: the session was interrupted"})
             if item.failed_phase:
                 phase = f" ({item.failed_phase} failed)" if item.failed_phase in _PHASES else ""
                 return record.model_copy(

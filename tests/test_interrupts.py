@@ -1,0 +1,89 @@
+"""SIGTERM (a CI system's cancel) ends a run as Ctrl-C does, serially and under xdist: the results of
+what finished are written with ``"interrupted": true``, the items cut short are skipped "not
+finished", and the run never becomes ``latest.json`` nor a history line. Two Ctrl-Cs in a row do
+the same: never a complete-looking run scored over the few evals that finished."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import pytest
+from helpers import XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, write
+
+SLOW_AGENT = """
+import pathlib, sys, time
+prompt = sys.stdin.read()
+if prompt == "slow":
+    pathlib.Path(sys.argv[1]).write_text("started")
+    time.sleep(120)
+print(prompt)
+"""
+
+CUT = ("skipped", "not finished: the session was interrupted")
+
+
+def interrupted_run(
+    pytester: pytest.Pytester, xdist: list[str], signals: tuple[signal.Signals, ...]
+) -> tuple[int, str]:
+    """A suite of two quick evals and a slow one, sent ``signals`` once both quick ones passed and
+    the slow one's agent started; its exit code and output."""
+    agent = write(pytester.path / "agent.py", SLOW_AGENT)
+    started = pytester.path / "started"
+    write(
+        pytester.path / "int.eval.yaml",
+        f"""
+        metadata: {{name: int, model: m}}
+        configurations:
+          agent: {{cli: "{sys.executable}", args: ["{agent}", "{started}"]}}
+        evals:
+          - {{name: a, prompt: quick, checks: [{{match: "*quick*"}}]}}
+          - {{name: b, prompt: quick, checks: [{{match: "*quick*"}}]}}
+          - {{name: z-slow, prompt: slow, checks: [{{match: "*slow*"}}]}}
+        """,
+    )
+    return interrupt_when(
+        pytester,
+        started,
+        *xdist,
+        "-v",
+        "-p",
+        "no:randomly",
+        after_lines=(("int.eval.yaml::a[agent]", "PASSED"), ("int.eval.yaml::b[agent]", "PASSED")),
+        signals=signals,
+    )
+
+
+def assert_kept_as_partial(pytester: pytest.Pytester, returncode: int, output: str) -> None:
+    """Finished results kept in a stamped file marked interrupted; no latest.json, no history."""
+    assert returncode == pytest.ExitCode.INTERRUPTED, output
+    folder = pytester.path / ".vibeeval" / "results"
+    files = list(folder.glob("2*.json"))
+    assert len(files) == 1, output
+    data = load_json(files[0])
+    assert data["interrupted"] is True, output
+    assert data["stopped_early"] == "interrupted"
+    records = evals_by_nodeid(data)
+    assert records["int.eval.yaml::a[agent]"]["outcome"] == "passed", output
+    assert records["int.eval.yaml::b[agent]"]["outcome"] == "passed", output
+    cut = records["int.eval.yaml::z-slow[agent]"]
+    assert (cut["outcome"], cut["message"]) == CUT, output
+    assert not (folder / "latest.json").exists(), output
+    assert not (pytester.path / ".vibeeval" / "history.jsonl").exists(), output
+    assert "Run Summary" in output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+
+
+@XDIST_MODES
+def test_sigterm_ends_the_run_as_ctrl_c_does(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    returncode, output = interrupted_run(pytester, xdist, (signal.SIGTERM,))
+    assert_kept_as_partial(pytester, returncode, output)
+    assert "SIGTERM" in output  # the summary says what ended the run
+
+
+@XDIST_MODES
+def test_two_ctrl_cs_still_give_an_interrupted_partial_run(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    returncode, output = interrupted_run(pytester, xdist, (signal.SIGINT, signal.SIGINT))
+    assert_kept_as_partial(pytester, returncode, output)

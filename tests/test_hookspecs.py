@@ -54,6 +54,7 @@ def test_a_conftest_registers_a_check_type(pytester: pytest.Pytester, xdist: lis
         "passed": False,
         "message": "response does not start with 'Goodbye'",
         "children": [],
+        "score": None,  # a plain verdict: no 0-1 score
     }
 
 

@@ -54,6 +54,7 @@ def test_a_passing_verdict_passes_with_the_judges_reason(
         "passed": True,
         "message": "judge: the response meets the criteria",
         "children": [],
+        "score": None,  # a plain verdict: no 0-1 score
     }
     assert capital["cost"] == USAGE["cost"] and capital["judge_cost"] == USAGE["cost"]  # apart
     assert records["judged.eval.yaml::plain[sut]"]["judge_cost"] is None  # no judge asked

@@ -94,13 +94,17 @@ def test_codex_whose_own_sandbox_cannot_run_is_named(tmp_path: Path) -> None:
     with `bwrap: execvp codex-linux-sandbox`, which it shows only to the model."""
     stderr = RECORDED / "codex/recorded/own-sandbox-failed.stderr"
     preset_argv = ["codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"]
-    problem = own_sandbox_problem(preset_argv, stderr)
+    stdout = RECORDED / "codex/recorded/own-sandbox-failed.jsonl"
+    problem = own_sandbox_problem(preset_argv, stderr, stdout)
     assert problem is not None
     assert problem.startswith(
         "codex could not set up its own sandbox, so every shell command it ran failed ("
     )
     assert "give codex a CODEX_HOME outside /tmp" in problem
     assert own_sandbox_problem(["codex", "exec", "--sandbox", "danger-full-access"], stderr) is None
+    # the same warning, but no command hit the missing sandbox (an MCP tool, a plain answer): fine
+    ran_no_command = RECORDED / "codex/recorded/fail-nosandbox.jsonl"
+    assert own_sandbox_problem(preset_argv, stderr, ran_no_command) is None
     quiet = tmp_path / "agent.stderr"  # a CODEX_HOME outside /tmp: no warning
     quiet.write_text("Reading prompt from stdin...\n", encoding="utf-8")
     assert own_sandbox_problem(preset_argv, quiet) is None

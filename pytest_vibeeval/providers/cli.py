@@ -206,7 +206,7 @@ class CliProvider:
                 [step],
             )
         if self.config.output.parser == "codex":
-            problem = own_sandbox_problem(argv, result.stderr_path)
+            problem = own_sandbox_problem(argv, result.stderr_path, result.stdout_path)
             if problem:  # codex exited 0, but none of its commands could run: nothing was measured
                 raise ProviderError(problem, [step])
         try:

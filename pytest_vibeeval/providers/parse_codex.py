@@ -103,25 +103,46 @@ def parse_codex(path: Path) -> ParsedOutput:
     )
 
 
-# codex's stderr when it cannot set up the helpers its own sandbox runs commands through.
+# codex's stderr when it cannot set up the helpers its own sandbox runs commands through, and what
+# a command run without them then fails with (shown to the model, so only in what it says).
 NO_SANDBOX_HELPERS = "could not create PATH aliases"
-STDERR_PEEK_BYTES = 65536
+NO_SANDBOX_FAILURE = "codex-linux-sandbox"
+PEEK_BYTES = 65536
 
 
-def own_sandbox_problem(argv: list[str], stderr: Path) -> str | None:
+def _head(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(PEEK_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _mentions(path: Path, needle: bytes) -> bool:
+    """Whether the file holds ``needle``, read in chunks (an agent's stdout can be large)."""
+    tail = b""
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(PEEK_BYTES):
+                if needle in tail + chunk:
+                    return True
+                tail = chunk[-len(needle) :]
+    except OSError:
+        return False
+    return False
+
+
+def own_sandbox_problem(argv: list[str], stderr: Path, stdout: Path | None = None) -> str | None:
     """Why codex's own sandbox could not run commands in this run, or None. codex then exits 0
     and shows the failure (``bwrap: execvp codex-linux-sandbox``) only to the model: every shell
-    command fails. Its sandbox is used unless ``--sandbox danger-full-access`` is given."""
+    command fails. Its sandbox is used unless ``--sandbox danger-full-access`` is given; a run
+    that ran no command (an MCP tool, a plain answer) is not affected, so with ``stdout`` the
+    failure must show there too."""
     mode = next((argv[i + 1] for i in range(len(argv) - 1) if argv[i] == "--sandbox"), None)
     if mode == "danger-full-access" or "--dangerously-bypass-approvals-and-sandbox" in argv:
         return None
-    try:
-        with stderr.open("rb") as handle:
-            head = handle.read(STDERR_PEEK_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return None
-    line = next((text for text in head.splitlines() if NO_SANDBOX_HELPERS in text), None)
-    if line is None:
+    line = next((text for text in _head(stderr).splitlines() if NO_SANDBOX_HELPERS in text), None)
+    if line is None or (stdout is not None and not _mentions(stdout, NO_SANDBOX_FAILURE.encode())):
         return None
     return (
         f"codex could not set up its own sandbox, so every shell command it ran failed ({shorten(line)}); "

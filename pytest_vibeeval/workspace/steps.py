@@ -77,7 +77,7 @@ def agent_report(
     agent = next((step for step in steps if step.phase == "agent" and step.log), None)
     log = Path(agent.log) if agent is not None and agent.log else None
     if agent is not None and log is not None and output.parser == "codex":
-        problem = own_sandbox_problem(agent.argv, log.with_suffix(".stderr"))
+        problem = own_sandbox_problem(agent.argv, log.with_suffix(".stderr"), log)
         if problem:  # the build and grade steps will fail: say why
             return AgentReport({}, problem, failed=True)
     if log is None or (output.format == "text" and not output.parser):

@@ -13,12 +13,12 @@ from helpers import (
     comparable,
     default_sigint,
     evals_by_nodeid,
-    interrupt_when,
     load_json,
     run,
     run_summary,
     write,
 )
+from test_interrupts import interrupted_run
 
 APP = """
 import os, signal
@@ -72,43 +72,11 @@ def test_a_worker_that_dies_loses_only_its_item(pytester: pytest.Pytester, worke
     assert "1 xdist worker was lost" in summary, summary
 
 
-SLOW_AGENT = """
-import pathlib, sys, time
-prompt = sys.stdin.read()
-if prompt == "slow":
-    pathlib.Path(sys.argv[1]).write_text("started")
-    time.sleep(120)
-print(prompt)
-"""
-
-
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_ctrl_c_writes_what_finished(pytester: pytest.Pytester, workers: list[str]) -> None:
-    agent = write(pytester.path / "agent.py", SLOW_AGENT)
-    started = pytester.path / "started"
-    write(
-        pytester.path / "int.eval.yaml",
-        f"""
-        metadata: {{name: int, model: m}}
-        configurations:
-          agent: {{cli: "{sys.executable}", args: ["{agent}", "{started}"]}}
-        evals:
-          - {{name: a, prompt: quick, checks: [{{match: "*quick*"}}]}}
-          - {{name: b, prompt: quick, checks: [{{match: "*quick*"}}]}}
-          - {{name: z-slow, prompt: slow, checks: [{{match: "*slow*"}}]}}
-        """,
-    )
     out = pytester.path / "results.json"
-    returncode, output = interrupt_when(
-        pytester,
-        started,
-        *workers,
-        "-v",
-        "--vibe-results",
-        str(out),
-        # with -n 2, z-slow may start before a or b is reported: interrupt once both are
-        after_lines=(("int.eval.yaml::a[agent]", "PASSED"), ("int.eval.yaml::b[agent]", "PASSED")),
-    )
+    # with -n 2, z-slow may start before a or b is reported: it is interrupted once both are
+    returncode, output = interrupted_run(pytester, workers, (signal.SIGINT,), ("--vibe-results", str(out)))
     assert returncode == pytest.ExitCode.INTERRUPTED, output
     data = load_json(out)
     assert data["interrupted"] is True

@@ -24,10 +24,13 @@ CUT = ("skipped", "not finished: the session was interrupted")
 
 
 def interrupted_run(
-    pytester: pytest.Pytester, xdist: list[str], signals: tuple[signal.Signals, ...]
+    pytester: pytest.Pytester,
+    xdist: list[str],
+    signals: tuple[signal.Signals, ...],
+    extra: tuple[str, ...] = (),
 ) -> tuple[int, str]:
-    """A suite of two quick evals and a slow one, sent ``signals`` once both quick ones passed and
-    the slow one's agent started; its exit code and output."""
+    """A suite of two quick evals and a slow one, run with ``extra`` arguments and sent ``signals``
+    once both quick ones passed and the slow one's agent started; its exit code and output."""
     agent = write(pytester.path / "agent.py", SLOW_AGENT)
     started = pytester.path / "started"
     write(
@@ -49,6 +52,7 @@ def interrupted_run(
         "-v",
         "-p",
         "no:randomly",
+        *extra,
         after_lines=(("int.eval.yaml::a[agent]", "PASSED"), ("int.eval.yaml::b[agent]", "PASSED")),
         signals=signals,
     )

@@ -87,8 +87,8 @@ def run_of(results: dict[str, Any], configuration: str, suite: str | None = None
         if r["configuration"] == configuration and (suite is None or r["suite"] == suite)
     ]
     assert len(found) == 1, f"expected one run of {configuration!r}, found {len(found)}"
-    run: dict[str, Any] = found[0]
-    return run
+    only: dict[str, Any] = found[0]
+    return only
 
 
 _VARIABLE = "<varies>"

@@ -30,8 +30,15 @@ _LINE_BREAK = r"(?:\r?\n)?"
 def is_secret_name(name: str, names: Iterable[str] = ()) -> bool:
     """Whether the variable ``name`` holds a secret: it looks like one (case-insensitive), or is
     one of ``names``."""
+    return name in names or _looks_secret(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _looks_secret(name: str) -> bool:
+    # Cached: the environment is scanned again for every item (a conftest may export late), and
+    # its names hardly change.
     upper = name.upper()
-    return name in names or any(fnmatchcase(upper, glob) for glob in SECRET_NAME_GLOBS)
+    return any(fnmatchcase(upper, glob) for glob in SECRET_NAME_GLOBS)
 
 
 def environment_secrets(environ: Mapping[str, str], names: Iterable[str] = ()) -> set[str]:

@@ -52,11 +52,17 @@ def named_folders(config_file: Path, environ: Mapping[str, str]) -> frozenset[Pa
 
 def is_named_folder(folder: Path, environ: Mapping[str, str]) -> bool:
     """Whether an ``eval-config.json`` beside, in ``config/`` or ``evals/config/`` of a folder
-    above ``folder`` names it as a workspace template or grading folder."""
+    above ``folder`` names it as a workspace template or grading folder. A folder that holds the
+    config file naming it (a workspace that is the whole evals folder) is still collected: skipping
+    it would hide the config itself and collect nothing, silently."""
     folder = folder.absolute()
     for above in folder.parents:
         for place in CONFIG_PLACES:
             candidate = above.joinpath(*place, EVAL_CONFIG_NAME)
-            if candidate.is_file() and folder in named_folders(candidate, environ):
+            if (
+                candidate.is_file()
+                and not candidate.is_relative_to(folder)
+                and folder in named_folders(candidate, environ)
+            ):
                 return True
     return False

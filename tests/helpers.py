@@ -220,21 +220,27 @@ def interrupt_when(
         cwd=pytester.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
         start_new_session=True,
         preexec_fn=default_sigint,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    seen: list[str] = []
+    seen = b""
     try:
         assert proc.stdout is not None
         waiting = list(after_lines)
-        while waiting:  # the lines come as the run goes: reading them follows it, not a clock
-            line = proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"pytest ended before printing {waiting}: {''.join(seen)}")
-            seen.append(line)
-            waiting = [fragments for fragments in waiting if not all(f in line for f in fragments)]
+        while waiting:  # the output comes as the run goes: reading it follows the run, not a clock
+            # Read what is there, not whole lines: under xdist, `-v` writes "[gw1] PASSED <id>"
+            # and its newline only with the next event, which may be the slow item's end.
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"pytest ended before printing {waiting}: {seen.decode()}")
+            seen += chunk
+            lines = seen.decode(errors="replace").splitlines()
+            waiting = [
+                fragments
+                for fragments in waiting
+                if not any(all(f in line for f in fragments) for line in lines)
+            ]
         started = time.monotonic()
         while not marker.exists():  # follows the run, not a clock: the deadline only stops a hang
             if proc.poll() is not None:
@@ -248,4 +254,4 @@ def interrupt_when(
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    return proc.returncode, "".join(seen) + rest
+    return proc.returncode, (seen + rest).decode(errors="replace")

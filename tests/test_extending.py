@@ -1,4 +1,4 @@
-"""Every example of the README's "Extending" section, run as a third-party plugin would be: the
+"""Every example of the documentation's "Extending" page, run as a third-party plugin would be: the
 code block is written to its own module and loaded with ``-p``, beside a suite that uses it."""
 
 from __future__ import annotations
@@ -10,31 +10,28 @@ from pathlib import Path
 import pytest
 from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, run_of, write
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+EXTENDING = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
 
 
-def readme_examples() -> dict[str, str]:
-    """The Extending section's code blocks, by the hook their heading names."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Extending\n") : text.index("## Development\n")]
-    found = re.findall(
-        r"### [^\n]*`(pytest_vibeeval_\w+)`\n(?:(?!### ).)*?```python\n(.*?)```", section, re.S
-    )
+def documented_examples() -> dict[str, str]:
+    """The Extending page's code blocks, by the hook their heading names."""
+    text = EXTENDING.read_text(encoding="utf-8")
+    found = re.findall(r"\n## [^\n]*`(pytest_vibeeval_\w+)`\n(?:(?!\n## ).)*?```python\n(.*?)```", text, re.S)
     return dict(found)
 
 
-EXAMPLES = readme_examples()
+EXAMPLES = documented_examples()
 
 
 def use_plugin(pytester: pytest.Pytester, hook: str) -> tuple[str, str]:
-    """The README's example for ``hook`` as the module ``vibe_example_<hook>``: ``-p`` loads it."""
+    """The documented example for ``hook`` as the module ``vibe_example_<hook>``: ``-p`` loads it."""
     name = f"vibe_example_{hook.removeprefix('pytest_vibeeval_')}"
     write(pytester.path / f"{name}.py", EXAMPLES[hook])
     pytester.syspathinsert()  # importable in an in-process run too, as an installed plugin is
     return "-p", name
 
 
-def test_every_hook_has_a_readme_example() -> None:
+def test_every_hook_has_a_documented_example() -> None:
     from pytest_vibeeval import hookspecs
 
     hooks = {name for name in vars(hookspecs) if name.startswith("pytest_vibeeval_")}

@@ -1,5 +1,5 @@
-"""The formula variables: the token variables, per-eval tokens, and the README's table listing every
-variable of the registry with its unit."""
+"""The formula variables: the token variables, per-eval tokens, and the Scores page's table listing
+every variable of the registry with its unit."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pytest_vibeeval.scoring.variables import (
     eval_name_clashes,
 )
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+SCORES = Path(__file__).resolve().parent.parent / "docs" / "scores.md"
 
 
 def record(name: str, outcome: str = "passed", *, named: bool = True, **extra: Any) -> EvalRecord:
@@ -113,14 +113,13 @@ def test_eval_name_clash_message() -> None:
     )
 
 
-# --- the README ---------------------------------------------------------------------------------
+# --- the documentation ----------------------------------------------------------------------------
 
 
-def _readme_variable_rows() -> dict[str, tuple[str, str]]:
-    """Each variable named in the first column of the Scores table → (unit, meaning)."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Scores\n") :]
-    section = section[: section.index("\n## ", 1)]
+def _documented_variable_rows() -> dict[str, tuple[str, str]]:
+    """Each variable named in the first column of the Scores page's first section → (unit, meaning)."""
+    text = SCORES.read_text(encoding="utf-8")
+    section = text[: text.index("\n## ")]
     rows: dict[str, tuple[str, str]] = {}
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -131,17 +130,17 @@ def _readme_variable_rows() -> dict[str, tuple[str, str]]:
     return rows
 
 
-def test_readme_lists_every_variable_with_its_unit_and_meaning() -> None:
-    rows = _readme_variable_rows()
+def test_the_docs_list_every_variable_with_its_unit_and_meaning() -> None:
+    rows = _documented_variable_rows()
     expected = {v.name: v.unit for v in BUILTIN_RUN_VARIABLES}
     expected |= {f"<name>{v.suffix}": v.unit for v in EVAL_VARIABLES}
     missing = sorted(set(expected) - set(rows))
-    assert not missing, f"variables missing from the README's Scores table: {missing}"
+    assert not missing, f"variables missing from the table of docs/scores.md: {missing}"
     for name, unit in expected.items():
-        assert rows[name][0] == unit, f"README unit of {name!r}: {rows[name][0]!r}, registry: {unit!r}"
-        assert rows[name][1], f"README meaning of {name!r} is empty"
+        assert rows[name][0] == unit, f"docs unit of {name!r}: {rows[name][0]!r}, registry: {unit!r}"
+        assert rows[name][1], f"docs meaning of {name!r} is empty"
     unknown = sorted(set(rows) - set(expected))
-    assert not unknown, f"README lists variables that do not exist: {unknown}"
+    assert not unknown, f"docs/scores.md lists variables that do not exist: {unknown}"
 
 
 # --- end to end ---------------------------------------------------------------------------------

@@ -9,6 +9,12 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# Imported here, before any in-process pytester run: such a run removes from ``sys.modules`` what it
+# imported, and an httpcore imported again afterwards has new exception classes that the httpx
+# already imported no longer maps (a timeout escapes as httpcore.ReadTimeout, not httpx's).
+import httpcore  # noqa: E402, F401
+import httpx  # noqa: E402, F401
+
 HAS_SENTENCE_TRANSFORMERS = importlib.util.find_spec("sentence_transformers") is not None
 
 

@@ -1,5 +1,5 @@
-"""Collection time of large suites, and the controller's peak memory with 10 000 items, against a
-plain parametrized test function with as many cases."""
+"""Collection time of large suites and of one dataset eval of 10 000 rows, and the controller's peak
+memory with 10 000 items, against a plain parametrized test function with as many cases."""
 
 from __future__ import annotations
 
@@ -49,6 +49,56 @@ def _projects(root: Path, items: int) -> tuple[Path, Path]:
     return ours, plain
 
 
+DATASET_SUITE = """\
+metadata: {name: bench, model: bench/model}
+configurations:
+  c0: {python: "bench_app:answer"}
+evals:
+  - name: e
+    dataset: rows.csv
+    prompt: "Question {{row.n}} about {{row.topic}}?"
+    checks:
+      - contains: "{{row.answer}}"
+      - match: "*{{row.answer}}*"
+"""
+
+
+def _dataset_projects(root: Path, rows: int) -> tuple[Path, Path]:
+    """One eval over a CSV dataset of ``rows`` rows (an id column, templates in the prompt and two
+    checks), and the plain equivalent."""
+    data = "id,n,topic,answer\n" + "".join(f"row-{i},{i},topic {i % 7},42\n" for i in range(rows))
+    files = {"bench_app.py": APP, "rows.csv": data, "s.eval.yaml": DATASET_SUITE}
+    ours = project(root / f"ours-dataset-{rows}", files)
+    plain_test = PLAIN.format(items=rows)
+    plain = project(root / f"plain-dataset-{rows}", {"bench_app.py": APP, "test_plain.py": plain_test})
+    return ours, plain
+
+
+def dataset_collection(root: Path, rows: int, repeat: int) -> Row:
+    """``pytest --collect-only`` of one dataset eval of ``rows`` rows (one item per row) against a
+    parametrized function of as many cases: best of ``repeat`` interleaved runs."""
+    ours_dir, plain_dir = _dataset_projects(root, rows)
+    env = clean_env(root / "tmp-dataset")
+    runs = interleaved(
+        {
+            "plain": functools.partial(run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, env),
+            "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, env),
+        },
+        repeat,
+    )
+    ours = min(collected_in(r.output) for r in runs["ours"])
+    plain = min(collected_in(r.output) for r in runs["plain"])
+    return Row(
+        "collection",
+        f"dataset of {rows} rows (CSV, 1 eval × 1 configuration), --collect-only",
+        f"{ours:.2f} s",
+        f"{plain:.2f} s",
+        ours / plain,
+        note=f"{ours / rows * 1e6:.0f} µs/row; wall with start-up {best(runs['ours']).wall:.2f} s vs "
+        f"{best(runs['plain']).wall:.2f} s",
+    )
+
+
 def collection(root: Path, sizes: Sequence[int], repeat: int) -> list[Row]:
     """``pytest --collect-only`` at each size: pytest's own "collected in" figure, best of
     ``repeat`` interleaved runs, and how the time per item changes with the size."""
@@ -95,6 +145,7 @@ def collection(root: Path, sizes: Sequence[int], repeat: int) -> list[Row]:
                 note="no target in the issue: shows whether collection stays linear",
             )
         )
+    rows.append(dataset_collection(work, max(sizes), repeat))
     return rows
 
 

@@ -1,6 +1,6 @@
 """pytest-vibeeval: LLM and coding-agent eval suites as pytest items.
 
-What a plugin needs to extend it (see the README's "Extending" and :mod:`.hookspecs`)."""
+What a plugin needs to extend it (see docs/extending.md and :mod:`.hookspecs`)."""
 
 from .checks import CheckRegistry, CheckType, Response, Verdict
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse

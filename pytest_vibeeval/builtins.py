@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from .cache import summary_lines as cache_lines
+from .cache import unused_reason as cache_unused_reason
 from .checks import BUILTIN_CHECKS, CheckRegistry
 from .items import get_state, rootdir_relative
 from .providers.base import Provider
@@ -53,10 +55,15 @@ def pytest_vibeeval_make_provider(spec: ProviderSpec) -> Provider | None:
 def pytest_vibeeval_write_results(
     config: pytest.Config, results: ResultsFile, results_path: Path | None
 ) -> list[str] | None:
-    """The HTML report (--vibe-html) and the history line (--vibe-history)."""
+    """The HTML report (--vibe-html), the history line (--vibe-history) and the response cache's
+    line (--vibe-cache)."""
     state = get_state(config)
     settings = state.settings
     lines: list[str] = []
+    if settings.cache is not None:
+        records = [record for run in results.runs for record in run.evals]
+        folder = rootdir_relative(settings.cache, config.rootpath)
+        lines.extend(cache_lines(records, folder, cache_unused_reason(settings.repeats, settings.replay)))
     if settings.html is not None:
         try:
             write_html(results, settings.html, state.renderer.redactor())

@@ -7,17 +7,28 @@ build on it without an import circle.
 from __future__ import annotations
 
 import re
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import StringConstraints, TypeAdapter
+from pydantic import Field, StringConstraints, TypeAdapter
 
-from .results import ToolCallRecord
+from .results import JudgeRecord, ToolCallRecord
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+# A check's own name, spelled as eval names are (it is used in score formulas: `<name>_score`).
+CheckName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9_-]+$"),
+    Field(
+        description="the check's name: its 0–1 score is the formula variable `<name>_score` (the mean "
+        "over the evals that have a check of this name); default: it counts towards its eval's "
+        "`<name>_score`"
+    ),
+]
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -32,8 +43,8 @@ class Response:
 
     text: str
     output_tokens: int | None = None  # as reported by the provider
-    # llm_judge: (criteria, response text) -> (passed or None when undecided, message)
-    judge: Callable[[str, str], tuple[bool | None, str]] | None = None
+    # llm_judge: (the check's parsed value, response text) -> its verdict (passed None: undecided)
+    judge: Callable[[Any, str], Verdict] | None = None
     tool_calls: tuple[ToolCallRecord, ...] = ()  # in the order they were made, where reported
     cost: float | None = None  # USD; None: unknown
     latency: float | None = None  # seconds
@@ -52,6 +63,7 @@ class Verdict:
     passed: bool | None
     message: str
     score: float | None = None  # 0–1, for checks that grade rather than only pass or fail
+    judges: tuple[JudgeRecord, ...] = ()  # llm_judge: each judge's answer
 
 
 class CheckError(Exception):
@@ -80,6 +92,24 @@ class CheckType:
 @cache
 def _adapter(value_type: Any) -> TypeAdapter[Any]:
     return TypeAdapter(value_type)
+
+
+def against_threshold(score: float, threshold: float) -> tuple[bool, str]:
+    """Whether ``score`` passes (``>= threshold``) and ``0.83 >= threshold 0.80``: the threshold's
+    own digits (at least 2, at most 6), and a failing score never printed equal to it."""
+    ok = score >= threshold
+    text = repr(threshold)
+    digits = min(6, max(2, len(text.partition(".")[2]) if "e" not in text else 6))
+    while not ok and digits < 6 and f"{score:.{digits}f}" == f"{threshold:.{digits}f}":
+        digits += 1
+    return ok, f"{score:.{digits}f} {'>=' if ok else '<'} threshold {threshold:.{digits}f}"
+
+
+def raised_at(exc: BaseException) -> str:
+    """`` (at file:line)`` of the innermost frame of ``exc``, the user's code (nothing when it
+    was raised right where it was caught)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if len(frames) > 1 else ""
 
 
 def quote(text: str, limit: int = 60) -> str:

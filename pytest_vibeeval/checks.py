@@ -9,17 +9,28 @@ An eval whose verdict stays ``None`` is skipped with the reason, never passed.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from pytest_vibeeval import semantic
 
-from .check_api import CheckError, CheckType, NonEmptyStr, Response, Verdict, count_tokens, quote
+from .check_api import (
+    CheckError,
+    CheckName,
+    CheckType,
+    NonEmptyStr,
+    Response,
+    Verdict,
+    against_threshold,
+    count_tokens,
+    quote,
+)
 from .custom_checks import CUSTOM_CHECKS
 from .patterns import compile_pattern, is_regex_pattern, pattern_matches
+from .results import JudgeRecord
 from .structural_checks import STRUCTURAL_CHECKS
 
 __all__ = [
@@ -45,11 +56,66 @@ class SemanticArgs(BaseModel):
     )
 
 
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+JUDGE_THRESHOLD = 0.7  # the rubric's anchor for "meets it with minor gaps" (see JUDGE_RUBRIC_PROMPT)
+
+
 class JudgeArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    criteria: NonEmptyStr = Field(
-        description="what the response must meet; the judge also sees the eval's prompt"
+    model_config = ConfigDict(
+        extra="forbid",
+        defer_build=True,
+        json_schema_extra={"oneOf": [{"required": ["criteria"]}, {"required": ["rubric"]}]},
     )
+    criteria: NonEmptyStr | None = Field(
+        default=None,
+        description="what the response must meet, for a pass/fail verdict; the judge also sees the "
+        "eval's prompt (give this or `rubric`)",
+    )
+    rubric: NonEmptyStr | None = Field(
+        default=None,
+        description="what the judge scores the response against, 0–1 (give this or `criteria`)",
+    )
+    threshold: Fraction | None = Field(
+        default=None,
+        description=f"with `rubric`: the least score that passes (default {JUDGE_THRESHOLD})",
+    )
+    judges: Annotated[list[NonEmptyStr], Field(min_length=1)] | None = Field(
+        default=None,
+        description="models asked through the judge configuration, each its own judge "
+        "(default: the judge configuration's model)",
+    )
+    aggregate: Literal["mean", "majority"] | None = Field(
+        default=None,
+        description="how several judges decide: `mean` (the mean score passes the threshold; the "
+        "default with `rubric`) or `majority` (more than half pass; the only way for `criteria`)",
+    )
+    name: CheckName | None = None
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> JudgeArgs:
+        if self.criteria is None and self.rubric is None:
+            raise ValueError(
+                "missing required key 'criteria' (a pass/fail verdict), or give `rubric` (a 0–1 score)"
+            )
+        if self.criteria is not None and self.rubric is not None:
+            raise ValueError(
+                "give either `criteria` (a pass/fail verdict) or `rubric` (a 0–1 score), not both"
+            )
+        if self.criteria is not None and self.threshold is not None:
+            raise ValueError("`threshold` applies to `rubric` scores; `criteria` gives a pass/fail verdict")
+        if self.criteria is not None and self.aggregate == "mean":
+            raise ValueError(
+                "`aggregate: mean` needs scores (`rubric`); verdicts on `criteria` combine by majority"
+            )
+        return self
+
+    @property
+    def pass_mark(self) -> float:
+        return JUDGE_THRESHOLD if self.threshold is None else self.threshold
+
+    @property
+    def combine(self) -> Literal["mean", "majority"]:
+        return self.aggregate or ("mean" if self.rubric is not None else "majority")
 
 
 def _pattern_message(pattern: str, matched: bool, forbidden: bool = False) -> str:
@@ -111,25 +177,14 @@ def _semantic(args: SemanticArgs, response: Response) -> Verdict:
         score = semantic.similarity(args.expected, response.text)
     except semantic.SemanticUnavailable as exc:
         return Verdict(None, str(exc))
-    ok = score >= args.threshold
-    # The threshold's own digits (at least 2, at most 6), and a failing score never printed equal to it.
-    text = repr(args.threshold)
-    digits = min(6, max(2, len(text.partition(".")[2]) if "e" not in text else 6))
-    while not ok and digits < 6 and f"{score:.{digits}f}" == f"{args.threshold:.{digits}f}":
-        digits += 1
-    relation = ">=" if ok else "<"
-    return Verdict(
-        ok,
-        f"similarity {score:.{digits}f} {relation} threshold {args.threshold:.{digits}f} "
-        f"to {quote(args.expected)}",
-    )
+    ok, compared = against_threshold(score, args.threshold)
+    return Verdict(ok, f"similarity {compared} to {quote(args.expected)}")
 
 
 def _llm_judge(args: JudgeArgs, response: Response) -> Verdict:
     if response.judge is None:
         return Verdict(None, "llm_judge: no judge configuration for this eval")
-    passed, message = response.judge(args.criteria, response.text)
-    return Verdict(passed, message)
+    return response.judge(args, response.text)
 
 
 def _valid_regex(value: str) -> str:
@@ -172,7 +227,8 @@ BUILTIN_CHECKS: tuple[CheckType, ...] = (
         "llm_judge",
         JudgeArgs,
         _llm_judge,
-        "a judge model decides whether the response meets `criteria`",
+        "a judge model decides whether the response meets `criteria`, or scores it 0–1 against "
+        "`rubric` (passing at `threshold`); several `judges` decide by `aggregate`",
     ),
     *STRUCTURAL_CHECKS,
     *CUSTOM_CHECKS,
@@ -187,11 +243,24 @@ class Check:
     value: Any
     line: int | None = None
 
+    @property
+    def name(self) -> str | None:
+        """The check's own ``name`` (a value with a ``name`` field: llm_judge, python), or None."""
+        name = getattr(self.value, "name", None)
+        return name if isinstance(name, str) else None
+
     def run(self, response: Response) -> CheckResult:
         if self.type.evaluate is None:
-            return CheckResult(self.type.name, None, self.type.unavailable or "not available")
+            return CheckResult(self.type.name, None, self.type.unavailable or "not available", name=self.name)
         verdict = self.type.evaluate(self.value, response)
-        return CheckResult(self.type.name, verdict.passed, verdict.message, score=verdict.score)
+        return CheckResult(
+            self.type.name,
+            verdict.passed,
+            verdict.message,
+            score=verdict.score,
+            name=self.name,
+            judges=verdict.judges,
+        )
 
 
 @dataclass(frozen=True)
@@ -224,11 +293,17 @@ class CheckResult:
     message: str
     children: tuple[CheckResult, ...] = field(default_factory=tuple)
     score: float | None = None  # 0–1, from a check that grades
+    name: str | None = None  # the check's own name (its score is `<name>_score`)
+    judges: tuple[JudgeRecord, ...] = ()  # llm_judge: each judge's answer
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "passed": self.passed, "message": self.message}
         if self.score is not None:
             data["score"] = self.score
+        if self.name is not None:
+            data["name"] = self.name
+        if self.judges:
+            data["judges"] = [judge.model_dump() for judge in self.judges]
         if self.children:
             data["children"] = [child.to_json() for child in self.children]
         return data
@@ -239,6 +314,15 @@ class CheckResult:
         if not self.children:
             return [self.message]
         return [reason for child in self.children for reason in child.undecided_reasons()]
+
+
+def named_checks(nodes: Sequence[CheckNode]) -> Iterator[Check]:
+    """The checks of ``nodes`` (inside ``or`` too) that have a ``name`` of their own."""
+    for node in nodes:
+        if isinstance(node, AnyOf):
+            yield from named_checks(node.children)
+        elif node.name is not None:
+            yield node
 
 
 def run_checks(checks: Sequence[CheckNode], response: Response) -> tuple[bool | None, list[CheckResult]]:

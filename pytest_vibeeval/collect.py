@@ -18,7 +18,7 @@ from .loading.configurations import CLI_CONFIG_NAME, configurations_for, select
 from .loading.runner_config import REGISTRY_NAME, load_config_dir
 from .loading.suite import check_formula, load_suite, suite_formula, with_mcp_urls
 from .models import ScoreSpec
-from .plan import EvalPlan, PromptWork, check_cli_configurations, runner_plans, suite_plans
+from .plan import EvalPlan, PromptWork, check_cli_configurations, runner_plans, selected_evals, suite_plans
 from .providers.python_callable import module_name_clash
 from .pytest_private import shared_fixtureinfo
 
@@ -57,7 +57,7 @@ class SuiteCollector(pytest.File):
                 raise self.CollectError(InputError.single(self.path, message).render(rootpath))
         state.suites_collected += 1
         state.known_configs.update(configs.ids())
-        state.known_evals.update(case.id for case in suite.evals)
+        state.known_evals.update(case.eval_name or case.id for case in suite.evals)
         for tag in {*suite.tags, *(t for case in suite.evals for t in case.tags)} - state.registered_tags:
             self.config.addinivalue_line("markers", f"{tag}: a pytest-vibeeval suite tag")
             state.registered_tags.add(tag)
@@ -67,7 +67,7 @@ class SuiteCollector(pytest.File):
                 configs,
                 formula,
                 config_ids,
-                select([c.id for c in suite.evals], None, state.settings.evals),
+                selected_evals(suite, state.settings.evals),
                 source=rootdir_relative(self.path, rootpath),
                 variables=state.renderer.values.variables(),
                 repeats=state.settings.repeats,

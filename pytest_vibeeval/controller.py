@@ -18,6 +18,7 @@ from .itemhooks import SOURCE_SUFFIXES, SUITE_SUFFIXES, USAGE_ERROR_OUTPUT, YAML
 from .items import get_state, rootdir_relative
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import suite_like_files
+from .pytest_private import load_conftests
 from .report.baseline import BaselineError, compare_results, load_baseline, resolve_baseline
 from .report.format import run_title
 from .report.junit import add_gate_cases, add_suite_properties
@@ -134,9 +135,20 @@ class ControllerSession:
         finally:
             state.interrupts.release()
 
+    def _load_suite_conftests(self) -> None:
+        """The conftest.py files of the suites' folders, loaded here too (the xdist controller
+        collects nothing): the run variables and metrics they register score the runs."""
+        sources = {item.info.source for item in self.state.aggregator.items.values() if item.info}
+        for folder in sorted({(self.config.rootpath / source).parent for source in sources}):
+            try:
+                load_conftests(self.config, folder)
+            except Exception as exc:  # pytest shows a conftest's import error as its own
+                self.notes.append(f"the conftest.py files of {folder} could not be loaded: {exc}")
+
     def _finish(self, session: pytest.Session, interrupted: bool, stopped: str | None) -> None:
         """Build and write the results, run the writers, gates and baseline (see sessionfinish)."""
         state = self.state
+        self._load_suite_conftests()
         runs = state.aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
         results = build_results(

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 import re
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
-from .check_api import CheckError, CheckType, Response, Verdict
+from .check_api import CheckError, CheckName, CheckType, Response, Verdict, against_threshold, raised_at
 from .pyimport import ImportProblem, import_target
 from .structural_checks import suite_dir
 
@@ -41,6 +40,7 @@ class PythonArgs(BaseModel):
     threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
         default=DEFAULT_THRESHOLD, description="a returned score passes at or above this (0–1)"
     )
+    name: CheckName | None = None
 
 
 @dataclass(frozen=True)
@@ -50,20 +50,15 @@ class PythonCheck:
     function: str
     threshold: float
     folder: Path
+    name: str | None = None
 
 
 def _parse(value: str | PythonArgs, info: ValidationInfo) -> PythonCheck:
     args = value if isinstance(value, PythonArgs) else PythonArgs(function=value)
-    return PythonCheck(args.function, args.threshold, suite_dir(info).resolve())
+    return PythonCheck(args.function, args.threshold, suite_dir(info).resolve(), args.name)
 
 
 PythonValue = Annotated[Target | PythonArgs, AfterValidator(_parse)]
-
-
-def _where(exc: BaseException) -> str:
-    """`` (at file:line)`` of the innermost frame, the user's code."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if len(frames) > 1 else ""
 
 
 def _score(value: Any, check: PythonCheck) -> float:
@@ -103,8 +98,7 @@ def _scored(score: float, passed: Any, reason: str | None, check: PythonCheck) -
         passed = score >= check.threshold
     if not isinstance(passed, bool):
         raise CheckError(f"python check {check.function} returned pass={passed!r}; pass is true or false")
-    relation = ">=" if score >= check.threshold else "<"
-    text = f"score {score:.2f} {relation} threshold {check.threshold:.2f}"
+    text = f"score {against_threshold(score, check.threshold)[1]}"
     return Verdict(passed, f"{text}: {reason}" if reason else text, score)
 
 
@@ -117,7 +111,7 @@ def _python(check: PythonCheck, response: Response) -> Verdict:
         value = function(response)
     except Exception as exc:
         raise CheckError(
-            f"python check {check.function} raised {type(exc).__name__}: {exc}{_where(exc)}"
+            f"python check {check.function} raised {type(exc).__name__}: {exc}{raised_at(exc)}"
         ) from None
     return interpret(value, check)
 

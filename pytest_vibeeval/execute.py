@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .cache import ResponseCache, note_coding_eval, session_cache, with_cache
 from .items import EvalItem, finish, get_state, start_or_skip
 from .loading.templates import MissingValue
 from .masking import mask_file
@@ -50,11 +51,18 @@ def eval_item(request: pytest.FixtureRequest, fixture: str, coding: bool = False
 def _answering(
     state: VibeState, config_id: str, configuration: Configuration | None, provider: Provider
 ) -> Provider:
-    """``provider`` as it answers prompts (an eval's or a judge's), under --vibe-record/--vibe-replay."""
+    """``provider`` as it answers prompts (an eval's or a judge's), under --vibe-cache and
+    --vibe-record/--vibe-replay (a cached answer is recorded too)."""
     settings = state.settings
     model = configuration.model if configuration is not None else None
+    provider = with_cache(provider, _cache(state), config_id, model)
     redact = state.renderer.redactor()
     return recorded(provider, config_id, model, settings.record, settings.replay, redact)
+
+
+def _cache(state: VibeState) -> ResponseCache | None:
+    settings = state.settings
+    return session_cache(settings.cache, settings.repeats, settings.replay, state.renderer.redactor())
 
 
 def provider_for(item: EvalItem, role: Role = "answer") -> Provider:
@@ -90,6 +98,7 @@ def agent_provider(item: EvalItem) -> CliProvider:
     assert work is not None and configuration is not None
 
     def make() -> Provider:
+        note_coding_eval(_cache(state), item.plan.config_id)
         return CliProvider(
             item.plan.config_id,
             configuration,
@@ -115,7 +124,7 @@ def run_prompt_item(request: pytest.FixtureRequest, vibe_provider: Provider, vib
         work.case,
         item.plan.config_id,
         vibe_provider,
-        state.renderer,
+        state.renderer.with_row(work.case.row),  # a dataset row fills {{row.column}}
         vibe_workdir,
         item.nodeid,
         item.plan.configuration,

@@ -42,8 +42,11 @@ def pytest_vibeeval_register_formula_presets(registry: FormulaPresets) -> None:
 @pytest.hookspec(historic=True)
 def pytest_vibeeval_register_run_variables(registry: RunVariables) -> None:
     """Register run-wide variables with ``registry.register(RunVariable(...))``: computed from each
-    run's eval records on the controller, usable in every score formula, shown in the results'
-    ``variables`` (and in ``metrics`` with ``metric=True``)."""
+    run's eval records (of every xdist worker) on the controller, usable in every score formula,
+    shown in the results' ``variables`` (and with ``metric=True`` in ``metrics`` and the Run
+    Summary's ``Metrics:`` line). One that raises or returns no number has no value, and the error
+    is in the results' ``variable_errors``, the summary and, when the formula uses it, the score's
+    ``score_error``."""
 
 
 @pytest.hookspec(firstresult=True)

@@ -16,7 +16,7 @@ import pytest
 from .errors import terminal_safe
 from .models import Configuration
 from .phases import PhaseTracker
-from .plan import EvalPlan, WorkspaceWork
+from .plan import EvalPlan, PromptWork, WorkspaceWork
 from .pytest_private import node_ids_are_structured, structure_node_id
 from .results import EvalRecord
 from .runner import ItemVerdict
@@ -128,13 +128,24 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     """The end of every item's body: count its cost, put its record on the report, and pass, skip or
     fail it as the verdict says."""
     state = get_state(item.config)
-    state.budget.add(record.cost)
-    record = record.model_copy(update={"xfail": item.plan.expected_failure is not None})
+    state.budget.add(None if record.cached else record.cost)  # a cached answer cost nothing now
+    update = {"xfail": item.plan.expected_failure is not None, **_row_fields(item.plan, state)}
+    record = record.model_copy(update=update)
     item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
     if verdict.outcome == "skipped":  # what an agent printed never reaches the terminal raw
         pytest.skip(terminal_safe(verdict.message or "skipped"))
     if verdict.outcome != "passed":
         pytest.fail(terminal_safe(verdict.message or verdict.outcome), pytrace=False)
+
+
+def _row_fields(plan: EvalPlan, state: VibeState) -> dict[str, Any]:
+    """A dataset row's record fields: its eval, id and values (secret values masked)."""
+    case = plan.work.case if isinstance(plan.work, PromptWork) else None
+    if case is None or case.row is None:
+        return {}
+    redact = state.renderer.redactor()
+    row = {column: redact(value) if isinstance(value, str) else value for column, value in case.row.items()}
+    return {"eval_name": case.eval_name, "row_id": case.row_id, "row": row}
 
 
 def phases_of(item: pytest.Item) -> PhaseTracker | None:

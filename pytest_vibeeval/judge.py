@@ -1,58 +1,127 @@
-"""``llm_judge``: a judge configuration decides whether a response meets the criteria.
+"""``llm_judge``: a judge configuration decides whether a response meets criteria, or scores it.
 
-The judge gets the criteria, the eval's prompt and the response, and must answer one JSON object
-``{"pass": true|false, "reason": "..."}``; the reason becomes the check's message. An answer that
-is not such a verdict is a :class:`JudgeError` (the eval errors), never a pass. The judge's cost
-is counted apart from the system under test's (``judge_cost``).
+With ``criteria`` the judge gets the criteria, the eval's prompt and the response, and must answer
+one JSON object ``{"pass": true|false, "reason": "..."}``. With ``rubric`` it scores the response
+against the rubric, ``{"score": 0–1, "reasoning": "..."}``, and the check passes at the threshold.
+``judges: [model, ...]`` asks each model through the judge configuration; their verdicts combine by
+``aggregate`` (mean score, or majority). An answer that is no such object is a :class:`JudgeError`
+(the eval errors) naming the judge and showing the answer's start, never a pass or a silent 0.
+The judges' cost is counted apart from the system under test's (``judge_cost``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import re
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .check_api import Verdict, against_threshold
+from .checks import JudgeArgs
 from .providers import PromptRequest, Provider, ProviderError
+from .results import JudgeRecord
 
 JUDGE_SYSTEM_PROMPT = (
     "You are an impartial grader. Decide whether the RESPONSE to the PROMPT meets the CRITERIA. "
     'Answer with one JSON object and nothing else: {"pass": true or false, "reason": "<one sentence>"}'
 )
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+JUDGE_RUBRIC_PROMPT = (
+    "You are an impartial grader. Score how well the RESPONSE to the PROMPT meets the RUBRIC, from 0 to "
+    "1: 1 meets it fully, 0.7 meets it with minor gaps, 0.4 meets part of it, 0 does not meet it. "
+    'Answer with one JSON object and nothing else: {"score": <a number from 0 to 1>, '
+    '"reasoning": "<one or two sentences>"}'
+)
+VERDICT_FORMAT = '{"pass": …, "reason": …}'
+SCORE_FORMAT = '{"score": 0–1, "reasoning": …}'
+_FENCED = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.DOTALL)
 SHOWN = 200
+_MAX_STARTS = 50  # `{` positions tried as the start of the object
 
 
 class JudgeError(Exception):
     """The judge could not give a verdict (it failed, or answered something else)."""
 
 
-def judge_prompt(criteria: str, prompt: str, response: str) -> str:
-    return f"CRITERIA:\n{criteria}\n\nPROMPT:\n{prompt}\n\nRESPONSE:\n{response}\n"
+def judge_prompt(criteria: str, prompt: str, response: str, label: str = "CRITERIA") -> str:
+    return f"{label}:\n{criteria}\n\nPROMPT:\n{prompt}\n\nRESPONSE:\n{response}\n"
 
 
-def parse_verdict(text: str) -> tuple[bool, str]:
+def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The JSON object in a judge's answer: the whole answer, a fenced code block, or an object in
+    the text around it; the first that has one of ``keys``, else the first; None when there is none."""
+    stripped = text.strip()
+    found: list[dict[str, Any]] = []
+    for candidate in (stripped, *(m.group(1).strip() for m in _FENCED.finditer(stripped))):
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    if not found:
+        decoder = json.JSONDecoder()
+        for count, match in enumerate(re.finditer(r"\{", stripped)):
+            if count >= _MAX_STARTS:
+                break
+            try:
+                data, _ = decoder.raw_decode(stripped, match.start())
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                found.append(data)
+    return next((data for data in found if any(key in data for key in keys)), found[0] if found else None)
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= SHOWN else text[:SHOWN] + "…")
+
+
+def _reason(data: dict[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def parse_verdict(text: str, judge: str = "the judge") -> tuple[bool, str]:
     """``(passed, reason)`` from the judge's answer; raises :class:`JudgeError` when it is not a
     JSON object with a boolean ``pass`` (``passed`` is accepted too) and a string ``reason``."""
-    stripped = _FENCE.sub("", text.strip())
-    start, end = stripped.find("{"), stripped.rfind("}")
-    data: Any = None
-    if start != -1 and end > start:
-        try:
-            data = json.loads(stripped[start : end + 1])
-        except json.JSONDecodeError:
-            data = None
-    shown = text if len(text) <= SHOWN else text[:SHOWN] + "…"
-    if not isinstance(data, dict):
-        raise JudgeError(f'the judge did not answer a JSON verdict {{"pass": …, "reason": …}}: {shown!r}')
+    data = json_object(text, ("pass", "passed"))
+    if data is None:
+        raise JudgeError(f"{judge} did not answer a JSON verdict {VERDICT_FORMAT}: {_shown(text)}")
     verdict = data.get("pass", data.get("passed"))
     if not isinstance(verdict, bool):
-        raise JudgeError(f'the judge\'s verdict has no boolean "pass": {shown!r}')
-    reason = data.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        raise JudgeError(f'the judge\'s verdict has no "reason": {shown!r}')
-    return verdict, reason.strip()
+        raise JudgeError(f'{judge}\'s verdict has no boolean "pass": {_shown(text)}')
+    reason = _reason(data, "reason", "reasoning")
+    if reason is None:
+        raise JudgeError(f'{judge}\'s verdict has no "reason": {_shown(text)}')
+    return verdict, reason
+
+
+def parse_score(text: str, judge: str = "the judge") -> tuple[float, str]:
+    """``(score, reasoning)`` from the judge's answer to a rubric; raises :class:`JudgeError` when it
+    is not a JSON object with a ``score`` from 0 to 1 (a number, or text holding one) and a string
+    ``reasoning`` (``reason`` is accepted too)."""
+    data = json_object(text, ("score",))
+    if data is None:
+        raise JudgeError(f"{judge} did not answer a JSON score {SCORE_FORMAT}: {_shown(text)}")
+    value = data.get("score")
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise JudgeError(f'{judge}\'s answer has no number "score": {_shown(text)}')
+    if not 0 <= value <= 1:
+        raise JudgeError(f"{judge} scored {value:g}, outside 0–1: {_shown(text)}")
+    reasoning = _reason(data, "reasoning", "reason")
+    if reasoning is None:
+        raise JudgeError(f'{judge}\'s answer has no "reasoning": {_shown(text)}')
+    return float(value), reasoning
 
 
 @dataclass
@@ -61,40 +130,93 @@ class Judge:
 
     provider: Provider
     config_id: str
-    model: str
+    model: str  # the suite's model: the request's model unless `judges:` names others
     prompt: str  # the eval's prompt, as sent to the system under test
     suite: str
     eval_id: str
     workdir: Path
     cost: float | None = None
     calls: int = 0
-    reasons: list[str] = field(default_factory=list)
 
     def unavailable_reason(self) -> str | None:
         reason = self.provider.unavailable_reason()
         return f"llm_judge (judge configuration {self.config_id!r}): {reason}" if reason else None
 
-    def decide(self, criteria: str, response: str) -> tuple[bool | None, str]:
-        """The judge's verdict on ``response``; ``None`` (undecided) when the judge cannot run here."""
+    def decide(self, args: JudgeArgs, response: str) -> Verdict:
+        """The check's verdict on ``response``; undecided when the judge cannot run here."""
         unavailable = self.unavailable_reason()
         if unavailable:
-            return None, unavailable
+            return Verdict(None, unavailable)
+        models: list[str | None] = [*args.judges] if args.judges else [None]
+        answers = tuple(self._ask(args, response, model) for model in models)
+        return combine(args, answers)
+
+    def _who(self, model: str | None) -> str:
+        if model is None:
+            return f"llm_judge: the judge (configuration {self.config_id!r})"
+        return f"llm_judge: the judge model {model!r} (configuration {self.config_id!r})"
+
+    def _ask(self, args: JudgeArgs, response: str, model: str | None) -> JudgeRecord:
+        graded = args.rubric is not None
+        system = JUDGE_RUBRIC_PROMPT if graded else JUDGE_SYSTEM_PROMPT
+        text = args.rubric if args.rubric is not None else args.criteria or ""
+        asked = judge_prompt(text, self.prompt, response, "RUBRIC" if graded else "CRITERIA")
         request = PromptRequest(
-            judge_prompt(criteria, self.prompt, response),
-            self.model,
-            JUDGE_SYSTEM_PROMPT,
-            self.suite,
-            self.eval_id,
-            self.config_id,
-            self.workdir,
+            asked, model or self.model, system, self.suite, self.eval_id, self.config_id, self.workdir
         )
         self.calls += 1
+        started = time.perf_counter()
         try:
             answer = self.provider.answer(request)
         except ProviderError as exc:
-            failed = f"llm_judge: the judge configuration {self.config_id!r} failed"
-            raise JudgeError(f"{failed}: {exc.message}") from None
+            raise JudgeError(f"{self._who(model)} failed: {exc.message}") from None
+        latency = answer.latency if answer.latency is not None else time.perf_counter() - started
         if answer.cost is not None:
             self.cost = (self.cost or 0.0) + answer.cost
-        passed, reason = parse_verdict(answer.text)
-        return passed, f"judge: {reason}"
+        score: float | None = None
+        if graded:
+            score, reasoning = parse_score(answer.text, self._who(model))
+            passed = against_threshold(score, args.pass_mark)[0]
+        else:
+            passed, reasoning = parse_verdict(answer.text, self._who(model))
+        return JudgeRecord(
+            model=model,
+            system_prompt=system,
+            prompt=asked,
+            passed=passed,
+            score=score,
+            reasoning=reasoning,
+            cost=answer.cost,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            latency=latency,
+        )
+
+
+def combine(args: JudgeArgs, answers: tuple[JudgeRecord, ...]) -> Verdict:
+    """The check's verdict from its judges' answers (see :class:`JudgeArgs`)."""
+    scores = [a.score for a in answers if a.score is not None]
+    score = sum(scores) / len(scores) if args.rubric is not None and scores else None
+    if len(answers) == 1:
+        [only] = answers
+        if score is None:
+            return Verdict(only.passed, f"judge: {only.reasoning}", judges=answers)
+        passed, compared = against_threshold(score, args.pass_mark)
+        return Verdict(passed, f"judge: score {compared}: {only.reasoning}", score, answers)
+    each = ", ".join(
+        f"{a.model}: {'pass' if a.passed else 'fail'}" if a.score is None else f"{a.model} {a.score:.2f}"
+        for a in answers
+    )
+    if args.combine == "mean" and score is not None:
+        passed, compared = against_threshold(score, args.pass_mark)
+        message = f"judges: mean score {compared} ({each})"
+    else:
+        ayes = sum(a.passed for a in answers)
+        passed = 2 * ayes > len(answers)
+        mark = "" if score is None else f" (score >= {args.pass_mark:g})"
+        message = (
+            f"judges: {ayes} of {len(answers)} passed{mark}, {'a' if passed else 'no'} majority ({each})"
+        )
+        if score is not None:
+            message += f"; mean score {score:.2f}"
+    return Verdict(passed, message, score, answers)

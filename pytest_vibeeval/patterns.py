@@ -11,7 +11,7 @@ REGEX_MARKERS = re.compile(r"\.[*+?]|\\[dDwWsSb]|\[[^\]]*\w-\w[^\]]*\]|\(\?|\{\d
 
 @lru_cache(maxsize=4096)
 def is_regex_pattern(pattern: str) -> bool:
-    """Whether ``pattern`` is matched as a regular expression (see README, "Checks")."""
+    """Whether ``pattern`` is matched as a regular expression (see docs/checks.md, "Patterns")."""
     if not REGEX_MARKERS.search(pattern):
         return False
     try:

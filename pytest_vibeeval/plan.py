@@ -5,13 +5,13 @@ carries is built here, in one function, for both."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .checks import AnyOf, CheckNode
+from .checks import AnyOf, Check, CheckNode
 from .errors import InputError, did_you_mean
-from .loading.configurations import IMPLICIT_ID, ConfigurationSet
+from .loading.configurations import ALL, IMPLICIT_ID, ConfigurationSet
 from .loading.runner_config import ResolvedEval, RunnerConfig, resolve_suite_coding
 from .loading.suite import EvalCase, Suite
 from .models import DEFAULT_TIMEOUT_MS, Configuration, ScoreSpec
@@ -148,15 +148,26 @@ def suite_plans(
             )
             raise InputError.single(suite.path, message, line=suite.judge_line)
         judge = (suite.judge or IMPLICIT_ID, configs.configurations.get(suite.judge or ""))
+        pinned = judge[1].model if judge[1] is not None else None
+        if pinned and uses_judge(suite, several=True):
+            raise InputError.single(
+                suite.path,
+                f"judge: configuration {judge[0]!r} sets `model: {pinned}`, which would answer for "
+                "every model an llm_judge check lists in `judges:`",
+                line=suite.judge_line,
+                hint="leave `model` unset on the judge configuration: each check's `judges:` names "
+                "its models",
+            )
     coding = None
     if any(case.coding for case in suite.evals):
         coding = coding_runner(suite, configs, config_dir, config_ids)
     selected = {cid: configs.configurations.get(cid) for cid in config_ids}
-    digests = _digests([suite.path, *([configs.source] if configs.source else [])], selected, variables)
+    files = [suite.path, *suite.datasets, *([configs.source] if configs.source else [])]
+    digests = _digests(files, selected, variables)
     score = ScoreSpec(formula=suite.formula, min=suite.score_min, max=suite.score_max)
     wanted = set(eval_ids)
     plans: list[EvalPlan] = []
-    for case in suite.evals:
+    for position, case in enumerate(suite.evals):  # a dataset eval's rows are evals of their own
         if case.id not in wanted:
             continue
         for config_id, configuration in selected.items():
@@ -170,7 +181,7 @@ def suite_plans(
                 eval_id=case.id,
                 named=case.name is not None,
                 suite_evals=len(suite.evals),
-                eval_index=case.index,
+                eval_index=position,
                 min_pass_rate=case.min_pass_rate,
                 digest=digests[config_id],
             )
@@ -196,6 +207,16 @@ def suite_plans(
             )
             plans.extend(_repeated(plan, repeats, group_of(configuration, config_id)))
     return plans
+
+
+def selected_evals(suite: Suite, requested: Sequence[str] | None) -> list[str]:
+    """The ids of the evals ``--vibe-eval`` selects (None: all): a dataset eval's name selects
+    every row (``-k`` selects single rows)."""
+    ids = [case.id for case in suite.evals]
+    if requested is None or ALL in requested:
+        return ids
+    wanted = set(requested)
+    return [case.id for case in suite.evals if (case.eval_name or case.id) in wanted]
 
 
 def runner_plans(
@@ -296,10 +317,14 @@ def check_cli_configurations(source: Path, configurations: Mapping[str, Configur
             )
 
 
-def uses_judge(suite: Suite) -> bool:
-    """Whether any eval of ``suite`` has an llm_judge check (inside ``or`` too)."""
+def uses_judge(suite: Suite, several: bool = False) -> bool:
+    """Whether any eval of ``suite`` has an llm_judge check (inside ``or`` too); ``several``: one
+    that lists its ``judges``."""
+
+    def judged(node: Check) -> bool:
+        return node.type.name == "llm_judge" and (not several or bool(getattr(node.value, "judges", None)))
 
     def walk(nodes: tuple[CheckNode, ...]) -> bool:
-        return any(walk(n.children) if isinstance(n, AnyOf) else n.type.name == "llm_judge" for n in nodes)
+        return any(walk(n.children) if isinstance(n, AnyOf) else judged(n) for n in nodes)
 
     return any(walk(case.checks) for case in suite.evals)

@@ -29,6 +29,7 @@ from .loading.named_folders import is_named_folder
 from .loading.runner_config import EVAL_CONFIG_NAME
 from .loading.suite_files import has_evals
 from .loading.templates import Renderer, TemplateValues
+from .reaping import end_lost_workers_processes
 from .resume import ResumeIndex
 from .scoring.formula import FormulaError
 from .settings import Settings, add_options
@@ -98,6 +99,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.interrupts.uninstall()
     if state is not None and state.lock_dir is not None and state.owns_lock_dir:
         shutil.rmtree(state.lock_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object | None) -> None:
+    """xdist's controller: a worker is down. One that died may have left an agent running and its
+    pids cgroup behind: end them (see reaping)."""
+    if error is not None:
+        end_lost_workers_processes()
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

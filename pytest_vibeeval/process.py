@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .workspace.cgroups import process_limit
+from .reaping import Orphans
+from .workspace.cgroups import ProcessLimit, process_limit
 
 __all__ = [
     "ArgumentsTooLong",
@@ -194,7 +195,8 @@ def run_command(
 
     ``max_processes`` > 0 runs the command in a pids cgroup of its own where this machine allows
     one (see :mod:`pytest_vibeeval.workspace.cgroups`): at most that many processes at once, and every one
-    left, even outside the process group, killed at the end.
+    left, even outside the process group, killed at the end. Without one, what left the group
+    (``setsid``, a double fork) is killed and reaped too, on Linux (see :mod:`pytest_vibeeval.reaping`).
     """
     args = tuple(argv)
     if not args:
@@ -220,9 +222,42 @@ def run_command(
     stdout_path = out / f"{name}.stdout"
     stderr_path = out / f"{name}.stderr"
 
-    proc: subprocess.Popen[bytes] | None = None
     limit = process_limit(max_processes) if max_processes > 0 else None
+    orphans = Orphans()
+    child_env = None if env is None else dict(env)
+    with orphans:
+        proc, timed_out, start = _run(args, executable, cwd_str, child_env, stdin_text, out, name, limit,
+                                      orphans, timeout, grace)  # fmt: skip
+        duration = time.monotonic() - start
+    return CommandResult(
+        argv=args,
+        cwd=cwd_str,
+        exit_code=None if timed_out else proc.returncode,
+        duration=duration,
+        timed_out=timed_out,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+    )
+
+
+def _run(
+    args: tuple[str, ...],
+    executable: str,
+    cwd_str: str,
+    env: dict[str, str] | None,
+    stdin_text: str | None,
+    out: Path,
+    name: str,
+    limit: ProcessLimit | None,
+    orphans: Orphans,
+    timeout: float | None,
+    grace: float,
+) -> tuple[subprocess.Popen[bytes], bool, float]:
+    """Start the command, wait for it, kill its group and reap it; (the process, whether it timed
+    out, when it started: time.monotonic())."""
+    proc: subprocess.Popen[bytes] | None = None
     start = time.monotonic()
+    stdout_path, stderr_path = out / f"{name}.stdout", out / f"{name}.stderr"
     try:
         # The parent's copies of the file handles are closed as soon as the child has its own.
         with contextlib.ExitStack() as files:
@@ -244,7 +279,7 @@ def run_command(
                     limit.wrap([os.path.abspath(executable), *args[1:]]) if limit else args,
                     executable=None if limit else os.path.abspath(executable),
                     cwd=cwd_str,
-                    env=None if env is None else dict(env),
+                    env=env,
                     stdin=stdin,
                     stdout=stdout,
                     stderr=stderr,
@@ -257,6 +292,7 @@ def run_command(
                 if exc.errno != errno.E2BIG:
                     raise
                 raise ArgumentsTooLong(args[0], _too_long_reason(args)) from exc
+            orphans.started(proc.pid)
         timed_out = _wait(proc, timeout, grace)
     finally:
         if proc is not None:
@@ -266,16 +302,7 @@ def run_command(
             proc.wait()
         if limit is not None:
             limit.close()
-    duration = time.monotonic() - start
-    return CommandResult(
-        argv=args,
-        cwd=cwd_str,
-        exit_code=None if timed_out else proc.returncode,
-        duration=duration,
-        timed_out=timed_out,
-        stdout_path=stdout_path,
-        stderr_path=stderr_path,
-    )
+    return proc, timed_out, start
 
 
 def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:

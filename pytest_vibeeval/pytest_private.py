@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
@@ -88,3 +89,18 @@ def junit_writer(config: pytest.Config) -> Any | None:
     except ImportError:  # pragma: no cover - tests/test_junit_xsd.py fails if pytest moves it
         return None
     return config.stash.get(xml_key, None)
+
+
+def load_conftests(config: pytest.Config, folder: Path) -> None:
+    """Load the conftest.py files of ``folder`` and the folders above it, as collecting it would.
+
+    The xdist controller collects nothing, so a conftest.py below the folders named on the command
+    line is loaded only on the workers, and run variables it registers would be missing where the
+    runs are scored. pytest loads conftests only through its private ``_loadconftestmodules``;
+    loading is idempotent, and registering one calls its historic ``register`` hooks."""
+    config.pluginmanager._loadconftestmodules(
+        folder,
+        config.getoption("importmode"),
+        config.rootpath,
+        consider_namespace_packages=bool(config.getini("consider_namespace_packages")),
+    )

@@ -10,23 +10,21 @@ miss. Stored prompts are redacted for reading; the hash is of the real prompt.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from .bounded_read import UnreadableFile, read_bounded
+from .answer_files import (
+    FORMAT,
+    AnswerFileError,
+    answer_digest,
+    answer_entry,
+    answer_path,
+    read_answer,
+    write_answer,
+)
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
-from .results import ToolCallRecord
-
-FORMAT = 1
-MAX_RECORDING_BYTES = 256 * 2**20  # a stored answer is at most max_output_bytes of text, and its tool calls
 
 
 def answer_key(config_id: str, model: str, system_prompt: str | None, prompt: str, repeat: int = 0) -> str:
@@ -35,8 +33,7 @@ def answer_key(config_id: str, model: str, system_prompt: str | None, prompt: st
     parts: list[object] = [FORMAT, config_id, model, system_prompt, prompt]
     if repeat:
         parts.append(repeat)
-    material = json.dumps(parts, ensure_ascii=False)
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+    return answer_digest(parts)
 
 
 class Store:
@@ -47,71 +44,29 @@ class Store:
         self.redact = redact or Redactor()
 
     def path_for(self, config_id: str, key: str) -> Path:
-        safe = re.sub(r"[^A-Za-z0-9._+-]+", "_", config_id)
-        return self.folder / safe / f"{key[:40]}.json"
+        return answer_path(self.folder, config_id, key)
 
     def save(self, config_id: str, model: str, request: PromptRequest, response: ProviderResponse) -> None:
         key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat)
-        entry = {
-            "format": FORMAT,
-            "configuration": config_id,
-            "model": model,
-            "repeat": request.repeat,
-            "system_prompt": self.redact(request.system_prompt),
-            "prompt": self.redact(request.prompt),
-            "response": self.redact(response.text),
-            "cost": response.cost,
-            "input_tokens": response.input_tokens,
-            "output_tokens": response.output_tokens,
-            "latency": response.latency,
-            "tool_calls": [call.model_dump() for call in response.tool_calls],
-        }
-        path = self.path_for(config_id, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        os.replace(temp, path)
+        entry = answer_entry(
+            response,
+            configuration=config_id,
+            model=model,
+            repeat=request.repeat,
+            system_prompt=request.system_prompt,
+            prompt=request.prompt,
+        )
+        write_answer(self.path_for(config_id, key), entry, self.redact)
 
     def load(self, config_id: str, model: str, request: PromptRequest) -> ProviderResponse | None:
         key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat)
         path = self.path_for(config_id, key)
         try:
-            entry: Any = json.loads(read_bounded(path, MAX_RECORDING_BYTES).decode("utf-8"))
+            return read_answer(path)[1]
         except FileNotFoundError:
             return None
-        except (UnreadableFile, OSError, ValueError) as exc:
-            raise ProviderError(f"recorded answer {path} is unreadable: {exc}") from None
-        problem = _entry_problem(entry)
-        if problem:
-            raise ProviderError(f"recorded answer {path} is not a stored answer: {problem}")
-        try:
-            return ProviderResponse(
-                entry["response"],
-                entry.get("cost"),
-                entry.get("input_tokens"),
-                entry.get("output_tokens"),
-                latency=entry.get("latency"),
-                tool_calls=[ToolCallRecord.model_validate(call) for call in entry.get("tool_calls") or []],
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(f"recorded answer {path} is not a stored answer: {exc}") from None
-
-
-def _entry_problem(entry: Any) -> str | None:
-    """What makes ``entry`` no stored answer (a value of the wrong type), or None."""
-    if not isinstance(entry, dict):
-        return f"expected a JSON object, found {type(entry).__name__}"
-    if not isinstance(entry.get("response"), str):
-        return f"`response` must be text, not {json.dumps(entry.get('response'))[:40]}"
-    for key in ("cost", "latency", "input_tokens", "output_tokens"):
-        value = entry.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
-    if not isinstance(entry.get("tool_calls") or [], list):
-        return "`tool_calls` must be a list"
-    return None
+        except AnswerFileError as exc:
+            raise ProviderError(f"recorded answer {path} {exc}") from None
 
 
 class RecordingProvider:

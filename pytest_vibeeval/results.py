@@ -122,12 +122,43 @@ class RubricRecord(Record):
     )
 
 
+class JudgeRecord(Record):
+    """One judge's answer to an ``llm_judge`` check."""
+
+    model: str | None = Field(
+        description="the model of the check's `judges:` asked; None: the judge configuration's own "
+        "(its `model`, else the suite's)"
+    )
+    system_prompt: str = Field(description="the instructions the judge was given")
+    prompt: str = Field(
+        description="what the judge was asked: the criteria or rubric, the eval's prompt and the response "
+        "(one longer than 64 KiB is kept as its head and tail)"
+    )
+    passed: bool = Field(description="this judge's verdict (with a rubric: its score >= the threshold)")
+    score: float | None = Field(default=None, description="0–1 with a rubric; None for a pass/fail verdict")
+    reasoning: str = Field(description="why, in the judge's words")
+    cost: float | None = Field(default=None, description="USD; None when not reported")
+    input_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
+    output_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
+    latency: float | None = Field(default=None, description="seconds")
+
+
 class CheckRecord(Record):
     type: str = Field(description="the check type (match, llm_judge, …), or `or`")
     passed: bool | None = Field(description="None: could not be decided here")
     message: str = Field(description="what the check found")
     score: float | None = Field(
-        default=None, description="0–1, from a check that grades (a `python` check returning a score)"
+        default=None,
+        description="0–1, from a check that grades (`llm_judge` with a rubric, a `python` check returning "
+        "a score); feeds the formula variable `<name>_score`",
+    )
+    name: str | None = Field(
+        default=None,
+        description="the check's own `name` (its score is `<name>_score`); None: its score counts "
+        "towards its eval's `<name>_score`",
+    )
+    judges: list[JudgeRecord] = Field(
+        default_factory=list, description="`llm_judge`: each judge's answer, in the order asked"
     )
     children: list[CheckRecord] = Field(default_factory=list, description="an `or` check's alternatives")
 
@@ -179,6 +210,11 @@ class EvalRecord(Record):
         default_factory=list,
         description="each check's verdict, in the suite's order; empty for coding-agent evals",
     )
+    check_names: list[str] = Field(
+        default_factory=list,
+        description="the `name`s of the eval's checks (their `<name>_score` variables), whether or not "
+        "the checks ran",
+    )
     steps: list[StepRecord] = Field(
         default_factory=list, description="the commands the item ran (agent, build, grade), in order"
     )
@@ -228,6 +264,19 @@ class EvalRecord(Record):
         default=None, description="the results file this record was reused from (--vibe-resume); None: ran"
     )
     xfail: bool = Field(default=False, description="expected to fail (reported as xfailed)")
+    eval_name: str | None = Field(
+        default=None,
+        description="a dataset row: its eval's name (or generated id); `name` is `<eval_name>[<row_id>]`",
+    )
+    row_id: str | None = Field(default=None, description="a dataset row: its id in the item's name")
+    row: dict[str, Any] | None = Field(
+        default=None, description="a dataset row: its values by column (text from a CSV file)"
+    )
+    cached: bool = Field(
+        default=False,
+        description="the answer came from the response cache (--vibe-cache), not from a call in this "
+        "session; its latency, cost and tokens are those of the call that made it",
+    )
 
 
 class GateRecord(Record):
@@ -323,6 +372,11 @@ class RunRecord(Record):
     )
     variables: dict[str, float | None] = Field(
         description="every formula variable of the run with its value; null: no value"
+    )
+    variable_errors: dict[str, str] = Field(
+        default_factory=dict,
+        description="run variables whose computation failed (a plugin's that raised or returned no "
+        "number), with the error; their value is null",
     )
     notes: list[str] = Field(default_factory=list, description="what the summary warns about")
     grade: str | None = Field(

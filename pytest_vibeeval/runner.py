@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .checks import AnyOf, CheckError, CheckNode, CheckResult, Response, run_checks
+from .checks import AnyOf, CheckError, CheckNode, CheckResult, Response, named_checks, run_checks
 from .judge import Judge, JudgeError
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
@@ -77,11 +77,22 @@ def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
 
 
 def _check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
+    judges = [
+        judge.model_copy(
+            update={
+                "prompt": response_excerpt(redact(judge.prompt) or "")[0],
+                "reasoning": redact(judge.reasoning) or "",
+            }
+        )
+        for judge in result.judges
+    ]
     return CheckRecord(
         type=result.type,
         passed=result.passed,
         message=redact(result.message) or "",
         score=result.score,
+        name=result.name,
+        judges=judges,
         children=[_check_record(child, redact) for child in result.children],
     )
 
@@ -127,6 +138,7 @@ def run_prompt_eval(
         outcome="skipped",
         xfail=case.xfail is not None,
         repeat=repeat,
+        check_names=sorted({check.name for check in named_checks(case.checks) if check.name}),
     )
     reason = provider.unavailable_reason()
     if reason:
@@ -188,6 +200,7 @@ def run_prompt_eval(
             "output_tokens": response.output_tokens,
             "response": kept,
             "response_chars": whole_chars,
+            "cached": response.cached,
             "steps": redact_steps(response.steps, redact),
             "tool_calls": [
                 call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls

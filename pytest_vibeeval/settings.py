@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from .cache import DEFAULT_CACHE, folder_problem
 from .loading.configurations import parse_selection
 from .loading.templates import parse_assignments
 from .report.resultsfile import DEFAULT_HISTORY, unwritable_reason
@@ -36,6 +37,7 @@ class Settings:
     max_cost: float | None = None
     record: Path | None = None  # --vibe-record: store every provider answer here
     replay: Path | None = None  # --vibe-replay: answer from this store only
+    cache: Path | None = None  # --vibe-cache: the response cache's folder (None: no cache)
     repeats: int = 1  # --vibe-repeat: items per eval × configuration
     baseline: str | None = None  # --vibe-baseline PATH|latest, as given
     resume: str | None = None  # --vibe-resume PATH|latest, as given
@@ -98,6 +100,7 @@ class Settings:
             max_cost=_max_cost(config),
             record=_absolute(record),
             replay=_absolute(replay),
+            cache=_cache_folder(config),
             repeats=_repeats(config),
             baseline=baseline,
             resume=config.getoption("vibe_resume"),
@@ -194,6 +197,17 @@ def add_options(parser: pytest.Parser) -> None:
         help="answer every prompt from this folder of recorded answers (a miss is an error)",
     )
     group.addoption(
+        "--vibe-cache",
+        metavar="DIR",
+        nargs="?",
+        const=True,
+        default=None,
+        help="answer a request identical to an earlier one (configuration, model, messages, "
+        "parameters) from this folder, and store new answers there (default: .vibeeval/cache under "
+        "the rootdir; write --vibe-cache=DIR, or the option after the test paths); never for agent "
+        "CLIs, coding-agent evals or --vibe-repeat",
+    )
+    group.addoption(
         "--vibe-repeat",
         metavar="N",
         type=int,
@@ -243,6 +257,11 @@ def add_options(parser: pytest.Parser) -> None:
         default="1024",
     )
     parser.addini("vibe_repeat", "default for --vibe-repeat", default="")
+    parser.addini(
+        "vibe_cache",
+        "the response cache's folder, relative to the rootdir, as --vibe-cache (empty: no cache)",
+        default="",
+    )
     parser.addini("vibe_html", "default for --vibe-html", default="")
     parser.addini(
         "vibe_progress_interval",
@@ -354,6 +373,27 @@ def _history_path(config: pytest.Config) -> Path | None:
     if value is None:
         return config.rootpath / DEFAULT_HISTORY
     return Path(value).absolute() if str(value).strip() else None
+
+
+def _cache_folder(config: pytest.Config) -> Path | None:
+    """The response cache's folder: --vibe-cache DIR (relative to the current folder; the option
+    alone: ``.vibeeval/cache`` under the rootdir), else the ini value (relative to the rootdir),
+    else None (no cache)."""
+    value: object = config.getoption("vibe_cache")
+    where = "--vibe-cache"
+    if value is True:
+        folder = config.rootpath / DEFAULT_CACHE
+    elif value:
+        folder = Path(str(value)).expanduser().absolute()
+    elif value is None and str(config.getini("vibe_cache")).strip():
+        where = "vibe_cache (ini)"
+        folder = config.rootpath / Path(str(config.getini("vibe_cache")).strip()).expanduser()
+    else:
+        return None  # not given, or given empty (--vibe-cache= turns an ini cache off)
+    problem = folder_problem(folder)
+    if problem:
+        raise pytest.UsageError(f"{where}: {problem}")
+    return folder
 
 
 def _repeats(config: pytest.Config) -> int:

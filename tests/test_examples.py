@@ -1,7 +1,8 @@
 """The bundled examples run without API keys, exit 0, and show passing and failing evals.
 
-The TypeScript coding-agent problem needs node and npm (skipped without them) and, for its first
-`npm ci`, the npm registry (later runs use npm's cache).
+The TypeScript problems (coding-agent's roman-numerals, runner-repository's word-stats) need node
+and npm (skipped without them) and, for their first `npm ci`, the npm registry (later runs use
+npm's cache).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from helpers import NO_HISTORY
 
 REPO = Path(__file__).resolve().parents[1]
 CODING_AGENT = "examples/coding-agent/evals/config"
-# The TypeScript problem (roman-numerals) declares `"requires": ["node", "npm"]`: skipped without them.
+RUNNER_REPOSITORY = "examples/runner-repository/evals/config"
+# The TypeScript problems declare `"requires": ["node", "npm"]`: skipped without them.
 HAS_NODE = all(shutil.which(tool) for tool in ("node", "npm"))
 HAS_SEMANTIC = importlib.util.find_spec("sentence_transformers") is not None
 NO_NODE = "node and npm are not on PATH: the TypeScript example problem roman-numerals is skipped"
@@ -30,6 +32,7 @@ def vibeeval_folder_state() -> list[tuple[str, int]]:
     return sorted((str(path), path.stat().st_size) for path in (REPO / ".vibeeval").rglob("*"))
 
 
+@pytest.mark.timeout(900)  # the TypeScript problems' items run `npm ci`, tsc, eslint and vitest
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     results = tmp_path / "results.json"
@@ -37,7 +40,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "examples", "-p", "no:cacheprovider",
          "--vibe-results", str(results), NO_HISTORY, *xdist],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO, capture_output=True, text=True, timeout=840,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "Run Summary" in proc.stdout
@@ -55,10 +58,13 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         ("graded", "quiz-json"),  # the suite's default_configurations pick one of cli-config.json's
         (CODING_AGENT, "oracle"),
         (CODING_AGENT, "nop"),  # expected to fail: `xfail` in its configuration
-        ("examples/runner-repository/evals/config", "oracle"),  # tests/test_runner_example.py
-        ("examples/runner-repository/evals/config", "nop"),
+        (RUNNER_REPOSITORY, "oracle"),  # tests/test_runner_example.py (also runs `sloppy`)
+        (RUNNER_REPOSITORY, "nop"),
         ("geography", "sonnet"),  # recorded answers: the judge's verdict comes from the store too
         ("tracker-mcp", "openrouter"),  # OpenRouter's API pointed at a local stand-in, with MCP tools
+        ("glossary", "app"),  # examples/response-cache: tests/test_examples.py runs it twice, cached
+        ("triage", "app"),  # examples/graded-judge: tests/test_examples.py checks its scores and metrics
+        ("datasets", "app"),  # examples/datasets: one item per row
     }
     tracker = {record["name"]: record for record in runs["tracker-mcp", "openrouter"]["evals"]}
     assert all(record["outcome"] == "passed" for record in tracker.values()), tracker
@@ -98,6 +104,15 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         assert (roman["subtasks_passed"], roman["subtasks_total"]) == (10, 10)
     else:
         assert coding["roman-numerals"]["outcome"] == "skipped"
+    # the TypeScript problem in the runner's layout: full marks and partial credit by its rules
+    [word_stats] = runs[RUNNER_REPOSITORY, "oracle"]["evals"]
+    if HAS_NODE:
+        assert word_stats["outcome"] == "passed", word_stats["message"]
+        assert runs[RUNNER_REPOSITORY, "oracle"]["variables"]["word-stats_vybes"] == 200.0
+        assert runs[RUNNER_REPOSITORY, "nop"]["variables"]["word-stats_vybes"] == 40.0
+        assert runs[RUNNER_REPOSITORY, "nop"]["evals"][0]["xfail"]
+    else:
+        assert word_stats["outcome"] == "skipped"
     checks_used = {
         check["type"]
         for run in data["runs"]
@@ -190,3 +205,73 @@ def test_typescript_example_counts_vitest_subtasks(tmp_path: Path) -> None:
     template = REPO / "examples/coding-agent/evals/problems/roman-numerals/workspace"
     assert not (template / "node_modules").exists()
     assert "not implemented" in (template / "src/roman.ts").read_text()
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_response_cache_example_answers_its_second_run_from_the_cache(
+    tmp_path: Path, xdist: list[str]
+) -> None:
+    cache = tmp_path / "cache"
+    runs = []
+    for attempt in ("first", "second"):
+        results = tmp_path / f"{attempt}.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "examples/response-cache", "-p", "no:cacheprovider",
+             f"--vibe-cache={cache}", "--vibe-results", str(results), NO_HISTORY, *xdist],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        runs.append((proc.stdout, json.loads(results.read_text())["runs"][0]["evals"]))
+    (first_out, first), (second_out, second) = runs
+    assert "Cache: 0 answers from cache, 3 asked" in first_out
+    assert "Cache: 3 answers from cache, 0 asked" in second_out
+    assert not any(record["cached"] for record in first)
+    assert all(record["cached"] for record in second)
+    assert [(r["latency"], r["cost"], r["judge_cost"]) for r in second] == [
+        (r["latency"], r["cost"], r["judge_cost"]) for r in first
+    ]
+    assert sorted(path.parent.name for path in cache.rglob("*.json")) == ["app", "app", "app", "grader"]
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_datasets_example_runs_one_item_per_row(tmp_path: Path, xdist: list[str]) -> None:
+    results = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "examples/datasets", "-p", "no:cacheprovider", "-k", "not kenya",
+         "--vibe-results", str(results), NO_HISTORY, *xdist],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    records = {r["nodeid"]: r for r in json.loads(results.read_text())["runs"][0]["evals"]}
+    suite = "examples/datasets/datasets.eval.yaml"
+    assert len(records) == 8 and f"{suite}::capital[kenya][app]" not in records
+    zealand = records[f"{suite}::capital[new-zealand][app]"]
+    assert (zealand["outcome"], zealand["eval_name"]) == ("passed", "capital")
+    assert zealand["row_id"] == "new-zealand"
+    assert zealand["row"] == {"id": "new-zealand", "country": "New Zealand", "capital": "Wellington"}
+    assert records[f"{suite}::translate[cat-German][app]"]["response"] == "Katze"
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_graded_judge_example_scores_replies_and_measures_labels(tmp_path: Path, xdist: list[str]) -> None:
+    results = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "examples/graded-judge", "-p", "no:cacheprovider",
+         "--vibe-results", str(results), NO_HISTORY, *xdist],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "4 passed, 1 xfailed" in proc.stdout
+    assert "Metrics: precision 0.50 · recall 0.50" in proc.stdout  # conftest.py's, on the controller too
+    [run] = json.loads(results.read_text())["runs"]
+    assert (run["metrics"]["precision"], run["metrics"]["recall"]) == (0.5, 0.5)
+    evals = {record["name"]: record for record in run["evals"]}
+    [_, outage] = evals["urgent-outage"]["checks"]
+    assert outage["name"] == "politeness" and outage["passed"] is True
+    assert [judge["model"] for judge in outage["judges"]] == [
+        "example/strict-judge", "example/kind-judge", "example/brief-judge"
+    ]  # fmt: skip
+    assert evals["routine-dark-mode"]["xfail"] and evals["routine-dark-mode"]["outcome"] == "failed"
+    assert run["variables"]["politeness_score"] == pytest.approx(0.74)
+    assert run["score"] == pytest.approx(80 * 0.5 + 0.74 * 50)
+    assert run["metrics"]["total_judge_cost"] == pytest.approx(15 * 0.0001)  # 5 evals × 3 judges

@@ -55,6 +55,8 @@ def test_a_conftest_registers_a_check_type(pytester: pytest.Pytester, xdist: lis
         "message": "response does not start with 'Goodbye'",
         "children": [],
         "score": None,  # a plain verdict: no 0-1 score
+        "name": None,
+        "judges": [],
     }
 
 

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
 import sys
 import time
@@ -28,6 +29,8 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 from helpers import FAST_ARGS
+
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
 HOSTILE = Path(__file__).parent / "hostile"
 MANIFEST: dict[str, dict[str, Any]] = yaml.safe_load((HOSTILE / "MANIFEST.yaml").read_text(encoding="utf-8"))[
@@ -56,6 +59,7 @@ class Batch:
     env: dict[str, str] = field(default_factory=dict)  # `{run}` stands for the run folder
     args: tuple[str, ...] = ()
     timeout: float = 150  # seconds; a run that takes longer is a hang
+    bwrap: bool = False  # runs its agents and steps in bwrap: skipped where bwrap does not work
 
 
 DOUBLING = {f"HOSTILE_L{i}": f"${{HOSTILE_L{i - 1}}}${{HOSTILE_L{i - 1}}}" for i in range(1, 41)}
@@ -70,13 +74,16 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "eval-root-self": Batch(env={"EVAL_ROOT": "${EVAL_ROOT}"}),
     "eval-root-symlink-loop": Batch(env={"EVAL_ROOT": "{run}/selfloop"}),
     "control": Batch(),
+    "sandbox": Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True),
+    "sandbox-xdist": Batch(args=("--vibe-sandbox", "bwrap", "-n", "2"), bwrap=True),
 }
-# Every run: the probe's reports, results and no history in out/, and agents unconfined (no bwrap), so
-# that any escape from an item's folder would show in the snapshots.
+# Every run: the probe's reports, results and no history in out/, and agents unconfined (no bwrap, but
+# in the `sandbox` batches), so that any escape from an item's folder would show in the snapshots.
 RUN_ARGS: tuple[str, ...] = ("-p", "hostile_probe", "--vibe-results", "out/results.json")
 RUN_ARGS += ("--vibe-history", "", "--vibe-sandbox", "none", "-rA")
 PATH = os.environ["PATH"]
-# In every batch: ${VAR} loops for the config folders, and the canary's absolute path.
+# In every batch: ${VAR} loops for the config folders, the canary's absolute path, and (HOSTILE_PORT) a
+# server on 127.0.0.1 that accepts connections.
 COMMON_ENV = {
     "HOSTILE_A": "${HOSTILE_B}",
     "HOSTILE_B": "${HOSTILE_A}",
@@ -288,6 +295,8 @@ def run_batch(
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setenv("HOSTILE_REPORTS", str(run / "out" / "reports.jsonl"))
     monkeypatch.setenv("COLUMNS", "120")
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)  # connections wait in its backlog
+    monkeypatch.setenv("HOSTILE_PORT", str(listener.getsockname()[1]))
     before = snapshot(run)
     args = (*RUN_ARGS, *batch.args, "cases")
     started = time.monotonic()
@@ -298,6 +307,8 @@ def run_batch(
         outcome["timed_out"] = True
     else:
         outcome.update(ret=int(result.ret), stdout=result.stdout.str(), stderr=result.stderr.str())
+    finally:
+        listener.close()
     outcome["seconds"] = round(time.monotonic() - started, 2)
     outcome["changes"] = _changes(before, snapshot(run))
     outcome["tmp_left"] = sorted(p.name for p in (run / "tmp").iterdir() if p.name != ".keep")
@@ -343,11 +354,15 @@ def _try_run(name: str, cache: Path, request: pytest.FixtureRequest, wait: bool)
         return True
 
 
+def _can_run(name: str) -> bool:
+    return not BATCHES[name].bwrap or bwrap_problem() is None
+
+
 def batch_outcome(name: str, cache: Path, request: pytest.FixtureRequest) -> Any:
     """The batch's outcome. While another xdist worker runs it, this one runs batches nobody has
     started (the slow ones first), then waits."""
     while not _try_run(name, cache, request, wait=False):
-        idle = [b for b in BATCHES if b != name and not (cache / f"{b}.json").exists()]
+        idle = [b for b in BATCHES if b != name and not (cache / f"{b}.json").exists() and _can_run(b)]
         if not any(_try_run(other, cache, request, wait=False) for other in idle):
             _try_run(name, cache, request, wait=True)
             break
@@ -480,6 +495,8 @@ def _params() -> list[Any]:
 def test_hostile_case(case_id: str, batch_cache: Path, request: pytest.FixtureRequest) -> None:
     spec = MANIFEST[case_id]
     name = spec.get("batch", "main")
+    if BATCHES[name].bwrap and bwrap_problem() is not None:
+        pytest.skip(f"batch {name!r} runs in bwrap: {bwrap_problem()}")
     outcome = batch_outcome(name, batch_cache, request)
     check_batch(name, outcome)
     prefix = f"cases/{case_dir(case_id)}/"

@@ -49,13 +49,24 @@ def test_a_passing_verdict_passes_with_the_judges_reason(
     run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=2)
     records = evals_by_nodeid(load_json(results))
     capital = records["judged.eval.yaml::capital[sut]"]
+    [judged] = capital["checks"][0].pop("judges")
     assert capital["checks"][0] == {
         "type": "llm_judge",
         "passed": True,
         "message": "judge: the response meets the criteria",
         "children": [],
         "score": None,  # a plain verdict: no 0-1 score
+        "name": None,
     }
+    expected_prompt = f"CRITERIA:\n{CRITERIA}\n\nPROMPT:\nANSWER: Paris\n\nRESPONSE:\nParis\n"
+    assert judged["model"] is None  # the judge configuration's own model
+    assert judged["prompt"] == expected_prompt and "impartial grader" in judged["system_prompt"]
+    assert (judged["passed"], judged["score"], judged["reasoning"]) == (
+        True,
+        None,
+        "the response meets the criteria",
+    )
+    assert (judged["cost"], judged["input_tokens"], judged["output_tokens"]) == (USAGE["cost"], 12, 5)
     assert capital["cost"] == USAGE["cost"] and capital["judge_cost"] == USAGE["cost"]  # apart
     assert records["judged.eval.yaml::plain[sut]"]["judge_cost"] is None  # no judge asked
     [judge_request] = [r for r in server.requests if r["body"]["model"] == "vendor/judge-pass"]
@@ -78,7 +89,10 @@ def test_a_malformed_verdict_is_an_error_not_a_pass(pytester: pytest.Pytester, s
     run(pytester, "--vibe-results", results).assert_outcomes(passed=1, failed=1)
     capital = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]
     assert capital["outcome"] == "error"
-    assert capital["message"].startswith("the judge did not answer a JSON verdict")
+    assert capital["message"] == (
+        "llm_judge: the judge (configuration 'grader') did not answer a JSON verdict "
+        '{"pass": …, "reason": …}: \'I think it is probably fine.\''
+    )
     assert capital["judge_cost"] == USAGE["cost"]  # it was asked, and it cost
 
 
@@ -112,6 +126,8 @@ def test_an_unknown_judge_is_a_collection_error_with_its_line(pytester: pytest.P
         ('{"pass": true, "reason": "ok"}', (True, "ok")),
         ('Sure! {"passed": false, "reason": " no "} hope that helps', (False, "no")),
         ('```json\n{"pass": false, "reason": "off"}\n```', (False, "off")),
+        ('My verdict:\n```json\n{"pass": true, "reasoning": "fine"}\n```\nThanks.', (True, "fine")),
+        ('{"note": "x"} then {"pass": true, "reason": "second"}', (True, "second")),
     ],
 )
 def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:

@@ -1,7 +1,7 @@
 """Agents that misbehave with processes: a fork bomb is bounded by the agent's pids cgroup, and a
 grandchild that escapes the process group with setsid is killed at the end even without bwrap.
 Both need a pids cgroup this process may create (root with cgroup v1, or a delegated v2 subtree);
-elsewhere they skip, saying so, and the README's Security model says what is then contained."""
+elsewhere they skip, saying so, and the Security model (docs/security.md) says what is then contained."""
 
 from __future__ import annotations
 

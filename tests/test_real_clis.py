@@ -35,7 +35,8 @@ from real_clis.install import CLIS, bin_dir, installed, missing_reason
 
 PRESETS = list(CLIS)
 # codex's own sandbox needs helper aliases in CODEX_HOME, which it refuses to make under /tmp (and
-# cannot run inside bwrap): the tests turn it off, as the README says to under --vibe-sandbox bwrap.
+# cannot run inside bwrap): the tests turn it off, as docs/configurations.md says to under
+# --vibe-sandbox bwrap.
 CODEX_ARGS = ["exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"]
 # Where each CLI's scripted 401 and 500 show in the item's error message.
 ERRORS = {
@@ -196,7 +197,7 @@ def test_xdist_run_and_coding_eval(pytester: pytest.Pytester, api: AgentApiServe
     coding_config_dir(pytester.path, preset, api)
     # Inside bwrap, codex and gemini cannot write their HOME (codex: "failed to initialize
     # in-process app-server client: Read-only file system"; gemini: EROFS on ~/.gemini, exit 1):
-    # they run unconfined here (see the README's "codex, gemini and sandboxes").
+    # they run unconfined here (see "codex, gemini and sandboxes" in docs/configurations.md).
     sandbox = ("--vibe-sandbox", "none") if preset in ("codex", "gemini") else ()
     result, by_config = records(pytester, ["-n", "2"], *sandbox)
     assert "INTERNALERROR" not in result.stdout.str()

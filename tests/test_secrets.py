@@ -4,8 +4,8 @@ environment, an agent whose tool log and answer repeat the secret, and every out
 files the plugin writes and none of its terminal output holds a secret value.
 
 The agent's own files (its stdout log and its tool log, kept verbatim under pytest's basetemp for
-debugging) are the agent's output, not the plugin's: they are left out, as the README's Security
-model says."""
+debugging) are the agent's output, not the plugin's: they are left out, as the Security model
+(docs/security.md) says."""
 
 from __future__ import annotations
 

@@ -3,12 +3,14 @@ adding a :class:`Problem` with its line for each check that is not valid."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..checks import AnyOf, Check, CheckNode, CheckRegistry
+from ..checks import AnyOf, Check, CheckNode, CheckRegistry, named_checks
 from ..errors import Loc, Problem, did_you_mean
+from ..scoring.variables import EVAL_VARIABLES, check_variable_names
 from ..structural_checks import SUITE_DIR_CONTEXT
 from .yamlsource import Document, yaml_kind
 
@@ -98,3 +100,42 @@ def _parse_one(
             problems.append(Problem(message, line=doc.line_of(sub), loc=doc.clean_loc(sub)))
         return None
     return Check(check_type, parsed, line=doc.line_of((*loc, key)))
+
+
+def check_name_problems(
+    evals: Iterable[tuple[int, str | None, Sequence[CheckNode]]], doc: Document, run_names: Collection[str]
+) -> Iterator[Problem]:
+    """Check names whose ``<name>_score`` would be another variable too: a run-wide one, or one of a
+    named eval's (``tone`` beside an eval ``tone``, whose own score is ``tone_score``), or that name
+    two checks of one eval. ``evals``: each eval's index, ``name`` and checks."""
+    cases = list(evals)
+    owners: dict[str, tuple[int, str, str]] = {}  # variable -> (eval index, eval name, suffix)
+    for index, name, _ in cases:
+        for suffix in [v.suffix for v in EVAL_VARIABLES] if name else []:
+            owners.setdefault(f"{name}{suffix}", (index, name or "", suffix))
+    for index, _, checks in cases:
+        seen: dict[str, int | None] = {}
+        for check in named_checks(checks):
+            name = check.name or ""
+            [score_name] = check_variable_names([name])
+            message = None
+            if name in seen:
+                message = f"two checks of this eval are named {name!r} (also line {seen[name]})"
+            elif score_name in run_names:
+                message = f"check name {name!r} would define {score_name!r}, which is a run-wide variable"
+            elif score_name in owners:
+                other, eval_name, suffix = owners[score_name]
+                line = doc.line_of(("evals", other, "name"))
+                where = f"evals[{other}]" + (f", line {line}" if line else "")
+                message = (
+                    f"check name {name!r} would define {score_name!r}, which is eval {eval_name!r}'s "
+                    f"`<name>{suffix}` variable ({where})"
+                )
+            seen.setdefault(name, check.line)
+            if message:
+                yield Problem(
+                    message,
+                    line=check.line,
+                    loc=("evals", index, "checks"),
+                    hint="a check's `name` makes the score formula variable `<name>_score`; choose another",
+                )

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..checks import CheckNode, CheckRegistry
+from ..checks import CheckNode, CheckRegistry, named_checks
 from ..errors import InputError, Loc, Problem
 from ..extensions import Extensions, builtin_extensions
 from ..models import (
@@ -25,9 +25,16 @@ from ..models import (
     protected_name_problem,
 )
 from ..scoring.formula import Formula, FormulaError, parse_formula
-from ..scoring.variables import eval_name_clash, eval_name_clashes, eval_variable_names, variable_clash
-from .check_parsing import parse_checks
-from .templates import ANY_TEMPLATE, template_problems
+from ..scoring.variables import (
+    check_variable_names,
+    eval_name_clash,
+    eval_name_clashes,
+    eval_variable_names,
+    variable_clash,
+)
+from .check_parsing import check_name_problems, parse_checks
+from .rows import expand_datasets
+from .templates import ANY_TEMPLATE, row_columns, template_problems
 from .yamlsource import Document, load_document, yaml_kind
 
 
@@ -46,6 +53,12 @@ class EvalCase:
     coding: EvalSpec | None = None  # a coding-agent eval: workspace, grading, steps (unresolved)
     rubric: RubricSpec = field(default_factory=RubricSpec)
     min_pass_rate: float | None = None
+    # One row of a dataset eval (see loading.rows): id is then ``<eval>[<row_id>]``.
+    eval_name: str | None = None  # the dataset eval's name or generated id
+    row_id: str | None = None
+    row: Mapping[str, Any] | None = None  # the row's values, filling {{row.column}} as the item runs
+    row_number: int | None = None  # 1-based, among the dataset's rows
+    dataset: Path | None = None  # the file the row is in (None: the eval's inline `rows:`)
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,7 @@ class Suite:
     document: Document | None = None  # the parsed file, for the lines of later checks
     judge: str | None = None  # the configuration answering llm_judge checks (None: implicit)
     judge_line: int | None = None
+    datasets: tuple[Path, ...] = ()  # the dataset files of its evals (their content is an input too)
 
 
 def with_mcp_urls(suite: Suite, urls: Mapping[str, str]) -> Suite:
@@ -105,9 +119,13 @@ def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
     problems: list[Problem] = []
     evals = list(_build_evals(model, doc, registry, problems, extensions.run_variables))
     problems.extend(_name_clash_problems(evals, doc))
+    problems.extend(
+        check_name_problems(((c.index, c.name, c.checks) for c in evals), doc, extensions.run_variables)
+    )
     problems.extend(_template_problems(doc))
     if problems:
         raise InputError(str(path), _by_line(problems))
+    cases, datasets = expand_datasets(model, doc, assign_eval_ids(tuple(evals)), registry)
     score_line = doc.line_of(("score", "formula"))
     return Suite(
         path=path,
@@ -115,7 +133,7 @@ def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
         model=model.metadata.model,
         system_prompt=model.metadata.system_prompt,
         mcp_server=model.metadata.mcp_server,
-        evals=assign_eval_ids(tuple(evals)),
+        evals=cases,
         formula=model.score.formula if model.score else "success_pct",
         formula_line=score_line if model.score else None,
         configurations=model.configurations,
@@ -128,6 +146,7 @@ def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
         document=doc if any(case.coding for case in evals) else None,
         judge=model.judge,
         judge_line=doc.line_of(("judge",)) if model.judge else None,
+        datasets=datasets,
     )
 
 
@@ -276,14 +295,36 @@ def _name_clash_problems(evals: list[EvalCase], doc: Document) -> Iterator[Probl
 
 
 def _template_problems(doc: Document) -> list[Problem]:
+    """Malformed templates anywhere, and ``{{row.column}}`` outside the prompt, checks and ``id``
+    of an eval with a ``dataset`` or ``rows`` (inline rows are data: not looked into)."""
     problems = []
+    evals = doc.data.get("evals") if isinstance(doc.data, dict) else None
+
+    def with_rows(loc: Loc) -> bool:
+        if len(loc) < 3 or loc[0] != "evals" or loc[2] not in ("prompt", "checks", "id"):
+            return False
+        raw = evals[loc[1]] if isinstance(evals, list) and isinstance(loc[1], int) else None
+        return isinstance(raw, dict) and ("dataset" in raw or "rows" in raw)
 
     def walk(node: Any, loc: Loc) -> None:
         if isinstance(node, str):
             for message in template_problems(node):
                 problems.append(Problem(message, line=doc.line_of(loc), loc=loc))
+            columns = row_columns(node)
+            if columns and not with_rows(loc):
+                problems.append(
+                    Problem(
+                        f"{{{{row.{columns[0]}}}}} has no row here: row templates belong in the prompt, "
+                        "checks and `id` of an eval with a `dataset` or `rows`",
+                        line=doc.line_of(loc),
+                        loc=loc,
+                        hint="give the eval a `dataset: cases.csv` or inline `rows:`",
+                    )
+                )
         elif isinstance(node, dict):
             for key, value in node.items():
+                if len(loc) == 2 and loc[0] == "evals" and key == "rows":
+                    continue
                 walk(value, (*loc, key))
         elif isinstance(node, list):
             for i, value in enumerate(node):
@@ -332,6 +373,7 @@ def check_formula(
     eval_names: Iterable[str],
     explain: Callable[[FormulaError], FormulaError | None] = lambda error: None,
     extensions: Extensions | None = None,
+    check_names: Iterable[str] = (),
 ) -> Formula:
     """Check a score formula against the variables of evals named ``eval_names`` and the session's
     run variables and presets (``extensions``; the built-ins by default); raises
@@ -342,6 +384,7 @@ def check_formula(
     known = set(extensions.run_variables)
     for name in eval_names:
         known.update(eval_variable_names(name))
+    known.update(check_variable_names(check_names))  # `<name>_score` of the checks with a `name`
     try:
         return parse_formula(text, known, presets=extensions.formula_presets)
     except FormulaError as exc:
@@ -358,12 +401,26 @@ def suite_formula(suite: Suite, extensions: Extensions | None = None) -> Formula
         names,
         lambda error: _unnamed_reference(suite, error),
         extensions,
+        [check.name or "" for case in suite.evals for check in named_checks(case.checks)],
     )
 
 
 def _unnamed_reference(suite: Suite, error: FormulaError) -> FormulaError | None:
-    """A clearer error when the formula uses the generated id of an eval that has no ``name``."""
+    """A clearer error when the formula uses a dataset eval, or the generated id of an eval that
+    has no ``name``."""
     for case in suite.evals:
+        if case.eval_name is not None:
+            found = re.search(rf"(?<![\w\[-]){re.escape(case.eval_name)}(?![\w-])", error.formula)
+            if found:
+                return FormulaError(
+                    error.formula,
+                    f"{case.eval_name!r} is a dataset eval: each of its rows is an eval of its own "
+                    f"({case.id}, …) counted by the run-wide variables (success_pct, passed, total, "
+                    "…); it has no per-eval variables",
+                    found.start(),
+                    len(case.eval_name),
+                )
+            continue
         if case.name:
             continue
         found = re.search(rf"(?<![\w\[-]){re.escape(case.id)}(?![\w-])", error.formula)

@@ -1,4 +1,5 @@
-"""``{{var('name')}}`` and ``{{secret('name')}}`` templates, and keeping secrets out of every output.
+"""``{{var('name')}}`` and ``{{secret('name')}}`` templates, ``{{row.column}}`` (a dataset eval's
+row), and keeping secrets out of every output.
 
 Values come from, first to last: ``--vibe-var NAME=VALUE``, the environment, the ``vibe_vars``
 ini option. In the environment a name maps to ``VIBE_VAR_<NAME>`` (secrets: ``VIBE_SECRET_<NAME>``)
@@ -9,6 +10,7 @@ they never appear on a command line.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -19,6 +21,9 @@ from ..masking import MASK, environment_secrets, mask
 
 TEMPLATE = re.compile(r"\{\{\s*(?P<func>[A-Za-z_]\w*)\s*\(\s*(?P<q>['\"])(?P<name>[^'\"]*)(?P=q)\s*\)\s*\}\}")
 FUNCTIONS = ("var", "secret")
+# ``{{row.column}}``: a column of the eval's dataset row; a column name may hold spaces, not braces.
+ROW_TEMPLATE = re.compile(r"\{\{\s*row\.(?P<column>[^{}]*?)\s*\}\}")
+_ANY_KNOWN = re.compile(f"{TEMPLATE.pattern}|{ROW_TEMPLATE.pattern}")
 REDACTED = MASK
 
 
@@ -56,10 +61,16 @@ def template_problems(text: str) -> list[str]:
     """Messages for every malformed or unknown template in ``text`` (empty when all are fine)."""
     problems = []
     for match in ANY_TEMPLATE.finditer(text):
+        row = ROW_TEMPLATE.fullmatch(match.group(0))
+        if row is not None:
+            if not row["column"].strip():
+                problems.append(f"empty column name in template {match.group(0)!r}")
+            continue
         parsed = TEMPLATE.fullmatch(match.group(0))
         if parsed is None:
             problems.append(
-                f"malformed template {match.group(0)!r}: write {{{{var('name')}}}} or {{{{secret('name')}}}}"
+                f"malformed template {match.group(0)!r}: write {{{{var('name')}}}}, {{{{secret('name')}}}}"
+                " or, in an eval with a dataset, {{row.column}}"
             )
         elif parsed["func"] not in FUNCTIONS:
             problems.append(
@@ -75,7 +86,38 @@ def has_templates(text: str) -> bool:
     return "{{" in text and TEMPLATE.search(text) is not None
 
 
+def row_columns(text: str) -> list[str]:
+    """The columns ``text``'s ``{{row.column}}`` templates name, in order, each once."""
+    if "{{" not in text:
+        return []
+    return list(dict.fromkeys(match["column"].strip() for match in ROW_TEMPLATE.finditer(text)))
+
+
+def row_text(value: object) -> str:
+    """How a row value reads inside a template: text as it is, ``true``/``false``, numbers as
+    written, an empty value as nothing, lists and mappings as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def fill_row(text: str, row: Mapping[str, object]) -> str:
+    """``text`` with only its ``{{row.column}}`` templates filled (a column ``row`` lacks raises
+    KeyError); used for row ids, which hold no other templates."""
+    if "{{" not in text:
+        return text
+    return ROW_TEMPLATE.sub(lambda match: row_text(row[match["column"].strip()]), text)
+
+
 def _how_to_set(kind: str, name: str) -> str:
+    if kind == "row column":
+        return "add the column to the eval's dataset"
     if kind == "var":
         how = f"pass --vibe-var {name}=VALUE, set {env_name(kind, name)}"
         return how + ", or add it to the vibe_vars ini option"
@@ -133,10 +175,19 @@ class Renderer:
     values: TemplateValues
     used_secrets: set[str] = field(default_factory=set, repr=False)
     secret_names: set[str] = field(default_factory=set, repr=False)  # more names that hold secrets
+    row: Mapping[str, object] | None = field(default=None, repr=False)  # a dataset eval's row
     _gathered: list[tuple[str, str]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.note_environment()
+
+    def with_row(self, row: Mapping[str, object] | None) -> Renderer:
+        """This renderer (sharing its secrets) filling ``{{row.column}}`` from ``row`` too. Row
+        values are filled in the same pass as the other templates, so a value is literal text: a
+        ``{{secret('x')}}`` inside a dataset is never filled."""
+        if row is None:
+            return self
+        return Renderer(self.values, self.used_secrets, self.secret_names, row)
 
     def note_environment(self, names: Iterable[str] = ()) -> None:
         """Add the values of the environment's secret-looking variables (and of ``names``, such as
@@ -164,8 +215,16 @@ class Renderer:
     def render(self, text: str) -> str:
         if "{{" not in text:
             return text
+        row = self.row
 
         def fill(match: re.Match[str]) -> str:
+            if match["column"] is not None:
+                if row is None:
+                    return match.group(0)  # loading refuses row templates outside dataset evals
+                column = match["column"].strip()
+                if column not in row:
+                    raise MissingValue("row column", column)  # loading checks every row's columns
+                return row_text(row[column])
             try:
                 value = self.values.lookup(match["func"], match["name"])
             except MissingValue:
@@ -177,7 +236,7 @@ class Renderer:
                 self.used_secrets.add(value)
             return value
 
-        return TEMPLATE.sub(fill, text)
+        return _ANY_KNOWN.sub(fill, text)
 
 
 def parse_assignments(items: Iterable[str], source: str) -> dict[str, str]:

@@ -102,7 +102,8 @@ class StrictModel(BaseModel):
 
 
 class McpServer(StrictModel):
-    """vibecheck's ``mcp_server``: its tools are offered to the model (see README, "MCP tools")."""
+    """vibecheck's ``mcp_server``: its tools are offered to the model (see the docs:
+    docs/configurations.md#mcp-tools-mcp_server)."""
 
     url: NonEmptyStr = Field(description="the MCP server's URL (Streamable HTTP, or SSE for older servers)")
     name: NonEmptyStr = Field(
@@ -167,7 +168,7 @@ class Vybes(StrictModel):
 
 
 class RubricSpec(StrictModel):
-    """How the automatic rubric reads one eval (see the README's "Automatic rubric")."""
+    """How the automatic rubric reads one eval (see the docs: docs/scores.md#automatic-rubric)."""
 
     complexity: Literal["simple", "medium", "complex"] = Field(
         default="medium",
@@ -230,6 +231,16 @@ class CommandDefinition(StrictModel):
     )
     args: list[str] = Field(default_factory=list, description="its arguments, passed as written")
     timeout: TimeoutMs = Field(default=DEFAULT_TIMEOUT_MS, description=TIMEOUT_DESCRIPTION)
+    network: bool = Field(
+        default=False,
+        description="in the bwrap sandbox, whether the step may use the network (e.g. `npm ci` fetching "
+        "packages); without it the step has only a loopback of its own",
+    )
+    env_passthrough: list[NonEmptyStr] = Field(
+        default_factory=list,
+        description="in the bwrap sandbox, variables of the environment the step is given beside its "
+        "base set (PATH, HOME, LANG, LC_*, TMPDIR, the proxy and CA variables, …): names or globs",
+    )
 
     @property
     def timeout_s(self) -> float:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import (
     Field,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -54,6 +55,21 @@ class EvalSpec(CodingFields):
     xfail: NonEmptyStr | None = Field(
         default=None, description="expected to fail, with the reason: reported as xfailed, strict"
     )
+    dataset: NonEmptyStr | None = Field(
+        default=None,
+        description="a file of rows, relative to the suite: .csv (with a header line), .jsonl (one "
+        "object a line) or .yaml/.yml (a list of mappings); the eval runs once per row, with "
+        "{{row.column}} filled in its prompt and checks",
+    )
+    # Rows are checked one by one (loading.datasets), so that a bad one is named "row N".
+    rows: list[Annotated[Any, WithJsonSchema({"type": "object"})]] | None = Field(
+        default=None, description="the rows inline, a list of mappings (instead of `dataset`)"
+    )
+    id: NonEmptyStr | None = Field(
+        default=None,
+        description="each row's id in the item's name (capital[paris]): a column, or a template such "
+        'as "{{row.country}}-{{row.n}}"; default: the `id` column, else the row number',
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -66,6 +82,25 @@ class EvalSpec(CodingFields):
                 {},
             )
         return data
+
+    @model_validator(mode="after")
+    def _rows(self) -> EvalSpec:
+        if self.dataset is not None and self.rows is not None:
+            raise PydanticCustomError(
+                "dataset_and_rows", "`dataset` and `rows` exclude each other: keep one of the two", {}
+            )
+        if self.rows is not None and not self.rows:
+            raise PydanticCustomError("empty_rows", "`rows` is empty; give at least one row", {})
+        has_rows = self.dataset is not None or self.rows is not None
+        if self.id is not None and not has_rows:
+            raise PydanticCustomError(
+                "id_without_rows", "`id` names the rows of a `dataset` or `rows`, which this eval has not", {}
+            )
+        if has_rows and (self.workspace is not None or self.grading is not None):
+            raise PydanticCustomError(
+                "coding_rows", "`dataset` and `rows` are for prompt evals, not coding-agent evals", {}
+            )
+        return self
 
     @model_validator(mode="after")
     def _prompt_or_coding(self) -> EvalSpec:

@@ -37,6 +37,7 @@ class ProviderResponse:
     latency: float | None = None
     # The agent's tool calls, in order, where its output says (an output.parser reads them).
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    cached: bool = False  # answered from the response cache (--vibe-cache), not asked now
 
 
 class ProviderError(Exception):
@@ -67,6 +68,14 @@ class Unavailable:
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         raise ProviderError(self.reason)
+
+
+def without_token(mcp: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A request's ``mcp_server`` as cache material (--vibe-cache): its token authenticates, it
+    does not shape answers (and a fresh token per run must not make every answer a miss)."""
+    if mcp is None:
+        return None
+    return {key: value for key, value in mcp.items() if key != "authorization_token"}
 
 
 def missing_env_reason(config_id: str, names: list[str]) -> str | None:

@@ -11,6 +11,7 @@ from ..loading.templates import MissingValue, Renderer
 from ..masking import mask_file
 from ..models import Configuration
 from ..process import ArgumentsTooLong, CommandNotFound, resolve_executable, run_command
+from ..reaping import marked
 from ..results import StepRecord
 from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
 from .agent_env import allowed_environment, allowed_names
@@ -167,7 +168,7 @@ class CliProvider:
                 cwd=request.workdir,
                 output_dir=request.workdir,
                 name=AGENT_STEM,
-                env={**self.request_environment(request.workdir), **mcp.env},
+                env=marked({**self.request_environment(request.workdir), **mcp.env}),
                 timeout=self.config.timeout_s,
                 stdin_text=stdin,
                 max_processes=self.max_processes,

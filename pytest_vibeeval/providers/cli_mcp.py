@@ -30,7 +30,7 @@ from .mcp_tools import McpTarget, transports
 TOKEN_ENV = "VIBEEVAL_MCP_TOKEN"
 TOKEN_REF = "${" + TOKEN_ENV + "}"
 GEMINI_SETTINGS = Path(".gemini", "settings.json")
-# The presets whose CLI is given the server, in the order the README lists them.
+# The presets whose CLI is given the server, in the order docs/configurations.md lists them (MCP tools).
 MCP_PRESETS = tuple(name for name, preset in AGENT_PRESETS.items() if preset.mcp)
 _TOML_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 

@@ -23,7 +23,7 @@ import httpx
 
 from ..models import Configuration, HttpSpec
 from ..slots import Slots
-from .base import PromptRequest, ProviderError, ProviderResponse, as_measure
+from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, without_token
 from .mcp_tools import McpTarget, answer_with_tools, sdk_missing_reason
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -127,6 +127,18 @@ class HttpProvider:
             body["usage"] = {"include": True}  # OpenRouter reports the cost only when asked
         body.update(self.spec.params)
         return body
+
+    def cache_material(self, request: PromptRequest) -> dict[str, Any]:
+        """What an answer depends on (--vibe-cache): the endpoint, the request body (model, messages,
+        temperature, params), the extra headers, the configuration's settings and the MCP server."""
+        return {
+            "kind": "http",
+            "url": f"{self.base_url}/chat/completions",
+            "body": self.body(request),
+            "headers": self.spec.headers,
+            "configuration": self.config.model_dump(mode="json") if self.config is not None else None,
+            "mcp_server": without_token(request.mcp_server),
+        }
 
     def client(self) -> httpx.Client:
         if self._client is None:

@@ -147,5 +147,6 @@ def own_sandbox_problem(argv: list[str], stderr: Path, stdout: Path | None = Non
     return (
         f"codex could not set up its own sandbox, so every shell command it ran failed ({shorten(line)}); "
         "give codex a CODEX_HOME outside /tmp, or turn its sandbox off inside one you trust: "
-        "args `--sandbox danger-full-access` (see README, codex and sandboxes)"
+        'args `--sandbox danger-full-access` (see "codex, gemini and sandboxes" in the docs: '
+        "docs/configurations.md#agent-presets)"
     )

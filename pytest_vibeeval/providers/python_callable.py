@@ -9,7 +9,10 @@ checks read: names, or ``{tool, args, success, error, duration}``).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import inspect
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +23,14 @@ from pydantic import ValidationError
 from ..models import Configuration
 from ..pyimport import ImportProblem, import_target, local_module_source
 from ..results import ToolCallRecord
-from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, missing_env_reason
+from .base import (
+    PromptRequest,
+    ProviderError,
+    ProviderResponse,
+    as_measure,
+    missing_env_reason,
+    without_token,
+)
 
 RESULT_KEYS = ("response", "cost", "input_tokens", "output_tokens", "latency", "tool_calls")
 MEASURES = ("cost", "input_tokens", "output_tokens", "latency")
@@ -35,6 +45,7 @@ class PythonProvider:
         self.config = config
         self.suite_dir = suite_dir
         self._function: Callable[..., Any] | None = None
+        self._source_digests: list[str] | None = None
 
     def unavailable_reason(self) -> str | None:
         missing = missing_env_reason(self.config_id, self.config.requires_env)
@@ -51,6 +62,42 @@ class PythonProvider:
             except ImportProblem as exc:
                 raise ProviderError(str(exc)) from None
         return self._function
+
+    def cache_material(self, request: PromptRequest) -> dict[str, Any]:
+        """What an answer depends on (--vibe-cache): the function's name and the sha256 of the
+        module it is named in and of the file that defines it (an edit there is a miss; an edit in
+        another module it imports is not seen), the configuration's settings, and everything the
+        function is given but the item's private folder."""
+        return {
+            "kind": "python",
+            "target": self.target,
+            "source": self.source_digests(),
+            "configuration": self.config.model_dump(mode="json"),
+            "model": request.model,
+            "system_prompt": request.system_prompt,
+            "prompt": request.prompt,
+            "suite": request.suite,
+            "eval_id": request.eval_id,
+            "mcp_server": without_token(request.mcp_server),
+        }
+
+    def source_digests(self) -> list[str]:
+        """The sha256 of the target's module file and of the function's own source file (read once
+        per process, as the module is imported once)."""
+        if self._source_digests is None:
+            function = self.function()
+            module = sys.modules.get(self.target.partition(":")[0])
+            files = {getattr(module, "__file__", None)}
+            with contextlib.suppress(TypeError):  # a builtin or a C function: no source file
+                files.add(inspect.getsourcefile(function))
+            digests = set()
+            for name in files - {None}:
+                try:
+                    digests.add(hashlib.sha256(Path(str(name)).read_bytes()).hexdigest())
+                except OSError:
+                    digests.add(f"unreadable:{name}")
+            self._source_digests = sorted(digests)
+        return self._source_digests
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         function = self.function()

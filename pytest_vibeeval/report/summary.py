@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..results import EvalRecord, RunRecord
+from ..results import CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
+from ..scoring.variables import BUILTIN_RUN_VARIABLES, check_variable_names
 from .format import MISSING, decimal, money, run_title, score, seconds
 
 BUDGET_SKIP = "not started: --vibe-max-cost"
+# The metrics the run block shows on lines of their own.
+BUILTIN_METRICS = frozenset({v.name for v in BUILTIN_RUN_VARIABLES if v.metric} | {"errors", "skipped"})
 
 
 def _graded(run: RunRecord) -> str:
@@ -52,6 +55,7 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
         f"Latency: avg {seconds(m['avg_latency'])} · min {seconds(m['min_latency'])}"
         f" · max {seconds(m['max_latency'])}"
     )
+    lines.extend(_metric_lines(run))
     subtasks = _subtasks_line(run)
     if subtasks:
         lines.append(subtasks)
@@ -71,6 +75,28 @@ def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
         lines.append(f"  {record.outcome.upper():6} {which}: {why}")
     if len(failed) > 10:
         lines.append(f"  … and {len(failed) - 10} more")
+    return lines
+
+
+def _check_names(checks: Sequence[CheckRecord]) -> list[str]:
+    return [n for c in checks for n in ([c.name] if c.name else []) + _check_names(c.children)]
+
+
+def _metric_lines(run: RunRecord) -> list[str]:
+    """Plugins' metrics (run variables with ``metric=True``), the named checks' mean scores, and
+    the run variables whose computation failed."""
+    lines = []
+    own = [(name, value) for name, value in run.metrics.items() if name not in BUILTIN_METRICS]
+    shown = [f"{name} {decimal(value)}" for name, value in own if isinstance(value, int | float)]
+    if shown:
+        lines.append("Metrics: " + " · ".join(shown))
+    names = dict.fromkeys(
+        n for record in run.evals for n in [*record.check_names, *_check_names(record.checks)]
+    )
+    scores = [f"{name} {decimal(run.variables.get(check_variable_names([name])[0]))}" for name in names]
+    if scores:
+        lines.append("Check scores: " + " · ".join(scores) + " (mean 0–1, `<name>_score`)")
+    lines.extend(f"  metric error: {error}" for error in run.variable_errors.values())
     return lines
 
 
@@ -259,7 +285,7 @@ def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
     if limit is None:
         return []
     records = [record for run in runs for record in run.evals]
-    spent = sum(record.cost or 0.0 for record in records)
+    spent = sum(record.cost or 0.0 for record in records if not record.cached)  # --vibe-cache: not now
     held = sum(1 for r in records if r.outcome == "skipped" and BUDGET_SKIP in (r.message or ""))
     line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost)"
     return [line + (f"; {held} eval(s) not started" if held else "")]

@@ -122,7 +122,8 @@ class Aggregator:
         info = in_suite_order[0][0]  # a collected item's info before one rebuilt for a crashed item
         records = [record for _, record in in_suite_order]
         ext = self.extensions
-        values, reasons = compute_variables(records, ext.run_variables.values())
+        errors: dict[str, str] = {}
+        values, reasons = compute_variables(records, ext.run_variables.values(), errors)
         notes = []
         selected = len({r.name for r in records})
         if stopped:
@@ -167,6 +168,7 @@ class Aggregator:
             gate=gate_record(score, score_error, info.score_min, info.score_max),
             metrics=metrics,
             variables=values,
+            variable_errors=errors,
             notes=notes,
             grade=grade(score) if info.score_preset == "rubric" else None,
             repeats=info.repeats,

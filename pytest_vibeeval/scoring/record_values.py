@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..results import EvalRecord
+from ..results import CheckRecord, EvalRecord
 from .vybes import vybes_points
 
 Value = float | None
@@ -98,3 +98,55 @@ def rubric_mean(signal: str | None) -> Callable[[Sequence[EvalRecord]], Reasoned
         return sum(values) / len(values), None
 
     return compute
+
+
+def _scores(checks: Sequence[CheckRecord], name: str | None) -> list[float]:
+    """The scores of the checks named ``name`` (None: without a name of their own), ``or`` too."""
+    found: list[float] = []
+    for check in checks:
+        if check.name == name and check.score is not None:
+            found.append(check.score)
+        found.extend(_scores(check.children, name))
+    return found
+
+
+def _no_score(record: EvalRecord, why: str) -> str:
+    if record.outcome == "error" and not record.checks:
+        first = (record.message or "").splitlines()[:1]
+        return f"eval {record.name!r} errored before its checks gave scores: {''.join(first)}"
+    return why
+
+
+def eval_score(record: EvalRecord) -> Reasoned:
+    """The mean score of the eval's checks that have no name of their own."""
+    if record.outcome == "skipped":
+        return None, f"eval {record.name!r} was skipped"
+    found = _scores(record.checks, None)
+    if not found:
+        why = f"no check of eval {record.name!r} without a `name` of its own gave a score"
+        return None, _no_score(record, why)
+    return sum(found) / len(found), None
+
+
+def check_score(records: Sequence[EvalRecord], name: str) -> Reasoned:
+    """``<name>_score`` of a named check: per eval the mean over its runs (skipped runs left out),
+    then the mean over the evals that have the check."""
+    by_eval: dict[str, list[EvalRecord]] = {}
+    for record in records:
+        if name in record.check_names:
+            by_eval.setdefault(record.name, []).append(record)
+    per_eval: list[float] = []
+    for runs in by_eval.values():
+        counted = ran(runs)
+        if not counted:
+            continue
+        values: list[float] = []
+        for record in counted:
+            found = _scores(record.checks, name)
+            if not found:
+                return None, _no_score(record, f"the check {name!r} of eval {record.name!r} gave no score")
+            values.append(sum(found) / len(found))
+        per_eval.append(sum(values) / len(values))
+    if not per_eval:
+        return None, f"no eval with the check {name!r} ran"
+    return sum(per_eval) / len(per_eval), None

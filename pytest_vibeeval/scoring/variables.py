@@ -1,4 +1,5 @@
-"""The variables a score formula may use: one registry, listed in the README and the results' ``variables``.
+"""The variables a score formula may use: one registry, listed in docs/scores.md and in the results'
+``variables``.
 
 Run-wide variables are computed from the run's eval records; per-eval variables exist for every
 eval with an explicit ``name``. A variable without a value in a run (no eval reported cost, the
@@ -11,11 +12,14 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from ..check_api import raised_at
 from ..registry import Registry
 from ..results import EvalRecord
 from .record_values import (
     Reasoned,
     Value,
+    check_score,
+    eval_score,
     ran,
     rubric_mean,
     rubric_signal,
@@ -219,6 +223,17 @@ EVAL_VARIABLES.append(
 )
 
 
+EVAL_VARIABLES.append(
+    EvalVariable(
+        "_score",
+        "fraction 0–1",
+        "mean of the 0–1 scores of the checks named `<name>`: a check's `name`, else its eval's "
+        "(`llm_judge` with a rubric, `python` checks returning a score)",
+        eval_score,
+    )
+)
+
+
 RUBRIC_SIGNALS: dict[str, str] = {
     "tool_success_rate": "share of the agent's tool calls that succeeded (needs a transcript)",
     "output_quality": "(completeness + accuracy) / 2 of the response, by the rubric's heuristics",
@@ -289,18 +304,23 @@ def eval_variable_names(eval_name: str) -> list[str]:
 
 
 def compute_variables(
-    records: Sequence[EvalRecord], variables: Iterable[RunVariable] = BUILTIN_RUN_VARIABLES
+    records: Sequence[EvalRecord],
+    variables: Iterable[RunVariable] = BUILTIN_RUN_VARIABLES,
+    errors: dict[str, str] | None = None,
 ) -> tuple[dict[str, Value], dict[str, str]]:
     """Every variable's value for one run, and the reason for each that has none.
 
     An eval that ran several times (--vibe-repeat) gives each of its variables the mean over its
-    runs: ``<name>`` is then its pass rate."""
+    runs: ``<name>`` is then its pass rate. ``errors`` (when given) collects the run variables whose
+    computation failed (raised, or returned no number): their value is None with the error."""
     values: dict[str, Value] = {}
     reasons: dict[str, str] = {}
     for variable in variables:
-        values[variable.name], reason = variable.compute(records)
+        values[variable.name], reason, failed = _run_variable(variable, records)
         if reason:
             reasons[variable.name] = reason
+        if failed and errors is not None:
+            errors[variable.name] = reason or ""
     run_wide = set(values)
     by_eval: dict[str, list[EvalRecord]] = {}
     for record in records:
@@ -314,7 +334,43 @@ def compute_variables(
             values[name], reason = _mean_over_runs(runs, eval_variable)
             if reason:
                 reasons[name] = reason
+    for check_name in sorted({name for record in records for name in record.check_names}):
+        name = check_name + CHECK_SCORE_SUFFIX
+        if name in values:
+            continue  # a collision refused at collection; never replace another variable
+        values[name], reason = check_score(records, check_name)
+        if reason:
+            reasons[name] = reason
     return values, reasons
+
+
+CHECK_SCORE_SUFFIX = "_score"
+
+
+def check_variable_names(check_names: Iterable[str]) -> list[str]:
+    """The formula variables of checks with these names: ``<name>_score``."""
+    return [name + CHECK_SCORE_SUFFIX for name in check_names]
+
+
+def _run_variable(variable: RunVariable, records: Sequence[EvalRecord]) -> tuple[Value, str | None, bool]:
+    """``variable`` computed over ``records``: its value, the reason it has none, and whether that
+    reason is an error of its computation (a plugin's function that raised or returned no number)."""
+    where = f"{getattr(variable.compute, '__module__', '?')}.{getattr(variable.compute, '__qualname__', '?')}"
+    label = f"run variable {variable.name!r} ({where})"
+    try:
+        result = variable.compute(records)
+    except Exception as exc:
+        return None, f"{label} raised {type(exc).__name__}: {exc}{raised_at(exc)}", True
+    value, reason = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
+    if value is None:
+        if isinstance(reason, str) and reason:
+            return None, reason, False
+        return None, f"{label} returned no value and no reason: return (value, None) or (None, reason)", True
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None, f"{label} returned {result!r}; return a number, or (value, None) or (None, reason)", True
+    if not math.isfinite(value):
+        return None, f"{label} returned {value}, not a finite number", True
+    return float(value), None, False
 
 
 def _mean_over_runs(runs: Sequence[EvalRecord], variable: EvalVariable) -> Reasoned:

@@ -15,8 +15,10 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+PREFIX = "pytest-vibeeval-"  # then the pid of the process that made it, "-" and a random part
 V1_ROOT = Path("/sys/fs/cgroup/pids")
 V2_ROOT = Path("/sys/fs/cgroup")
 # The agent's first process moves itself into the cgroup, then becomes the agent: every process it
@@ -73,14 +75,33 @@ def _v2_parent() -> Path | None:
     return None
 
 
-def process_limit(limit: int) -> ProcessLimit | None:
-    """A new cgroup allowing ``limit`` processes, or None where none can be made here."""
-    name = f"pytest-vibeeval-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+def _parents() -> list[Path]:
+    """Where this process may make its cgroups."""
     parents = [V1_ROOT] if (V1_ROOT / "cgroup.procs").exists() else []
     v2 = _v2_parent()
     if v2 is not None:
         parents.append(v2)
-    for parent in parents:
+    return parents
+
+
+def remove_abandoned(is_alive: Callable[[int], bool]) -> None:
+    """Kill what is left in the cgroups made by processes that have terminated (an xdist worker
+    that was killed), and remove those cgroups."""
+    for parent in _parents():
+        try:
+            folders = [f for f in parent.iterdir() if f.name.startswith(PREFIX) and f.is_dir()]
+        except OSError:
+            continue
+        for folder in folders:
+            owner = folder.name[len(PREFIX) :].partition("-")[0]
+            if owner.isdigit() and not is_alive(int(owner)):
+                ProcessLimit(folder, 0).close()
+
+
+def process_limit(limit: int) -> ProcessLimit | None:
+    """A new cgroup allowing ``limit`` processes, or None where none can be made here."""
+    name = f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    for parent in _parents():
         folder = parent / name
         try:
             folder.mkdir()

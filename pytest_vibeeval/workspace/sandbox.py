@@ -1,8 +1,10 @@
-"""Confining coding agents with bubblewrap (``bwrap``): the agent sees the whole system read-only,
-a private ``/tmp`` (where only what it needs, such as the project and the Python environment,
-appears), the network, not the eval's hidden grading folder, and may write only in its workspace
-(and the configured extra folders). Without bwrap the agent runs as the user does; templates are
-protected only by being copied, never linked.
+"""Confining coding agents and the build and grade steps that run their files, with bubblewrap
+(``bwrap``): the command sees the whole system read-only, a private ``/tmp`` (where only what it
+needs, such as the project and the Python environment, appears), not the eval's hidden grading
+folder (a grade step sees the whole tree read-only), and may write only in its working folder (an agent also
+in the configured extra folders). An agent has the network; a step has none unless its registry
+entry says ``"network": true``. Without bwrap they run as the user does; templates are protected
+only by being copied, never linked.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def bwrap_problem() -> str | None:
     if binary is None:
         return "bwrap is not installed"
     probe = Path("/tmp")  # the argv the agents get, with /tmp as a stand-in workspace
-    argv = bwrap_argv(binary, ["true"], probe, ())
+    argv = bwrap_argv(binary, ["true"], probe, (), network=False)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -53,10 +55,12 @@ def bwrap_argv(
     writable: Sequence[Path],
     visible: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
+    network: bool = True,
 ) -> list[str]:
     """``argv`` wrapped in bwrap: everything read-only; a private, empty ``/tmp`` in which only the
     ``visible`` folders appear (read-only); ``hidden`` folders emptied; its own pid namespace (the
-    whole tree dies with it); ``workspace`` and ``writable`` folders writable."""
+    whole tree dies with it), and its own network namespace (only a loopback of its own) unless
+    ``network``; ``workspace`` and ``writable`` folders writable."""
     wrapped = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     bound: list[Path] = []
     for folder in visible:
@@ -71,7 +75,8 @@ def bwrap_argv(
             wrapped += ["--tmpfs", str(folder)]
     for folder in (workspace, *writable):
         wrapped += ["--bind", str(folder), str(folder)]
-    wrapped += ["--unshare-pid", "--die-with-parent", "--chdir", str(workspace), "--", *argv]
+    wrapped += ["--unshare-pid", *([] if network else ["--unshare-net"]), "--die-with-parent"]
+    wrapped += ["--chdir", str(workspace), "--", *argv]
     return wrapped
 
 
@@ -87,13 +92,32 @@ class Sandbox:
     def wrap(
         self, argv: Sequence[str], workspace: Path, visible: Sequence[Path] = (), hidden: Sequence[Path] = ()
     ) -> list[str]:
-        """``argv`` as it runs in this sandbox (see :func:`bwrap_argv` for ``visible``/``hidden``)."""
+        """An agent's ``argv`` as it runs in this sandbox (see :func:`bwrap_argv` for
+        ``visible``/``hidden``): with the network and the configured writable folders."""
         if self.kind == "none":
             return list(argv)
-        binary = shutil.which("bwrap")
-        assert binary is not None  # checked by choose_sandbox
         writable = [p for p in self.writable if p.exists()]
-        return bwrap_argv(binary, argv, workspace, writable, visible, hidden)
+        return bwrap_argv(_binary(), argv, workspace, writable, visible, hidden)
+
+    def wrap_step(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        visible: Sequence[Path] = (),
+        hidden: Sequence[Path] = (),
+        network: bool = False,
+    ) -> list[str]:
+        """A build or grade step's ``argv`` as it runs in this sandbox: only ``cwd`` (its copy) is
+        writable, ``hidden`` folders emptied, no network unless ``network``."""
+        if self.kind == "none":
+            return list(argv)
+        return bwrap_argv(_binary(), argv, cwd, (), visible, hidden, network)
+
+
+def _binary() -> str:
+    binary = shutil.which("bwrap")
+    assert binary is not None  # checked by choose_sandbox
+    return binary
 
 
 def choose_sandbox(mode: SandboxMode, writable: Sequence[Path] = ()) -> Sandbox:

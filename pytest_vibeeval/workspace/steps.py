@@ -7,6 +7,7 @@ No pytest here: :func:`run_workspace_eval` returns the record and the verdict fo
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,10 +18,13 @@ from typing import Any, Literal, NamedTuple
 from ..loading.eval_root import Layout
 from ..loading.runner_config import ResolvedEval
 from ..models import CommandDefinition, OutputSpec
-from ..process import CommandNotFound, run_command, tail_lines
+from ..presets import NETWORK_ENV
+from ..process import CommandNotFound, resolve_executable, run_command, tail_lines
+from ..providers.agent_env import BASE_ENV, allowed_environment
 from ..providers.output import OutputError
 from ..providers.parse_codex import own_sandbox_problem
 from ..providers.parsers import Parser, parse_agent_output
+from ..reaping import marked
 from ..results import EvalRecord, StepRecord, SubtaskModule
 from ..runner import ItemVerdict
 from .copying import copy_template, copy_tree
@@ -40,6 +44,8 @@ PROMPT_FILE = "prompt.md"
 WORKSPACE_DIR, GRADING_DIR, LOGS_DIR = "workspace", "grading", "logs"  # in the item's folder
 PROBLEM_FILE = "problem.md"
 TAIL_LINES = 40
+# What a sandboxed step gets of the environment beside its registry entry's env_passthrough.
+STEP_ENV = (*BASE_ENV, *NETWORK_ENV, "CI")
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,8 @@ Phase = Literal["agent", "build", "grade"]
 
 class RegistryCommands:
     """Runs the agent and the registry's steps by name, one after another, each under its
-    timeout with its output in ``logs``; :attr:`steps` records every command run so far.
+    timeout with its output in ``logs`` and, in a bwrap ``sandbox``, confined (the steps run the
+    agent's files too); :attr:`steps` records every command run so far.
 
     This is the default value of the ``vibe_commands`` fixture: override the fixture to run the
     steps some other way (in a container, say), keeping :meth:`run`'s contract.
@@ -157,19 +164,59 @@ class RegistryCommands:
         self.steps: list[StepRecord] = []
         self.on_step = on_step  # told (phase, step name) as each command starts
         self.max_processes = max_processes  # the agent's process limit (0: none), see cgroups
+        self.agent: AgentCommand | None = None  # the last agent run: what its steps may see
+
+    def step_command(
+        self, phase: Literal["build", "grade"], command: CommandDefinition, cwd: Path
+    ) -> tuple[list[str], dict[str, str] | None]:
+        """The argv and environment of a registry step: unchanged without a sandbox (your
+        environment); in bwrap the wrapped argv (see :meth:`Sandbox.wrap_step`: the folders the
+        agent saw, the grading folder for grade steps, the network only if the entry says so) and
+        the allowlisted environment (:data:`STEP_ENV` and the entry's ``env_passthrough``).
+        Raises CommandNotFound when the command cannot be found."""
+        argv = [command.command, *command.args]
+        if self.sandbox.kind == "none":
+            return argv, None
+        env = allowed_environment(os.environ, (*STEP_ENV, *command.env_passthrough))
+        target = command.command
+        if "/" in target and not os.path.isabs(target):
+            target = str(cwd / target)
+        if resolve_executable(target, env) is None:
+            raise CommandNotFound(
+                command.command, "not an executable file" if "/" in target else "looked in PATH"
+            )
+        agent = self.agent
+        # A build step sees what the agent saw. A grade step is the grader's: it reads the whole
+        # tree read-only, as the runner's grading packages reach into the repository by relative
+        # paths (../../problems/<id>/...); it still writes only in its grading copy.
+        hidden = agent.hidden if agent is not None and phase == "build" else ()
+        wrapped = self.sandbox.wrap_step(
+            argv, cwd, agent.visible if agent is not None else (), hidden, command.network
+        )
+        return wrapped, env
 
     def run(self, phase: Literal["build", "grade"], name: str, cwd: Path) -> StepRecord:
         """Run the registry's step ``name`` in ``cwd``; raise :class:`StepFailed` unless it exits 0."""
         command = self.registry.get(name)
         if command is None:
-            step = StepRecord(phase=phase, name=name, argv=[], cwd=str(cwd), exit_code=None, duration=0.0,
-                              timed_out=False)  # fmt: skip
-            self.steps.append(step)
-            raise StepFailed(step, f"{phase} step {name!r} is not in the command registry")
-        return self.run_argv(phase, name, [command.command, *command.args], cwd, command.timeout_s)
+            raise self._not_started(phase, name, [], cwd, "is not in the command registry")
+        argv = [command.command, *command.args]
+        try:
+            wrapped, env = self.step_command(phase, command, cwd)
+        except CommandNotFound as exc:
+            raise self._not_started(phase, name, argv, cwd, f"could not start: {exc}") from None
+        return self.run_argv(phase, name, wrapped, cwd, command.timeout_s, env, shown_argv=argv)
+
+    def _not_started(self, phase: Phase, name: str, argv: list[str], cwd: Path, why: str) -> StepFailed:
+        """Record a step that did not start; the StepFailed to raise, ``why`` in its message."""
+        step = StepRecord(phase=phase, name=name, argv=argv, cwd=str(cwd), exit_code=None, duration=0.0,
+                          timed_out=False)  # fmt: skip
+        self.steps.append(step)
+        return StepFailed(step, f"{phase} step {name!r} {why}")
 
     def run_agent(self, agent: AgentCommand, workspace: Path) -> StepRecord:
         """Run the agent in ``workspace``, inside the sandbox."""
+        self.agent = agent
         argv = self.sandbox.wrap(agent.argv, workspace, agent.visible, agent.hidden)
         return self.run_argv(
             "agent", agent.name, argv, workspace, agent.timeout_s, agent.env, agent.stdin_text, agent.argv,
@@ -198,14 +245,11 @@ class RegistryCommands:
             if not cwd.is_dir():  # e.g. an agent removed its own workspace
                 raise CommandNotFound(f"its working folder {cwd} is gone")
             result = run_command(
-                argv, cwd=cwd, output_dir=self.logs, name=stem, env=env, timeout=timeout_s,
+                argv, cwd=cwd, output_dir=self.logs, name=stem, env=marked(env), timeout=timeout_s,
                 stdin_text=stdin_text, max_processes=max_processes,
             )  # fmt: skip
         except CommandNotFound as exc:
-            step = StepRecord(phase=phase, name=name, argv=shown, cwd=str(cwd), exit_code=None, duration=0.0,
-                              timed_out=False)  # fmt: skip
-            self.steps.append(step)
-            raise StepFailed(step, f"{phase} step {name!r} could not start: {exc}") from None
+            raise self._not_started(phase, name, shown, cwd, f"could not start: {exc}") from None
         step = StepRecord(
             phase=phase,
             name=name,

@@ -1,7 +1,7 @@
 """A private HOME for each real CLI, pointing it at the scripted server: no keys, no internet.
 
 :func:`cli_setup` writes the CLI's settings under ``home`` and returns the environment and model
-its configuration needs (the same variables the README tells users for a gateway).
+its configuration needs (the same variables docs/configurations.md tells users for a gateway).
 """
 
 from __future__ import annotations
@@ -84,7 +84,17 @@ def cli_setup(preset: str, home: Path, base_url: str, bin_dir: Path) -> CliSetup
         )
         env |= {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": DUMMY_KEY}
     elif preset == "aider":
-        env |= {"OPENAI_API_BASE": base_url + "/v1", "OPENAI_API_KEY": DUMMY_KEY}
+        # aider fetches litellm's model price list from GitHub unless its day-old cache exists, and
+        # prints a failed fetch into the answer (no network, no DNS): an empty cache, as aider
+        # itself writes after a failure; litellm uses the list it ships with
+        caches = home / ".aider" / "caches"
+        caches.mkdir(parents=True, exist_ok=True)
+        (caches / "model_prices_and_context_window.json").write_text("{}", encoding="utf-8")
+        env |= {
+            "OPENAI_API_BASE": base_url + "/v1",
+            "OPENAI_API_KEY": DUMMY_KEY,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
     else:
         raise LookupError(f"no private HOME recipe for {preset!r}")
     return CliSetup(env, model)

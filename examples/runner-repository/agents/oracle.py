@@ -11,10 +11,16 @@ import sys
 from pathlib import Path
 
 
-def main() -> int:
+def copy_solution(solutions: Path) -> Path:
+    """Copy the reference solution of this workspace's problem over it; returns where it came from."""
     problem = Path.cwd().parent.parent.name
-    solution = Path(sys.argv[1]) / problem
+    solution = solutions / problem
     shutil.copytree(solution, ".", dirs_exist_ok=True)
+    return solution
+
+
+def main() -> int:
+    solution = copy_solution(Path(sys.argv[1]))
     print(f"oracle: copied the reference solution from {solution}")
     return 0
 

@@ -1,0 +1,2 @@
+export { countWords } from './count.js';
+export { topWords, type WordCount } from './top.js';

@@ -1,0 +1,121 @@
+"""Stored answers on disk, shared by the record/replay store (:mod:`.recording`) and the response
+cache (:mod:`.cache`): the hash an answer is filed under, where its file goes, and its JSON entry,
+written atomically with every secret masked and read back without trusting it (a regular file of
+bounded size whose values have the right types)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .bounded_read import UnreadableFile, read_bounded
+from .loading.templates import Redactor
+from .providers.base import ProviderResponse
+from .results import ToolCallRecord
+
+FORMAT = 1
+MAX_ANSWER_BYTES = 256 * 2**20  # a stored answer is at most max_output_bytes of text, and its tool calls
+
+
+class AnswerFileError(Exception):
+    """A stored answer that cannot be used; the message continues a sentence that names the file
+    (``is unreadable: …`` / ``is not a stored answer: …``)."""
+
+
+def answer_digest(parts: list[object]) -> str:
+    """The sha256 (hex) of ``parts`` as JSON: what an answer is filed under."""
+    material = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def answer_path(folder: Path, config_id: str, key: str) -> Path:
+    """Where the answer filed under ``key`` goes: ``<folder>/<configuration>/<key[:40]>.json``."""
+    safe = re.sub(r"[^A-Za-z0-9._+-]+", "_", config_id)
+    return folder / safe / f"{key[:40]}.json"
+
+
+def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
+    """The JSON entry of ``response``, after the fields ``about`` it (configuration, prompt, …)."""
+    return {
+        "format": FORMAT,
+        **about,
+        "response": response.text,
+        "cost": response.cost,
+        "input_tokens": response.input_tokens,
+        "output_tokens": response.output_tokens,
+        "latency": response.latency,
+        "tool_calls": [call.model_dump() for call in response.tool_calls],
+    }
+
+
+def write_answer(path: Path, entry: dict[str, Any], redact: Redactor) -> None:
+    """Write ``entry`` to ``path`` with every secret masked (in every text it holds, tool call
+    arguments too), atomically (a temporary file in the same folder, then a rename): a reader,
+    another xdist worker's included, sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_masked(entry, redact), indent=2, ensure_ascii=False)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _masked(value: Any, redact: Redactor) -> Any:
+    """``value`` (JSON data) with every text, keys included, passed through ``redact``."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(key)): _masked(item, redact) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(item, redact) for item in value]
+    return value
+
+
+def read_answer(path: Path) -> tuple[dict[str, Any], ProviderResponse]:
+    """The entry at ``path`` and the answer it holds. FileNotFoundError when there is none;
+    :class:`AnswerFileError` when it is no readable stored answer."""
+    try:
+        entry: Any = json.loads(read_bounded(path, MAX_ANSWER_BYTES).decode("utf-8"))
+    except FileNotFoundError:
+        raise
+    except (UnreadableFile, OSError, ValueError) as exc:
+        raise AnswerFileError(f"is unreadable: {exc}") from None
+    problem = _entry_problem(entry)
+    if problem:
+        raise AnswerFileError(f"is not a stored answer: {problem}")
+    try:
+        response = ProviderResponse(
+            entry["response"],
+            entry.get("cost"),
+            entry.get("input_tokens"),
+            entry.get("output_tokens"),
+            latency=entry.get("latency"),
+            tool_calls=[ToolCallRecord.model_validate(call) for call in entry.get("tool_calls") or []],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnswerFileError(f"is not a stored answer: {exc}") from None
+    return entry, response
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """What makes ``entry`` no stored answer (a value of the wrong type), or None."""
+    if not isinstance(entry, dict):
+        return f"expected a JSON object, found {type(entry).__name__}"
+    if not isinstance(entry.get("response"), str):
+        return f"`response` must be text, not {json.dumps(entry.get('response'))[:40]}"
+    for key in ("cost", "latency", "input_tokens", "output_tokens"):
+        value = entry.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
+    if not isinstance(entry.get("tool_calls") or [], list):
+        return "`tool_calls` must be a list"
+    return None

@@ -1,0 +1,237 @@
+"""``--vibe-cache``: answer a request identical to an earlier one from disk, so iterating on checks
+and formulas asks no model twice.
+
+A provider takes part by saying what its answer depends on: ``cache_material(request)`` returns
+JSON-able data (the HTTP request body and endpoint, a Python callable's name and source hash, the
+configuration's settings); the answer is filed under the hash of that, the configuration id and
+the cache's format (:mod:`.answer_files`, shared with --vibe-record). Agent CLIs and coding-agent
+evals never take part: an agent acts on its environment, and each run must see what it does. Nor
+does a run with --vibe-repeat N > 1 (each repeat must be a real, independent call) or with
+--vibe-replay (already answered from disk).
+
+An entry that cannot be read, or that belongs to another request, is a miss with a warning and is
+replaced; failed calls are never stored."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .answer_files import (
+    FORMAT,
+    AnswerFileError,
+    answer_digest,
+    answer_entry,
+    answer_path,
+    read_answer,
+    write_answer,
+)
+from .loading.templates import Redactor
+from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable
+from .providers.cli import CliProvider
+from .providers.factory import UnclaimedProvider
+from .recording import ReplayProvider
+from .report.format import money
+from .results import EvalRecord
+
+DEFAULT_CACHE = Path(".vibeeval") / "cache"  # under the rootdir
+TAG_NAME = "CACHEDIR.TAG"
+# https://bford.info/cachedir/: backup tools skip a folder holding this file.
+TAG_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This folder is a response cache of pytest-vibeeval (--vibe-cache): it may be deleted.\n"
+)
+
+
+class CacheNote(UserWarning):
+    """What --vibe-cache left out or could not use (shown in pytest's warnings summary)."""
+
+
+@runtime_checkable
+class Cacheable(Provider, Protocol):
+    """A provider whose answers may be cached: it says what an answer to ``request`` depends on."""
+
+    def cache_material(self, request: PromptRequest) -> dict[str, Any]:
+        """Everything that shapes the answer to ``request``, as JSON-able data (it is hashed, never
+        stored): a change in any of it must give other material."""
+
+
+def unused_reason(repeats: int, replay: Path | None) -> str | None:
+    """Why --vibe-cache is not used in this session at all, or None."""
+    if repeats > 1:
+        return f"with --vibe-repeat {repeats} every repeat is a real call, never a cached answer"
+    if replay is not None:
+        return "--vibe-replay answers every prompt from its store already"
+    return None
+
+
+def session_cache(
+    folder: Path | None, repeats: int, replay: Path | None, redact: Redactor
+) -> ResponseCache | None:
+    """The session's response cache: at ``folder`` (--vibe-cache) unless the session does not use
+    one (:func:`unused_reason`)."""
+    if folder is None or unused_reason(repeats, replay) is not None:
+        return None
+    return ResponseCache(folder, redact)
+
+
+def note_coding_eval(cache: ResponseCache | None, config_id: str) -> None:
+    """Say (a :class:`CacheNote`) that the coding-agent evals of ``config_id`` are not cached."""
+    if cache is not None:
+        warnings.warn(CacheNote(coding_note(config_id)), stacklevel=2)
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot be the response cache, or None. A folder that holds files but is no
+    cache is refused: ``pytest --vibe-cache tests`` takes ``tests`` as the cache's folder."""
+    if not folder.exists():
+        return None
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if (folder / TAG_NAME).is_file() or not any(folder.iterdir()):
+        return None
+    return (
+        f"{folder} holds files but is no response cache (it has no {TAG_NAME}); the folder is "
+        "the option's value: write --vibe-cache=DIR, or put --vibe-cache after the test paths"
+    )
+
+
+class ResponseCache:
+    """The answers of one cache folder; entries are masked with ``redact`` as they are written."""
+
+    def __init__(self, folder: Path, redact: Redactor) -> None:
+        self.folder = folder
+        self.redact = redact
+
+    def key(self, config_id: str, material: dict[str, Any]) -> str:
+        return answer_digest([FORMAT, "cache", config_id, material])
+
+    def load(self, config_id: str, key: str) -> ProviderResponse | None:
+        """The answer filed under ``key``, or None (a miss). An entry that cannot be read or is not
+        ``key``'s is a miss with a :class:`CacheNote`, never an error and never another answer."""
+        path = answer_path(self.folder, config_id, key)
+        try:
+            entry, response = read_answer(path)
+        except FileNotFoundError:
+            return None
+        except AnswerFileError as exc:
+            warnings.warn(CacheNote(f"cached answer {path} {exc}; asked again"), stacklevel=2)
+            return None
+        if entry.get("key") != key or entry.get("configuration") != config_id:
+            warnings.warn(
+                CacheNote(f"cached answer {path} is not this request's (its key differs); asked again"),
+                stacklevel=2,
+            )
+            return None
+        return replace(response, cached=True)
+
+    def save(
+        self, config_id: str, model: str, key: str, request: PromptRequest, response: ProviderResponse
+    ) -> None:
+        """Store ``response`` under ``key``; a folder that cannot be written is a warning (the
+        answer is still used), never a failed eval."""
+        path = answer_path(self.folder, config_id, key)
+        entry = answer_entry(
+            response,
+            key=key,
+            configuration=config_id,
+            model=model,
+            system_prompt=request.system_prompt,
+            prompt=request.prompt,
+        )
+        try:
+            self._tag()
+            write_answer(path, entry, self.redact)
+        except OSError as exc:
+            warnings.warn(CacheNote(f"answer not cached in {path}: {exc.strerror or exc}"), stacklevel=2)
+
+    def _tag(self) -> None:
+        """Mark the folder as a cache (before its first entry, so that no worker sees it without)."""
+        tag = self.folder / TAG_NAME
+        if tag.is_file():
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temp = self.folder / f".{TAG_NAME}.{os.getpid()}"
+        temp.write_text(TAG_TEXT, encoding="utf-8")
+        os.replace(temp, tag)
+
+
+class CachingProvider:
+    """Answers from ``cache`` when it holds the answer to an identical request; otherwise asks
+    ``inner`` and stores what it answered (failures are not stored)."""
+
+    def __init__(self, inner: Cacheable, cache: ResponseCache, config_id: str, model: str | None) -> None:
+        self.inner, self.cache, self.config_id, self.model = inner, cache, config_id, model
+
+    def unavailable_reason(self) -> str | None:
+        return self.inner.unavailable_reason()
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        key = self.cache.key(self.config_id, self.inner.cache_material(request))
+        cached = self.cache.load(self.config_id, key)
+        if cached is not None:
+            return cached
+        started = time.perf_counter()
+        response = self.inner.answer(request)
+        if response.latency is None:  # a cached answer reports the latency of the call that made it
+            response = replace(response, latency=time.perf_counter() - started)
+        self.cache.save(self.config_id, self.model or request.model, key, request, response)
+        return response
+
+
+def with_cache(
+    provider: Provider, cache: ResponseCache | None, config_id: str, model: str | None = None
+) -> Provider:
+    """``provider`` answering through ``cache`` (unchanged without one). A provider that cannot be
+    cached is left as it is, with a :class:`CacheNote` saying so (none for a replay, already
+    answered from disk, nor for a provider that cannot run at all)."""
+    if cache is None:
+        return provider
+    if isinstance(provider, Cacheable):
+        return CachingProvider(provider, cache, config_id, model)
+    if not isinstance(provider, ReplayProvider | Unavailable | UnclaimedProvider):
+        warnings.warn(CacheNote(uncached_note(provider, config_id)), stacklevel=2)
+    return provider
+
+
+def uncached_note(provider: object, config_id: str) -> str:
+    """Why the answers of ``config_id`` are not cached."""
+    if isinstance(provider, CliProvider):
+        return (
+            f"--vibe-cache: configuration {config_id!r} runs an agent CLI; its answers are not cached "
+            "(an agent acts on its environment: every run asks it)"
+        )
+    kind = f"{type(provider).__module__}.{type(provider).__qualname__}"
+    return (
+        f"--vibe-cache: configuration {config_id!r}: its provider ({kind}) does not say what its answers "
+        "depend on (no cache_material method), so they are not cached"
+    )
+
+
+def coding_note(config_id: str) -> str:
+    """Why the coding-agent evals of ``config_id`` are not cached."""
+    return (
+        f"--vibe-cache: coding-agent evals are never cached: configuration {config_id!r} works in a "
+        "workspace, and its build and grade steps judge what it did there"
+    )
+
+
+def summary_lines(records: Sequence[EvalRecord], shown: str, unused: str | None) -> list[str]:
+    """The Run Summary's line about the cache: how many answers came from it and what their
+    cost and latency are."""
+    if unused is not None:
+        return [f"Cache: not used ({unused})"]
+    ran = [r for r in records if r.reused_from is None and r.outcome != "skipped"]
+    hits = [r for r in ran if r.cached]
+    plural = "" if len(hits) == 1 else "s"
+    line = f"Cache: {len(hits)} answer{plural} from cache, {len(ran) - len(hits)} asked ({shown})"
+    cost = sum(r.cost or 0.0 for r in hits)
+    if hits:
+        line += "; the cached answers' cost and latency are their original calls'"
+        line += f" ({money(cost)}, not spent again)" if cost else ""
+    return [line]

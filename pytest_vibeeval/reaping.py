@@ -1,0 +1,211 @@
+"""Ending what a command leaves behind: the processes that escaped its process group (``setsid``,
+a double fork) and, after an xdist worker was killed, the agents it was running.
+
+While :func:`~pytest_vibeeval.process.run_command` runs a command, the process running it is a
+child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): an escapee whose parent exits is re-parented to
+it rather than to init, and :class:`Orphans` kills and reaps every such child once the command is
+over. Agents and registry steps also carry :data:`MARKER` in their environment (:func:`marked`),
+the pid of the process that started them, which their descendants inherit: on the controller,
+:func:`end_lost_workers_processes` ends what a worker that died left running, every process whose
+marker names a terminated process, and the pids cgroups that worker made.
+
+On other systems there is no subreaper and nothing to scan: only the process group is killed. A
+process that clears its environment is not recognised by the controller; the pids cgroup and the
+bwrap sandbox's pid namespace (it dies with the worker) still end it where they are available.
+No pytest here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from .workspace.cgroups import remove_abandoned
+
+__all__ = ["MARKER", "Orphans", "end_lost_workers_processes", "is_alive", "marked"]
+
+MARKER = "VIBEEVAL_RUNNER_PID"
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+PF_EXITING = 0x4  # in /proc/<pid>/stat's flags: the process has begun to exit
+KILL_WAIT_S = 5.0  # how long a SIGKILLed process may take to die (it may be in the middle of I/O)
+
+
+def _prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl: Callable[..., int] = libc.prctl
+        return prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def _subreaper(on: bool | None = None) -> bool:
+    """Whether this process is a child subreaper; with ``on``, make it one (or not) first."""
+    if _PRCTL is None:
+        return False
+    if on is not None:
+        _PRCTL(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+    value = ctypes.c_int(0)
+    _PRCTL(PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)
+    return bool(value.value)
+
+
+def _stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, parent pid, flags, start time in clock ticks) of ``pid``, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()  # the name before it may hold spaces and parentheses
+    return fields[0], int(fields[1]), int(fields[6]), int(fields[19])
+
+
+def is_alive(pid: int) -> bool:
+    """``pid`` exists and is not exiting: not a zombie, and not in the middle of its exit (an xdist
+    worker's pipes close while it exits, before it is a zombie)."""
+    found = _stat(pid)
+    return found is not None and found[0] not in ("Z", "X") and not found[2] & PF_EXITING
+
+
+def _marker(pid: int) -> str | None:
+    """The value of :data:`MARKER` in ``pid``'s environment (None: not set, or not readable)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = MARKER.encode() + b"="
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
+def _children() -> list[int]:
+    """The pids of this process's children (of all its threads)."""
+    me = os.getpid()
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+        return [int(p) for t in tasks for p in Path(f"/proc/{me}/task/{t}/children").read_text().split()]
+    except OSError:  # a kernel without the children files: the slow way
+        return [pid for pid in _all_pids() if (found := _stat(pid)) is not None and found[1] == me]
+
+
+def _all_pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` and, when it leads one, its process group."""
+    with contextlib.suppress(OSError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _wait_dead(pid: int) -> None:
+    """Block until ``pid`` (SIGKILLed) has terminated, at most :data:`KILL_WAIT_S`."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return
+    try:
+        fd = pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        select.select([fd], [], [], KILL_WAIT_S)
+    finally:
+        os.close(fd)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+class Orphans:
+    """What one command leaves behind: ``with Orphans() as orphans:`` start the command, tell
+    :meth:`started` its pid, wait for it and reap it; on leaving, every child of this process that
+    started no earlier than the command (re-parented here: it escaped the command's process group
+    and its parent exited) is killed and reaped, until none is left. (A process another thread of
+    this process starts meanwhile would count too: pytest-vibeeval runs one command at a time.)"""
+
+    def __init__(self) -> None:
+        self.since: int | None = None  # start time (clock ticks) of the command's first process
+        self._was_subreaper = False
+
+    def started(self, pid: int) -> None:
+        """The command's first process: what started no earlier than it may be its orphan."""
+        found = _stat(pid)
+        self.since = found[3] if found is not None else None
+
+    def __enter__(self) -> Orphans:
+        self._was_subreaper = _subreaper()
+        if not self._was_subreaper:
+            _subreaper(True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.reap()
+        finally:
+            if not self._was_subreaper:
+                _subreaper(False)
+
+    def reap(self) -> None:
+        if _PRCTL is None or self.since is None:
+            return
+        since = self.since
+        while True:
+            found = [pid for pid in _children() if (stat := _stat(pid)) is not None and stat[3] >= since]
+            if not found:
+                return
+            for pid in found:  # killing one re-parents its children here: look again after
+                _kill(pid)
+                _reap(pid)
+
+
+def marked(env: Mapping[str, str] | None) -> dict[str, str]:
+    """``env`` (None: this process's environment) with :data:`MARKER` naming this process, so that
+    the controller can end what is left of the command if this process dies."""
+    return {**(os.environ if env is None else env), MARKER: str(os.getpid())}
+
+
+def end_lost_workers_processes() -> None:
+    """End what dead processes started and left running: every process whose :data:`MARKER` names a
+    process that has terminated, and the pids cgroups such processes made (see
+    :func:`~pytest_vibeeval.workspace.cgroups.remove_abandoned`). For the controller, after an
+    xdist worker died."""
+    if not sys.platform.startswith("linux"):
+        return
+    remove_abandoned(is_alive)
+    me = os.getpid()
+    for _ in range(100):  # killing a process may free the next generation; bounded, just in case
+        lost = []
+        for pid in _all_pids():
+            marker = _marker(pid)
+            if pid == me or marker is None:
+                continue
+            owner = marker
+            if owner.isdigit() and int(owner) != me and not is_alive(int(owner)) and is_alive(pid):
+                lost.append(pid)
+        if not lost:
+            return
+        for pid in lost:
+            _kill(pid)
+        for pid in lost:
+            _wait_dead(pid)

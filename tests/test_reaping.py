@@ -1,0 +1,164 @@
+"""What agents leave running: a prompt eval's agent whose grandchildren escape its process group
+(``setsid``, a double fork) leaves none of them behind, without a cgroup or a sandbox; and when an
+xdist worker is killed while its agent runs, the controller ends that agent and removes its pids
+cgroup, reports the lost item as an error and keeps the other results."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import FAST_ARGS, PYTHON, XDIST_MODES, agent, evals_by_nodeid, is_gone, load_json, run, write
+
+from pytest_vibeeval.reaping import is_alive
+from pytest_vibeeval.workspace.cgroups import V1_ROOT, process_limit
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
+
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}")
+needs_linux = pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reaping needs Linux /proc")
+
+# Starts a grandchild in a new session (it outlives the agent) and a double-forked one; each writes
+# its pid to a file and says so on a pipe; once both have, the agent answers and exits.
+ESCAPING_AGENT = """
+import os, subprocess, sys, time
+pids = sys.argv[1]
+read, write = os.pipe()
+note = (
+    "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "os.write(int(sys.argv[2]), b'.'); time.sleep(600)"
+)
+argv = [sys.executable, "-c", note, pids + ".setsid", str(write)]
+subprocess.Popen(argv, start_new_session=True, pass_fds=[write])
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open(pids + ".double", "w").write(str(os.getpid()))
+        os.write(write, b".")
+        time.sleep(600)
+    os._exit(0)
+os.read(read, 1), os.read(read, 1)
+print("answered")
+"""
+
+
+@needs_linux
+@XDIST_MODES
+def test_a_prompt_agents_escaped_grandchildren_are_ended(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    pids = pytester.path / "pids"
+    script = agent(pytester.path, "escaping.py", ESCAPING_AGENT)
+    write(
+        pytester.path / "esc.eval.yaml",
+        f"""
+        metadata: {{name: esc, model: m}}
+        configurations:
+          escaping: {{cli: "{PYTHON}", args: ["{script}", "{pids}"], prompt_via: stdin}}
+        evals:
+          - {{name: e, prompt: p, checks: [{{match: "answered*"}}]}}
+        """,
+    )
+    run(pytester, xdist=xdist).assert_outcomes(passed=1)
+    for kind in ("setsid", "double"):
+        pid = int(Path(f"{pids}.{kind}").read_text())
+        assert is_gone(pid), f"the {kind} grandchild {pid} survived the item"  # ended before it finished
+
+
+# Says on the FIFO (its first argument) that it has started, then waits to be killed; any other
+# problem passes at once.
+WAITING_AGENT = """
+import sys, time
+if "hang" in open("prompt.md").read():
+    with open(sys.argv[1], "w") as fifo:
+        fifo.write("started\\n")
+    time.sleep(600)
+"""
+
+probe = process_limit(2)
+if probe is not None:
+    probe.close()
+HAS_CGROUP = probe is not None
+
+
+def _ancestors(pid: int) -> list[int]:
+    chain = []
+    while pid > 1:
+        chain.append(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+        except OSError:
+            break
+    return chain
+
+
+def _processes_naming(token: str, folder: str) -> list[int]:
+    """The processes whose command line holds ``token`` and whose working folder ``folder``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+                cwd = os.readlink(f"/proc/{name}/cwd")
+            except OSError:
+                continue
+            if token.encode() in cmdline and folder in cwd:
+                found.append(int(name))
+    return found
+
+
+@needs_linux
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+def test_a_killed_workers_agent_and_cgroup_are_ended(pytester: pytest.Pytester, sandbox: str) -> None:
+    fifo = pytester.path / f"started-{os.getpid()}"
+    os.mkfifo(fifo)
+    script = agent(pytester.path, "waiting.py", WAITING_AGENT)
+    write(pytester.path / "template" / "a.txt", "a\n")
+    write(pytester.path / "grading" / "b.txt", "b\n")
+    write(
+        pytester.path / "lost.eval.yaml",
+        f"""
+        metadata: {{name: lost, model: m}}
+        configurations:
+          waiting: {{cli: "{PYTHON}", args: ["{script}", "{fifo}"], timeout: 600000}}
+        commands:
+          check: {{command: "true"}}
+        evals:
+          - {{name: hang, prompt: hang, workspace: template, grading: grading, grade_steps: [check]}}
+          - {{name: quick, prompt: quick, workspace: template, grading: grading, grade_steps: [check]}}
+        """,
+    )
+    results = pytester.path / "results.json"
+    args = ("-n", "2", "--vibe-sandbox", sandbox, "--vibe-results", str(results))
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "pytest", *FAST_ARGS, *args],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # readable once the agent has written
+        try:
+            assert select.select([reader], [], [], 120)[0], "the agent never started"
+        finally:
+            os.close(reader)
+        agents = _processes_naming(str(fifo), "-hang-")  # not the other item's agent, if it runs
+        assert agents
+        chain = _ancestors(agents[0])
+        worker = chain[chain.index(proc.pid) - 1]  # the controller's child on the agent's way up
+        os.kill(worker, signal.SIGKILL)
+        output, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert "crashed while running 'lost.eval.yaml::hang[waiting]'" in output, output[-3000:]
+    records = evals_by_nodeid(load_json(results))
+    assert records["lost.eval.yaml::quick[waiting]"]["outcome"] == "passed"
+    assert records["lost.eval.yaml::hang[waiting]"]["outcome"] == "error"
+    assert not any(is_alive(pid) for pid in agents), "the lost worker's agent is still running"
+    if HAS_CGROUP:
+        assert not list(V1_ROOT.glob(f"pytest-vibeeval-{worker}-*")), "its pids cgroup was left behind"

@@ -49,7 +49,10 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
         "latency": response.latency,
-        "tool_calls": [call.model_dump() for call in response.tool_calls],
+        # null: the provider cannot report tool calls; []: it reported none
+        "tool_calls": None
+        if response.tool_calls is None
+        else [call.model_dump() for call in response.tool_calls],
     }
 
 
@@ -99,7 +102,9 @@ def read_answer(path: Path) -> tuple[dict[str, Any], ProviderResponse]:
             entry.get("input_tokens"),
             entry.get("output_tokens"),
             latency=entry.get("latency"),
-            tool_calls=[ToolCallRecord.model_validate(call) for call in entry.get("tool_calls") or []],
+            tool_calls=None
+            if entry.get("tool_calls") is None
+            else [ToolCallRecord.model_validate(call) for call in entry["tool_calls"]],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise AnswerFileError(f"is not a stored answer: {exc}") from None

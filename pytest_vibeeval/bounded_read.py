@@ -15,22 +15,11 @@ class UnreadableFile(Exception):
 def read_bounded(path: Path, limit: int) -> bytes:
     """The bytes of the regular file at ``path`` (symlinks followed), at most ``limit`` of them;
     UnreadableFile for anything else. FileNotFoundError passes through (callers often expect it)."""
+    fd, size = _open_regular(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnreadableFile(f"cannot read it: not a regular file but {_kind(info.st_mode)}")
-        if info.st_size > limit:
-            raise UnreadableFile(f"too large to read: {info.st_size} bytes, more than {limit}")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None
+        if size > limit:
+            raise UnreadableFile(f"too large to read: {size} bytes, more than {limit}")
+        data = _read(fd, 0, limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:  # grew while we read it
@@ -38,8 +27,39 @@ def read_bounded(path: Path, limit: int) -> bytes:
     return data
 
 
-def _kind(mode: int) -> str:
+def read_start(path: Path, limit: int) -> bytes:
+    """At most the first ``limit`` bytes of the regular file at ``path`` (a larger file is no error);
+    UnreadableFile for anything but a regular file."""
+    fd, _ = _open_regular(path)
+    try:
+        return _read(fd, 0, limit)
+    finally:
+        os.close(fd)
+
+
+def read_end(path: Path, limit: int) -> tuple[bytes, bool]:
+    """At most the last ``limit`` bytes of the regular file at ``path``, and whether the file was
+    longer (its start left unread); UnreadableFile for anything but a regular file."""
+    fd, size = _open_regular(path)
+    try:
+        start = max(0, size - limit)
+        return _read(fd, start, limit), start > 0
+    finally:
+        os.close(fd)
+
+
+def read_text_bounded(path: Path, limit: int, errors: str = "strict") -> str:
+    """:func:`read_bounded` decoded as ``Path.read_text(encoding="utf-8", errors=errors)`` does
+    (``\\r\\n`` and ``\\r`` become ``\\n``); UnicodeDecodeError when it is not UTF-8 (and
+    ``errors`` is strict)."""
+    text = read_bounded(path, limit).decode("utf-8", errors)
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` is, for a message: "a FIFO", "a character device", …"""
     for test, name in (
+        (stat.S_ISREG, "a regular file"),
         (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISCHR, "a character device"),
@@ -49,3 +69,39 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "something else"
+
+
+def _open_regular(path: Path) -> tuple[int, int]:
+    """A descriptor of the regular file at ``path`` and its size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UnreadableFile(f"cannot read it: not a regular file but {file_kind(info.st_mode)}")
+    return fd, info.st_size
+
+
+def _read(fd: int, offset: int, limit: int) -> bytes:
+    """At most ``limit`` bytes from ``offset`` on."""
+    chunks: list[bytes] = []
+    left = limit
+    try:
+        while left > 0:
+            chunk = os.pread(fd, min(left, 2**24), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None
+    return b"".join(chunks)

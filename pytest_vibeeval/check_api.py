@@ -46,6 +46,8 @@ class Response:
     # llm_judge: (the check's parsed value, response text) -> its verdict (passed None: undecided)
     judge: Callable[[Any, str], Verdict] | None = None
     tool_calls: tuple[ToolCallRecord, ...] = ()  # in the order they were made, where reported
+    # False: the configuration cannot report tool calls (``tool_calls`` is empty, not known empty)
+    tool_calls_reported: bool = True
     cost: float | None = None  # USD; None: unknown
     latency: float | None = None  # seconds
     input_tokens: int | None = None

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from .bounded_read import UnreadableFile, read_bounded
+
 PROGRESS_DIR = "progress"
+MAX_ENTRY_BYTES = 2**20  # a board entry is a few hundred bytes: anything larger is not ours
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,9 @@ def read_board(lock_dir: Path) -> list[Running]:
         if not _alive(path.stem):
             continue  # its process died mid-item (a lost xdist worker): it runs nothing now
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_bounded(path, MAX_ENTRY_BYTES).decode("utf-8"))
             found.append(Running(**data))
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, UnreadableFile):
             continue  # being replaced, or removed as the item ended
     return sorted(found, key=lambda r: (r.item_started, r.nodeid))
 

@@ -203,7 +203,7 @@ def run_prompt_eval(
             "cached": response.cached,
             "steps": redact_steps(response.steps, redact),
             "tool_calls": [
-                call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls
+                call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls or ()
             ],
         }
     )
@@ -213,7 +213,8 @@ def run_prompt_eval(
             response.text,
             response.output_tokens,
             judge.decide if judge else None,
-            tool_calls=tuple(response.tool_calls),
+            tool_calls=tuple(response.tool_calls or ()),
+            tool_calls_reported=response.tool_calls is not None,
             cost=cost,
             latency=latency,
             input_tokens=response.input_tokens,

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .bounded_read import UnreadableFile, read_end
 from .results import EvalRecord, ResultsFile, StepRecord
 from .scoring.vybes import vybes_result
 
@@ -26,10 +27,13 @@ def _stamp(iso: str) -> str:
 
 
 def _tail(path: Path) -> str:
+    """The last :data:`MAX_LOG_CHARS` characters of a step log, read from its end (a UTF-8
+    character is at most 4 bytes); empty if it is not a regular file."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        data, _ = read_end(path, 4 * MAX_LOG_CHARS)
+    except (OSError, UnreadableFile):
         return ""
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     return text[-MAX_LOG_CHARS:]
 
 

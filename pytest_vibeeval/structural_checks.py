@@ -1,6 +1,7 @@
 """Checks on the answer's structure and on what the agent did: ``json``, ``json_schema``,
 ``tool_called``, ``tool_not_called``, ``tool_sequence``, ``max_tool_calls``, ``max_cost`` and
-``max_latency``. An unknown cost or latency leaves its check undecided, never passed."""
+``max_latency``. An unknown cost or latency, or tool calls the configuration cannot report, leave
+the checks that would pass on their absence undecided, never passed."""
 
 from __future__ import annotations
 
@@ -211,14 +212,26 @@ def _tool_called(spec: NonEmptyStr | ToolCalledArgs, response: Response) -> Verd
     count = len(calls)
     said = f"tool {args.name!r} was called {_plural(count, 'time')}{with_args}"
     if count < low:
-        return Verdict(False, f"{said}, expected at least {low}{_seen(response.tool_calls)}")
+        return Verdict(False, f"{said}, expected at least {low}{_seen(response)}")
     if args.max is not None and count > args.max:
         return Verdict(False, f"{said}, expected at most {args.max}")
+    if args.max is not None and not response.tool_calls_reported:
+        return Verdict(None, f"tool_called {args.name!r} (max {args.max}): {UNREPORTED}")
     return Verdict(True, said)
 
 
-def _seen(calls: Sequence[ToolCallRecord]) -> str:
+# Why a check that passes on the absence of calls is undecided (the reason of the skipped eval).
+UNREPORTED = (
+    "the tool calls are unknown (the configuration does not report them: an `output.parser`, "
+    "the MCP tool loop or a Python callable's `tool_calls` does)"
+)
+
+
+def _seen(response: Response) -> str:
     """What was called instead, for a failure message."""
+    calls = response.tool_calls
+    if not response.tool_calls_reported and not calls:
+        return " (the configuration does not report its tool calls)"
     if not calls:
         return " (no tool calls were reported)"
     names = list(dict.fromkeys(call.tool for call in calls))
@@ -230,7 +243,9 @@ def _tool_not_called(name: str, response: Response) -> Verdict:
     count = len(calls_of(name, response.tool_calls))
     if count:
         return Verdict(False, f"tool {name!r} was called {_plural(count, 'time')}, expected never")
-    return Verdict(True, f"tool {name!r} was not called{_seen(response.tool_calls)}")
+    if not response.tool_calls_reported:
+        return Verdict(None, f"tool_not_called {name!r}: {UNREPORTED}")
+    return Verdict(True, f"tool {name!r} was not called{_seen(response)}")
 
 
 def _tool_sequence(names: list[NonEmptyStr], response: Response) -> Verdict:
@@ -243,7 +258,7 @@ def _tool_sequence(names: list[NonEmptyStr], response: Response) -> Verdict:
             return Verdict(
                 False,
                 f"tool {name!r} was not called{after}; expected the sequence {' → '.join(names)}"
-                f"{_seen(calls)}",
+                f"{_seen(response)}",
             )
         position = found + 1
     return Verdict(True, f"tools were called in the order {' → '.join(names)}")
@@ -251,6 +266,8 @@ def _tool_sequence(names: list[NonEmptyStr], response: Response) -> Verdict:
 
 def _max_tool_calls(limit: int, response: Response) -> Verdict:
     count = len(response.tool_calls)
+    if count <= limit and not response.tool_calls_reported:
+        return Verdict(None, f"max_tool_calls {limit}: {UNREPORTED}")
     return Verdict(count <= limit, f"{_plural(count, 'tool call')}; max_tool_calls is {limit}")
 
 
@@ -292,14 +309,24 @@ STRUCTURAL_CHECKS: tuple[CheckType, ...] = (
         _tool_called,
         "the tool was called (at least once, or `min`/`max` times, optionally with matching `args`)",
     ),
-    CheckType("tool_not_called", NonEmptyStr, _tool_not_called, "the tool was never called"),
+    CheckType(
+        "tool_not_called",
+        NonEmptyStr,
+        _tool_not_called,
+        "the tool was never called (tool calls not reported: undecided)",
+    ),
     CheckType(
         "tool_sequence",
         Annotated[list[NonEmptyStr], Field(min_length=1)],
         _tool_sequence,
         "the tools were called in this order (other calls may come between)",
     ),
-    CheckType("max_tool_calls", Count, _max_tool_calls, "the agent made at most N tool calls"),
+    CheckType(
+        "max_tool_calls",
+        Count,
+        _max_tool_calls,
+        "the agent made at most N tool calls (tool calls not reported: undecided)",
+    ),
     CheckType("max_cost", Limit, _max_cost, "the answer cost at most this many USD (unknown: undecided)"),
     CheckType(
         "max_latency", Limit, _max_latency, "the answer took at most this many seconds (unknown: undecided)"

@@ -60,6 +60,7 @@ class Batch:
     args: tuple[str, ...] = ()
     timeout: float = 150  # seconds; a run that takes longer is a hang
     bwrap: bool = False  # runs its agents and steps in bwrap: skipped where bwrap does not work
+    exits: tuple[int, ...] = (0, 1)  # pytest's exit codes that are no crash (5: nothing collected)
 
 
 DOUBLING = {f"HOSTILE_L{i}": f"${{HOSTILE_L{i - 1}}}${{HOSTILE_L{i - 1}}}" for i in range(1, 41)}
@@ -74,6 +75,9 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "eval-root-self": Batch(env={"EVAL_ROOT": "${EVAL_ROOT}"}),
     "eval-root-symlink-loop": Batch(env={"EVAL_ROOT": "{run}/selfloop"}),
     "control": Batch(),
+    "uncollected": Batch(exits=(5,), timeout=60),
+    "history-fifo": Batch(args=("--vibe-history", "cases/history-fifo/history.jsonl"), timeout=60),
+    "history-dev-zero": Batch(args=("--vibe-history", "cases/history-dev-zero/history.jsonl"), timeout=60),
     "sandbox": Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True),
     "sandbox-xdist": Batch(args=("--vibe-sandbox", "bwrap", "-n", "2"), bwrap=True),
 }
@@ -210,6 +214,9 @@ def _materialize(case_id: str, folder: Path, run: Path) -> None:
         GENERATORS[spec["generate"]](folder)
     for relative in spec.get("remove", ()):
         (folder / relative).unlink()
+    for relative in spec.get("fifos", ()):
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(folder / relative)
     places = {"run": str(run), "canary": str(run / "canary"), "home": str(run / "home"), "case": str(folder)}
     for link, target in spec.get("symlinks", {}).items():
         (folder / link).parent.mkdir(parents=True, exist_ok=True)
@@ -415,7 +422,9 @@ def check_batch(name: str, outcome: dict[str, Any]) -> None:
         f"batch {name!r} did not finish within {BATCHES[name].timeout} s (a hang)"
     )
     output = outcome["stdout"] + outcome["stderr"]
-    assert outcome["ret"] in (0, 1), f"batch {name!r}: pytest exited with {outcome['ret']}\n{output[-3000:]}"
+    assert outcome["ret"] in BATCHES[name].exits, (
+        f"batch {name!r}: pytest exited with {outcome['ret']}\n{output[-3000:]}"
+    )
     assert "INTERNALERROR" not in output, output[-3000:]
     allowed = sorted(change for case in outcome["cases"] for change in MANIFEST[case].get("changes", ()))
     assert outcome["changes"] == allowed, f"changed outside the items' tmp dirs: {outcome['changes'][:20]}"
@@ -504,6 +513,9 @@ def test_hostile_case(case_id: str, batch_cache: Path, request: pytest.FixtureRe
         check_runs(case_id, spec, prefix, outcome)
     else:
         check_error(case_id, spec, prefix, outcome)
+    if "output" in spec:
+        output = outcome["stdout"] + outcome["stderr"]
+        assert spec["output"] in output, f"{case_id}: {spec['output']!r} not in the output:\n{output[-4000:]}"
 
 
 # --- the corpus itself ---------------------------------------------------------------------------
@@ -518,7 +530,7 @@ def test_manifest_covers_the_corpus() -> None:
     used = {spec["path"] for spec in MANIFEST.values() if "path" in spec}
     for spec in MANIFEST.values():
         assert ("runs" in spec) != ("error" in spec or "errors" in spec), spec
-        assert {"path", "generate", "base"} & set(spec), spec
+        assert {"path", "generate", "base", "fifos", "symlinks"} & set(spec), spec
         assert spec.get("batch", "main") in BATCHES, spec
         assert spec.get("generate", "deep_lists_10k") in GENERATORS, spec
         if "path" in spec:

@@ -11,8 +11,10 @@ import pytest
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
 from pydantic import ValidationError
 
+from pytest_vibeeval.answer_files import answer_entry, read_answer, write_answer
 from pytest_vibeeval.check_api import CheckError, Response, Verdict
 from pytest_vibeeval.checks import Check, CheckRegistry, CheckResult, run_checks
+from pytest_vibeeval.providers.base import ProviderResponse
 from pytest_vibeeval.results import ToolCallRecord
 from pytest_vibeeval.structural_checks import SUITE_DIR_CONTEXT
 
@@ -205,6 +207,70 @@ def test_max_tool_calls() -> None:
     result = tools("max_tool_calls", 3)
     assert (result.passed, result.message) == (False, "4 tool calls; max_tool_calls is 3")
     assert tools("max_tool_calls", 0, ()).message == "0 tool calls; max_tool_calls is 0"
+
+
+UNKNOWN_CALLS = (
+    "the tool calls are unknown (the configuration does not report them: an `output.parser`, the MCP "
+    "tool loop or a Python callable's `tool_calls` does)"
+)
+
+
+def test_unreported_tool_calls_leave_the_checks_on_their_absence_undecided() -> None:
+    """A configuration that cannot report tool calls has not shown that a tool was never called."""
+    unknown = Response("ok", tool_calls_reported=False)
+    for name, value, message in [
+        ("tool_not_called", "refund", f"tool_not_called 'refund': {UNKNOWN_CALLS}"),
+        ("max_tool_calls", 3, f"max_tool_calls 3: {UNKNOWN_CALLS}"),
+        (
+            "tool_called",
+            {"name": "search", "min": 0, "max": 2},
+            f"tool_called 'search' (max 2): {UNKNOWN_CALLS}",
+        ),
+    ]:
+        result = run_one(name, value, unknown)
+        assert (result.passed, result.message) == (None, message)
+    missing = run_one("tool_called", "search", unknown)
+    assert (missing.passed, missing.message) == (
+        False,
+        "tool 'search' was called 0 times, expected at least 1 (the configuration does not report its "
+        "tool calls)",
+    )
+    verdict, _ = run_checks([check("tool_not_called", "refund"), check("max_tool_calls", 3)], unknown)
+    assert verdict is None  # the eval is skipped with the reason
+    verdict, _ = run_checks([check("tool_not_called", "refund"), check("contains", "nope")], unknown)
+    assert verdict is False  # a failing check beside it still decides
+
+
+def test_reported_zero_tool_calls_pass_the_checks_on_their_absence() -> None:
+    none_made = Response("ok", tool_calls=())
+    result = run_one("tool_not_called", "refund", none_made)
+    assert (result.passed, result.message) == (
+        True,
+        "tool 'refund' was not called (no tool calls were reported)",
+    )
+    assert run_one("max_tool_calls", 0, none_made).passed is True
+    assert run_one("tool_called", {"name": "search", "min": 0, "max": 2}, none_made).passed is True
+
+
+def test_calls_seen_still_fail_when_the_rest_is_unreported() -> None:
+    """Calls that were seen are evidence even when the list may be incomplete: they fail a check."""
+    partial = Response("ok", tool_calls=calls("search", "search"), tool_calls_reported=False)
+    assert run_one("tool_not_called", "search", partial).passed is False
+    assert run_one("max_tool_calls", 1, partial).message == "2 tool calls; max_tool_calls is 1"
+    assert run_one("tool_called", {"name": "search", "max": 1}, partial).passed is False
+    assert run_one("tool_called", "search", partial).passed is True
+    assert run_one("max_tool_calls", 2, partial).passed is None
+
+
+@pytest.mark.parametrize(("reported", "stored"), [(None, None), ([], [])])
+def test_stored_answers_keep_unreported_apart_from_none_made(
+    tmp_path: Path, reported: list[ToolCallRecord] | None, stored: list[Any] | None
+) -> None:
+    path = tmp_path / "answer.json"
+    write_answer(path, answer_entry(ProviderResponse("ok", tool_calls=reported)), lambda text: text)
+    entry, response = read_answer(path)
+    assert entry["tool_calls"] == stored
+    assert response.tool_calls == reported
 
 
 # --------------------------------------------------------------------------- cost, latency
@@ -442,3 +508,69 @@ def test_json_without_equals_stays_so_after_template_filling() -> None:
     parsed = check("json", {"path": "a", "matches": "x*"})
     filled = parsed.value.model_copy(update=dict(parsed.value.__dict__))
     assert Check(parsed.type, filled).run(Response('{"a": "xy"}')).passed is True
+
+
+TOOLLESS_APP = """
+def bare(prompt):
+    return "Your order has shipped."
+
+def quiet(prompt):
+    return {"response": "Your order has shipped."}
+
+def none_made(prompt):
+    return {"response": "Your order has shipped.", "tool_calls": []}
+
+def refunded(prompt):
+    return {"response": "Your order has shipped.", "tool_calls": ["refund"]}
+"""
+
+TOOLLESS_SUITE = """
+metadata: {name: toolless, model: none}
+evals:
+  - name: careful
+    prompt: Where is my order?
+    checks:
+      - tool_not_called: refund
+      - max_tool_calls: 0
+  - name: wrong_answer
+    prompt: Where is my order?
+    checks:
+      - tool_not_called: refund
+      - contains: delivered
+configurations:
+  bare: {python: "vibe_toolless_app:bare"}
+  quiet: {python: "vibe_toolless_app:quiet"}
+  none_made: {python: "vibe_toolless_app:none_made"}
+  refunded: {python: "vibe_toolless_app:refunded"}
+"""
+
+
+@XDIST_MODES
+def test_a_callable_that_reports_no_tool_calls_leaves_tool_checks_undecided(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A bare string or a dict without `tool_calls` reports nothing about tools: the evals that
+    only tool_not_called / max_tool_calls could pass are skipped with the reason, not passed; a
+    reported empty list passes them; a reported call fails them; --vibe-record keeps the
+    difference, so that --vibe-replay decides the same."""
+    write(pytester.path / "vibe_toolless_app.py", TOOLLESS_APP)
+    write(pytester.path / "toolless.eval.yaml", TOOLLESS_SUITE)
+    store = pytester.path / "answers"
+    for extra in (["--vibe-record", str(store)], ["--vibe-replay", str(store)]):
+        path = pytester.path / "results.json"
+        result = run(pytester, "-rA", "--vibe-results", str(path), *extra, xdist=xdist)
+        result.assert_outcomes(passed=1, failed=5, skipped=2)
+        records = evals_by_nodeid(load_json(path))
+        for config in ("bare", "quiet"):
+            careful = records[f"toolless.eval.yaml::careful[{config}]"]
+            assert careful["outcome"] == "skipped", careful
+            assert careful["message"] == (
+                f"could not be decided: max_tool_calls 0: {UNKNOWN_CALLS}; "
+                f"tool_not_called 'refund': {UNKNOWN_CALLS}"
+            )
+            assert [c["passed"] for c in careful["checks"]] == [None, None]
+            assert records[f"toolless.eval.yaml::wrong_answer[{config}]"]["outcome"] == "failed"
+        assert records["toolless.eval.yaml::careful[none_made]"]["outcome"] == "passed"
+        refunded = records["toolless.eval.yaml::careful[refunded]"]
+        assert refunded["outcome"] == "failed"
+        assert "tool 'refund' was called 1 time, expected never" in refunded["message"]

@@ -1,16 +1,40 @@
 """Files a run reads or writes at a path it was given are checked before they cost anything: a
 recorded answer that is a link to /dev/zero, huge, or of the wrong types is an error naming the file;
 a --vibe-baseline that is a device or a FIFO is a usage error (no hang, no INTERNALERROR); a
---vibe-results path that cannot be written is a usage error before anything runs."""
+--vibe-results path that cannot be written is a usage error before anything runs. Every other file a
+run reads (suites and configs, a history file, an agent's stdout and settings, the results files
+grade steps write, prompt parts, progress entries, step logs) is read only if it is a regular file,
+and at most a bounded part of it: a FIFO or a link to /dev/zero in its place is refused at once with
+a message, never read until memory runs out or waited on forever. (The corpus in tests/hostile/ runs
+the same cases through whole pytest sessions.)"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 from helpers import XDIST_MODES, run, write
+
+from pytest_vibeeval.bounded_read import UnreadableFile, read_bounded, read_end, read_start
+from pytest_vibeeval.errors import InputError
+from pytest_vibeeval.loading.eval_root import named_paths
+from pytest_vibeeval.loading.runner_config import ResolvedEval
+from pytest_vibeeval.loading.suite_files import has_evals, looks_like_suite
+from pytest_vibeeval.loading.yamlsource import load_document
+from pytest_vibeeval.models import OutputSpec
+from pytest_vibeeval.progress import PROGRESS_DIR, read_board
+from pytest_vibeeval.providers.base import ProviderError
+from pytest_vibeeval.providers.cli_mcp import CliMcp, write_settings
+from pytest_vibeeval.providers.output import OutputError
+from pytest_vibeeval.providers.parsers import parse_agent_output
+from pytest_vibeeval.report import baseline
+from pytest_vibeeval.report.baseline import read_history
+from pytest_vibeeval.runner_outputs import _tail
+from pytest_vibeeval.workspace.steps import PromptFileError, write_prompt
+from pytest_vibeeval.workspace.subtasks import collect_modules, collect_subtasks
 
 APP = """
 def answer(prompt):
@@ -118,3 +142,164 @@ def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
     )
     result.stderr.fnmatch_lines([expected])
     assert not ran.exists()  # found before any agent ran, not after the whole run
+
+
+# --- every other file read: a FIFO or /dev/zero in its place ---------------------------------------
+
+
+def special(path: Path, kind: str) -> Path:
+    """Make ``path`` a FIFO (nobody writes to it: a plain open would wait forever) or a link to
+    /dev/zero (a plain read would never end)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    return path
+
+
+SPECIAL = pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+WHAT = {"fifo": "not a regular file but a FIFO", "dev-zero": "not a regular file but a character device"}
+
+
+@SPECIAL
+def test_bounded_reads_refuse_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    path = special(tmp_path / "f", kind)
+    for read in (lambda: read_bounded(path, 10), lambda: read_start(path, 10), lambda: read_end(path, 10)):
+        with pytest.raises(UnreadableFile, match=f"^cannot read it: {WHAT[kind]}$"):
+            read()
+
+
+def test_bounded_reads_of_a_regular_file_keep_its_start_or_end(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    assert read_start(path, 4) == b"0123"
+    assert read_end(path, 4) == (b"6789", True)
+    assert read_end(path, 10) == (b"0123456789", False)
+    with pytest.raises(UnreadableFile, match="too large to read: 10 bytes, more than 9"):
+        read_bounded(path, 9)
+
+
+@SPECIAL
+def test_a_suite_or_config_that_is_not_a_regular_file_is_an_input_error(tmp_path: Path, kind: str) -> None:
+    path = special(tmp_path / "command-registry.json", kind)
+    with pytest.raises(InputError) as caught:
+        load_document(path)
+    assert str(caught.value).startswith(f"{path}: cannot read it: {WHAT[kind]}\n    hint: ")
+    assert not has_evals(path) and not looks_like_suite(path)  # the uncollected-suites scan
+    assert named_paths(path) == []  # its problems are reported when it is loaded (above)
+
+
+def test_a_suite_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.eval.yaml"
+    with path.open("wb") as handle:  # sparse: large on paper, nothing on disk
+        handle.truncate(65 * 2**20)
+    with pytest.raises(InputError, match="too large to read: 68157440 bytes, more than 67108864"):
+        load_document(path)
+
+
+@SPECIAL
+def test_a_history_that_is_not_a_regular_file_is_a_listed_problem(tmp_path: Path, kind: str) -> None:
+    path = special(tmp_path / "history.jsonl", kind)
+    assert read_history(path) == (
+        [],
+        [f"{path}: cannot read it: {WHAT[kind]}; point --vibe-history at a regular file"],
+    )
+
+
+def test_of_a_large_history_only_the_end_is_read_and_the_problems_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(100)) + "[1]\n", encoding="utf-8")
+    monkeypatch.setattr(baseline, "MAX_HISTORY_BYTES", 2**20)
+    assert read_history(path).entries == [{"n": n} for n in range(100)]  # smaller: read whole
+    monkeypatch.setattr(baseline, "MAX_HISTORY_BYTES", 34)  # the last 34 bytes: 3 whole lines + [1]
+    history = read_history(path)
+    assert history.entries == [{"n": 97}, {"n": 98}, {"n": 99}]
+    monkeypatch.setattr(baseline, "MAX_HISTORY_BYTES", 33)  # the line of 97 is cut: left out
+    history = read_history(path)
+    assert history.entries == [{"n": 98}, {"n": 99}]
+    assert history.problems == [
+        f"{path}: larger than 33 bytes; only its last 33 bytes were read",
+        f"{path} (a line near its end): not a JSON object; skipped",
+    ]
+
+
+@SPECIAL
+def test_an_agent_output_that_is_not_a_regular_file_is_an_output_error(tmp_path: Path, kind: str) -> None:
+    path = special(tmp_path / "stdout", kind)
+    for spec in (
+        OutputSpec(),
+        OutputSpec(format="json", response="r"),
+        OutputSpec(format="jsonl", response="r"),
+    ):
+        with pytest.raises(
+            OutputError, match=re.escape(f"agent output {path}: cannot read it: {WHAT[kind]}")
+        ):
+            parse_agent_output(path, spec)
+    with pytest.raises(OutputError, match=WHAT[kind]):
+        parse_agent_output(path, OutputSpec(parser="aider"))
+
+
+@SPECIAL
+def test_an_agent_settings_file_that_is_not_a_regular_file_is_a_provider_error(
+    tmp_path: Path, kind: str
+) -> None:
+    special(tmp_path / ".gemini" / "settings.json", kind)
+    given = CliMcp(settings=(Path(".gemini", "settings.json"), {"mcpServers": {}}))
+    with pytest.raises(
+        ProviderError,
+        match=f"cannot add the suite's mcp_server to .*settings.json: cannot read it: {WHAT[kind]}",
+    ):
+        write_settings(tmp_path, given)
+
+
+@SPECIAL
+def test_a_results_file_a_grade_step_made_unreadable_is_ignored_with_a_note(
+    tmp_path: Path, kind: str
+) -> None:
+    special(tmp_path / "results.json", kind)
+    special(tmp_path / "module.json", kind)
+    assert collect_subtasks(tmp_path, ["**/results*.json"]).notes == (
+        f"results file results.json ignored: cannot read it: {WHAT[kind]}",
+    )
+    subtasks, modules = collect_modules(tmp_path)
+    assert modules is None
+    assert subtasks.notes == (f"results file module.json ignored: cannot read it: {WHAT[kind]}",)
+
+
+@SPECIAL
+def test_a_prompt_part_that_is_not_a_regular_file_stops_the_prompt(tmp_path: Path, kind: str) -> None:
+    workspace = tmp_path / "workspace"
+    special(workspace / "problem.md", kind)
+    evaluation = ResolvedEval("task", workspace, tmp_path, "Solve it.", (), (), None)
+    with pytest.raises(
+        PromptFileError, match=f"the prompt is not written: .*problem.md: cannot read it: {WHAT[kind]}"
+    ):
+        write_prompt(evaluation, None, workspace)
+    (workspace / "problem.md").unlink()
+    instructions = special(tmp_path / "instructions.md", kind)
+    with pytest.raises(PromptFileError, match=r"instructions\.md: cannot read it"):
+        write_prompt(evaluation, instructions, workspace)
+
+
+@SPECIAL
+def test_progress_entries_and_step_logs_that_are_not_regular_files_are_passed_over(
+    tmp_path: Path, kind: str
+) -> None:
+    special(tmp_path / PROGRESS_DIR / f"{os.getpid()}.json", kind)
+    assert read_board(tmp_path) == []
+    assert _tail(special(tmp_path / "step.log", kind)) == ""
+
+
+def test_a_step_log_keeps_its_last_characters_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_vibeeval import runner_outputs
+
+    log = tmp_path / "step.log"
+    log.write_text("é" * 10 + "a\r\nb\rc", encoding="utf-8")
+    assert _tail(log) == "é" * 10 + "a\nb\nc"
+    monkeypatch.setattr(runner_outputs, "MAX_LOG_CHARS", 8)
+    assert _tail(log) == "éééa\nb\nc"

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..bounded_read import UnreadableFile, read_bounded
 from ..errors import Problem
 from .substitution import SubstitutionError, substitute
+from .yamlsource import MAX_INPUT_BYTES
 
 EVAL_ROOT = "EVAL_ROOT"
 EVAL_ROOT_REFERENCE = "${EVAL_ROOT}"
@@ -97,8 +99,8 @@ def named_paths(path: Path) -> list[str]:
     """The raw ``workspace`` and ``grading`` strings of ``path``'s evaluations (none if it cannot be
     read: its problems are reported when it is loaded)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_bounded(path, MAX_INPUT_BYTES).decode("utf-8"))
+    except (OSError, ValueError, UnreadableFile):
         return []
     evaluations = data.get("evaluations") if isinstance(data, dict) else None
     if not isinstance(evaluations, dict):

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
+from ..bounded_read import UnreadableFile, read_text_bounded
 from ..errors import InputError, Loc, Problem, did_you_mean
 from ..extensions import Extensions, builtin_extensions
 from ..models import (
@@ -33,7 +34,7 @@ from .configurations import CLI_CONFIG_NAME
 from .eval_root import EVAL_ROOT, Layout, absolute, config_eval_root, from_environment, named_paths
 from .substitution import SubstitutionError, substitute
 from .suite import Suite, pydantic_problems
-from .yamlsource import Document, load_document
+from .yamlsource import INPUT_HINT, MAX_INPUT_BYTES, Document, load_document
 
 EVAL_CONFIG_NAME = "eval-config.json"
 REGISTRY_NAME = "command-registry.json"
@@ -126,10 +127,12 @@ class _Checker:
     def text(self, loc: Loc, path: Path) -> str | None:
         """The UTF-8 text of the file ``path``, or None (with a problem)."""
         try:
-            return path.read_text(encoding="utf-8")
+            return read_text_bounded(path, MAX_INPUT_BYTES)
         except (OSError, UnicodeDecodeError) as exc:
             self.add(loc, f"cannot read {path}: {exc}", "a prompt file is UTF-8 text")
-            return None
+        except UnreadableFile as exc:
+            self.add(loc, f"{path}: {exc}", INPUT_HINT)
+        return None
 
 
 def _key(raw: Mapping[str, Any], name: str, alias: str) -> str:

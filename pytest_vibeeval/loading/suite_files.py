@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..bounded_read import UnreadableFile, read_start
+
 PEEK_BYTES = 64 * 1024  # a suite names its top-level keys long before this
 MAX_FILES_SCANNED = 5000
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
@@ -16,16 +18,16 @@ _TOP_KEY = re.compile(r"^(evals|metadata)\s*:", re.MULTILINE)
 
 
 def _top_level_keys(path: Path) -> set[str]:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(PEEK_BYTES).decode("utf-8", errors="replace")
-    except OSError:
+    try:  # a FIFO or a device is no suite: never opened in a way that blocks or never ends
+        head = read_start(path, PEEK_BYTES).decode("utf-8", errors="replace")
+    except (OSError, UnreadableFile):
         return set()
     return {match.group(1) for match in _TOP_KEY.finditer(head)}
 
 
 def has_evals(path: Path) -> bool:
-    """Whether ``path`` has a top-level ``evals:`` key (read from its first 64 KiB)."""
+    """Whether ``path`` has a top-level ``evals:`` key (read from its first 64 KiB; anything but a
+    regular file has none)."""
     return "evals" in _top_level_keys(path)
 
 

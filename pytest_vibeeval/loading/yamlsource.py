@@ -11,10 +11,13 @@ from typing import Any
 
 import yaml
 
+from ..bounded_read import UnreadableFile, read_text_bounded
 from ..errors import InputError, Loc, Problem
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
+MAX_INPUT_BYTES = 64 * 2**20  # a suite, config or prompt file larger than this is refused unread
+INPUT_HINT = "suites, configs and the files they name are read from regular files of at most 64 MiB"
 # libyaml's parser is ~10x faster and keeps the same node marks
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -300,11 +303,13 @@ def load_document(path: Path) -> Document:
     falling back to the JSON parser for the few JSON texts YAML cannot parse. Problems found in
     parsed YAML (duplicate keys, alias bombs) are errors for JSON too, not reasons to fall back."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_INPUT_BYTES)
     except UnicodeDecodeError as exc:
         raise InputError.single(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except OSError as exc:
         raise InputError.single(path, f"cannot read the file: {exc.strerror}") from None
+    except UnreadableFile as exc:
+        raise InputError.single(path, str(exc), hint=INPUT_HINT) from None
     if text.startswith("\ufeff\ufeff"):  # the parser drops one byte-order mark, then stumbles later
         raise InputError.single(
             path,

@@ -231,10 +231,11 @@ class CommandDefinition(StrictModel):
     )
     args: list[str] = Field(default_factory=list, description="its arguments, passed as written")
     timeout: TimeoutMs = Field(default=DEFAULT_TIMEOUT_MS, description=TIMEOUT_DESCRIPTION)
-    network: bool = Field(
-        default=False,
-        description="in the bwrap sandbox, whether the step may use the network (e.g. `npm ci` fetching "
-        "packages); without it the step has only a loopback of its own",
+    network: bool | None = Field(
+        default=None,
+        description="in the bwrap sandbox, whether the step may use the network (and write the package "
+        "caches in the home folder); without it the step has only a loopback of its own. Unset: only "
+        "a step that installs packages (`npm ci`, `npm install`, `pip install`, …) has it",
     )
     env_passthrough: list[NonEmptyStr] = Field(
         default_factory=list,

@@ -261,8 +261,8 @@ class Configuration(StrictModel):
     )
     max_output_bytes: Annotated[int, Field(gt=0)] = Field(
         default=8 * 2**20,
-        description="a CLI stdout larger than this many bytes (default 8 MiB) is an error instead of "
-        "being read",
+        description="an answer larger than this many bytes (default 8 MiB; a CLI's stdout, an HTTP "
+        "response body) is an error instead of being read",
     )
     transcript: Annotated[str, AfterValidator(_relative_file)] | None = Field(
         default=None,

@@ -35,8 +35,9 @@ class ProviderResponse:
     steps: list[StepRecord] = field(default_factory=list)
     # Seconds, as the agent itself reported it; None means the runner's measured wall time is used.
     latency: float | None = None
-    # The agent's tool calls, in order, where its output says (an output.parser reads them).
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    # The agent's tool calls, in order (an output.parser reads them). None: this provider cannot
+    # report them (the checks that need them are undecided); []: it reported that there were none.
+    tool_calls: list[ToolCallRecord] | None = None
     cached: bool = False  # answered from the response cache (--vibe-cache), not asked now
 
 

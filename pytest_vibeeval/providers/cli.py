@@ -214,13 +214,15 @@ class CliProvider:
             parsed = parse_agent_output(result.stdout_path, self.config.output, self.parsers)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
-        tool_calls = list(parsed.tool_calls)
+        # Only an output.parser reads tool calls; plain text or JSON output cannot report them.
+        tool_calls = list(parsed.tool_calls) if self.config.output.parser else None
         way = mcp_way(self.config)
         if target is not None and way is not None:
             failure = connection_failure(way, target, result.stdout_path)
             if failure:
                 raise ProviderError(failure, [step])
-            tool_calls = recorded_calls(way, target, tool_calls)
+            if tool_calls is not None:
+                tool_calls = recorded_calls(way, target, tool_calls)
         return ProviderResponse(
             parsed.text,
             parsed.cost,

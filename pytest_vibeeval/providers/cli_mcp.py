@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bounded_read import UnreadableFile, read_bounded
 from ..models import Configuration
 from ..presets import AGENT_PRESETS
 from ..results import ToolCallRecord
@@ -30,6 +31,7 @@ from .mcp_tools import McpTarget, transports
 TOKEN_ENV = "VIBEEVAL_MCP_TOKEN"
 TOKEN_REF = "${" + TOKEN_ENV + "}"
 GEMINI_SETTINGS = Path(".gemini", "settings.json")
+MAX_SETTINGS_BYTES = 16 * 2**20  # an agent's settings file in its workspace larger than this is refused
 # The presets whose CLI is given the server, in the order docs/configurations.md lists them (MCP tools).
 MCP_PRESETS = tuple(name for name, preset in AGENT_PRESETS.items() if preset.mcp)
 _TOML_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -143,8 +145,8 @@ def write_settings(cwd: Path, given: CliMcp) -> None:
     data: dict[str, Any] = {}
     if path.exists():
         try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            loaded = json.loads(read_bounded(path, MAX_SETTINGS_BYTES).decode("utf-8"))
+        except (OSError, UnreadableFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ProviderError(f"cannot add the suite's mcp_server to {path}: {exc}") from None
         if not isinstance(loaded, dict):
             raise ProviderError(f"cannot add the suite's mcp_server to {path}: not a JSON object")

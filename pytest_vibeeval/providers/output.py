@@ -8,11 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..bounded_read import UnreadableFile, read_bounded, read_text_bounded
 from ..dotted import MISSING as _MISSING
 from ..dotted import lookup
 from ..models import OutputSpec
 from ..results import ToolCallRecord
 from .base import as_measure
+
+# The most of an agent's stdout a parser reads: max_output_bytes, checked before, is normally far less.
+MAX_OUTPUT_READ = 2 * 2**30
 
 
 class OutputError(ValueError):
@@ -34,13 +38,30 @@ class ParsedOutput:
     tool_calls: tuple[ToolCallRecord, ...] = ()  # read by an output.parser
 
 
+def read_output(path: Path) -> bytes:
+    """The agent's stdout at ``path``: a regular file of at most :data:`MAX_OUTPUT_READ` bytes, or
+    OutputError (a FIFO or a link to a device planted in its place is not read)."""
+    try:
+        return read_bounded(path, MAX_OUTPUT_READ)
+    except UnreadableFile as exc:
+        raise OutputError(f"agent output {path}: {exc}") from None
+
+
+def read_output_text(path: Path) -> str:
+    """:func:`read_output` as text (undecodable bytes replaced, line ends made ``\\n``)."""
+    try:
+        return read_text_bounded(path, MAX_OUTPUT_READ, errors="replace")
+    except UnreadableFile as exc:
+        raise OutputError(f"agent output {path}: {exc}") from None
+
+
 def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:
     """Parse stdout at ``path`` (its size was already checked against the limit)."""
     if spec.format == "text":
-        return ParsedOutput(path.read_text(encoding="utf-8", errors="replace"))
+        return ParsedOutput(read_output_text(path))
     if spec.format == "json":
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(read_output(path))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise OutputError(
                 f"output is not valid JSON ({exc}); the configuration says `format: json`"
@@ -53,20 +74,19 @@ def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:
 def _last_event(path: Path, spec: OutputSpec) -> Any:
     assert spec.response
     last, events = None, 0
-    with path.open("rb") as handle:
-        for raw in handle:
-            raw = raw.strip()
-            if not raw.startswith(b"{"):
-                continue
-            try:
-                event = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            events += 1
-            if all(lookup(event, key) == value for key, value in spec.where.items()) and (
-                lookup(event, spec.response) is not _MISSING
-            ):
-                last = event
+    for raw in read_output(path).split(b"\n"):
+        raw = raw.strip()
+        if not raw.startswith(b"{"):
+            continue
+        try:
+            event = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        events += 1
+        if all(lookup(event, key) == value for key, value in spec.where.items()) and (
+            lookup(event, spec.response) is not _MISSING
+        ):
+            last = event
     if last is None:
         where = f" with {spec.where}" if spec.where else ""
         raise OutputError(

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ..results import ToolCallRecord
-from .output import ParsedOutput
+from .output import ParsedOutput, read_output_text
 from .parsing import AgentReported, shorten
 
 # --- aider: `aider --message ...` (text) --------------------------------------------------------
@@ -74,7 +74,7 @@ def parse_aider(path: Path) -> ParsedOutput:
     since aider rounds the session's to cents from $0.01), and its edits as tool calls
     (``Applied edit to <file>``; a block that did not conform or match: a failed one). An API
     error after the last answer (aider exits 0 on those) is raised as :class:`Malformed`."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = read_output_text(path).splitlines()
     start = _answer_start(lines)
     kept: list[str] = []
     sent: list[int] = []

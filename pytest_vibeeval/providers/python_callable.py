@@ -4,7 +4,7 @@ The function is named ``module:function``; the suite's folder is importable. It 
 ``function(prompt, context)`` (or ``function(prompt)`` if it takes one argument) and returns the
 answer text or a dict with ``response`` and optionally ``cost``, ``input_tokens``, ``output_tokens``,
 ``latency`` (seconds; used instead of the measured wall time) and ``tool_calls`` (what the tool
-checks read: names, or ``{tool, args, success, error, duration}``).
+checks read: names, or ``{tool, args, success, error, duration}``; without it they are unknown).
 """
 
 from __future__ import annotations
@@ -137,9 +137,12 @@ class PythonProvider:
                 raise ProviderError(f"{self.target} returned {key}={number!r}; expected {exc}") from None
         return ProviderResponse(value["response"], **numbers, tool_calls=self._tool_calls(value))
 
-    def _tool_calls(self, value: dict[str, Any]) -> list[ToolCallRecord]:
-        """``tool_calls``: a list of tool names or of ``{tool, args, success, error, duration}``."""
-        raw = value.get("tool_calls") or []
+    def _tool_calls(self, value: dict[str, Any]) -> list[ToolCallRecord] | None:
+        """``tool_calls``: a list of tool names or of ``{tool, args, success, error, duration}``;
+        None when the callable does not report them (no ``tool_calls`` key, or null)."""
+        raw = value.get("tool_calls")
+        if raw is None:
+            return None
         if not isinstance(raw, list):
             raise ProviderError(f"{self.target} returned tool_calls={raw!r}; expected a list")
         calls = []

@@ -7,9 +7,11 @@ No pytest here: the plugin and ``python -m pytest_vibeeval compare`` both use it
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from ..bounded_read import UnreadableFile, read_bounded
+from ..bounded_read import UnreadableFile, file_kind, read_bounded, read_end
 from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
 from .format import run_title, score
 from .resultsfile import DEFAULT_DIR
@@ -27,6 +29,7 @@ EXPLORATION_FLOOR = -3.0  # delta above this (and at most 0): exploration; at or
 DELTA_DIGITS = 9  # deltas are rounded to this many decimals, so 85.1 - 80.1 is exactly 5
 SHOWN_ERRORS = 3  # validation errors quoted in a BaselineError
 MAX_RESULTS_BYTES = 1024 * 2**20  # a results file read as a baseline or to resume
+MAX_HISTORY_BYTES = 64 * 2**20  # of a history file, only the last this many bytes are read
 
 
 class BaselineError(Exception):
@@ -331,8 +334,13 @@ def append_history(path: Path, results: ResultsFile, results_path: str | None) -
         return
     data = ("\n".join(lines) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    # O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a reader.
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
     try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO would swallow the lines or block, a device drop them
+            raise OSError(errno.EINVAL, f"not a regular file but {file_kind(mode)}; point it at a file")
+        os.set_blocking(fd, True)
         _write_all(fd, (b"\n" if _ends_torn(fd) else b"") + data)
     finally:
         os.close(fd)
@@ -345,28 +353,42 @@ class History(NamedTuple):
     problems: list[str]
 
 
-def _parse_lines(path: Path, lines: Iterable[tuple[int, str]]) -> History:
+def _parse_lines(path: Path, lines: Iterable[tuple[int | None, str]]) -> History:
     history = History([], [])
     for number, line in lines:
         if not line.strip():
             continue
+        where = f"{path}:{number}" if number is not None else f"{path} (a line near its end)"
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
-            history.problems.append(f"{path}:{number}: not JSON ({exc.msg}); skipped")
+            history.problems.append(f"{where}: not JSON ({exc.msg}); skipped")
             continue
         if isinstance(entry, dict):
             history.entries.append(entry)
         else:
-            history.problems.append(f"{path}:{number}: not a JSON object; skipped")
+            history.problems.append(f"{where}: not a JSON object; skipped")
     return history
 
 
 def read_history(path: Path) -> History:
     """Read a history file; lines that are not JSON objects (e.g. a torn last line) are skipped and
-    listed in ``problems``. A missing file is an empty history."""
+    listed in ``problems``. A missing file is an empty history; of a larger file only the last
+    :data:`MAX_HISTORY_BYTES` are read (and ``problems`` says so); anything but a regular file is
+    not read (a problem too)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data, cut = read_end(path, MAX_HISTORY_BYTES + 1)  # the byte before: does a line start?
     except FileNotFoundError:
         return History([], [])
-    return _parse_lines(path, enumerate(text.split("\n"), start=1))
+    except UnreadableFile as exc:
+        return History([], [f"{path}: {exc}; point --vibe-history at a regular file"])
+    if not cut:
+        text = data.decode("utf-8", errors="replace")
+        return _parse_lines(path, enumerate(text.split("\n"), start=1))
+    # Only the end was read: a partial first line is dropped; line numbers are unknown.
+    text = data[data.find(b"\n") + 1 :].decode("utf-8", errors="replace")
+    history = _parse_lines(path, ((None, line) for line in text.split("\n")))
+    limit = MAX_HISTORY_BYTES
+    shown = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+    history.problems.insert(0, f"{path}: larger than {shown}; only its last {shown} were read")
+    return history

@@ -106,12 +106,13 @@ class Sandbox:
         visible: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
         network: bool = False,
+        writable: Sequence[Path] = (),
     ) -> list[str]:
-        """A build or grade step's ``argv`` as it runs in this sandbox: only ``cwd`` (its copy) is
-        writable, ``hidden`` folders emptied, no network unless ``network``."""
+        """A build or grade step's ``argv`` as it runs in this sandbox: only ``cwd`` (its copy) and
+        ``writable`` are writable, ``hidden`` folders emptied, no network unless ``network``."""
         if self.kind == "none":
             return list(argv)
-        return bwrap_argv(_binary(), argv, cwd, (), visible, hidden, network)
+        return bwrap_argv(_binary(), argv, cwd, writable, visible, hidden, network)
 
 
 def _binary() -> str:

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from ..bounded_read import UnreadableFile, read_text_bounded
 from ..loading.eval_root import Layout
 from ..loading.runner_config import ResolvedEval
+from ..loading.yamlsource import MAX_INPUT_BYTES
 from ..models import CommandDefinition, OutputSpec
 from ..presets import NETWORK_ENV
 from ..process import CommandNotFound, resolve_executable, run_command, tail_lines
@@ -30,6 +32,7 @@ from ..runner import ItemVerdict
 from .copying import copy_template, copy_tree
 from .layout import RESULTS_IN_WORKSPACE, WORKSPACE_IN_GRADING, grading_beside
 from .sandbox import Sandbox
+from .step_network import step_network, writable_caches
 from .subtasks import (
     DEFAULT_SUBTASK_GLOBS,
     MODULE_RESULTS_GLOB,
@@ -115,16 +118,31 @@ def agent_report(
 
 def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, workspace: Path) -> Path:
     """``prompt.md``: the problem prompt, the workspace's ``problem.md`` and the shared
-    instructions (those present), separated by blank lines."""
+    instructions (those present), separated by blank lines; PromptFileError when one of them
+    cannot be read."""
     parts = [evaluation.prompt]
     problem = workspace / PROBLEM_FILE
-    if problem.is_file():
-        parts.append(problem.read_text(encoding="utf-8"))
+    if problem.exists() and not problem.is_dir():
+        parts.append(_prompt_part(problem))
     if shared_instructions is not None:
-        parts.append(shared_instructions.read_text(encoding="utf-8"))
+        parts.append(_prompt_part(shared_instructions))
     path = workspace / PROMPT_FILE
     path.write_text("\n\n".join(part.strip("\n") for part in parts) + "\n", encoding="utf-8")
     return path
+
+
+class PromptFileError(Exception):
+    """A file the prompt is made of cannot be read; the message names it."""
+
+
+def _prompt_part(path: Path) -> str:
+    try:
+        return read_text_bounded(path, MAX_INPUT_BYTES)
+    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+        raise PromptFileError(
+            f"the prompt is not written: {path}: {exc}; it must be a UTF-8 regular file of at most "
+            f"{MAX_INPUT_BYTES // 2**20} MiB"
+        ) from None
 
 
 class StepFailed(Exception):
@@ -170,10 +188,11 @@ class RegistryCommands:
         self, phase: Literal["build", "grade"], command: CommandDefinition, cwd: Path
     ) -> tuple[list[str], dict[str, str] | None]:
         """The argv and environment of a registry step: unchanged without a sandbox (your
-        environment); in bwrap the wrapped argv (see :meth:`Sandbox.wrap_step`: the folders the
-        agent saw, the grading folder for grade steps, the network only if the entry says so) and
-        the allowlisted environment (:data:`STEP_ENV` and the entry's ``env_passthrough``).
-        Raises CommandNotFound when the command cannot be found."""
+        environment); in bwrap the wrapped argv (see :meth:`Sandbox.wrap_step`: a build step sees
+        what the agent saw, a grade step the whole tree read-only; the network and the package
+        caches as :mod:`.step_network` decides) and the allowlisted environment (:data:`STEP_ENV`
+        and the entry's ``env_passthrough``). Raises CommandNotFound when the command cannot be
+        found."""
         argv = [command.command, *command.args]
         if self.sandbox.kind == "none":
             return argv, None
@@ -190,8 +209,15 @@ class RegistryCommands:
         # tree read-only, as the runner's grading packages reach into the repository by relative
         # paths (../../problems/<id>/...); it still writes only in its grading copy.
         hidden = agent.hidden if agent is not None and phase == "build" else ()
+        network = step_network(argv, command.network)
+        home = Path(env.get("HOME") or Path.home())
         wrapped = self.sandbox.wrap_step(
-            argv, cwd, agent.visible if agent is not None else (), hidden, command.network
+            argv,
+            cwd,
+            agent.visible if agent is not None else (),
+            hidden,
+            network,
+            writable_caches(home, argv) if network else (),
         )
         return wrapped, env
 
@@ -318,7 +344,6 @@ def run_workspace_eval(
     exits 0. After the grade steps the results files they wrote give the subtask counts
     (``subtask_globs``; in the repository layout the modules of ``workspace/results/``).
     ``discard`` is given the grading copy once it is done with."""
-    write_prompt(evaluation, shared_instructions, workspace)
     latency: float | None = None
     durations: dict[str, float] = {}
     subtasks = Subtasks(None, None)
@@ -332,6 +357,7 @@ def run_workspace_eval(
     phase = "agent"
     started = time.perf_counter()
     try:
+        write_prompt(evaluation, shared_instructions, workspace)
         latency = commands.run_agent(agent, workspace).duration
         durations["agent"] = time.perf_counter() - started
         phase, started = "build", time.perf_counter()
@@ -364,7 +390,7 @@ def run_workspace_eval(
         if exc.step.phase == "agent":
             latency = exc.step.duration
         failure = exc.message
-    except _NotGradable as exc:
+    except (_NotGradable, PromptFileError) as exc:
         durations.setdefault(phase, time.perf_counter() - started)
         failure = str(exc)
     finally:

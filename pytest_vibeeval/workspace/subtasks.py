@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..bounded_read import UnreadableFile, read_bounded, read_text_bounded
 from ..results import SubtaskModule
 
 # Where the grade steps' results are looked for, relative to the grading directory.
 DEFAULT_SUBTASK_GLOBS: tuple[str, ...] = ("**/junit*.xml", "**/results*.json")
-MAX_RESULTS_BYTES = 20 * 1024 * 1024
+MAX_RESULTS_BYTES = 20 * 1024 * 1024  # a grade step's results file larger than this is ignored, with a note
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,11 @@ def parse_results_json(text: str) -> tuple[int, int]:
 def parse_results_file(path: Path) -> tuple[int, int]:
     """(passed, total) of one results file, by its suffix (``.xml`` JUnit, else results JSON)."""
     try:
-        if path.stat().st_size > MAX_RESULTS_BYTES:
-            raise ResultsFileError(f"larger than {MAX_RESULTS_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_RESULTS_BYTES)
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFileError(f"unreadable: {exc}") from None
+    except UnreadableFile as exc:
+        raise ResultsFileError(str(exc)) from None
     return parse_junit(text) if path.suffix.lower() == ".xml" else parse_results_json(text)
 
 
@@ -86,6 +87,12 @@ def _fingerprint(path: Path) -> tuple[int, int] | None:
 def snapshot_results(grading: Path, patterns: Sequence[str]) -> dict[Path, tuple[int, int] | None]:
     """The results files present before the grade steps run (the agent's files included)."""
     return {path: _fingerprint(path) for pattern in patterns for path in grading.glob(pattern)}
+
+
+def _not_a_file(path: Path) -> bool:
+    """A folder or a dangling link: passed over. A FIFO or a device is read (and refused, with a
+    note), so that a grade step's bad results file is not silently left out."""
+    return path.is_dir() or not path.exists()
 
 
 SKIPPED_RESULT_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
@@ -111,7 +118,7 @@ def collect_subtasks(
     notes: list[str] = []
     for pattern in patterns:
         for path in sorted(grading.glob(pattern)):
-            if path in seen or not path.is_file() or _in_skipped_folder(path, grading):
+            if path in seen or _not_a_file(path) or _in_skipped_folder(path, grading):
                 continue
             seen.add(path)
             if path in before and before[path] == _fingerprint(path):
@@ -131,17 +138,18 @@ MODULE_RESULTS_GLOB = "*.json"
 MODULE_RESULTS_SKIPPED = "results.json"  # the run's own summary, not a module
 
 
-def _module_of(path: Path) -> SubtaskModule | None:
+def _module_of(path: Path) -> SubtaskModule | str:
     """One module file: a JSON list whose entries with a string ``taskId`` count, passing when
-    ``passed`` is true (None when it is not such a list)."""
+    ``passed`` is true (why not, when it is not such a list)."""
+    not_module = "not a JSON list of taskId/passed entries"
     try:
-        if path.stat().st_size > MAX_RESULTS_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
+        data = json.loads(read_bounded(path, MAX_RESULTS_BYTES).decode("utf-8"))
+    except UnreadableFile as exc:
+        return str(exc)
+    except (OSError, ValueError):
+        return not_module
     if not isinstance(data, list):
-        return None
+        return not_module
     tasks = [entry for entry in data if isinstance(entry, dict) and isinstance(entry.get("taskId"), str)]
     passed = [entry["taskId"] for entry in tasks if entry.get("passed")]
     failed = [entry["taskId"] for entry in tasks if not entry.get("passed")]
@@ -158,13 +166,13 @@ def collect_modules(
     modules: dict[str, SubtaskModule] = {}
     notes: list[str] = []
     for path in sorted(folder.glob(MODULE_RESULTS_GLOB)):
-        if path.name == MODULE_RESULTS_SKIPPED or not path.is_file():
+        if path.name == MODULE_RESULTS_SKIPPED or _not_a_file(path):
             continue
         if path in before and before[path] == _fingerprint(path):
             continue
         module = _module_of(path)
-        if module is None:
-            notes.append(f"results file {path.name} ignored: not a JSON list of taskId/passed entries")
+        if isinstance(module, str):
+            notes.append(f"results file {path.name} ignored: {module}")
             continue
         modules[path.stem] = module
     total = sum(m.total for m in modules.values())

@@ -216,12 +216,7 @@ def _scan_events(path: Path, text: str) -> bool:
         if kind in _STARTS:
             if depth > MAX_DEPTH:
                 mark = event.start_mark
-                raise InputError.single(
-                    path,
-                    f"nesting deeper than {MAX_DEPTH} levels",
-                    line=mark.line + 1 if mark else None,
-                    hint="flatten the data: no suite or config needs lists and mappings nested this deep",
-                )
+                raise _nested_too_deep(path, mark.line + 1 if mark else None)
             depth += 1
         elif kind in _ENDS:
             depth -= 1
@@ -230,6 +225,20 @@ def _scan_events(path: Path, text: str) -> bool:
         elif kind is yaml.DocumentEndEvent:
             break  # a second document is the composer's error to report
     return aliases
+
+
+LIBYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
+"""What libyaml's scanner (PyYAML 6.0.4 and later) says past its own limit of 1 000 levels, which it
+can reach before :func:`_scan_events` sees the first event too deep."""
+
+
+def _nested_too_deep(path: Path, line: int | None) -> InputError:
+    return InputError.single(
+        path,
+        f"nesting deeper than {MAX_DEPTH} levels",
+        line=line,
+        hint="flatten the data: no suite or config needs lists and mappings nested this deep",
+    )
 
 
 def _reader_error(path: Path, text: str, exc: yaml.reader.ReaderError) -> YamlSyntaxError:
@@ -279,6 +288,8 @@ def parse_yaml(path: Path, text: str) -> Document:
         # At the end of a text without a final line break the parser's mark is one line past it.
         last = sum(1 for _ in _LINE_BREAK.finditer(text)) + 1
         line = min(mark.line + 1, last) if mark else None
+        if exc.problem == LIBYAML_DEPTH_PROBLEM:
+            raise _nested_too_deep(path, line) from None
         problem = exc.problem or str(exc)
         context = f" ({exc.context})" if exc.context else ""
         raise YamlSyntaxError(

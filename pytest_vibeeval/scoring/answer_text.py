@@ -15,6 +15,7 @@ from typing import Literal
 
 import yaml
 
+from ..loading.yamlsource import LIBYAML_DEPTH_PROBLEM
 from .transcripts import FAILURE_PATTERN
 
 Task = Literal["coding", "general"]
@@ -197,6 +198,15 @@ def _check_yaml(text: str) -> None:
     what composing checks, without building (or expanding) anything, so alias bombs cost nothing and
     custom tags such as ``!Ref`` are not errors. Raises ``yaml.YAMLError``, or :class:`_Unchecked`
     beyond :data:`MAX_YAML_DEPTH`."""
+    try:
+        _check_yaml_events(text)
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem == LIBYAML_DEPTH_PROBLEM:
+            raise _Unchecked from None
+        raise
+
+
+def _check_yaml_events(text: str) -> None:
     depth = 0
     anchors: set[str] = set()
     for event in yaml.parse(text, Loader=YAML_LOADER):

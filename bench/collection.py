@@ -1,5 +1,6 @@
-"""Collection time of large suites and of one dataset eval of 10 000 rows, and the controller's peak
-memory with 10 000 items, against a plain parametrized test function with as many cases."""
+"""Collection time of large suites and of one dataset eval of 10 000 rows, and the peak memory of
+collecting them and of the controller running them under xdist, against a plain parametrized test
+function with as many cases."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 from .common import (
     RSS_ENV,
     Row,
-    best,
     clean_env,
     collected_in,
     interleaved,
     mb,
+    median,
+    median_of,
+    outcome_count,
     peak_rss,
     project,
     run_pytest,
@@ -22,6 +25,16 @@ from .common import (
     workers_peak,
 )
 from .overhead import APP
+from .targets import (
+    COLLECTION_ITEMS,
+    COLLECTION_RATIO,
+    CONTROLLER_EXTRA_MB,
+    MEMORY_ITEMS,
+    MEMORY_WORKERS,
+    NO_TARGET,
+    extra_verdict,
+    ratio_verdict,
+)
 
 PER_SUITE = 500  # evals per suite file; two configurations each
 PLAIN = """\
@@ -39,13 +52,18 @@ def test_eval(i):
 
 def _projects(root: Path, items: int) -> tuple[Path, Path]:
     """Suites of ``PER_SUITE`` evals × 2 in-process configurations totalling ``items`` items, and
-    the plain equivalent (both runnable: the memory benchmark runs them)."""
+    the plain equivalent: made once under ``root``, shared by the collection and memory benchmarks
+    (the memory benchmark runs them)."""
+    work = root / "items-projects"
+    ours, plain = work / f"ours-{items}", work / f"plain-{items}"
+    if ours.exists() and plain.exists():
+        return ours, plain
+    work.mkdir(exist_ok=True)
     configurations = {f"c{c}": '{python: "bench_app:answer"}' for c in range(2)}
     suite = suite_text(PER_SUITE, configurations)
     suites = {f"s{s}.eval.yaml": suite for s in range(items // (PER_SUITE * 2))}
-    ours = project(root / f"ours-{items}", {"bench_app.py": APP, **suites})
-    plain_test = PLAIN.format(items=items)
-    plain = project(root / f"plain-{items}", {"bench_app.py": APP, "test_plain.py": plain_test})
+    project(ours, {"bench_app.py": APP, **suites})
+    project(plain, {"bench_app.py": APP, "test_plain.py": PLAIN.format(items=items)})
     return ours, plain
 
 
@@ -76,7 +94,7 @@ def _dataset_projects(root: Path, rows: int) -> tuple[Path, Path]:
 
 def dataset_collection(root: Path, rows: int, repeat: int) -> Row:
     """``pytest --collect-only`` of one dataset eval of ``rows`` rows (one item per row) against a
-    parametrized function of as many cases: best of ``repeat`` interleaved runs."""
+    parametrized function of as many cases: median of ``repeat`` interleaved runs."""
     ours_dir, plain_dir = _dataset_projects(root, rows)
     env = clean_env(root / "tmp-dataset")
     runs = interleaved(
@@ -86,53 +104,63 @@ def dataset_collection(root: Path, rows: int, repeat: int) -> Row:
         },
         repeat,
     )
-    ours = min(collected_in(r.output) for r in runs["ours"])
-    plain = min(collected_in(r.output) for r in runs["plain"])
+    ours = median_of([collected_in(r.output) for r in runs["ours"]])
+    plain = median_of([collected_in(r.output) for r in runs["plain"]])
     return Row(
         "collection",
         f"dataset of {rows} rows (CSV, 1 eval × 1 configuration), --collect-only",
         f"{ours:.2f} s",
         f"{plain:.2f} s",
         ours / plain,
-        note=f"{ours / rows * 1e6:.0f} µs/row; wall with start-up {best(runs['ours']).wall:.2f} s vs "
-        f"{best(runs['plain']).wall:.2f} s",
+        note=f"{ours / rows * 1e6:.0f} µs/row; wall with start-up {median(runs['ours']).wall:.2f} s vs "
+        f"{median(runs['plain']).wall:.2f} s",
+    )
+
+
+def collection_row(items: int, ours: float, plain: float, ours_wall: float, plain_wall: float) -> Row:
+    """pytest's "collected in" of both sides at one size, with the issue's target at 10 000 items."""
+    ratio = ours / plain
+    return Row(
+        "collection",
+        f"{items} items, --collect-only",
+        f"{ours:.2f} s",
+        f"{plain:.2f} s",
+        ratio,
+        *ratio_verdict(ratio, COLLECTION_RATIO, items, (COLLECTION_ITEMS,)),
+        f"{ours / items * 1e6:.0f} µs/item; wall with start-up {ours_wall:.2f} s vs {plain_wall:.2f} s "
+        f"({ours_wall / plain_wall:.2f}×)",
     )
 
 
 def collection(root: Path, sizes: Sequence[int], repeat: int) -> list[Row]:
-    """``pytest --collect-only`` at each size: pytest's own "collected in" figure, best of
-    ``repeat`` interleaved runs, and how the time per item changes with the size."""
+    """``pytest --collect-only`` at each size: pytest's own "collected in" figure, median of
+    ``repeat`` interleaved runs, and how the time per item changes with the size. The runs at the
+    largest size report their peak RSS too (the memory row of collecting)."""
     work = root / "collection"
     work.mkdir()
-    env = clean_env(work / "tmp")
     rows: list[Row] = []
     per_item: list[float] = []
     plain_per_item: list[float] = []
     for items in sizes:
-        ours_dir, plain_dir = _projects(work, items)
-        plain_args = ["--collect-only", "-p", "no:vibeeval"]
+        ours_dir, plain_dir = _projects(root, items)
+        envs = {
+            side: clean_env(work / f"tmp-{side}", {RSS_ENV: str(work / f"rss-{side}-{items}.jsonl")})
+            for side in ("ours", "plain")
+        }
         runs = interleaved(
             {
-                "plain": functools.partial(run_pytest, plain_args, plain_dir, env),
-                "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, env),
+                "plain": functools.partial(
+                    run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, envs["plain"]
+                ),
+                "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, envs["ours"]),
             },
             repeat,
         )
-        ours = min(collected_in(r.output) for r in runs["ours"])
-        plain = min(collected_in(r.output) for r in runs["plain"])
+        ours = median_of([collected_in(r.output) for r in runs["ours"]])
+        plain = median_of([collected_in(r.output) for r in runs["plain"]])
         per_item.append(ours / items * 1e6)
         plain_per_item.append(plain / items * 1e6)
-        rows.append(
-            Row(
-                "collection",
-                f"{items} items, --collect-only",
-                f"{ours:.2f} s",
-                f"{plain:.2f} s",
-                ours / plain,
-                note=f"{per_item[-1]:.0f} µs/item; wall with start-up {best(runs['ours']).wall:.2f} s vs "
-                f"{best(runs['plain']).wall:.2f} s",
-            )
-        )
+        rows.append(collection_row(items, ours, plain, median(runs["ours"]).wall, median(runs["plain"]).wall))
     if len(sizes) > 1:
         growth = per_item[-1] / min(per_item[:-1])
         rows.append(
@@ -145,28 +173,53 @@ def collection(root: Path, sizes: Sequence[int], repeat: int) -> list[Row]:
                 note="no target in the issue: shows whether collection stays linear",
             )
         )
-    rows.append(dataset_collection(work, max(sizes), repeat))
+    largest = sizes[-1]
+    rows.append(dataset_collection(work, largest, repeat))
+    ours_mb, plain_mb = (
+        peak_rss(work / f"rss-{side}-{largest}.jsonl")["controller"] for side in ("ours", "plain")
+    )
+    rows.append(
+        Row(
+            "memory",
+            f"{largest} items, --collect-only: peak RSS",
+            mb(ours_mb),
+            mb(plain_mb),
+            ours_mb / plain_mb,
+            note=f"{ours_mb - plain_mb:+.1f} MB; each side's highest over its collection runs above",
+        )
+    )
     return rows
+
+
+def memory_row(items: int, workers: int, ours: dict[str, float], plain: dict[str, float]) -> Row:
+    """Controller peak RSS of a run of ``items`` items under ``-n workers`` against the plain
+    project's, with the issue's target (floor + 30 MB) at 10 000 items and ``-n 2``."""
+    ours_mb, plain_mb = ours["controller"], plain["controller"]
+    at_target = items == MEMORY_ITEMS and workers == MEMORY_WORKERS
+    verdict = extra_verdict(ours_mb, plain_mb, CONTROLLER_EXTRA_MB) if at_target else NO_TARGET
+    return Row(
+        "memory",
+        f"{items} items, run, -n {workers}: controller peak RSS",
+        mb(ours_mb),
+        mb(plain_mb),
+        ours_mb / plain_mb,
+        *verdict,
+        f"{ours_mb - plain_mb:+.1f} MB; workers' peak {mb(workers_peak(ours))} vs {mb(workers_peak(plain))}",
+    )
 
 
 def memory(root: Path, items: int, workers: int) -> list[Row]:
-    """Peak RSS of the pytest process collecting ``items`` items, and of the controller (and the
-    workers) running them in-process under ``-n workers``, against the plain equivalent."""
+    """Peak RSS of the controller (and the workers) running ``items`` in-process items under
+    ``-n workers``, against the plain project of the same size under ``-n workers``: one run each."""
     work = root / "memory"
     work.mkdir()
-    ours_dir, plain_dir = _projects(work, items)
-    rows = []
-    for case, args in (("--collect-only", ["--collect-only"]), (f"run, -n {workers}", ["-n", str(workers)])):
-        peaks = {}
-        for side, folder, extra in (("ours", ours_dir, []), ("plain", plain_dir, ["-p", "no:vibeeval"])):
-            rss_file = work / f"rss-{side}-{args[0]}.jsonl"
-            env = clean_env(work / f"tmp-{side}", {RSS_ENV: str(rss_file)})
-            run_pytest([*args, *extra], folder, env)
-            peaks[side] = peak_rss(rss_file)
-        ours, plain = peaks["ours"]["controller"], peaks["plain"]["controller"]
-        note = f"+{ours - plain:.1f} MB"
-        if workers_peak(peaks["ours"]):
-            note += f"; workers' peak {mb(workers_peak(peaks['ours']))} vs {mb(workers_peak(peaks['plain']))}"
-        case = f"{items} items, {case}: controller peak RSS"
-        rows.append(Row("memory", case, mb(ours), mb(plain), ours / plain, note=note))
-    return rows
+    ours_dir, plain_dir = _projects(root, items)
+    peaks = {}
+    for side, folder, extra in (("ours", ours_dir, []), ("plain", plain_dir, ["-p", "no:vibeeval"])):
+        rss_file = work / f"rss-{side}.jsonl"
+        env = clean_env(work / f"tmp-{side}", {RSS_ENV: str(rss_file)})
+        run = run_pytest(["-n", str(workers), *extra], folder, env)
+        if outcome_count(run.output, "passed") != items:
+            raise SystemExit(f"not every item passed:\n{run.output[-2000:]}")
+        peaks[side] = peak_rss(rss_file)
+    return [memory_row(items, workers, peaks["ours"], peaks["plain"])]

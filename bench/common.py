@@ -3,6 +3,7 @@ suite files and the rows of the result table."""
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import re
@@ -14,10 +15,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest_vibeeval
+
 # Plugins of the development environment that neither side needs (hypothesis registers one).
 PYTEST_BASE = ("-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
-# Variables of the calling environment that would change what pytest does.
-DROPPED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS", "PYTEST_CURRENT_TEST")
+# Variables of the calling environment that would change what pytest does; without
+# PYTHONDONTWRITEBYTECODE each project's conftest and test file are compiled (and rewritten by
+# pytest) once, not in every run, as in everyday use.
+DROPPED_ENV = (
+    "PYTEST_ADDOPTS",
+    "PYTEST_PLUGINS",
+    "PYTEST_XDIST_AUTO_NUM_WORKERS",
+    "PYTEST_CURRENT_TEST",
+    "PYTHONDONTWRITEBYTECODE",
+)
 RSS_ENV = "BENCH_RSS_FILE"
 
 # A conftest.py for the benchmark's projects: at the very end of each pytest process (the
@@ -82,25 +93,33 @@ def clean_env(temproot: Path, extra: Mapping[str, str] | None = None) -> dict[st
     (so its retention of old runs neither touches nor is touched by other pytest sessions)."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     temproot.mkdir(parents=True, exist_ok=True)
-    env.update(PYTHONDONTWRITEBYTECODE="1", PYTEST_DEBUG_TEMPROOT=str(temproot), **(extra or {}))
+    env.update(PYTEST_DEBUG_TEMPROOT=str(temproot), **(extra or {}))
     return env
 
 
-def run_pytest(args: Sequence[str], cwd: Path, env: Mapping[str, str], ok: Sequence[int] = (0,)) -> Run:
-    """Run pytest in a fresh interpreter; exit with its output's tail if its code is not in ``ok``."""
+def compile_package() -> None:
+    """Write the bytecode of pytest-vibeeval's modules once, before anything is timed, so that no
+    timed run pays for compiling them (a checkout run with PYTHONDONTWRITEBYTECODE set has none)."""
+    compileall.compile_dir(Path(pytest_vibeeval.__file__).parent, quiet=1)
+
+
+def run_command(command: Sequence[str], cwd: Path, env: Mapping[str, str], ok: Sequence[int] = (0,)) -> Run:
+    """Run ``command``, timed; exit with its output's tail if its code is not in ``ok``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *PYTEST_BASE, *args],
-        cwd=cwd, env=dict(env), capture_output=True, text=True,
-    )  # fmt: skip
+    proc = subprocess.run(list(command), cwd=cwd, env=dict(env), capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
         tail = proc.stdout[-3000:] + proc.stderr[-3000:]
-        raise SystemExit(f"pytest {' '.join(args)} in {cwd} exited with {proc.returncode}:\n{tail}")
+        raise SystemExit(f"{' '.join(command)} in {cwd} exited with {proc.returncode}:\n{tail}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Run(wall, cpu, proc.stdout)
+
+
+def run_pytest(args: Sequence[str], cwd: Path, env: Mapping[str, str], ok: Sequence[int] = (0,)) -> Run:
+    """Run pytest in a fresh interpreter; exit with its output's tail if its code is not in ``ok``."""
+    return run_command([sys.executable, "-m", "pytest", *PYTEST_BASE, *args], cwd, env, ok)
 
 
 def interleaved(calls: Mapping[str, Callable[[], Run]], repeat: int) -> dict[str, list[Run]]:
@@ -114,9 +133,16 @@ def interleaved(calls: Mapping[str, Callable[[], Run]], repeat: int) -> dict[str
     return runs
 
 
-def best(runs: Sequence[Run]) -> Run:
-    """The fastest run (its own CPU time with it): noise only ever adds time."""
-    return min(runs, key=lambda run: run.wall)
+def median(runs: Sequence[Run]) -> Run:
+    """The run of median wall time (its own CPU time with it); of an even number of runs, the lower
+    of the two middle ones."""
+    return sorted(runs, key=lambda run: run.wall)[(len(runs) - 1) // 2]
+
+
+def median_of(values: Sequence[float]) -> float:
+    """The median of ``values``; of an even number, the lower of the two middle ones (like
+    :func:`median`, so that a figure is always one that was measured)."""
+    return sorted(values)[(len(values) - 1) // 2]
 
 
 def collected_in(output: str) -> float:

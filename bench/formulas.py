@@ -15,7 +15,7 @@ from simpleeval import SimpleEval, simple_eval
 
 from pytest_vibeeval.scoring.formula import Formula, evaluate, parse_formula
 
-from .common import Row
+from .common import Row, median_of
 
 RUNS = 1000
 FORMULAS = {
@@ -45,13 +45,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 def _per_call(loop: Callable[[], object], repeat: int) -> float:
-    """Best-of-``repeat`` µs per run of ``loop`` (which does ``RUNS`` runs)."""
+    """Median-of-``repeat`` µs per run of ``loop`` (which does ``RUNS`` runs)."""
     timings = []
     for _ in range(repeat):
         started = time.perf_counter()
         loop()
         timings.append(time.perf_counter() - started)
-    return min(timings) / RUNS * 1e6
+    return median_of(timings) / RUNS * 1e6
 
 
 def _python_names(formula: Formula) -> dict[str, Any]:

@@ -6,20 +6,29 @@ Benchmarks (``--only`` picks some; all run by default):
 
 - ``overhead``: N prompt evals through a ``cli:`` configuration whose agent prints a fixed answer
   (full pytest run: collection, N subprocesses, checks, aggregation, results file) against a plain
-  pytest file running the same subprocesses, serial and ``-n 2``; target ratio ≤ 1.5 at every N,
-  and ms per eval not growing with N.
-- ``python``: in-process ``python:`` evals against a plain parametrized function calling the same
-  function: marginal ms per eval of both sides.
-- ``collection``: ``--collect-only`` of 1 000 and 10 000 items against a parametrized function.
-- ``memory``: peak RSS of the controller with 10 000 items (collecting; running under ``-n 2``).
+  pytest file running the same subprocesses, serial and ``-n 2``; target ratio ≤ 1.2 at N = 100,
+  500, 2 000, and ms per eval not growing with N.
+- ``python``: the same N in-process ``python:`` evals against a plain parametrized function calling
+  the same function, serial and ``-n 2``; target ratio ≤ 1.2 (the marginal ms per eval in a note).
+- ``collection``: ``--collect-only`` of 1 000 and 10 000 items against a parametrized function of
+  as many cases; target ≤ 2× at 10 000 (pytest's "collected in"); the peak RSS of collecting.
+- ``memory``: the controller's peak RSS running 10 000 items under ``-n 2`` against the plain
+  project under ``-n 2``; target ≤ plain + 30 MB.
 - ``workspace``: copying a 5 000-file template with copy_tree against ``cp -a``; target ≤ 1.2.
 - ``output``: an agent printing 200 MB; peak RSS of the controller and the workers against an idle
-  run whose agent prints one line; target: within a few MB.
+  run whose agent prints one line; target: within a few MB (≤ idle + 5 MB), and a worker reading the
+  answer (``max_output_bytes`` raised) ≤ idle + 2× the excerpt it keeps.
 - ``formula``: a score formula evaluated for 1 000 runs against simpleeval and Python's ``eval``.
+- ``peers``: the same N evals through promptfoo (``exec:`` provider, the same agent script) and
+  inspect_ai (mockllm answering with the same function as a ``python:`` configuration), pinned
+  versions installed once into ``--cache`` (bench/peer_install.py); goal ours ≤ 0.33× promptfoo
+  and ≤ 0.2× inspect_ai.
 
-Timings are the best of interleaved runs (noise only ever adds time): ``--repeat`` of them, twice
-as many below 500 evals and one fewer from 2 000. Nothing here is an absolute target, and none of
-it is part of the test suite. The temporary files are removed in the background at the end.
+Timings are the median of interleaved runs: ``--repeat`` of them, ``2 × repeat - 1`` below 500
+evals. Targets are issue #21's (bench/targets.py), each against a floor measured in the same run;
+the "verdict" column says whether a row meets its target. None of it is part of the test suite.
+The package's bytecode is written once before anything is timed. The temporary files are removed
+in the background at the end.
 """
 
 from __future__ import annotations
@@ -35,14 +44,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .collection import collection, memory
-from .common import Row
+from .common import Row, compile_package
 from .formulas import formulas
 from .output import big_output
 from .overhead import AGENTS, cli_overhead, python_overhead
+from .peer_install import default_cache
+from .peers import peers
+from .targets import met_cell
 from .workspace import workspace
 
-BENCHMARKS = ("overhead", "python", "collection", "memory", "workspace", "output", "formula")
-COLUMNS = ("benchmark", "case", "pytest-vibeeval", "floor", "ratio", "target", "met", "notes")
+BENCHMARKS = ("overhead", "python", "collection", "memory", "workspace", "output", "formula", "peers")
+COLUMNS = ("benchmark", "case", "pytest-vibeeval", "floor", "ratio", "target", "verdict", "notes")
 
 
 def _ints(text: str) -> list[int]:
@@ -53,15 +65,16 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
-    add("--repeat", type=int, default=3, help="interleaved repeats of each timing; the best counts")
-    add("--sizes", type=_ints, default=[100, 500, 2000], help="overhead: numbers of evals")
-    add("--workers", type=_ints, default=[0, 2], help="overhead: xdist workers (0: serial)")
+    add("--repeat", type=int, default=3, help="interleaved repeats of each timing; the median counts")
+    add("--sizes", type=_ints, default=[100, 500, 2000], help="overhead, peers: numbers of evals")
+    add("--workers", type=_ints, default=[0, 2], help="overhead, python, peers: xdist workers (0: serial)")
     add("--agent", choices=sorted(AGENTS), default="sh", help="overhead: the fixed-answer agent")
-    add("--python-sizes", type=_ints, default=[200, 2000], help="python: numbers of evals")
+    add("--python-sizes", type=_ints, default=[100, 500, 2000], help="python: numbers of evals")
     add("--collect", type=_ints, default=[1000, 10_000], help="collection: numbers of items")
     add("--memory-items", type=int, default=10_000, help="memory: number of items")
     add("--files", type=int, default=5000, help="workspace: files in the template")
-    add("--copy-repeat", type=int, default=6, help="workspace: interleaved repeats of the copies")
+    add("--copy-repeat", type=int, default=5, help="workspace: interleaved repeats of the copies")
+    add("--cache", type=Path, default=default_cache(), help="peers: install folder, reused across runs")
     return parser
 
 
@@ -70,8 +83,7 @@ def _table(rows: Sequence[Row]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
         ratio = "—" if r.ratio is None else f"{r.ratio:.2f}"
-        met = "—" if r.met is None else "yes" if r.met else "**NO**"
-        cells = (r.bench, r.case, r.ours, r.floor, ratio, r.target, met, r.note)
+        cells = (r.bench, r.case, r.ours, r.floor, ratio, r.target, met_cell(r.met), r.note)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -105,12 +117,13 @@ def _remove(root: Path) -> None:
 def _plan(args: argparse.Namespace, root: Path) -> dict[str, Callable[[], list[Row]]]:
     return {
         "overhead": lambda: cli_overhead(root, args.sizes, args.workers, args.repeat, args.agent),
-        "python": lambda: python_overhead(root, args.python_sizes, args.repeat),
+        "python": lambda: python_overhead(root, args.python_sizes, args.workers, args.repeat),
         "collection": lambda: collection(root, args.collect, args.repeat),
         "memory": lambda: memory(root, args.memory_items, 2),
         "workspace": lambda: workspace(root, args.files, args.copy_repeat),
         "output": lambda: big_output(root, 2),
         "formula": lambda: formulas(max(args.repeat, 5)),
+        "peers": lambda: peers(root, args.cache, args.sizes, args.workers, args.repeat),
     }
 
 
@@ -119,10 +132,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     only = set(args.only or BENCHMARKS)
     print(f"machine: {_machine()}")
     print(
-        f"timings: best of interleaved runs (--repeat {args.repeat}; twice that below 500 evals, one fewer"
-        " from 2000); peak RSS: one run each\n",
+        f"timings: medians of interleaved runs (--repeat {args.repeat}; {2 * args.repeat - 1} below 500"
+        " evals); peak RSS: one run each\n",
         flush=True,
     )
+    compile_package()
     rows: list[Row] = []
     root = Path(tempfile.mkdtemp(prefix="vibeeval-bench-"))
     try:
@@ -138,8 +152,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         _remove(root)
     print("\n" + _table(rows))
+    print("\n" + summary(rows))
+
+
+def summary(rows: Sequence[Row]) -> str:
+    """How many rows meet and miss their targets, and which miss."""
     missed = [r for r in rows if r.met is False]
-    print(f"\ntargets: {sum(r.met is True for r in rows)} met, {len(missed)} missed")
+    line = f"targets: {sum(r.met is True for r in rows)} met, {len(missed)} missed"
+    return "\n".join([line, *(f"  misses: {r.bench}, {r.case} ({r.target})" for r in missed)])
 
 
 if __name__ == "__main__":

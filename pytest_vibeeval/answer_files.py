@@ -15,7 +15,7 @@ from typing import Any
 
 from .bounded_read import UnreadableFile, read_bounded
 from .loading.templates import Redactor
-from .providers.base import ProviderResponse
+from .providers.base import PromptRequest, ProviderResponse
 from .results import ToolCallRecord
 
 FORMAT = 1
@@ -54,6 +54,14 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
         if response.tool_calls is None
         else [call.model_dump() for call in response.tool_calls],
     }
+
+
+def conversation_so_far(request: PromptRequest) -> dict[str, Any]:
+    """A stored answer's ``history`` (a conversation's earlier messages, for whoever reads the
+    file), or nothing for a single prompt."""
+    if not request.history:
+        return {}
+    return {"history": [{"role": role, "content": text} for role, text in request.history]}
 
 
 def write_answer(path: Path, entry: dict[str, Any], redact: Redactor) -> None:

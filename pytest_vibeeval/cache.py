@@ -28,11 +28,12 @@ from .answer_files import (
     answer_digest,
     answer_entry,
     answer_path,
+    conversation_so_far,
     read_answer,
     write_answer,
 )
 from .loading.templates import Redactor
-from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable
+from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
 from .providers.cli import CliProvider
 from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
@@ -142,6 +143,7 @@ class ResponseCache:
             configuration=config_id,
             model=model,
             system_prompt=request.system_prompt,
+            **conversation_so_far(request),
             prompt=request.prompt,
         )
         try:
@@ -161,15 +163,14 @@ class ResponseCache:
         os.replace(temp, tag)
 
 
-class CachingProvider:
+class CachingProvider(Wrapping):
     """Answers from ``cache`` when it holds the answer to an identical request; otherwise asks
     ``inner`` and stores what it answered (failures are not stored)."""
 
+    inner: Cacheable
+
     def __init__(self, inner: Cacheable, cache: ResponseCache, config_id: str, model: str | None) -> None:
         self.inner, self.cache, self.config_id, self.model = inner, cache, config_id, model
-
-    def unavailable_reason(self) -> str | None:
-        return self.inner.unavailable_reason()
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         key = self.cache.key(self.config_id, self.inner.cache_material(request))

@@ -85,6 +85,10 @@ class CheckType:
     description: str
     unavailable: str | None = None  # why it cannot be decided in this installation
     template_fields: bool = True  # whether templates in its strings are filled
+    # Whether its function may use the item's folder (``Response.workdir``). An eval item's folder
+    # is made only where something may use it: making and later removing one per item costs more
+    # than a short eval's own work.
+    uses_workdir: bool = True
 
     @property
     def adapter(self) -> TypeAdapter[Any]:

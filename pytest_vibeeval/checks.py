@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -199,39 +199,50 @@ RegexStr = Annotated[NonEmptyStr, AfterValidator(_valid_regex)]
 
 NOT_YET = "is not available in this version of pytest-vibeeval; the eval is skipped instead of guessed"
 
+
+def _in_memory(types: Sequence[CheckType]) -> tuple[CheckType, ...]:
+    """Check types that decide from the response alone, never from the item's folder."""
+    return tuple(replace(check_type, uses_workdir=False) for check_type in types)
+
+
 BUILTIN_CHECKS: tuple[CheckType, ...] = (
-    CheckType(
-        "match",
-        NonEmptyStr,
-        _match,
-        "the whole response matches a glob (`*` = any text), or a regex is found in it; case-insensitive",
+    *_in_memory(
+        [
+            CheckType(
+                "match",
+                NonEmptyStr,
+                _match,
+                "the whole response matches a glob (`*` = any text), or a regex is found in it; "
+                "case-insensitive",
+            ),
+            CheckType("not_match", NonEmptyStr, _not_match, "the opposite of match"),
+            CheckType("min_tokens", TokenCount, _min_tokens, "response has at least N tokens"),
+            CheckType("max_tokens", TokenCount, _max_tokens, "response has at most N tokens"),
+            CheckType(
+                "regex",
+                RegexStr,
+                _regex,
+                "a Python regular expression is found anywhere in the response (case-sensitive)",
+            ),
+            CheckType("equals", str, _equals, "response equals the text, ignoring surrounding whitespace"),
+            CheckType("contains", NonEmptyStr, _contains, "response contains the text, case-insensitive"),
+            CheckType(
+                "semantic",
+                SemanticArgs,
+                _semantic,
+                "embedding similarity to `expected` is at least `threshold`",
+            ),
+            CheckType(
+                "llm_judge",
+                JudgeArgs,
+                _llm_judge,
+                "a judge model decides whether the response meets `criteria`, or scores it 0–1 against "
+                "`rubric` (passing at `threshold`); several `judges` decide by `aggregate`",
+            ),
+            *STRUCTURAL_CHECKS,
+        ]
     ),
-    CheckType("not_match", NonEmptyStr, _not_match, "the opposite of match"),
-    CheckType("min_tokens", TokenCount, _min_tokens, "response has at least N tokens"),
-    CheckType("max_tokens", TokenCount, _max_tokens, "response has at most N tokens"),
-    CheckType(
-        "regex",
-        RegexStr,
-        _regex,
-        "a Python regular expression is found anywhere in the response (case-sensitive)",
-    ),
-    CheckType("equals", str, _equals, "response equals the text, ignoring surrounding whitespace"),
-    CheckType("contains", NonEmptyStr, _contains, "response contains the text, case-insensitive"),
-    CheckType(
-        "semantic",
-        SemanticArgs,
-        _semantic,
-        "embedding similarity to `expected` is at least `threshold`",
-    ),
-    CheckType(
-        "llm_judge",
-        JudgeArgs,
-        _llm_judge,
-        "a judge model decides whether the response meets `criteria`, or scores it 0–1 against "
-        "`rubric` (passing at `threshold`); several `judges` decide by `aggregate`",
-    ),
-    *STRUCTURAL_CHECKS,
-    *CUSTOM_CHECKS,
+    *CUSTOM_CHECKS,  # user code, given the folder
 )
 
 
@@ -323,6 +334,14 @@ def named_checks(nodes: Sequence[CheckNode]) -> Iterator[Check]:
             yield from named_checks(node.children)
         elif node.name is not None:
             yield node
+
+
+def any_uses_workdir(nodes: Sequence[CheckNode]) -> bool:
+    """Whether a check of ``nodes`` (inside ``or`` too) may use the item's folder."""
+    return any(
+        any_uses_workdir(node.children) if isinstance(node, AnyOf) else node.type.uses_workdir
+        for node in nodes
+    )
 
 
 def run_checks(checks: Sequence[CheckNode], response: Response) -> tuple[bool | None, list[CheckResult]]:

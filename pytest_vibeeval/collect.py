@@ -6,13 +6,13 @@ fixtures, markers, ``-k`` and xdist behave as for any test."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
 from .errors import InputError
-from .execute import run_prompt_item, run_workspace_item
+from .execute import PROMPT_FIXTURES, run_prompt_item, run_prompt_item_direct, run_workspace_item
 from .items import EvalItem, get_state, loadgroup_name, rootdir_relative
 from .loading.configurations import CLI_CONFIG_NAME, configurations_for, select
 from .loading.runner_config import REGISTRY_NAME, load_config_dir
@@ -20,20 +20,39 @@ from .loading.suite import check_formula, load_suite, suite_formula, with_mcp_ur
 from .models import ScoreSpec
 from .plan import EvalPlan, PromptWork, check_cli_configurations, runner_plans, selected_evals, suite_plans
 from .providers.python_callable import module_name_clash
-from .pytest_private import shared_fixtureinfo
+from .pytest_private import overridden_fixtures, shared_fixtureinfo
 
 
 def make_items(collector: pytest.File, plans: Sequence[EvalPlan]) -> Iterator[EvalItem]:
-    """One item per plan; items of one kind share their fixture closure."""
-    fixtureinfos: dict[bool, Any] = {}
+    """One item per plan; items of one kind share their body and fixture closure."""
+    bodies: dict[bool, tuple[Callable[..., None], Any]] = {}
     for plan in plans:
         prompt = isinstance(plan.work, PromptWork)
-        body = run_prompt_item if prompt else run_workspace_item
-        if prompt not in fixtureinfos:
-            fixtureinfos[prompt] = shared_fixtureinfo(collector, body)
+        if prompt not in bodies:
+            bodies[prompt] = _body(collector, prompt)
+        body, fixtureinfo = bodies[prompt]
         yield EvalItem.from_parent(
-            collector, name=plan.name, callobj=body, fixtureinfo=fixtureinfos[prompt], plan=plan
+            collector, name=plan.name, callobj=body, fixtureinfo=fixtureinfo, plan=plan
         )
+
+
+FIXTURES_MODULE = f"{__package__}.fixtures"  # named, not imported: pytest imports it as a plugin
+
+
+def _body(collector: pytest.File, prompt: bool) -> tuple[Callable[..., None], Any]:
+    """The body of the file's items of one kind and its fixture closure. A prompt eval's body
+    takes no fixtures (the item calls it, see ``itemhooks.pytest_pyfunc_call``) unless a conftest
+    overrides one it would take."""
+    if not prompt:
+        return run_workspace_item, shared_fixtureinfo(collector, run_workspace_item)
+    fixtureinfo = shared_fixtureinfo(collector, run_prompt_item)
+    if overridden_fixtures(fixtureinfo, PROMPT_FIXTURES, FIXTURES_MODULE):
+        return run_prompt_item, fixtureinfo
+    return run_prompt_item_direct, shared_fixtureinfo(collector, _takes_no_fixtures)
+
+
+def _takes_no_fixtures() -> None:
+    """Stands for the direct prompt body when pytest computes its fixture closure (autouse only)."""
 
 
 class SuiteCollector(pytest.File):

@@ -26,7 +26,7 @@ from .report.resultsfile import build_results, write_results
 from .report.summary import budget_lines, nothing_ran_lines, summary_lines, workspace_lines
 from .results import EvalRecord, ResultsFile, RunRecord
 from .resume import load_resume
-from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
 
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
@@ -96,10 +96,10 @@ class ControllerSession:
             return
         info = record = None
         for key, value in ours:
-            if key == RUN_PROPERTY:
-                info = RunInfo(**json.loads(str(value)))
-            else:
-                record = EvalRecord.model_validate_json(str(value))
+            if key == RESULT_PROPERTY:
+                record = received(value, EvalRecord.model_validate_json)
+            elif not aggregator.has_info(report.nodeid):  # the item's first report: read it once
+                info = received(value, _run_info)
         aggregator.add_report(
             report.nodeid,
             report.when or "",
@@ -326,6 +326,10 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in self.writer_lines:
             terminalreporter.write_line(line)
+
+
+def _run_info(text: str) -> RunInfo:
+    return RunInfo(**json.loads(text))
 
 
 def uncollected_suites_hint(config: pytest.Config) -> list[str]:

@@ -119,7 +119,8 @@ def _output_rules(schema: JsonSchema) -> None:
 
 def _eval_rules(schema: JsonSchema) -> None:
     """``checks`` from the check registry; a coding-agent eval (``workspace`` and ``grading``) has no
-    checks, a prompt eval needs them and none of the coding-agent keys."""
+    checks, a prompt eval needs them and none of the coding-agent keys, and a conversation has
+    ``turns`` (at least one) instead of ``prompt`` and ``checks``."""
     properties = schema["properties"]
     properties["checks"] = {
         "anyOf": [{"$ref": CHECKS_REF}, {"type": "null"}],
@@ -132,11 +133,26 @@ def _eval_rules(schema: JsonSchema) -> None:
     schema["if"] = coding
     schema["then"] = {
         "allOf": [present("workspace"), present("grading")],
-        "properties": {"checks": {"type": "null"}},
+        "properties": {"checks": {"type": "null"}, "turns": False},
+    }
+    single = {**present("prompt"), "required": ["prompt", "checks"], "not": {"required": ["turns"]}}
+    single["properties"] = {**single["properties"], "checks": {"not": {"type": "null"}}}
+    conversation = {
+        "required": ["turns"],
+        "properties": {"turns": {"type": "array", "minItems": 1}},
+        "not": {"anyOf": [{"required": ["prompt"]}, {"required": ["checks"]}]},
     }
     schema["else"] = {
-        "required": ["checks"],
-        "properties": {"checks": {"not": {"type": "null"}}, **dict.fromkeys(CODING_ONLY_KEYS, False)},
+        "oneOf": [single, conversation],
+        "properties": dict.fromkeys(CODING_ONLY_KEYS, False),
+    }
+
+
+def _turn_rules(schema: JsonSchema) -> None:
+    """A turn's ``checks`` from the check registry, as an eval's."""
+    schema["properties"]["checks"] = {
+        "$ref": CHECKS_REF,
+        "description": schema["properties"]["checks"].get("description", ""),
     }
 
 
@@ -267,6 +283,7 @@ def suite_schema(registry: CheckRegistry | None = None) -> JsonSchema:
     schema = _generated(SuiteFile)
     defs = schema["$defs"]
     _eval_rules(defs["EvalSpec"])  # after pydantic, which refuses references it did not make
+    _turn_rules(defs["TurnSpec"])
     _merge_defs(defs, check_definitions(registry or CheckRegistry()))
     return _finish(
         schema,

@@ -13,14 +13,17 @@ from pathlib import Path
 import pytest
 
 from .cache import ResponseCache, note_coding_eval, session_cache, with_cache
+from .checks import any_uses_workdir
 from .items import EvalItem, finish, get_state, start_or_skip
 from .loading.templates import MissingValue
 from .masking import mask_file
 from .models import Configuration
 from .plan import PromptWork
 from .providers import Provider, ProviderSpec
+from .providers.base import uses_workdir
 from .providers.cli import CliProvider
 from .providers.pool import PoolKey, Role
+from .pytest_private import tmp_path_factory
 from .recording import recorded
 from .runner import ItemVerdict, run_prompt_eval
 from .scoring.assess import assess
@@ -112,20 +115,56 @@ def agent_provider(item: EvalItem) -> CliProvider:
     return provider
 
 
+JudgeProvider = tuple[str, Provider]  # the judge configuration's id and its provider
+
+PROMPT_FIXTURES = ("vibe_provider", "vibe_workdir")
+"""The fixtures a prompt-eval body takes; where a conftest overrides neither, the body takes none."""
+
+
 def run_prompt_item(request: pytest.FixtureRequest, vibe_provider: Provider, vibe_workdir: Path) -> None:
-    """The body of every prompt-eval item."""
+    """The body of a prompt-eval item for which a conftest overrides ``vibe_provider`` or
+    ``vibe_workdir``."""
     item = eval_item(request, "run_prompt_item")
+    start_or_skip(get_state(item.config))
+    _run_prompt(item, vibe_provider, _judge(item), vibe_workdir)
+
+
+def run_prompt_item_direct(item: EvalItem) -> None:
+    """The body of every other prompt-eval item: the same, with the fixtures' values made here.
+    pytest's fixture machinery costs more than a short eval's own work, and the item's folder is
+    made only where something may use it (its agent, its judge's, a custom check)."""
+    start_or_skip(get_state(item.config))
+    provider, judge = provider_for(item), _judge(item)
+    needed = any_uses_workdir(_prompt_work(item).case.checks) or any(
+        uses_workdir(answering) for answering in (provider, judge[1] if judge else None) if answering
+    )
+    _run_prompt(item, provider, judge, item_workdir(item, create=needed))
+
+
+def item_workdir(item: pytest.Item, create: bool = True) -> Path:
+    """A fresh folder for ``item``'s files (only reserved, not made, unless ``create``)."""
+    factory = tmp_path_factory(item.config)
+    return get_state(item.config).workdirs.new(lambda: factory.mktemp("vibeeval"), item.name, create)
+
+
+def _judge(item: EvalItem) -> JudgeProvider | None:
+    work = _prompt_work(item)
+    return (work.judge[0], provider_for(item, "judge")) if work.judge is not None else None
+
+
+def _run_prompt(
+    item: EvalItem, provider: Provider, judge: tuple[str, Provider] | None, workdir: Path
+) -> None:
     work = _prompt_work(item)
     state = get_state(item.config)
-    start_or_skip(state)
-    judge = (work.judge[0], provider_for(item, "judge")) if work.judge is not None else None
+    state.renderer.note_environment()  # a fixture (a server it started) may have exported a secret
     record, verdict = run_prompt_eval(
         work.suite,
         work.case,
         item.plan.config_id,
-        vibe_provider,
+        provider,
         state.renderer.with_row(work.case.row),  # a dataset row fills {{row.column}}
-        vibe_workdir,
+        workdir,
         item.nodeid,
         item.plan.configuration,
         judge,
@@ -133,7 +172,7 @@ def run_prompt_item(request: pytest.FixtureRequest, vibe_provider: Provider, vib
         item.vibe_phases.enter,
     )
     redact = state.renderer.redactor()
-    record = assess(record, item.plan.configuration, vibe_workdir, work.case.rubric, False, redact)
+    record = assess(record, item.plan.configuration, workdir, work.case.rubric, False, redact)
     finish(item, record, verdict)
 
 
@@ -149,6 +188,7 @@ def run_workspace_item(
     assert work is not None and configuration is not None
     state = get_state(item.config)
     start_or_skip(state)
+    state.renderer.note_environment()  # a fixture may have exported a secret
     provider = agent_provider(item)
     reason = provider.unavailable_reason()
     if reason:

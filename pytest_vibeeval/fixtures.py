@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .execute import discard, eval_item, prepare_workspace, provider_for, registry_commands
-from .items import get_state
+from .execute import discard, eval_item, item_workdir, prepare_workspace, provider_for, registry_commands
 from .loading.runner_config import ResolvedEval
 from .providers import Provider
 from .workspace.layout import temporary_root
@@ -23,10 +22,9 @@ def vibe_provider(request: pytest.FixtureRequest) -> Provider:
 
 
 @pytest.fixture
-def vibe_workdir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def vibe_workdir(request: pytest.FixtureRequest) -> Path:
     """A fresh directory for the current eval item's files: the agent's working directory and output."""
-    state = get_state(request.config)
-    return state.workdirs.new(lambda: tmp_path_factory.mktemp("vibeeval"), request.node.name)
+    return item_workdir(request.node)
 
 
 @pytest.fixture

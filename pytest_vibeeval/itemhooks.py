@@ -9,6 +9,7 @@ from collections.abc import Generator
 
 import pytest
 
+from .execute import run_prompt_item_direct
 from .items import EvalItem, get_state, phases_of
 from .loading.configurations import unknown_selection
 from .loading.runner_config import EVAL_CONFIG_NAME
@@ -16,7 +17,7 @@ from .loading.templates import Redactor
 from .phases import unfinished_record
 from .plan import PromptWork
 from .progress import ProgressBoard, Running
-from .transport import RESULT_PROPERTY, longrepr_text
+from .transport import RESULT_PROPERTY, attach, longrepr_text
 from .workspace.steps import RegistryCommands
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
@@ -108,6 +109,14 @@ class ItemHooks:
 
         phases.listener = show
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        """A prompt eval's direct body takes the item itself, not fixtures (see ``collect._body``)."""
+        if pyfuncitem.obj is run_prompt_item_direct and isinstance(pyfuncitem, EvalItem):
+            run_prompt_item_direct(pyfuncitem)
+            return True
+        return None
+
     def pytest_runtest_logfinish(self) -> None:
         self.board.clear()
 
@@ -163,7 +172,7 @@ def _record_unfinished(item: EvalItem, report: pytest.TestReport) -> None:
         longrepr_text(report) or "",
         steps,
     )
-    report.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+    report.user_properties.append((RESULT_PROPERTY, attach(item.config, record, record.model_dump_json)))
 
 
 def _skip_at_eval_line(item: EvalItem, report: pytest.TestReport) -> None:

@@ -4,6 +4,7 @@ body (:func:`finish`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import signal
@@ -21,7 +22,7 @@ from .pytest_private import node_ids_are_structured, structure_node_id
 from .results import EvalRecord
 from .runner import ItemVerdict
 from .state import VibeState
-from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, attach
 
 STATE_KEY = pytest.StashKey[VibeState]()
 
@@ -65,20 +66,17 @@ class EvalItem(pytest.Function):
         self.vibe_phases = PhaseTracker()
         structure_node_id(self)
         self.extra_keyword_matches.update(plan.keywords)
-        self.add_marker(pytest.mark.vibeeval)
+        self.add_marker(_mark("vibeeval"))
         for tag in plan.tags:
-            self.add_marker(getattr(pytest.mark, tag))
+            self.add_marker(_mark(tag))
         if plan.expected_failure:
             self.add_marker(pytest.mark.xfail(reason=plan.expected_failure, strict=True))
         if plan.group:
             self.add_marker(pytest.mark.xdist_group(name=plan.group))  # --dist loadgroup: one worker
         state = get_state(self.config)
-        # The signal method raises in the item, so its finally blocks kill the commands it started and
-        # the item still reports; the thread method (no SIGALRM) ends the whole process.
-        method = "signal" if hasattr(signal, "SIGALRM") else "thread"
-        self.add_marker(pytest.mark.timeout(plan.timeout_s + state.settings.timeout_margin, method=method))
+        self.add_marker(_timeout_mark(plan.timeout_s + state.settings.timeout_margin))
         info = plan.info
-        self.user_properties.append((RUN_PROPERTY, json.dumps(vars(info))))
+        self.user_properties.append((RUN_PROPERTY, attach(self.config, info, lambda: json.dumps(vars(info)))))
         self.reused: EvalRecord | None = None
         if state.resume is not None and info.input_digest is not None:
             self.reused = state.resume.find(
@@ -116,12 +114,26 @@ class EvalItem(pytest.Function):
             super().runtest()
             return
         record = self.reused.model_copy(update={"nodeid": self.nodeid})  # e.g. now with an @group
-        self.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+        self.user_properties.append((RESULT_PROPERTY, attach(self.config, record, record.model_dump_json)))
         if record.outcome != "passed":
             pytest.fail(terminal_safe(record.message or record.outcome), pytrace=False)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, self.plan.line - 1 if self.plan.line else None, self.name
+
+
+@functools.cache
+def _mark(name: str) -> pytest.MarkDecorator:
+    """``pytest.mark.<name>``, made once: items of a large suite would each make it again."""
+    return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _timeout_mark(seconds: float) -> pytest.MarkDecorator:
+    """pytest-timeout's mark for an item's backstop. The signal method raises in the item, so its
+    finally blocks kill the commands it started and the item still reports; the thread method (no
+    SIGALRM) ends the whole process."""
+    return pytest.mark.timeout(seconds, method="signal" if hasattr(signal, "SIGALRM") else "thread")
 
 
 def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
@@ -131,7 +143,7 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     state.budget.add(None if record.cached else record.cost)  # a cached answer cost nothing now
     update = {"xfail": item.plan.expected_failure is not None, **_row_fields(item.plan, state)}
     record = record.model_copy(update=update)
-    item.user_properties.append((RESULT_PROPERTY, record.model_dump_json()))
+    item.user_properties.append((RESULT_PROPERTY, attach(item.config, record, record.model_dump_json)))
     if verdict.outcome == "skipped":  # what an agent printed never reaches the terminal raw
         pytest.skip(terminal_safe(verdict.message or "skipped"))
     if verdict.outcome != "passed":

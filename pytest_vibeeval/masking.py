@@ -51,6 +51,40 @@ def environment_secrets(environ: Mapping[str, str], names: Iterable[str] = ()) -
     }
 
 
+class EnvironmentWatch:
+    """:func:`environment_secrets` of a live environment, scanned again only when it changed.
+
+    The environment is looked at as every item starts (a conftest may export a secret late), and
+    decoding every variable of ``os.environ`` each time costs more than an eval's own checks; its
+    raw byte mapping compares in microseconds."""
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, bytes] | None = None
+        self._names: frozenset[str] = frozenset()
+
+    def secrets(self, environ: Mapping[str, str], names: Iterable[str] = ()) -> set[str] | None:
+        """The secrets of ``environ`` (and of ``names``), or None when neither changed since the
+        last call."""
+        names = frozenset(names)
+        raw = getattr(environ, "_data", None)  # os.environ's undecoded variables
+        if not isinstance(raw, dict):
+            return environment_secrets(environ, names)
+        seen = self._seen
+        if seen is not None and names == self._names:
+            # pytest changes PYTEST_CURRENT_TEST for every phase of every item: not a change here
+            if _CURRENT_TEST in raw:
+                seen[_CURRENT_TEST] = raw[_CURRENT_TEST]
+            else:
+                seen.pop(_CURRENT_TEST, None)
+            if raw == seen:
+                return None
+        self._seen, self._names = dict(raw), names
+        return environment_secrets(environ, names)
+
+
+_CURRENT_TEST = b"PYTEST_CURRENT_TEST"  # os.environ's raw keys are bytes on POSIX
+
+
 def encoded_forms(secret: str) -> set[str]:
     """``secret`` and, when it is long enough to mask, the forms it commonly takes in text."""
     if len(secret) < MIN_MASKED_LENGTH:

@@ -15,6 +15,20 @@ from typing import Any, Literal
 TRANSCRIPT_MAX_OUTPUT_BYTES = 64 * 2**20
 
 
+SESSION_ID = "${SESSION_ID}"
+
+
+@dataclass(frozen=True)
+class Resume:
+    """How a preset's CLI continues its session in a conversation's later turns: ``args`` go after
+    the configuration's arguments, ``${SESSION_ID}`` replaced by the id the previous turn's output
+    reported in the JSON field ``field`` of a line (``event``: only in a line whose ``type`` is it)."""
+
+    args: tuple[str, ...]
+    field: str
+    event: str | None = None
+
+
 @dataclass(frozen=True)
 class Preset:
     """The keys a preset supplies. ``model_args`` are appended to ``args`` when the configuration
@@ -31,6 +45,8 @@ class Preset:
     # The variables of the controller's environment the CLI is given (names or globs), beside
     # the base set every agent gets (providers/agent_env.py).
     env: tuple[str, ...] = ()
+    # How the CLI continues a session (an eval's `turns`); None: it cannot, such evals skip.
+    resume: Resume | None = None
 
     def defaults(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The preset's keys for a configuration whose own keys are ``data``."""
@@ -67,6 +83,8 @@ AGENT_PRESETS: dict[str, Preset] = {
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
         mcp="claude-code",
         env=("ANTHROPIC_*", "CLAUDE_*", "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY", *NETWORK_ENV),
+        # Every stream-json line carries the session's id; `--resume ID` continues it.
+        resume=Resume(("--resume", SESSION_ID), field="session_id"),
     ),
     # With no prompt argument `codex exec` reads the prompt from stdin. The item's folder is not
     # a git repository, hence --skip-git-repo-check.
@@ -79,6 +97,9 @@ AGENT_PRESETS: dict[str, Preset] = {
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
         mcp="codex",
         env=("OPENAI_*", "CODEX_*", *NETWORK_ENV),
+        # `codex exec [options] resume ID -`: the thread.started event names the thread; `-` reads
+        # the prompt from stdin (exec's options stay before the subcommand, which lacks some).
+        resume=Resume(("resume", SESSION_ID, "-"), field="thread_id", event="thread.started"),
     ),
     # Every item runs in a new folder, which headless gemini refuses as untrusted (exit 55) unless
     # told to trust it for the session.

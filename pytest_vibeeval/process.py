@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from .bounded_read import UnreadableFile, read_end, read_start
 from .reaping import Orphans
 from .workspace.cgroups import ProcessLimit, process_limit
 
@@ -307,10 +308,9 @@ def _run(
 
 def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:
     """Decode (utf-8, errors='replace') at most max_bytes from the start of the file;
-    bool = file was larger."""
+    bool = file was larger. Only a regular file is read (:mod:`.bounded_read`)."""
     max_bytes = max(max_bytes, 0)
-    with Path(path).open("rb") as f:
-        data = f.read(max_bytes + 1)
+    data = read_start(path, max_bytes + 1)
     truncated = len(data) > max_bytes
     # When truncated, a multi-byte character cut in half at the end is dropped, not replaced.
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -325,7 +325,7 @@ def tail_lines(outputs: Iterable[tuple[str, Path]], max_lines: int, max_bytes: i
     for label, path in outputs:
         try:
             tail = read_tail(path, max_lines, max_bytes)
-        except OSError:
+        except (OSError, UnreadableFile):
             continue
         if tail.strip():
             lines.append(f"last {max_lines} lines of {label} ({path}):")
@@ -334,17 +334,13 @@ def tail_lines(outputs: Iterable[tuple[str, Path]], max_lines: int, max_bytes: i
 
 
 def read_tail(path: Path, max_lines: int = 40, max_bytes: int = 65536) -> str:
-    """Last max_lines lines of the file, reading at most max_bytes from its end (seek, never read
-    whole file)."""
+    """Last max_lines lines of the file, reading at most max_bytes from its end (never the whole
+    file, and only a regular file: :mod:`.bounded_read`)."""
     if max_lines <= 0 or max_bytes <= 0:
         return ""
-    with Path(path).open("rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        start = max(0, size - max_bytes)
-        # One extra byte before the window tells whether the window starts mid-line.
-        f.seek(max(0, start - 1))
-        data = f.read(max_bytes + (1 if start else 0))
-    if start:
+    # One extra byte before the window tells whether the window starts mid-line.
+    data, _ = read_end(path, max_bytes + 1)
+    if len(data) > max_bytes:
         cut = data.find(b"\n")
         # Drop the partial first line, unless it is the only line in the window.
         data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else data[1:]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,6 +40,25 @@ def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any
     ``fixtureinfo`` but only the private fixture manager makes one."""
     fixturemanager = collector.session._fixturemanager
     return fixturemanager.getfixtureinfo(node=collector, func=func, cls=None)  # type: ignore[arg-type]
+
+
+def overridden_fixtures(fixtureinfo: Any, names: Iterable[str], module: str) -> list[str]:
+    """Which of ``names`` a conftest or plugin overrides for the items of a fixture closure (the
+    closest definition is not the one in ``module``). ``FixtureDef.func`` and ``baseid`` are not
+    public; a closure without them counts as overridden, which only costs speed."""
+    found = []
+    for name in names:
+        definitions = fixtureinfo.name2fixturedefs.get(name) or ()
+        func = getattr(definitions[-1], "func", None) if definitions else None
+        if getattr(func, "__module__", None) != module:
+            found.append(name)
+    return found
+
+
+def tmp_path_factory(config: pytest.Config) -> pytest.TempPathFactory:
+    """The session's ``tmp_path_factory``, for item bodies that do not go through fixtures."""
+    factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
+    return factory
 
 
 def node_ids_are_structured() -> bool:

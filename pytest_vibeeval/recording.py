@@ -2,7 +2,8 @@
 formulas.
 
 A store is a folder: one JSON file per answer under ``<store>/<configuration>/``, named by a hash
-of what the answer depends on (configuration, model, system prompt, prompt). ``--vibe-record DIR``
+of what the answer depends on (configuration, model, system prompt, prompt, and in a conversation
+every earlier message and answer). ``--vibe-record DIR``
 wraps every provider in a :class:`RecordingProvider`; ``--vibe-replay DIR`` (or a configuration's
 ``replay: DIR``) answers from the store with a :class:`ReplayProvider`, which fails clearly on a
 miss. Stored prompts are redacted for reading; the hash is of the real prompt.
@@ -20,20 +21,39 @@ from .answer_files import (
     answer_digest,
     answer_entry,
     answer_path,
+    conversation_so_far,
     read_answer,
     write_answer,
 )
 from .loading.templates import Redactor
-from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
+from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse, Wrapping
 
 
-def answer_key(config_id: str, model: str, system_prompt: str | None, prompt: str, repeat: int = 0) -> str:
+def answer_key(
+    config_id: str,
+    model: str,
+    system_prompt: str | None,
+    prompt: str,
+    repeat: int = 0,
+    history: tuple[tuple[str, str], ...] = (),
+) -> str:
     """The hash an answer is stored under. Each repeat (--vibe-repeat) has its own answer: a repeat
-    served the answer of another would not be an independent sample."""
+    served the answer of another would not be an independent sample. A conversation's later turn
+    is keyed on the whole conversation so far (``history``): a changed earlier prompt or answer
+    is a miss."""
     parts: list[object] = [FORMAT, config_id, model, system_prompt, prompt]
     if repeat:
         parts.append(repeat)
+    if history:
+        parts.append({"history": history})
     return answer_digest(parts)
+
+
+def request_key(config_id: str, model: str, request: PromptRequest) -> str:
+    """:func:`answer_key` of ``request``."""
+    return answer_key(
+        config_id, model, request.system_prompt, request.prompt, request.repeat, request.history
+    )
 
 
 class Store:
@@ -47,20 +67,20 @@ class Store:
         return answer_path(self.folder, config_id, key)
 
     def save(self, config_id: str, model: str, request: PromptRequest, response: ProviderResponse) -> None:
-        key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat)
+        key = request_key(config_id, model, request)
         entry = answer_entry(
             response,
             configuration=config_id,
             model=model,
             repeat=request.repeat,
             system_prompt=request.system_prompt,
+            **conversation_so_far(request),
             prompt=request.prompt,
         )
         write_answer(self.path_for(config_id, key), entry, self.redact)
 
     def load(self, config_id: str, model: str, request: PromptRequest) -> ProviderResponse | None:
-        key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat)
-        path = self.path_for(config_id, key)
+        path = self.path_for(config_id, request_key(config_id, model, request))
         try:
             return read_answer(path)[1]
         except FileNotFoundError:
@@ -69,14 +89,11 @@ class Store:
             raise ProviderError(f"recorded answer {path} {exc}") from None
 
 
-class RecordingProvider:
+class RecordingProvider(Wrapping):
     """Answers with ``inner`` and stores every answer."""
 
     def __init__(self, inner: Provider, store: Store, config_id: str, model: str | None) -> None:
         self.inner, self.store, self.config_id, self.model = inner, store, config_id, model
-
-    def unavailable_reason(self) -> str | None:
-        return self.inner.unavailable_reason()
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         started = time.perf_counter()
@@ -90,6 +107,8 @@ class RecordingProvider:
 class ReplayProvider:
     """Answers from ``store`` only; a prompt it has no answer for is an error saying how to record it."""
 
+    uses_workdir = False
+
     def __init__(self, store: Store, config_id: str, model: str | None) -> None:
         self.store, self.config_id, self.model = store, config_id, model
 
@@ -102,8 +121,10 @@ class ReplayProvider:
         model = self.model or request.model
         response = self.store.load(self.config_id, model, request)
         if response is None:
-            key = answer_key(self.config_id, model, request.system_prompt, request.prompt, request.repeat)
+            key = request_key(self.config_id, model, request)
             which = f"repeat {request.repeat} of " if request.repeat else ""
+            if request.turn:
+                which = f"turn {request.turn} of a conversation, {which}"
             how = (
                 " with the same --vibe-repeat (each repeat is answered on its own, never from another's "
                 "answer)"

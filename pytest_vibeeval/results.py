@@ -172,6 +172,36 @@ class SubtaskModule(Record):
     failed_tasks: list[str] = Field(default_factory=list, description="the task ids that failed")
 
 
+class TurnRecord(Record):
+    """One turn of a conversation eval (an eval with ``turns``): the user's message and the answer."""
+
+    turn: int = Field(description="1, 2, … in the conversation's order")
+    outcome: Literal["passed", "failed", "error", "skipped", "not_run"] = Field(
+        description="this turn's checks: passed, failed, error (no answer, or a check could not run), "
+        "skipped (a check could not be decided); not_run: an earlier turn failed or errored"
+    )
+    message: str | None = Field(default=None, description="why it is not passed")
+    prompt: str = Field(
+        description="the user's message as sent, secrets masked; over 64 KiB, its head and tail"
+    )
+    response: str | None = Field(
+        default=None, description="the answer, as the eval's `response` (None: not answered)"
+    )
+    response_chars: int | None = Field(
+        default=None, description="the whole answer's length in characters when `response` is an excerpt"
+    )
+    latency: float | None = Field(default=None, description="seconds")
+    cost: float | None = Field(default=None, description="USD; None when nobody reported it")
+    input_tokens: int | None = Field(default=None, description="as the provider reported them")
+    output_tokens: int | None = Field(default=None, description="as the provider reported them")
+    judge_cost: float | None = Field(default=None, description="USD this turn's llm_judge checks cost")
+    cached: bool = Field(default=False, description="answered from the response cache (--vibe-cache)")
+    checks: list[CheckRecord] = Field(default_factory=list, description="this turn's checks' verdicts")
+    tool_calls: list[ToolCallRecord] = Field(
+        default_factory=list, description="the tool calls of this turn's answer, where reported"
+    )
+
+
 class EvalRecord(Record):
     """One item's result: one eval against one configuration."""
 
@@ -276,6 +306,12 @@ class EvalRecord(Record):
         default=False,
         description="the answer came from the response cache (--vibe-cache), not from a call in this "
         "session; its latency, cost and tokens are those of the call that made it",
+    )
+    turns: list[TurnRecord] = Field(
+        default_factory=list,
+        description="a conversation eval's turns, in order (empty for a single prompt); the eval's "
+        "latency, cost and tokens are their sums, its `checks` all turns' checks, its `response` the "
+        "last answer",
     )
 
 

@@ -33,14 +33,20 @@ class WorkdirAllocator:
         self.base: Path | None = None
         self.count = 0
 
-    def new(self, make_base: Callable[[], Path], label: str) -> Path:
+    def new(self, make_base: Callable[[], Path], label: str, create: bool = True) -> Path:
+        """The next item's directory, made unless ``create`` is false (nothing will use it: the
+        path is then only reserved, and no file of the session is ever written there)."""
         if self.base is None:
             self.base = make_base()
         self.count += 1
-        safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label)[:60].strip("-")
+        safe = _UNSAFE.sub("-", label)[:60].strip("-")
         path = self.base / f"{self.count:05d}-{safe}"
-        path.mkdir()
+        if create:
+            path.mkdir()
         return path
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass

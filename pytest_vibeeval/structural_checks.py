@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-import jsonschema
 import yaml
 from pydantic import (
     AfterValidator,
@@ -134,6 +133,8 @@ def _load_schema(value: dict[str, Any] | str, info: ValidationInfo) -> LoadedSch
     where = "the inline schema" if source == "inline" else f"the JSON Schema {source!r}"
     if not isinstance(schema, dict):
         raise ValueError(f"{where} is not an object")
+    import jsonschema  # only where a suite has a json_schema check: it costs every start ~50 ms
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -151,6 +152,8 @@ def _json_schema(loaded: LoadedSchema, response: Response) -> Verdict:
     data, problem = parse_answer(response.text)
     if problem:
         return Verdict(False, problem)
+    import jsonschema  # imported when the schema was loaded
+
     validator = jsonschema.validators.validator_for(loaded.schema)(loaded.schema)
     errors = list(validator.iter_errors(data))
     name = "the schema" if loaded.source == "inline" else quote(loaded.source)

@@ -4,8 +4,11 @@ need only this module, not the scoring code that reads the records on the contro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 RUN_PROPERTY = "vibeeval_run"
 RESULT_PROPERTY = "vibeeval_result"
@@ -38,6 +41,32 @@ class RunInfo:
 
     def key(self) -> tuple[str, str]:
         return (self.source, self.configuration)
+
+
+class Attached:
+    """A ``user_properties`` value in a run without xdist, where the controller is this process:
+    the object itself, so that nothing is serialized to be parsed again; its JSON text is made
+    only if something else asks for it (``str``)."""
+
+    __slots__ = ("_text", "value")
+
+    def __init__(self, value: Any, text: Callable[[], str]) -> None:
+        self.value = value
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text()
+
+
+def attach(config: Any, value: Any, text: Callable[[], str]) -> Attached | str:
+    """What an item puts on its reports for ``value``: the object itself in a run without xdist,
+    its JSON ``text()`` in an xdist worker (reports travel to the controller as JSON)."""
+    return text() if hasattr(config, "workerinput") else Attached(value, text)
+
+
+def received(value: object, parse: Callable[[str], T]) -> T:
+    """The object a report's property carries: attached in this process, or parsed from JSON."""
+    return value.value if isinstance(value, Attached) else parse(str(value))
 
 
 def longrepr_text(report: Any) -> str | None:

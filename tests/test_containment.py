@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,7 +15,14 @@ import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
 
 from pytest_vibeeval.loading.templates import Renderer, TemplateValues
-from pytest_vibeeval.masking import MASK, MIN_MASKED_LENGTH, encoded_forms, environment_secrets, mask
+from pytest_vibeeval.masking import (
+    MASK,
+    MIN_MASKED_LENGTH,
+    EnvironmentWatch,
+    encoded_forms,
+    environment_secrets,
+    mask,
+)
 from pytest_vibeeval.models import Configuration
 from pytest_vibeeval.providers import PromptRequest
 from pytest_vibeeval.providers.cli import CliProvider
@@ -345,3 +353,64 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
     # The agent never had the router key, so not even its own logs hold it.
     agent_logs = [text for path, text in written.items() if _agent_logs(path)]
     assert agent_logs and not any(form in text for text in agent_logs for form in _all_forms(ROUTER_KEY))
+
+
+def test_the_environment_is_scanned_again_only_when_it_changed() -> None:
+    watch = EnvironmentWatch()
+    environ = os.environ.copy()  # a plain dict is scanned every time
+    assert watch.secrets({"MY_TOKEN": "abcdef-123"}) == {"abcdef-123"}
+    assert watch.secrets(environ) is not None
+    # the live environment: the first look scans, an unchanged one is not scanned again
+    assert watch.secrets(os.environ) is not None
+    assert watch.secrets(os.environ) is None
+    os.environ["PYTEST_CURRENT_TEST"] = "another item (call)"  # pytest sets it for every phase
+    assert watch.secrets(os.environ) is None
+    os.environ["VIBE_SECRET_WATCHED"] = "late-exported-value"
+    try:
+        found = watch.secrets(os.environ)
+        assert found is not None and "late-exported-value" in found
+        assert watch.secrets(os.environ) is None
+        assert watch.secrets(os.environ, ["PLAIN_NAME"]) is not None  # new names: a new scan
+    finally:
+        del os.environ["VIBE_SECRET_WATCHED"]
+    assert watch.secrets(os.environ, ["PLAIN_NAME"]) is not None  # a removed variable: changed
+
+
+@XDIST_MODES
+def test_a_secret_a_fixture_exports_during_the_run_is_masked(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(
+        pytester.path / "conftest.py",
+        """
+        import pytest
+
+
+        @pytest.fixture(autouse=True)
+        def started_server(monkeypatch):
+            monkeypatch.setenv("SERVER_TOKEN", "tok-exported-late-9876")  # a server a fixture starts
+        """,
+    )
+    write(
+        pytester.path / "app.py",
+        """
+        import os
+        def answer(prompt):
+            return "token " + os.environ["SERVER_TOKEN"]
+        """,
+    )
+    write(
+        pytester.path / "late.eval.yaml",
+        """
+        metadata: {name: late, model: m}
+        configurations: {app: {python: "app:answer"}}
+        evals:
+          - {name: first, prompt: p, checks: [{match: "*nothing*"}]}
+          - {name: second, prompt: p, checks: [{match: "*nothing*"}]}
+        """,
+    )
+    result = run(pytester, "-rA", "--vibe-results", "out.json", xdist=xdist)
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str() + result.stderr.str() + (pytester.path / "out.json").read_text()
+    assert "tok-exported-late-9876" not in output
+    assert "token [secret]" in output

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from helpers import NO_HISTORY
+from shared_runs import REPO, SHARED_RUN_TIMEOUT, ExamplesRun, examples_run
 
-REPO = Path(__file__).resolve().parents[1]
 CODING_AGENT = "examples/coding-agent/evals/config"
 RUNNER_REPOSITORY = "examples/runner-repository/evals/config"
 # The TypeScript problems declare `"requires": ["node", "npm"]`: skipped without them.
@@ -27,27 +27,24 @@ HAS_SEMANTIC = importlib.util.find_spec("sentence_transformers") is not None
 NO_NODE = "node and npm are not on PATH: the TypeScript example problem roman-numerals is skipped"
 
 
-def vibeeval_folder_state() -> list[tuple[str, int]]:
-    """The files of the checkout's .vibeeval folder and their sizes."""
-    return sorted((str(path), path.stat().st_size) for path in (REPO / ".vibeeval").rglob("*"))
+@pytest.fixture(params=[[], ["-n", "2"]], ids=["serial", "xdist"])
+def examples(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ExamplesRun:
+    """`pytest examples` in the checkout, serially and with `-n 2`: each run made once per session
+    and read by every test here (and tests/test_html_report.py) that checks what it did."""
+    run = examples_run(tmp_path_factory, request.param)
+    run.assert_ok()
+    return run
 
 
-@pytest.mark.timeout(900)  # the TypeScript problems' items run `npm ci`, tsc, eslint and vitest
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
-    results = tmp_path / "results.json"
-    checkout_state = vibeeval_folder_state()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "examples", "-p", "no:cacheprovider",
-         "--vibe-results", str(results), NO_HISTORY, *xdist],
-        cwd=REPO, capture_output=True, text=True, timeout=840,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "Run Summary" in proc.stdout
-    assert "Traceback" not in proc.stdout + proc.stderr
-    assert vibeeval_folder_state() == checkout_state, "the run wrote into the checkout's .vibeeval"
-    data = json.loads(results.read_text())
-    runs = {(run["suite"], run["configuration"]): run for run in data["runs"]}
+@SHARED_RUN_TIMEOUT  # the TypeScript problems' items run `npm ci`, tsc, eslint and vitest
+def test_examples_run_end_to_end(examples: ExamplesRun) -> None:
+    stdout = examples.stdout
+    assert "Run Summary" in stdout
+    assert "Traceback" not in stdout + examples.stderr
+    before, after = examples.vibeeval_before_and_after
+    assert after == before, "the run wrote into the checkout's .vibeeval"
+    data = examples.results
+    runs = examples.runs()
     assert set(runs) == {
         ("support-bot", "app"),
         ("orders", "app"),  # checks on JSON answers, tool calls, cost, latency and python checks
@@ -65,6 +62,7 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         ("glossary", "app"),  # examples/response-cache: tests/test_examples.py runs it twice, cached
         ("triage", "app"),  # examples/graded-judge: tests/test_examples.py checks its scores and metrics
         ("datasets", "app"),  # examples/datasets: one item per row
+        ("booking", "app"),  # examples/conversations: evals with turns
     }
     tracker = {record["name"]: record for record in runs["tracker-mcp", "openrouter"]["evals"]}
     assert all(record["outcome"] == "passed" for record in tracker.values()), tracker
@@ -78,6 +76,15 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
         assert geography["capital-france"]["outcome"] == "passed"
     else:
         assert "pytest-vibeeval[semantic]" in geography["capital-france"]["message"]
+    booking = {record["name"]: record for record in runs["booking", "app"]["evals"]}
+    table = booking["book-a-table"]
+    assert table["outcome"] == "passed" and [t["outcome"] for t in table["turns"]] == ["passed"] * 3
+    assert table["turns"][2]["response"] == "Booked: a table for 5 people at 7pm."
+    assert table["cost"] == pytest.approx(sum(t["cost"] for t in table["turns"]))
+    assert booking["change-time[dinner]"]["outcome"] == "passed"
+    cancel = booking["cancel"]
+    assert cancel["xfail"] and [t["outcome"] for t in cancel["turns"]] == ["passed", "failed", "not_run"]
+    assert "FAILED cancel: turn 2/3: contains: response does not contain 'cancelled'" in stdout
     assert runs["support-bot", "app"]["metrics"]["success_pct"] == 100.0
     assert runs["orders", "app"]["metrics"]["success_pct"] == 100.0
     assert runs["support-bot", "app"]["score"] is not None
@@ -94,8 +101,8 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     assert runs[CODING_AGENT, "oracle"]["metrics"]["success_pct"] == 100.0
     assert runs[CODING_AGENT, "nop"]["metrics"]["success_pct"] == 0.0
     assert all(record["xfail"] for record in runs[CODING_AGENT, "nop"]["evals"])
-    assert "Subtasks: " in proc.stdout  # partial credit in the Run Summary
-    assert "FAILED slugify: grade step 'test:public' exited with code 1" in proc.stdout
+    assert "Subtasks: " in stdout  # partial credit in the Run Summary
+    assert "FAILED slugify: grade step 'test:public' exited with code 1" in stdout
     coding = {record["name"]: record for record in runs[CODING_AGENT, "oracle"]["evals"]}
     assert coding["slugify"]["outcome"] == "passed"
     if HAS_NODE:
@@ -132,26 +139,19 @@ def test_examples_run_end_to_end(tmp_path: Path, xdist: list[str]) -> None:
     } <= checks_used
 
 
-def run_coding_agent_example(tmp_path: Path, evaluation: str) -> dict[str, list[dict[str, Any]]]:
-    """Both example agents (oracle, nop) on one problem of examples/coding-agent: their records."""
-    results = tmp_path / "results.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "examples/coding-agent", "-p", "no:cacheprovider",
-         "--vibe-eval", evaluation, "--vibe-results", str(results), NO_HISTORY],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == pytest.ExitCode.OK, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "1 passed, 1 xfailed" in proc.stdout
-    assert "Traceback" not in proc.stderr
-    data = json.loads(results.read_text())
-    runs = {(run["suite"], run["configuration"]): run for run in data["runs"]}
-    assert set(runs) == {(CODING_AGENT, "oracle"), (CODING_AGENT, "nop")}
-    return {config: run["evals"] for (_, config), run in runs.items()}
+def coding_agent_records(examples: ExamplesRun, evaluation: str) -> dict[str, dict[str, Any]]:
+    """Both example agents' (oracle, nop) records of one problem of examples/coding-agent."""
+    runs = examples.runs()
+    return {
+        config: next(r for r in runs[CODING_AGENT, config]["evals"] if r["name"] == evaluation)
+        for config in ("oracle", "nop")
+    }
 
 
-def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_path: Path) -> None:
-    evals = run_coding_agent_example(tmp_path, "slugify")
-    [oracle], [nop] = evals["oracle"], evals["nop"]
+@SHARED_RUN_TIMEOUT
+def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(examples: ExamplesRun) -> None:
+    records = coding_agent_records(examples, "slugify")
+    oracle, nop = records["oracle"], records["nop"]
     assert oracle["outcome"] == "passed"
     assert [(s["phase"], s["name"], s["exit_code"]) for s in oracle["steps"]] == [
         ("agent", "oracle", 0),
@@ -159,7 +159,7 @@ def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_pa
         ("grade", "test:public", 0),
         ("grade", "test:hidden", 0),
     ]
-    assert nop["outcome"] == "failed"
+    assert (nop["outcome"], nop["xfail"]) == ("failed", True)
     assert [(s["phase"], s["name"], s["exit_code"]) for s in nop["steps"]] == [
         ("agent", "nop", 0),
         ("build", "compile", 0),
@@ -177,10 +177,11 @@ def test_coding_agent_example_oracle_passes_and_nop_fails_at_a_grade_step(tmp_pa
 
 
 @pytest.mark.skipif(not HAS_NODE, reason=NO_NODE)
-def test_typescript_example_counts_vitest_subtasks(tmp_path: Path) -> None:
+@SHARED_RUN_TIMEOUT
+def test_typescript_example_counts_vitest_subtasks(examples: ExamplesRun) -> None:
     """roman-numerals: npm ci, then vitest on the public and the hidden tests, each writing JUnit XML."""
-    evals = run_coding_agent_example(tmp_path, "roman-numerals")
-    [oracle], [nop] = evals["oracle"], evals["nop"]
+    records = coding_agent_records(examples, "roman-numerals")
+    oracle, nop = records["oracle"], records["nop"]
     assert oracle["outcome"] == "passed", oracle["message"]
     assert [(s["phase"], s["name"], s["exit_code"]) for s in oracle["steps"]] == [
         ("agent", "oracle", 0),
@@ -190,7 +191,7 @@ def test_typescript_example_counts_vitest_subtasks(tmp_path: Path) -> None:
     ]
     assert (oracle["subtasks_passed"], oracle["subtasks_total"]) == (10, 10)  # 4 public + 6 hidden
     assert oracle["message"] is None  # no results file was ignored (vitest's own cache is off)
-    assert nop["outcome"] == "failed"
+    assert (nop["outcome"], nop["xfail"]) == ("failed", True)
     assert [(s["phase"], s["name"], s["exit_code"]) for s in nop["steps"]] == [
         ("agent", "nop", 0),
         ("build", "npm-ci", 0),
@@ -252,18 +253,12 @@ def test_datasets_example_runs_one_item_per_row(tmp_path: Path, xdist: list[str]
     assert records[f"{suite}::translate[cat-German][app]"]["response"] == "Katze"
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_graded_judge_example_scores_replies_and_measures_labels(tmp_path: Path, xdist: list[str]) -> None:
-    results = tmp_path / "results.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "examples/graded-judge", "-p", "no:cacheprovider",
-         "--vibe-results", str(results), NO_HISTORY, *xdist],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "4 passed, 1 xfailed" in proc.stdout
-    assert "Metrics: precision 0.50 · recall 0.50" in proc.stdout  # conftest.py's, on the controller too
-    [run] = json.loads(results.read_text())["runs"]
+@SHARED_RUN_TIMEOUT
+def test_graded_judge_example_scores_replies_and_measures_labels(examples: ExamplesRun) -> None:
+    assert "Metrics: precision 0.50 · recall 0.50" in examples.stdout  # conftest.py's, on the controller too
+    run = examples.runs()["triage", "app"]
+    outcomes = sorted((record["outcome"], record["xfail"]) for record in run["evals"])
+    assert outcomes == [("failed", True), *[("passed", False)] * 4]  # 4 passed, 1 xfailed
     assert (run["metrics"]["precision"], run["metrics"]["recall"]) == (0.5, 0.5)
     evals = {record["name"]: record for record in run["evals"]}
     [_, outage] = evals["urgent-outage"]["checks"]

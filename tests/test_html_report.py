@@ -6,20 +6,18 @@ chromium (Playwright driving the system's /usr/bin/chromium; skipped, saying why
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import NO_HISTORY, write
 from helpers import run as run_pytest
+from helpers import write
+from shared_runs import SHARED_RUN_TIMEOUT, examples_run
 
 from pytest_vibeeval.report.html import render_html, write_html
 from pytest_vibeeval.results import (
@@ -39,7 +37,6 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 SCREENSHOT = REPO / "docs" / "html-report.png"
-SLOW_EXAMPLES = ("roman-numerals", "capital-france")  # npm steps; the embedding model's load
 VOID = {"meta", "link", "br", "hr", "img", "input", "wbr", "col", "area", "base", "source"}
 PAYLOAD = "<script>alert('x')</script>\"'><img src=x onerror=alert(1)>&amp;"
 
@@ -400,31 +397,21 @@ def browser_problem() -> str | None:
     return None
 
 
-def examples_results(tmp_path: Path, everything: bool) -> Path:
-    """Run the bundled examples in a pytest subprocess; their step logs stay under tmp_path.
-
-    Unless ``everything``, the two slowest evals are left out (the TypeScript problem's npm steps
-    and the embedding model's first load take most of a full run): the report is the same in kind.
-    """
-    out = tmp_path / "results.json"
-    subset = [] if everything else ["-k", f"not {' and not '.join(SLOW_EXAMPLES)}"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "examples", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-         *subset, "--basetemp", str(tmp_path / "basetemp"), "--vibe-results", str(out), NO_HISTORY],
-        cwd=REPO, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return out
-
-
-def test_the_examples_report_in_a_headless_browser(tmp_path: Path) -> None:
+@SHARED_RUN_TIMEOUT
+def test_the_examples_report_in_a_headless_browser(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     problem = browser_problem()
     if problem:
         pytest.skip(problem)
     from playwright.sync_api import sync_playwright
 
     update = os.environ.get("VIBEEVAL_UPDATE_SCREENSHOT") == "1"
-    res = ResultsFile.model_validate(json.loads(examples_results(tmp_path, everything=update).read_text()))
+    # the bundled examples' serial run, shared with tests/test_examples.py (its step logs stay in
+    # the session's temporary folder)
+    examples = examples_run(tmp_path_factory, [])
+    examples.assert_ok()
+    res = ResultsFile.model_validate(examples.results)
     report = tmp_path / "report.html"
     write_html(res, report)
     expected = sum(grid_cells(res).values())

@@ -23,6 +23,19 @@ LEGACY_CHECK_HINT = (
 )
 
 
+def raw_check_lists(raw: Any, loc: Loc) -> Iterator[tuple[Loc, Any]]:
+    """The raw ``checks`` of the eval ``raw`` at ``loc``, and those of each of its ``turns``,
+    each with where it is."""
+    if not isinstance(raw, dict):
+        return
+    if "checks" in raw:
+        yield (*loc, "checks"), raw["checks"]
+    turns = raw.get("turns")
+    for number, turn in enumerate(turns if isinstance(turns, list) else []):
+        if isinstance(turn, dict) and "checks" in turn:
+            yield (*loc, "turns", number, "checks"), turn["checks"]
+
+
 def parse_checks(
     raw: Any, loc: Loc, doc: Document, registry: CheckRegistry, problems: list[Problem]
 ) -> list[CheckNode]:
@@ -109,9 +122,12 @@ def check_name_problems(
     named eval's (``tone`` beside an eval ``tone``, whose own score is ``tone_score``), or that name
     two checks of one eval. ``evals``: each eval's index, ``name`` and checks."""
     cases = list(evals)
+    if not any(True for _, _, checks in cases for _ in named_checks(checks)):
+        return  # nothing named: nothing can clash (and a large suite is spared the table below)
+    suffixes = [v.suffix for v in EVAL_VARIABLES]
     owners: dict[str, tuple[int, str, str]] = {}  # variable -> (eval index, eval name, suffix)
     for index, name, _ in cases:
-        for suffix in [v.suffix for v in EVAL_VARIABLES] if name else []:
+        for suffix in suffixes if name else []:
             owners.setdefault(f"{name}{suffix}", (index, name or "", suffix))
     for index, _, checks in cases:
         seen: dict[str, int | None] = {}

@@ -17,7 +17,7 @@ from ..checks import CheckRegistry, CheckType
 from ..errors import InputError, Loc, Problem, did_you_mean
 from ..models import EvalSpec, SuiteFile
 from ..structural_checks import SUITE_DIR_CONTEXT
-from .check_parsing import parse_checks
+from .check_parsing import parse_checks, raw_check_lists
 from .datasets import DataRow, Dataset, DatasetError, inline_rows, read_dataset
 from .templates import fill_row, row_columns, row_text
 from .yamlsource import Document
@@ -163,8 +163,10 @@ def expand_rows(
     loc: Loc = ("evals", case.index)
     label = f"evals[{case.index}] ({case.id})"
     found: list[Problem] = list(source.problems)
-    raw_checks = raw_eval.get("checks")
-    row_checks = list(_row_checks(raw_checks, registry, (*loc, "checks")))
+    check_lists = list(raw_check_lists(raw_eval, loc))  # the eval's, or each turn's
+    row_checks = [
+        found_check for where, raw in check_lists for found_check in _row_checks(raw, registry, where)
+    ]
     for where, _, check_type in row_checks:
         if check_type.template_fields:
             continue
@@ -176,7 +178,7 @@ def expand_rows(
                 hint="use the row's values in the prompt or in checks that fill templates (equals, …)",
             )
         )
-    templated = {key: raw_eval[key] for key in ("prompt", "checks") if key in raw_eval}
+    templated = {key: raw_eval[key] for key in ("prompt", "checks", "turns") if key in raw_eval}
     used = {name: where for where, text in _template_strings(templated, loc) for name in row_columns(text)}
     id_spec = spec.id
     id_columns = row_columns(id_spec) if id_spec and "{{" in id_spec else [id_spec] if id_spec else []
@@ -216,7 +218,8 @@ def expand_rows(
         ids[safe] = row
         if validated and not _valid_with(validated, row.values, doc.path.parent):
             bad: list[Problem] = []  # parsed again for the messages, with their keys
-            parse_checks(_fill(raw_checks, row.values), (*loc, "checks"), doc, registry, bad)
+            for where, raw in check_lists:
+                parse_checks(_fill(raw, row.values), where, doc, registry, bad)
             found.extend(
                 Problem(f"{at}: {label}: with this row's values, {p.message}", line=row.line, hint=p.hint)
                 for p in bad

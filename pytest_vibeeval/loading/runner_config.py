@@ -386,7 +386,7 @@ def resolve_suite_coding(suite: Suite, config_dir: Path, environ: Mapping[str, s
             continue
         evaluation = _resolve_coding(
             check, loc, raw_evals[case.index], case.id, spec, spec.workspace, spec.grading,
-            spec.prompt, registry, where,
+            spec.first_prompt, registry, where,
         )  # fmt: skip
         if evaluation is not None:
             resolved[case.id] = replace(evaluation, templated=True)

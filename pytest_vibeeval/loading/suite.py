@@ -32,15 +32,25 @@ from ..scoring.variables import (
     eval_variable_names,
     variable_clash,
 )
-from .check_parsing import check_name_problems, parse_checks
+from .check_parsing import check_name_problems, parse_checks, raw_check_lists
 from .rows import expand_datasets
 from .templates import ANY_TEMPLATE, row_columns, template_problems
 from .yamlsource import Document, load_document, yaml_kind
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One user message of a conversation eval, with the checks on its answer."""
+
+    prompt: str
+    checks: tuple[CheckNode, ...]
+    line: int | None
+
+
+@dataclass(frozen=True)
 class EvalCase:
-    """One eval of a suite."""
+    """One eval of a suite. A conversation has ``turns``; its ``prompt`` is then the first turn's
+    and its ``checks`` are every turn's, in order (for named checks and their formula variables)."""
 
     id: str  # the eval's name, or a stable id generated from its prompt
     name: str | None  # the explicit `name`, the only one formulas may reference
@@ -59,6 +69,7 @@ class EvalCase:
     row: Mapping[str, Any] | None = None  # the row's values, filling {{row.column}} as the item runs
     row_number: int | None = None  # 1-based, among the dataset's rows
     dataset: Path | None = None  # the file the row is in (None: the eval's inline `rows:`)
+    turns: tuple[Turn, ...] = ()  # a conversation's user messages (empty: a single prompt)
 
 
 @dataclass(frozen=True)
@@ -112,8 +123,8 @@ def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
         found = pydantic_problems(exc, doc)
         evals_raw = doc.data.get("evals")
         for index, raw in enumerate(evals_raw if isinstance(evals_raw, list) else []):
-            if isinstance(raw, dict) and "checks" in raw:
-                parse_checks(raw["checks"], ("evals", index, "checks"), doc, registry, found)
+            for where, raw_checks in raw_check_lists(raw, ("evals", index)):
+                parse_checks(raw_checks, where, doc, registry, found)
         found.extend(_template_problems(doc))
         raise InputError(str(path), _by_line(found)) from None
     problems: list[Problem] = []
@@ -263,14 +274,23 @@ def _build_evals(
             else:
                 names[spec.name] = index
         checks = []
-        if not spec.is_coding:
+        turns = []
+        for number, turn in enumerate(spec.turns or ()):
+            where: Loc = (*loc, "turns", number)
+            parsed = []
+            if "checks" in turn.model_fields_set:  # without: the turn only sets the conversation up
+                parsed = parse_checks(turn.checks, (*where, "checks"), doc, registry, problems)
+            turns.append(Turn(turn.prompt, tuple(parsed), doc.line_of(where)))
+            checks.extend(parsed)
+        if not spec.is_coding and spec.turns is None:
             checks = parse_checks(spec.checks, (*loc, "checks"), doc, registry, problems)
         yield EvalCase(
             id=spec.name or "",
             name=spec.name,
             index=index,
-            prompt=spec.prompt,
+            prompt=spec.first_prompt,
             checks=tuple(checks),
+            turns=tuple(turns),
             line=line,
             tags=tuple(spec.tags),
             xfail=spec.xfail,
@@ -301,7 +321,7 @@ def _template_problems(doc: Document) -> list[Problem]:
     evals = doc.data.get("evals") if isinstance(doc.data, dict) else None
 
     def with_rows(loc: Loc) -> bool:
-        if len(loc) < 3 or loc[0] != "evals" or loc[2] not in ("prompt", "checks", "id"):
+        if len(loc) < 3 or loc[0] != "evals" or loc[2] not in ("prompt", "checks", "id", "turns"):
             return False
         raw = evals[loc[1]] if isinstance(evals, list) and isinstance(loc[1], int) else None
         return isinstance(raw, dict) and ("dataset" in raw or "rows" in raw)
@@ -315,7 +335,7 @@ def _template_problems(doc: Document) -> list[Problem]:
                 problems.append(
                     Problem(
                         f"{{{{row.{columns[0]}}}}} has no row here: row templates belong in the prompt, "
-                        "checks and `id` of an eval with a `dataset` or `rows`",
+                        "turns, checks and `id` of an eval with a `dataset` or `rows`",
                         line=doc.line_of(loc),
                         loc=loc,
                         hint="give the eval a `dataset: cases.csv` or inline `rows:`",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..masking import MASK, environment_secrets, mask
+from ..masking import MASK, EnvironmentWatch, mask
 
 TEMPLATE = re.compile(r"\{\{\s*(?P<func>[A-Za-z_]\w*)\s*\(\s*(?P<q>['\"])(?P<name>[^'\"]*)(?P=q)\s*\)\s*\}\}")
 FUNCTIONS = ("var", "secret")
@@ -177,6 +177,8 @@ class Renderer:
     secret_names: set[str] = field(default_factory=set, repr=False)  # more names that hold secrets
     row: Mapping[str, object] | None = field(default=None, repr=False)  # a dataset eval's row
     _gathered: list[tuple[str, str]] | None = field(default=None, init=False, repr=False)
+    # Shared with the renderers of dataset rows (with_row), so each item's look costs no scan.
+    watch: EnvironmentWatch = field(default_factory=EnvironmentWatch, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.note_environment()
@@ -187,13 +189,15 @@ class Renderer:
         ``{{secret('x')}}`` inside a dataset is never filled."""
         if row is None:
             return self
-        return Renderer(self.values, self.used_secrets, self.secret_names, row)
+        return Renderer(self.values, self.used_secrets, self.secret_names, row, watch=self.watch)
 
     def note_environment(self, names: Iterable[str] = ()) -> None:
         """Add the values of the environment's secret-looking variables (and of ``names``, such as
         an HTTP configuration's key variable) to the secrets: a conftest may set some late."""
         self.secret_names.update(names)
-        self.used_secrets.update(environment_secrets(self.values.environ, self.secret_names))
+        found = self.watch.secrets(self.values.environ, self.secret_names)
+        if found is not None:
+            self.used_secrets.update(found)
 
     def redactor(self) -> Redactor:
         """A :class:`Redactor` of every secret known so far and of those found later."""

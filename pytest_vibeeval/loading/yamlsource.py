@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -20,6 +21,17 @@ MAX_INPUT_BYTES = 64 * 2**20  # a suite, config or prompt file larger than this 
 INPUT_HINT = "suites, configs and the files they name are read from regular files of at most 64 MiB"
 # libyaml's parser is ~10x faster and keeps the same node marks
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+# libyaml as PyYAML 6.0.4 and later build it refuses nesting past 1 000 levels while scanning, so
+# its composer's recursion in C cannot overflow the stack: the event scan before composing (which
+# costs a third of the parse) is needed only with older ones and the pure-Python composer.
+_LIBYAML_BOUNDS_DEPTH = _version(yaml.__version__) >= (6, 0, 4)
+STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass
@@ -102,10 +114,11 @@ class _Builder:
             )
 
     def _too_deep(self, node: yaml.Node) -> InputError:
+        line = node.start_mark.line + 1
+        if not self.count:  # no node was reached twice: written this deep, not through an alias
+            return _nested_too_deep(self.path, line)
         return InputError.single(
-            self.path,
-            f"nesting deeper than {MAX_DEPTH} levels (a recursive alias?)",
-            line=node.start_mark.line + 1,
+            self.path, f"nesting deeper than {MAX_DEPTH} levels (a recursive alias?)", line=line
         )
 
     def _key(self, key_node: yaml.Node) -> str | int:
@@ -122,6 +135,8 @@ class _Builder:
     def _construct(self, node: yaml.Node) -> Any:
         """The scalar's value; one Python cannot make (an integer of 5000 digits, `2024-02-30`, an
         explicit `!!bool maybe`) is an error on its line."""
+        if node.tag == STR_TAG and isinstance(node, yaml.ScalarNode):
+            return node.value  # what the constructor returns, without its machinery
         try:
             return self.loader.construct_object(node, deep=True)
         # PyYAML's constructors let Python's own errors out; KeyError and AttributeError come from
@@ -272,7 +287,8 @@ def _reader_error(path: Path, text: str, exc: yaml.reader.ReaderError) -> YamlSy
 def parse_yaml(path: Path, text: str) -> Document:
     """Parse YAML text; every syntax error becomes an :class:`InputError` with its line."""
     try:
-        aliases = _scan_events(path, text)
+        bounded = _LIBYAML_BOUNDS_DEPTH and _LOADER is not yaml.SafeLoader
+        aliases = True if bounded else _scan_events(path, text)
         loader = _LOADER(text)
         try:
             node = loader.get_single_node()
@@ -289,6 +305,8 @@ def parse_yaml(path: Path, text: str) -> Document:
         last = sum(1 for _ in _LINE_BREAK.finditer(text)) + 1
         line = min(mark.line + 1, last) if mark else None
         if exc.problem == LIBYAML_DEPTH_PROBLEM:
+            with contextlib.suppress(yaml.YAMLError):
+                _scan_events(path, text)  # raises at the first collection too deep, not the 1 000th
             raise _nested_too_deep(path, line) from None
         problem = exc.problem or str(exc)
         context = f" ({exc.context})" if exc.context else ""

@@ -48,7 +48,7 @@ from .configuration import (
     _known_preset,
     _relative_file,
 )
-from .suite import EvalSpec, SuiteFile
+from .suite import EvalSpec, SuiteFile, TurnSpec
 
 __all__ = [
     "CONFIG_ID_PATTERN",
@@ -87,6 +87,7 @@ __all__ = [
     "SuiteFile",
     "Tag",
     "TimeoutMs",
+    "TurnSpec",
     "Vybes",
     "_cap_timeout",
     "_known_parser",

@@ -31,6 +31,17 @@ from .configuration import (
 )
 
 
+class TurnSpec(StrictModel):
+    """One user message of a conversation eval, with the checks its answer must pass."""
+
+    prompt: NonEmptyStr = Field(description="the user's message (templates filled in, as in `prompt`)")
+    checks: Any = Field(
+        default=None,
+        description="checks on this turn's answer: a list (all must pass) or {or: [...]}; "
+        "none: the turn only sets the conversation up",
+    )
+
+
 class EvalSpec(CodingFields):
     """One eval of a YAML suite: a prompt with checks, or (with ``workspace`` and ``grading``) a
     coding-agent eval whose build and grade steps decide it."""
@@ -40,9 +51,16 @@ class EvalSpec(CodingFields):
         description="the eval's id and formula variable: letters, digits, - and _, unique in the suite; "
         "default: an id made from the prompt",
     )
-    prompt: NonEmptyStr = Field(
+    prompt: NonEmptyStr | None = Field(
+        default=None,
         description="the prompt (templates filled in); in a coding-agent eval, the problem prompt that "
-        "starts prompt.md"
+        "starts prompt.md. A conversation has `turns` instead",
+    )
+    turns: list[TurnSpec] | None = Field(
+        default=None,
+        description="a conversation instead of `prompt`: user messages in order, each with its own "
+        "`checks`; the model sees the earlier messages and its own answers; the eval passes when "
+        "every turn's checks pass",
     )
     checks: Any = Field(
         default=None, description="a list of checks (all must pass) or {or: [...]} (any may pass)"
@@ -103,6 +121,42 @@ class EvalSpec(CodingFields):
         return self
 
     @model_validator(mode="after")
+    def _prompt_or_turns(self) -> EvalSpec:
+        if self.turns is None:
+            if self.prompt is None and "prompt" in self.model_fields_set:
+                raise PydanticCustomError(
+                    "null_prompt", "`prompt` is empty (null): write the user's message (or use `turns`)", {}
+                )
+            if self.prompt is None:
+                raise PydanticCustomError(
+                    "missing_prompt", "missing required key 'prompt' (or `turns`, for a conversation)", {}
+                )
+            return self
+        if self.prompt is not None:
+            raise PydanticCustomError(
+                "prompt_and_turns",
+                "`prompt` and `turns` exclude each other: a conversation puts each user message in "
+                "`turns: [{prompt: …, checks: […]}, …]`",
+                {},
+            )
+        if not self.turns:
+            raise PydanticCustomError(
+                "empty_turns", "`turns` is empty; give at least one `{prompt: …, checks: […]}`", {}
+            )
+        if self.workspace is not None or self.grading is not None:
+            raise PydanticCustomError(
+                "coding_turns", "`turns` are for prompt evals, not coding-agent evals", {}
+            )
+        if "checks" in self.model_fields_set:
+            raise PydanticCustomError(
+                "turns_checks",
+                "a conversation's checks go under each turn (`turns: [{prompt: …, checks: […]}]`); "
+                "move the eval's `checks` into the turn whose answer they check",
+                {},
+            )
+        return self
+
+    @model_validator(mode="after")
     def _prompt_or_coding(self) -> EvalSpec:
         coding = self.workspace is not None or self.grading is not None
         if coding and (self.workspace is None or self.grading is None):
@@ -125,7 +179,7 @@ class EvalSpec(CodingFields):
                     {"keys": ", ".join(f"`{key}`" for key in used)},
                 )
             if (
-                self.checks is None and "checks" not in self.model_fields_set
+                self.checks is None and "checks" not in self.model_fields_set and self.turns is None
             ):  # `checks:` empty: see parse_checks
                 raise PydanticCustomError(
                     "missing_checks",
@@ -140,6 +194,11 @@ class EvalSpec(CodingFields):
                 {},
             )
         return self
+
+    @property
+    def first_prompt(self) -> str:
+        """The prompt, or a conversation's first message."""
+        return self.turns[0].prompt if self.turns else self.prompt or ""
 
     @property
     def is_coding(self) -> bool:

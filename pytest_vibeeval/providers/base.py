@@ -10,10 +10,17 @@ from typing import Any, Protocol
 
 from ..results import StepRecord, ToolCallRecord
 
+USER, ASSISTANT = "user", "assistant"
+
 
 @dataclass(frozen=True)
 class PromptRequest:
-    """Everything a provider may use to answer one prompt. Templates are already filled."""
+    """Everything a provider may use to answer one prompt. Templates are already filled.
+
+    In a conversation (an eval's ``turns``) ``turn`` is this prompt's number (1, 2, …; 0 for a
+    single prompt), ``history`` holds the earlier turns, oldest first, as ``(role, text)`` pairs:
+    each user message and the answer to it; ``session_id`` is what the previous turn's agent CLI
+    reported, to continue its session."""
 
     prompt: str
     model: str
@@ -24,6 +31,16 @@ class PromptRequest:
     workdir: Path  # a private directory for this item's files
     mcp_server: dict[str, Any] | None = None
     repeat: int = 0  # 1…N with --vibe-repeat N: recorded answers are kept per repeat
+    turn: int = 0
+    history: tuple[tuple[str, str], ...] = ()
+    session_id: str | None = None
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The conversation as chat messages, this prompt last (``[{"role": "user", "content":
+        prompt}]`` for a single prompt); the system prompt is not among them. A new list each time."""
+        earlier = [{"role": role, "content": text} for role, text in self.history]
+        return [*earlier, {"role": USER, "content": self.prompt}]
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,7 @@ class ProviderResponse:
     # report them (the checks that need them are undecided); []: it reported that there were none.
     tool_calls: list[ToolCallRecord] | None = None
     cached: bool = False  # answered from the response cache (--vibe-cache), not asked now
+    session_id: str | None = None  # the agent CLI's session, which a later turn continues
 
 
 class ProviderError(Exception):
@@ -48,6 +66,7 @@ class ProviderError(Exception):
         super().__init__(message)
         self.message = message
         self.steps = steps or []
+        self.latency: float | None = None  # seconds until it was raised (set by the runner)
 
 
 class Provider(Protocol):
@@ -56,6 +75,26 @@ class Provider(Protocol):
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         """Answer one prompt or raise :class:`ProviderError`."""
+
+
+def uses_workdir(provider: Provider) -> bool:
+    """Whether ``provider`` may use a request's folder; one says it does not with a false
+    ``uses_workdir`` attribute (the built-in Python callable and HTTP providers do)."""
+    return bool(getattr(provider, "uses_workdir", True))
+
+
+class Wrapping:
+    """A provider that answers through ``inner`` (a cache, a recording): ``inner`` says whether it
+    can run here and whether it uses the item's folder."""
+
+    inner: Provider
+
+    def unavailable_reason(self) -> str | None:
+        return self.inner.unavailable_reason()
+
+    @property
+    def uses_workdir(self) -> bool:
+        return uses_workdir(self.inner)
 
 
 class Unavailable:

@@ -30,6 +30,8 @@ from .mcp_tools import McpTarget
 from .output import OutputError
 from .parse_codex import own_sandbox_problem
 from .parsers import Parser, parse_agent_output
+from .sessions import reported_session, resume_args, resume_of
+from .sessions import unsupported_reason as no_resume_reason
 
 CONFIG_DIR = "${CONFIG_DIR}"
 PROMPT = "${PROMPT}"
@@ -156,8 +158,9 @@ class CliProvider:
         if broken:
             raise ProviderError(broken)
         target, mcp = self.mcp_handover(request)
+        resume = resume_of(self.config) if request.turn else None
         try:
-            argv = self.argv(request, mcp.args)
+            argv = self.argv(request, (*mcp.args, *self.continuing(request)))
         except MissingValue as exc:  # unavailable_reason() normally skips the item first
             raise ProviderError(str(exc)) from None
         stdin = request.prompt if self.config.prompt_via == "stdin" else None
@@ -231,4 +234,21 @@ class CliProvider:
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
             latency=parsed.latency,
             tool_calls=tool_calls,
+            session_id=reported_session(result.stdout_path, resume) if resume else None,
         )
+
+    def continuing(self, request: PromptRequest) -> tuple[str, ...]:
+        """The arguments that continue the previous turn's session (none on a first turn);
+        ProviderError when this CLI cannot, or the previous turn reported no session."""
+        if not request.history:
+            return ()
+        resume = resume_of(self.config)
+        if resume is None:  # the runner normally skips the item first
+            raise ProviderError(no_resume_reason(self.config, self.config_id) or "cannot continue")
+        if not request.session_id:
+            raise ProviderError(
+                f"configuration {self.config_id!r}: turn {request.turn - 1}'s output reported no session "
+                f"id (`{resume.field}`), so turn {request.turn} cannot continue its conversation; is "
+                "the output format the preset's?"
+            )
+        return resume_args(resume, request.session_id)

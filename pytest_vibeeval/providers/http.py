@@ -67,6 +67,8 @@ class HttpProvider:
     """``config`` None is the implicit configuration of a suite without any: OpenRouter with the
     suite's model. ``lock_dir`` holds the concurrency slots shared with the other workers."""
 
+    uses_workdir = False  # it writes no files
+
     def __init__(
         self,
         config_id: str,
@@ -118,7 +120,7 @@ class HttpProvider:
             config.system_prompt if config is not None and config.system_prompt else request.system_prompt
         )
         messages = [{"role": "system", "content": system}] if system else []
-        messages.append({"role": "user", "content": request.prompt})
+        messages.extend(request.messages)  # the earlier turns of a conversation, then this prompt
         model = (config.model if config is not None else None) or request.model
         body: dict[str, Any] = {"model": model, "messages": messages}
         if self.spec.temperature is not None:

@@ -1,7 +1,8 @@
 """Answer prompts by calling a Python function in-process: how a team evals its own LLM application.
 
 The function is named ``module:function``; the suite's folder is importable. It is called as
-``function(prompt, context)`` (or ``function(prompt)`` if it takes one argument) and returns the
+``function(prompt, context)`` (or ``function(prompt)`` if it takes one argument; in a conversation
+``context.messages`` holds the earlier turns and this prompt as chat messages) and returns the
 answer text or a dict with ``response`` and optionally ``cost``, ``input_tokens``, ``output_tokens``,
 ``latency`` (seconds; used instead of the measured wall time) and ``tool_calls`` (what the tool
 checks read: names, or ``{tool, args, success, error, duration}``; without it they are unknown).
@@ -45,6 +46,7 @@ class PythonProvider:
         self.config = config
         self.suite_dir = suite_dir
         self._function: Callable[..., Any] | None = None
+        self._takes_context: bool | None = None
         self._source_digests: list[str] | None = None
 
     def unavailable_reason(self) -> str | None:
@@ -63,6 +65,23 @@ class PythonProvider:
                 raise ProviderError(str(exc)) from None
         return self._function
 
+    def takes_context(self) -> bool:
+        """Whether the function is called with the context (it takes two arguments); read once."""
+        if self._takes_context is None:
+            try:
+                self._takes_context = len(inspect.signature(self.function()).parameters) >= 2
+            except (TypeError, ValueError):
+                self._takes_context = True
+        return self._takes_context
+
+    @property
+    def uses_workdir(self) -> bool:
+        """Only a function given the context can see the item's folder (``context.workdir``)."""
+        try:
+            return self.takes_context()
+        except ProviderError:
+            return False  # it cannot be imported: the item errors without calling it
+
     def cache_material(self, request: PromptRequest) -> dict[str, Any]:
         """What an answer depends on (--vibe-cache): the function's name and the sha256 of the
         module it is named in and of the file that defines it (an edit there is a miss; an edit in
@@ -79,6 +98,7 @@ class PythonProvider:
             "suite": request.suite,
             "eval_id": request.eval_id,
             "mcp_server": without_token(request.mcp_server),
+            **({"history": request.history} if request.history else {}),
         }
 
     def source_digests(self) -> list[str]:
@@ -102,11 +122,7 @@ class PythonProvider:
     def answer(self, request: PromptRequest) -> ProviderResponse:
         function = self.function()
         try:
-            takes_context = len(inspect.signature(function).parameters) >= 2
-        except (TypeError, ValueError):
-            takes_context = True
-        try:
-            value = function(request.prompt, request) if takes_context else function(request.prompt)
+            value = function(request.prompt, request) if self.takes_context() else function(request.prompt)
         except Exception as exc:
             frames = traceback.format_exception(exc, limit=-3)
             raise ProviderError(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..results import RunRecord
+from ..results import EvalRecord, RunRecord
 
 NULL_SCORE = "null"  # a score the formula could not give (the results JSON's null; score_error says why)
 MISSING = "n/a"  # a value no eval reported, or one that is not a finite number
@@ -66,3 +66,17 @@ def seconds(value: Any) -> str:
     if found is None:
         return MISSING
     return f"{found * 1000:.1f}ms" if abs(found) < 0.1 else f"{found:,.2f}s"
+
+
+def failed_check(record: EvalRecord) -> str | None:
+    """The first failed check as ``type: message`` (in a conversation, after the turn that failed:
+    ``turn 2/3: contains: …``), or None."""
+    if record.turns:
+        turn = next((t for t in record.turns if t.outcome in ("failed", "error")), None)
+        if turn is None:
+            return None
+        return f"turn {turn.turn}/{len(record.turns)}: {((turn.message or '').splitlines() or [''])[0]}"
+    for check in record.checks:
+        if check.passed is False:
+            return f"{check.type}: {check.message}"
+    return None

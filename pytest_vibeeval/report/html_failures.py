@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..bounded_read import UnreadableFile
 from ..process import read_tail
 from ..results import EvalRecord, RunRecord, StepRecord
+from .format import failed_check
 from .html_text import FAILURES_SHOWN, LOG_BYTES, LOG_LIMIT, LOG_LINES, Counter, cut, cut_start, first_line, h
 
 
@@ -37,7 +39,9 @@ def _failure(anchor: str, run: RunRecord, record: EvalRecord) -> list[str]:
     ]
     if record.message:
         lines.append(_block("message", cut(record.message)))
-    if record.response:
+    if record.turns:
+        lines.append(_block("conversation", cut(conversation_text(record))))
+    elif record.response:
         lines.append(_block("response", cut(record.response)))
     failing = _failing_step(record)
     if failing is not None:
@@ -47,12 +51,20 @@ def _failure(anchor: str, run: RunRecord, record: EvalRecord) -> list[str]:
 
 
 def failure_reason(record: EvalRecord) -> str:
-    """One line on why it failed: the first failed check, or the message's first line."""
-    if record.outcome == "failed":
-        for check in record.checks:
-            if check.passed is False:
-                return first_line(f"{check.type}: {check.message}")
-    return first_line(record.message)
+    """One line on why it failed: the first failed check (and its turn), or the message's first line."""
+    found = failed_check(record) if record.outcome == "failed" or record.turns else None
+    return first_line(found or record.message)
+
+
+def conversation_text(record: EvalRecord) -> str:
+    """Each turn of a conversation: its outcome, the user's message and the answer."""
+    lines = []
+    for turn in record.turns:
+        lines.append(f"turn {turn.turn} ({turn.outcome.replace('_', ' ')})")
+        lines.extend(f"  user: {line}" for line in turn.prompt.splitlines() or [""])
+        if turn.response is not None:
+            lines.extend(f"  assistant: {line}" for line in turn.response.splitlines() or [""])
+    return "\n".join(lines)
 
 
 def _block(label: str, text: str) -> str:
@@ -110,7 +122,7 @@ def _log_tail(path: Path) -> tuple[str, str | None]:
         if not path.is_file():  # never open a FIFO or a device: reading could block
             return "", f"{path} is not a regular file"
         text = read_tail(path, LOG_LINES, LOG_BYTES)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, UnreadableFile) as exc:
         return "", f"{path} could not be read: {exc}"
     if "\x00" in text or text.count("\ufffd") > max(8, len(text) // 10):
         return "", f"{path} looks binary: not shown"

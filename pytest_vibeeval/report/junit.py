@@ -52,6 +52,12 @@ def eval_suite_properties(
         value = getattr(record, name)
         if value is not None:
             yield f"{prefix}.{name}", value
+    if record.turns:  # a conversation: how far it got
+        yield f"{prefix}.turns", len(record.turns)
+        yield f"{prefix}.turns_passed", sum(1 for turn in record.turns if turn.outcome == "passed")
+        failed = next((turn.turn for turn in record.turns if turn.outcome in ("failed", "error")), None)
+        if failed is not None:
+            yield f"{prefix}.failed_turn", failed
     variables = score_variables(run, record, run_names)
     if variables:
         yield f"{prefix}.score_variables", json.dumps(variables)

@@ -9,7 +9,7 @@ from ..results import CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
 from ..scoring.variables import BUILTIN_RUN_VARIABLES, check_variable_names
-from .format import MISSING, decimal, money, run_title, score, seconds
+from .format import MISSING, decimal, failed_check, money, run_title, score, seconds
 
 BUDGET_SKIP = "not started: --vibe-max-cost"
 # The metrics the run block shows on lines of their own.
@@ -190,11 +190,9 @@ def _cost_gap(run: RunRecord) -> str:
 
 
 def _first_failed_check(record: EvalRecord) -> str:
-    """The first failed check, or the first line of the message (a failed workspace step)."""
-    for check in record.checks:
-        if check.passed is False:
-            return f"{check.type}: {check.message}"
-    return (record.message or "failed").splitlines()[0]
+    """The first failed check (and its turn), or the first line of the message (a failed workspace
+    step)."""
+    return failed_check(record) or (record.message or "failed").splitlines()[0]
 
 
 def comparison_table(runs: Sequence[RunRecord]) -> list[str]:

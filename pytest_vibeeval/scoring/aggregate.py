@@ -61,6 +61,11 @@ class Aggregator:
         elif outcome == "skipped" and not wasxfail and item.skipped is None:
             item.skipped = longrepr or "skipped"
 
+    def has_info(self, nodeid: str) -> bool:
+        """Whether an earlier report of the item brought its :class:`RunInfo`."""
+        item = self.items.get(nodeid)
+        return item is not None and item.info is not None
+
     def runs(self, interrupted: bool = False, stopped: str | None = None) -> list[RunRecord]:
         """The runs of every item reported so far; ``interrupted``: items that started but left no
         verdict were cut short by the interruption (skipped, saying so), not failures; ``stopped``:

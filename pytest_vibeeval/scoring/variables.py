@@ -327,11 +327,12 @@ def compute_variables(
         if record.named:
             by_eval.setdefault(record.name, []).append(record)
     for eval_name, runs in by_eval.items():
+        counted = [r for r in runs if r.outcome != "skipped"] or runs[:1]  # skipped runs left out
         for eval_variable in EVAL_VARIABLES:
             name = eval_name + eval_variable.suffix
             if name in run_wide:
                 continue  # an eval named like a run-wide variable must not replace it
-            values[name], reason = _mean_over_runs(runs, eval_variable)
+            values[name], reason = _mean_over_runs(counted, eval_variable)
             if reason:
                 reasons[name] = reason
     for check_name in sorted({name for record in records for name in record.check_names}):
@@ -373,10 +374,12 @@ def _run_variable(variable: RunVariable, records: Sequence[EvalRecord]) -> tuple
     return float(value), None, False
 
 
-def _mean_over_runs(runs: Sequence[EvalRecord], variable: EvalVariable) -> Reasoned:
-    """The variable over an eval's runs: its value, or the mean when it ran several times (skipped
-    runs are left out; a run without a value leaves none)."""
-    counted = [r for r in runs if r.outcome != "skipped"] or list(runs[:1])
+def _mean_over_runs(counted: Sequence[EvalRecord], variable: EvalVariable) -> Reasoned:
+    """The variable over an eval's counted runs: its value, or the mean when it ran several times
+    (a run without a value leaves none)."""
+    if len(counted) == 1:
+        value, reason = variable.compute(counted[0])
+        return (None, reason) if value is None else (value / 1, None)  # a float, as the mean is
     found: list[float] = []
     for record in counted:
         value, reason = variable.compute(record)

@@ -37,6 +37,14 @@ MISSING_FILE = "no-such-file.txt"
 MCP_TOOL = "list_issues"
 AFTER_TOOL = "Done: the tool said"
 USAGE_IN, USAGE_OUT = 120, 30  # tokens reported for every answer
+# the usage block of an OpenAI Responses API answer (codex reads it)
+RESPONSES_USAGE = {
+    "input_tokens": USAGE_IN,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": USAGE_OUT,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": USAGE_IN + USAGE_OUT,
+}
 ERROR_TEXT = {401: "invalid api key for the scripted server", 500: "the scripted server broke"}
 
 
@@ -321,13 +329,7 @@ class AgentApiServer(ChatServer):
                 "content": content,
             }
         response = {"id": f"resp_{number}", "object": "response", "status": "in_progress", "output": []}
-        usage = {
-            "input_tokens": USAGE_IN,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": USAGE_OUT,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": USAGE_IN + USAGE_OUT,
-        }
+        usage = RESPONSES_USAGE
         events: list[tuple[str | None, Any]] = [
             ("response.created", {"type": "response.created", "response": response}),
             (

@@ -22,6 +22,8 @@ MODELS = {
 }
 # The local server, never a proxy (a CI machine's proxy variables would catch 127.0.0.1).
 NO_PROXY = {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+# On aider's PYTHONPATH: its sitecustomize cuts aider's minute of retries on an API error to 1.75 s.
+AIDER_RETRY = Path(__file__).with_name("aider_retry")
 
 
 @dataclass(frozen=True)
@@ -84,16 +86,18 @@ def cli_setup(preset: str, home: Path, base_url: str, bin_dir: Path) -> CliSetup
         )
         env |= {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": DUMMY_KEY}
     elif preset == "aider":
-        # aider fetches litellm's model price list from GitHub unless its day-old cache exists, and
-        # prints a failed fetch into the answer (no network, no DNS): an empty cache, as aider
-        # itself writes after a failure; litellm uses the list it ships with
+        # aider fetches litellm's model price list from GitHub unless its cache (a day old at most)
+        # holds an entry, and prints a failed fetch into the answer (no network, no DNS); an empty
+        # cache, which aider itself writes after a failure, does not stop the next fetch. One entry
+        # naming no model: litellm uses the list it ships with
         caches = home / ".aider" / "caches"
         caches.mkdir(parents=True, exist_ok=True)
-        (caches / "model_prices_and_context_window.json").write_text("{}", encoding="utf-8")
+        (caches / "model_prices_and_context_window.json").write_text('{"sample_spec": {}}', encoding="utf-8")
         env |= {
             "OPENAI_API_BASE": base_url + "/v1",
             "OPENAI_API_KEY": DUMMY_KEY,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "PYTHONPATH": str(AIDER_RETRY),
         }
     else:
         raise LookupError(f"no private HOME recipe for {preset!r}")

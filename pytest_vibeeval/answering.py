@@ -1,0 +1,185 @@
+"""One answer of a prompt eval: ask the provider, record the answer (an excerpt, its measures, its
+steps and tool calls, secrets masked), and run its checks. Shared by the single prompt
+(:mod:`.runner`) and each turn of a conversation (:mod:`.conversation`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .checks import CheckNode, CheckResult, Response, run_checks
+from .judge import Judge
+from .loading.templates import Redactor
+from .models import Configuration
+from .pricing import CostSource, cost_of, price_for
+from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
+from .results import CheckRecord, EvalRecord, StepRecord
+
+# A longer answer is recorded as its head and tail: the record travels to the controller and into
+# the results file and reports, and the rubric reads it, none of which should hold 200 MB.
+RESPONSE_EXCERPT_CHARS = 64 * 1024
+
+
+def response_excerpt(text: str, log: str | None = None) -> tuple[str, int | None]:
+    """``text`` itself, or when longer than :data:`RESPONSE_EXCERPT_CHARS` its head and tail joined
+    by a marker saying how much is left out and where the whole is (``log``); with the whole
+    length in characters (None when nothing is left out)."""
+    if len(text) <= RESPONSE_EXCERPT_CHARS:
+        return text, None
+    half = RESPONSE_EXCERPT_CHARS // 2
+    where = f": the whole answer is in {log}" if log else ""
+    marker = f"\n[… {len(text) - 2 * half:,} characters not shown{where} …]\n"
+    return text[:half] + marker + text[-half:], len(text)
+
+
+def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
+    """The steps with secret values removed from their command lines."""
+    return [step.model_copy(update={"argv": [redact(a) or "" for a in step.argv]}) for step in steps]
+
+
+def check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
+    judges = [
+        judge.model_copy(
+            update={
+                "prompt": response_excerpt(redact(judge.prompt) or "")[0],
+                "reasoning": redact(judge.reasoning) or "",
+            }
+        )
+        for judge in result.judges
+    ]
+    return CheckRecord(
+        type=result.type,
+        passed=result.passed,
+        message=redact(result.message) or "",
+        score=result.score,
+        name=result.name,
+        judges=judges,
+        children=[check_record(child, redact) for child in result.children],
+    )
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What every turn of a conversation is asked and checked with."""
+
+    provider: Provider
+    request: PromptRequest  # the first turn's; later turns replace its prompt and history
+    configuration: Configuration | None
+    judge_of: Callable[[str], Judge | None]
+    redact: Redactor
+    entered: Callable[[str, str], None]
+
+
+def judge_maker(
+    judge_provider: tuple[str, Provider] | None, model: str, suite: str, eval_id: str, workdir: Path
+) -> Callable[[str], Judge | None]:
+    """A function giving the :class:`Judge` of the llm_judge checks of an answer to ``prompt``
+    (None without a judge configuration)."""
+
+    def judge_of(prompt: str) -> Judge | None:
+        if judge_provider is None:
+            return None
+        judge_id, provider_of_judge = judge_provider
+        return Judge(provider_of_judge, judge_id, model, prompt, suite, eval_id, workdir)
+
+    return judge_of
+
+
+def ask(provider: Provider, request: PromptRequest) -> tuple[ProviderResponse, float]:
+    """The provider's answer and its latency; a :class:`ProviderError` carries the time it took
+    (``latency``)."""
+    started = time.perf_counter()
+    try:
+        response = provider.answer(request)
+    except ProviderError as exc:
+        exc.latency = time.perf_counter() - started
+        raise
+    measured = time.perf_counter() - started
+    # The agent's own figure (output.latency_ms, or a callable's `latency`) wins over wall time,
+    # which also counts process start-up; the steps keep the measured duration either way.
+    return response, measured if response.latency is None else response.latency
+
+
+def answer_fields(
+    response: ProviderResponse,
+    latency: float,
+    configuration: Configuration | None,
+    model: str,
+    redact: Redactor,
+) -> dict[str, Any]:
+    """The record's fields about an answer: its measures, an excerpt, steps and tool calls."""
+    cost, cost_source = estimated_cost(response, configuration, model)
+    agent_log = next((step.log for step in response.steps if step.phase == "agent" and step.log), None)
+    # Redacted before it is cut, so that no cut can leave part of a secret showing.
+    kept, whole_chars = response_excerpt(redact(response.text) or "", agent_log)
+    return {
+        "latency": latency,
+        "cost": cost,
+        "cost_source": cost_source,
+        "input_tokens": response.input_tokens,
+        "output_tokens": response.output_tokens,
+        "response": kept,
+        "response_chars": whole_chars,
+        "cached": response.cached,
+        "steps": redact_steps(response.steps, redact),
+        "tool_calls": [
+            call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls or ()
+        ],
+    }
+
+
+def check_answer(
+    checks: tuple[CheckNode, ...],
+    response: ProviderResponse,
+    answered: EvalRecord,
+    judge: Judge | None,
+    prompt: str,
+    workdir: Path,
+) -> tuple[bool | None, list[CheckResult]]:
+    """Run ``checks`` on ``response`` (its measures as ``answered`` records them); raises
+    :class:`JudgeError` or :class:`CheckError` when a check cannot run."""
+    seen = Response(
+        response.text,
+        response.output_tokens,
+        judge.decide if judge else None,
+        tool_calls=tuple(response.tool_calls or ()),
+        tool_calls_reported=response.tool_calls is not None,
+        cost=answered.cost,
+        latency=answered.latency,
+        input_tokens=response.input_tokens,
+        prompt=prompt,
+        workdir=workdir,
+    )
+    return run_checks(checks, seen)
+
+
+def undecided_message(results: list[CheckResult]) -> str:
+    reasons = sorted({r for result in results for r in result.undecided_reasons()})
+    return "could not be decided: " + "; ".join(reasons)
+
+
+def estimated_cost(
+    response: ProviderResponse, configuration: Configuration | None, suite_model: str
+) -> tuple[float | None, CostSource | None]:
+    """The reported cost, else one from prices: the configuration's own ``pricing``, or for HTTP
+    configurations (whose model is known to be the one that answered) the shipped table."""
+    if response.cost is not None:
+        return response.cost, "reported"
+    http = configuration is None or configuration.kind == "http"
+    model = (configuration.model if configuration else None) or suite_model
+    prices, source = price_for(configuration.pricing if configuration else None, model if http else None)
+    if prices is None:
+        return None, None
+    cost = cost_of(response.input_tokens, response.output_tokens, prices)
+    return (cost, source) if cost is not None else (None, None)
+
+
+def check_walk(checks: list[CheckRecord], depth: int, lines: list[str]) -> None:
+    """Append a line per check (and per alternative of an ``or``) with its verdict to ``lines``."""
+    for check in checks:
+        mark = {True: "PASS", False: "FAIL", None: "SKIP"}[check.passed]
+        lines.append(f"{'  ' * depth}  {mark} {check.type}: {check.message}")
+        check_walk(check.children, depth + 1, lines)

@@ -1,0 +1,182 @@
+"""A conversation eval (``turns:``): each user message is asked with the conversation so far and
+its answer checked; the eval passes when every turn's checks pass. After a turn that fails or
+errors the conversation stops: later turns are recorded as ``not_run``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .answering import (
+    Exchange,
+    answer_fields,
+    ask,
+    check_answer,
+    check_record,
+    check_walk,
+    redact_steps,
+    response_excerpt,
+    undecided_message,
+)
+from .checks import CheckError, CheckNode
+from .judge import JudgeError
+from .providers import ProviderError
+from .providers.base import ASSISTANT, USER
+from .results import CheckRecord, EvalRecord, TurnRecord
+
+
+def run_conversation(
+    base: EvalRecord,
+    exchange: Exchange,
+    prompts: tuple[str, ...],
+    checks: tuple[tuple[CheckNode, ...], ...],
+) -> EvalRecord:
+    """Ask each of ``prompts`` in turn with the earlier turns as history and run its ``checks``;
+    the record holds every turn, the sums of their measures, and the outcome with its message."""
+    redact, request = exchange.redact, exchange.request
+    turns: list[TurnRecord] = []
+    record = base
+    history: tuple[tuple[str, str], ...] = ()
+    session: str | None = None
+    stopped = False
+    for number, (prompt, turn_checks) in enumerate(zip(prompts, checks, strict=True), start=1):
+        shown = response_excerpt(redact(prompt) or "")[0]
+        if stopped:
+            turns.append(TurnRecord(turn=number, outcome="not_run", prompt=shown))
+            continue
+        asked = replace(request, prompt=prompt, turn=number, history=history, session_id=session)
+        exchange.entered("agent", f"{asked.configuration_id}, turn {number}/{len(prompts)}")
+        try:
+            response, latency = ask(exchange.provider, asked)
+        except ProviderError as exc:
+            message = redact(exc.message) or ""
+            steps = [*record.steps, *redact_steps(exc.steps, redact)]
+            record = record.model_copy(update={"steps": steps, "latency": _plus(record.latency, exc.latency)})
+            turns.append(
+                TurnRecord(turn=number, outcome="error", message=message, prompt=shown, latency=exc.latency)
+            )
+            stopped = True
+            continue
+        fields = answer_fields(response, latency, exchange.configuration, request.model, redact)
+        answered = base.model_copy(update=fields)
+        turn = TurnRecord(
+            turn=number,
+            outcome="passed",
+            prompt=shown,
+            **{key: fields[key] for key in TURN_MEASURES},
+        )
+        judge = exchange.judge_of(judged_prompt(history, prompt))
+        failure: str | None = None
+        exchange.entered("checks", f"turn {number}/{len(prompts)}")
+        try:
+            verdict, results = check_answer(turn_checks, response, answered, judge, prompt, request.workdir)
+        except (JudgeError, CheckError) as exc:
+            verdict, results, failure = None, [], redact(str(exc)) or ""
+        checked = [check_record(r, redact) for r in results]
+        turn = turn.model_copy(update={"judge_cost": judge.cost if judge else None, "checks": checked})
+        if failure is not None:
+            turn = turn.model_copy(update={"outcome": "error", "message": failure})
+            stopped = True
+        elif verdict is False:
+            turn = turn.model_copy(update={"outcome": "failed", "message": _first_failure(checked)})
+            stopped = True
+        elif verdict is None:
+            turn = turn.model_copy(update={"outcome": "skipped", "message": undecided_message(results)})
+        turns.append(turn)
+        record = _add(record, turn, answered)
+        history = (*history, (USER, prompt), (ASSISTANT, response.text))
+        session = response.session_id
+    return _verdict(record.model_copy(update={"turns": turns}))
+
+
+def judged_prompt(history: tuple[tuple[str, str], ...], prompt: str) -> str:
+    """What an llm_judge check of a later turn is shown as the PROMPT: the conversation so far,
+    then the user's latest message (the first turn's prompt as it is)."""
+    if not history:
+        return prompt
+    earlier = "\n\n".join(f"[{role}]\n{text}" for role, text in history)
+    return f"(a conversation; the RESPONSE answers its last user message)\n\n{earlier}\n\n[{USER}]\n{prompt}"
+
+
+TURN_MEASURES = (
+    "latency",
+    "cost",
+    "input_tokens",
+    "output_tokens",
+    "response",
+    "response_chars",
+    "cached",
+    "tool_calls",
+)
+
+
+def _plus(total: float | None, value: float | None) -> float | None:
+    return value if total is None else total if value is None else total + value
+
+
+def _add(record: EvalRecord, turn: TurnRecord, answered: EvalRecord) -> EvalRecord:
+    """``record`` with ``turn``'s measures added: sums, the latest answer, all checks, steps and
+    tool calls in order."""
+    tokens_in = _plus(record.input_tokens, turn.input_tokens)
+    tokens_out = _plus(record.output_tokens, turn.output_tokens)
+    return record.model_copy(
+        update={
+            "latency": _plus(record.latency, turn.latency),
+            "cost": _plus(record.cost, turn.cost),
+            "cost_source": record.cost_source or answered.cost_source,
+            "judge_cost": _plus(record.judge_cost, turn.judge_cost),
+            "input_tokens": None if tokens_in is None else int(tokens_in),
+            "output_tokens": None if tokens_out is None else int(tokens_out),
+            "response": turn.response,
+            "response_chars": turn.response_chars,
+            "cached": (record.cached or turn.turn == 1) and turn.cached,
+            "checks": [*record.checks, *turn.checks],
+            "steps": [*record.steps, *answered.steps],
+            "tool_calls": [*record.tool_calls, *turn.tool_calls],
+        }
+    )
+
+
+def _first_failure(checks: list[CheckRecord]) -> str:
+    failed = next((check for check in checks if check.passed is False), None)
+    if failed is None:
+        return "checks failed"
+    return f"{failed.type}: {((failed.message or '').splitlines() or [''])[0]}"
+
+
+def _verdict(record: EvalRecord) -> EvalRecord:
+    """The eval's outcome from its turns: the first turn that errored or failed decides it; else
+    a turn that could not be decided skips it; else it passed."""
+    total = len(record.turns)
+    for turn in record.turns:
+        if turn.outcome in ("error", "failed"):
+            message = conversation_failure(record, turn)
+            return record.model_copy(update={"outcome": turn.outcome, "message": message})
+    undecided = [turn for turn in record.turns if turn.outcome == "skipped"]
+    if undecided:
+        message = "; ".join(f"turn {turn.turn}/{total}: {turn.message}" for turn in undecided)
+        return record.model_copy(update={"outcome": "skipped", "message": message})
+    return record.model_copy(update={"outcome": "passed"})
+
+
+def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars: int = 600) -> str:
+    """The failure report of a conversation: which turn failed and its first failing check (or
+    its error) on the first line, then every turn with its prompt, checks and, for the failed
+    one, the start of its answer."""
+    total = len(record.turns)
+    headline = ((failed.message or "").splitlines() or [""])[0]
+    lines = [f"turn {failed.turn}/{total}: {headline}"]
+    for turn in record.turns:
+        prompt = " ".join(turn.prompt.split())
+        prompt = prompt if len(prompt) <= 120 else prompt[:120] + "…"
+        lines.append(f"turn {turn.turn} ({turn.outcome.replace('_', ' ')}): {prompt}")
+        check_walk(turn.checks, 1, lines)
+        if turn is failed:
+            if turn.outcome == "error" and turn.message:
+                lines.extend("    " + line for line in turn.message.splitlines()[1:])
+            text = turn.response or ""
+            whole = turn.response_chars or len(text)
+            shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{whole} chars]"
+            if turn.response is not None:
+                lines.append("  response:")
+                lines.extend("    " + line for line in (shown.splitlines() or [""]))
+    return "\n".join(lines)

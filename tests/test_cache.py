@@ -195,15 +195,17 @@ def test_python_callable_answers_are_cached_until_its_module_changes(
 
     run(pytester, *args, xdist=xdist).assert_outcomes(passed=2)
     assert called() == ["a", "b"]
-    run(pytester, *args, xdist=xdist).assert_outcomes(passed=2)
+    run(pytester, *args, "--vibe-html=report.html", xdist=xdist).assert_outcomes(passed=2)
     assert called() == ["a", "b"]
+    assert (pytester.path / "report.html").read_text().count(" data-cached") == 2  # both cells say so
     records = evals_by_nodeid(load_json(pytester.path / "r.json"))
     a = records["app.eval.yaml::a[app]"]
     assert a["cached"] and a["response"] == "v1 alpha" and a["cost"] == 0.5 and a["latency"] == 2.5
     assert [call["tool"] for call in a["tool_calls"]] == ["lookup"]
     python_suite(pytester.path, "v2")  # the function's module changed: every answer is asked again
-    run(pytester, *args, xdist=xdist).assert_outcomes(passed=2)
+    run(pytester, *args, "--vibe-html=report.html", xdist=xdist).assert_outcomes(passed=2)
     assert called() == ["a", "a", "b", "b"]
+    assert " data-cached" not in (pytester.path / "report.html").read_text()
     records = evals_by_nodeid(load_json(pytester.path / "r.json"))
     assert records["app.eval.yaml::a[app]"]["response"] == "v2 alpha"
     assert not records["app.eval.yaml::a[app]"]["cached"]

@@ -22,12 +22,11 @@ import pytest
 import yaml
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
 from real_clis.api_server import RESPONSES_USAGE, USAGE_IN, USAGE_OUT, AgentApiServer, _strings, sse
-from real_clis.homes import cli_setup
-from real_clis.install import CLIS, bin_dir, installed, missing_reason
+from real_clis.configs import cli_configuration
+from real_clis.install import CLIS, missing_reason
 
 SCENARIO = "recall"
 WORD = re.compile(r"\bCODEWORD-[A-Z]+\b")
-CODEX_ARGS = ["exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"]
 
 
 class RecallServer(AgentApiServer):
@@ -128,17 +127,7 @@ def configuration(preset: str, api: RecallServer, homes: Path) -> dict[str, Any]
     if reason:
         pytest.skip(reason)
     base = api.url.rsplit("/v1", 1)[0]
-    setup = cli_setup(preset, homes / preset, f"{base}/{SCENARIO}", bin_dir(CLIS[preset]))
-    config: dict[str, Any] = {
-        "preset": preset,
-        "cli": str(installed(CLIS[preset])),
-        "model": setup.model,
-        "env": setup.env,
-        "timeout": 180_000,
-    }
-    if preset == "codex":  # as tests/test_real_clis.py: codex's own sandbox cannot run here
-        config["args"] = [*CODEX_ARGS, "--model", "${MODEL}"]
-    return config
+    return cli_configuration(preset, f"{base}/{SCENARIO}", homes / preset)
 
 
 def conversation_suite(directory: Path, configurations: dict[str, Any]) -> None:

@@ -30,14 +30,10 @@ from real_clis.api_server import (
     USAGE_OUT,
     AgentApiServer,
 )
-from real_clis.homes import cli_setup
-from real_clis.install import CLIS, bin_dir, installed, missing_reason
+from real_clis.configs import cli_configuration
+from real_clis.install import CLIS, installed, missing_reason
 
 PRESETS = list(CLIS)
-# codex's own sandbox needs helper aliases in CODEX_HOME, which it refuses to make under /tmp (and
-# cannot run inside bwrap): the tests turn it off, as docs/configurations.md says to under
-# --vibe-sandbox bwrap.
-CODEX_ARGS = ["exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"]
 # Where each CLI's scripted 401 and 500 show in the item's error message.
 ERRORS = {
     "claude-code": ("the model API answered with status 401", "the model API answered with status 500"),
@@ -69,17 +65,7 @@ def require(preset: str) -> Path:
 def configuration(preset: str, scenario: str, api: AgentApiServer, homes: Path) -> dict[str, Any]:
     """A configuration of ``preset`` running the real CLI against ``scenario``, in its own HOME."""
     base = api.url.rsplit("/v1", 1)[0]
-    setup = cli_setup(preset, homes / f"{preset}-{scenario}", f"{base}/{scenario}", bin_dir(CLIS[preset]))
-    config: dict[str, Any] = {
-        "preset": preset,
-        "cli": str(installed(CLIS[preset])),
-        "model": setup.model,
-        "env": setup.env,
-        "timeout": 180_000,
-    }
-    if preset == "codex":
-        config["args"] = [*CODEX_ARGS, "--model", "${MODEL}"]
-    return config
+    return cli_configuration(preset, f"{base}/{scenario}", homes / f"{preset}-{scenario}")
 
 
 def prompt_suite(directory: Path, preset: str, scenarios: tuple[str, ...], api: AgentApiServer) -> Path:

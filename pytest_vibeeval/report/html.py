@@ -294,10 +294,14 @@ def _cell(name: str, run: RunRecord, records: Sequence[EvalRecord], anchors: dic
         reason = failure_reason(record) if outcome in ("failed", "error") else first_line(record.message)
         title += f": {outcome}" + (f" — {reason}" if reason else "")
     xfail = all(r.xfail for r in records)
+    cached = all(r.cached for r in records)  # --vibe-cache answered it: nothing was asked now
+    if cached:
+        text += " (cached)"
+        title += " (answered from the response cache)"
     css = h(f"cell {outcome}" + (" xfail" if xfail else ""))
     anchor = next((anchors[id(r)] for r in records if id(r) in anchors), None)
     shown = f'<a href="#{anchor}">{h(text)}</a>' if anchor else h(text)
-    flag = " data-xfail" if xfail else ""
+    flag = (" data-xfail" if xfail else "") + (" data-cached" if cached else "")
     return f'<td class="{css}" data-outcome="{h(outcome)}"{flag} title="{h(title)}">{shown}</td>'
 
 

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 
 import pytest
 
 pytest_plugins = ["pytester"]
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Let the pytest processes the tests start (pytester subprocesses, xdist workers) keep their
-    bytecode, pytest's rewritten modules included: where PYTHONDONTWRITEBYTECODE is set, as on
-    many CI images, each of the hundreds of runs would compile the plugin again (about a second of
-    CPU each). Only the environment of the processes started from here changes."""
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 # Imported here, before any in-process pytester run: such a run removes from ``sys.modules`` what it

@@ -2,7 +2,8 @@
 ``max_output_bytes`` (the output is an error, never read) and with the limit raised above it (the
 output is read as the answer), against an idle run of the same suite whose agent prints one line.
 Peak RSS of the controller and of each xdist worker, from the projects' conftest. The worker that
-reads the answer may hold twice the excerpt it keeps of it (bench/targets.py)."""
+reads the answer may hold twice what it keeps of it: the answer's text, which its checks read
+whole, and the recorded excerpt (bench/targets.py)."""
 
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def output_rows(
     case: str, peaks: dict[str, float], idle: dict[str, float], spread: float, read: bool
 ) -> list[Row]:
     """Controller and workers against the idle run: the controller within a few MB; a worker that
-    read the answer (``read``) within twice what it keeps of it (its one recorded excerpt), one that
-    did not within a few MB."""
+    read the answer (``read``) within twice what it keeps of it (the answer's text and its
+    excerpt), one that did not within a few MB."""
     rows = []
     for who, ours, base in (
         ("controller", peaks["controller"], idle["controller"]),
@@ -64,7 +65,7 @@ def output_rows(
     ):
         reading_worker = read and who != "controller"
         target, met = (
-            kept_verdict(ours, base) if reading_worker else extra_verdict(ours, base, FEW_MB, "idle")
+            kept_verdict(ours, base, SIZE) if reading_worker else extra_verdict(ours, base, FEW_MB, "idle")
         )
         rows.append(
             Row(

@@ -20,7 +20,7 @@ CONTROLLER_EXTRA_MB = 30.0
 MEMORY_ITEMS = 10_000
 MEMORY_WORKERS = 2
 # A worker reading a 200 MB answer (max_output_bytes raised) may peak this many times what it
-# keeps of the answer above an idle run.
+# keeps of the answer (the answer's text for its checks, and its excerpt) above an idle run.
 KEPT_FACTOR = 2
 # copy_tree of a workspace template against cp -a of the same tree.
 WORKSPACE_RATIO = 1.2
@@ -46,17 +46,19 @@ def extra_verdict(ours_mb: float, floor_mb: float, allowance_mb: float, floor_na
     return f"≤ {floor_name} + {allowance_mb:.3g} MB", ours_mb - floor_mb <= allowance_mb
 
 
-def kept_mb(answers: int = 1) -> float:
-    """What a process keeps of ``answers`` long answers, in MB: each one's recorded excerpt,
-    ``RESPONSE_EXCERPT_CHARS`` characters (one byte each for an ASCII answer; the marker between
-    head and tail, under 100 bytes, is left out)."""
-    return answers * RESPONSE_EXCERPT_CHARS / 2**20
+def kept_mb(answer_bytes: int, answers: int = 1) -> float:
+    """What a worker keeps of ``answers`` read answers of ``answer_bytes`` each, in MB: the answer
+    as the checks read it (a ``str``: one byte a character for an ASCII answer, so as many bytes as
+    the agent printed) and its recorded excerpt (``RESPONSE_EXCERPT_CHARS`` characters). Checks
+    such as ``match`` need the whole text, so an answer read with ``max_output_bytes`` raised is
+    kept whole while its checks run; "2× kept" leaves room for the bytes it is decoded from."""
+    return answers * (answer_bytes + RESPONSE_EXCERPT_CHARS) / 2**20
 
 
-def kept_verdict(ours_mb: float, idle_mb: float, answers: int = 1) -> Verdict:
-    """``≤ idle + 2× kept`` for a process that held ``answers`` long answers."""
-    allowance = KEPT_FACTOR * kept_mb(answers)
-    return f"≤ idle + {KEPT_FACTOR}× kept ({allowance:.3g} MB)", ours_mb - idle_mb <= allowance
+def kept_verdict(ours_mb: float, idle_mb: float, answer_bytes: int, answers: int = 1) -> Verdict:
+    """``≤ idle + 2× kept`` for a process that read ``answers`` answers of ``answer_bytes``."""
+    allowance = KEPT_FACTOR * kept_mb(answer_bytes, answers)
+    return f"≤ idle + {KEPT_FACTOR}× kept ({allowance:.4g} MB)", ours_mb - idle_mb <= allowance
 
 
 def met_cell(met: bool | None) -> str:

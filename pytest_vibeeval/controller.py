@@ -6,7 +6,6 @@ Registered only where that happens: never on an xdist worker."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator
 from typing import Any
 
@@ -99,7 +98,7 @@ class ControllerSession:
             if key == RESULT_PROPERTY:
                 record = received(value, EvalRecord.model_validate_json)
             elif not aggregator.has_info(report.nodeid):  # the item's first report: read it once
-                info = received(value, _run_info)
+                info = received(value, RunInfo.from_json)
         aggregator.add_report(
             report.nodeid,
             report.when or "",
@@ -326,10 +325,6 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in self.writer_lines:
             terminalreporter.write_line(line)
-
-
-def _run_info(text: str) -> RunInfo:
-    return RunInfo(**json.loads(text))
 
 
 def uncollected_suites_hint(config: pytest.Config) -> list[str]:

@@ -17,7 +17,7 @@ from .loading.templates import Redactor
 from .phases import unfinished_record
 from .plan import PromptWork
 from .progress import ProgressBoard, Running
-from .transport import RESULT_PROPERTY, attach, longrepr_text
+from .transport import RESULT_PROPERTY, attach_record, longrepr_text
 from .workspace.steps import RegistryCommands
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
@@ -172,7 +172,7 @@ def _record_unfinished(item: EvalItem, report: pytest.TestReport) -> None:
         longrepr_text(report) or "",
         steps,
     )
-    report.user_properties.append((RESULT_PROPERTY, attach(item.config, record, record.model_dump_json)))
+    report.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))
 
 
 def _skip_at_eval_line(item: EvalItem, report: pytest.TestReport) -> None:

@@ -5,7 +5,6 @@ body (:func:`finish`)."""
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import signal
 import time
@@ -22,7 +21,7 @@ from .pytest_private import node_ids_are_structured, structure_node_id
 from .results import EvalRecord
 from .runner import ItemVerdict
 from .state import VibeState
-from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, attach
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, attach, attach_record
 
 STATE_KEY = pytest.StashKey[VibeState]()
 
@@ -76,7 +75,7 @@ class EvalItem(pytest.Function):
         state = get_state(self.config)
         self.add_marker(_timeout_mark(plan.timeout_s + state.settings.timeout_margin))
         info = plan.info
-        self.user_properties.append((RUN_PROPERTY, attach(self.config, info, lambda: json.dumps(vars(info)))))
+        self.user_properties.append((RUN_PROPERTY, attach(self.config, info, info.to_json)))
         self.reused: EvalRecord | None = None
         if state.resume is not None and info.input_digest is not None:
             self.reused = state.resume.find(
@@ -114,7 +113,7 @@ class EvalItem(pytest.Function):
             super().runtest()
             return
         record = self.reused.model_copy(update={"nodeid": self.nodeid})  # e.g. now with an @group
-        self.user_properties.append((RESULT_PROPERTY, attach(self.config, record, record.model_dump_json)))
+        self.user_properties.append((RESULT_PROPERTY, attach_record(self.config, record)))
         if record.outcome != "passed":
             pytest.fail(terminal_safe(record.message or record.outcome), pytrace=False)
 
@@ -143,7 +142,7 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     state.budget.add(None if record.cached else record.cost)  # a cached answer cost nothing now
     update = {"xfail": item.plan.expected_failure is not None, **_row_fields(item.plan, state)}
     record = record.model_copy(update=update)
-    item.user_properties.append((RESULT_PROPERTY, attach(item.config, record, record.model_dump_json)))
+    item.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))
     if verdict.outcome == "skipped":  # what an agent printed never reaches the terminal raw
         pytest.skip(terminal_safe(verdict.message or "skipped"))
     if verdict.outcome != "passed":

@@ -4,8 +4,10 @@ need only this module, not the scoring code that reads the records on the contro
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -14,9 +16,10 @@ RUN_PROPERTY = "vibeeval_run"
 RESULT_PROPERTY = "vibeeval_result"
 
 
-@dataclass
+@dataclass(slots=True)
 class RunInfo:
-    """What an item knows about its run; attached at collection so every report carries it."""
+    """What an item knows about its run; attached at collection so every report carries it. The
+    controller keeps one per item: slots, and strings shared between the items of a run."""
 
     suite: str
     source: str
@@ -42,6 +45,19 @@ class RunInfo:
     def key(self) -> tuple[str, str]:
         return (self.source, self.configuration)
 
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunInfo:
+        """The info ``to_json`` wrote, its strings interned: the items of a run share their suite,
+        source, formula and digest strings instead of holding a copy each."""
+        fields: dict[str, Any] = {
+            key: sys.intern(value) if isinstance(value, str) else value
+            for key, value in json.loads(text).items()
+        }
+        return cls(**fields)
+
 
 class Attached:
     """A ``user_properties`` value in a run without xdist, where the controller is this process:
@@ -62,6 +78,13 @@ def attach(config: Any, value: Any, text: Callable[[], str]) -> Attached | str:
     """What an item puts on its reports for ``value``: the object itself in a run without xdist,
     its JSON ``text()`` in an xdist worker (reports travel to the controller as JSON)."""
     return text() if hasattr(config, "workerinput") else Attached(value, text)
+
+
+def attach_record(config: Any, record: Any) -> Attached | str:
+    """:func:`attach` for an item's finished record (a ``results.EvalRecord``): its JSON leaves out
+    the fields at their defaults, so it travels at about half the size and the controller's parsed
+    copy remembers fewer set fields (it keeps one per item until the session ends)."""
+    return attach(config, record, lambda: record.model_dump_json(exclude_defaults=True))
 
 
 def received(value: object, parse: Callable[[str], T]) -> T:

@@ -53,14 +53,16 @@ def test_extra_verdict_is_an_allowance_above_the_floor() -> None:
     assert extra_verdict(54.0, 53.0, 5.0, "idle")[0] == "≤ idle + 5 MB"
 
 
-def test_what_is_kept_is_the_answer_excerpt() -> None:
-    assert kept_mb() == RESPONSE_EXCERPT_CHARS / 2**20
-    assert kept_mb(3) == 3 * kept_mb()
-    allowance = KEPT_FACTOR * kept_mb()
-    text, met = kept_verdict(53.6 + allowance, 53.6)
-    assert met is True and f"{allowance:.3g} MB" in text
-    assert kept_verdict(53.6 + allowance + 0.01, 53.6)[1] is False
-    assert kept_verdict(434.5, 53.6)[1] is False
+def test_what_is_kept_is_the_answer_and_its_excerpt() -> None:
+    assert kept_mb(0) == RESPONSE_EXCERPT_CHARS / 2**20
+    assert kept_mb(200_000_000) == (200_000_000 + RESPONSE_EXCERPT_CHARS) / 2**20
+    assert kept_mb(1000, 3) == 3 * kept_mb(1000)
+    allowance = KEPT_FACTOR * kept_mb(200_000_000)
+    text, met = kept_verdict(53.6 + allowance, 53.6, 200_000_000)
+    assert met is True and f"{allowance:.4g} MB" in text
+    assert kept_verdict(53.6 + allowance + 0.01, 53.6, 200_000_000)[1] is False
+    # the answer held three times over (e.g. a copy of it made for the record) misses
+    assert kept_verdict(53.6 + 3 * 190.8, 53.6, 200_000_000)[1] is False
 
 
 def test_met_cell() -> None:
@@ -115,11 +117,13 @@ def test_idle_floor_is_the_higher_idle_run() -> None:
 
 def test_output_rows_hold_a_reading_worker_to_what_it_keeps() -> None:
     idle = {"controller": 53.0, "gw0": 53.5, "gw1": 53.6}
-    raised = {"controller": 54.0, "gw0": 53.6, "gw1": 434.5}
+    raised = {"controller": 54.0, "gw0": 53.6, "gw1": 434.5}  # the answer's bytes and its text
     controller, workers = output_rows("raised", raised, idle, 0.2, read=True)
     assert controller.target == "≤ idle + 5 MB" and controller.met is True
-    assert workers.target.startswith("≤ idle + 2× kept") and workers.met is False
+    assert workers.target.startswith("≤ idle + 2× kept") and workers.met is True
     assert workers.ours == "434.5 MB" and workers.floor == "53.6 MB (idle)"
+    _, copied = output_rows("raised", {**raised, "gw1": 53.6 + 3 * 190.8}, idle, 0.2, read=True)
+    assert copied.met is False  # a third copy of the answer
     _, not_read = output_rows("default", {**raised, "gw1": 53.7}, idle, 0.2, read=False)
     assert not_read.target == "≤ idle + 5 MB" and not_read.met is True
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from ..results import ResultsFile, RunRecord
 
@@ -20,18 +22,26 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
+    rename it over ``path``: a reader sees the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         # mkstemp creates the file 0600; give it the mode any file the user writes gets.
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def copy_atomic(source: Path, path: Path) -> None:
+    """Copy ``source`` to ``path`` as :func:`write_atomic` writes: all or nothing."""
+    with source.open(encoding="utf-8") as handle:
+        write_atomic(path, iter(lambda: handle.read(1 << 20), ""))
 
 
 def unwritable_reason(path: Path) -> str | None:
@@ -68,12 +78,46 @@ def build_results(
     )
 
 
+def _indented(text: str, prefix: str) -> str:
+    # A JSON string never holds a raw line break, so every "\n" in ``text`` is between lines.
+    return prefix + text.replace("\n", "\n" + prefix)
+
+
+def _spliced(model: BaseModel, field: str, items: Sequence[BaseModel], depth: int) -> Iterator[str]:
+    """``model.model_dump_json(indent=2)`` indented to ``depth`` levels, with ``field`` (a list of
+    models) dumped an item at a time (see :func:`results_json`)."""
+    prefix = "  " * depth
+    if not items:
+        yield _indented(model.model_dump_json(indent=2), prefix)
+        return
+    empty = _indented(model.model_copy(update={field: []}).model_dump_json(indent=2), prefix)
+    key = f'\n{prefix}  "{field}": []'  # a top-level key of ``model``: indented one level more
+    head, found, tail = empty.partition(key)
+    assert found, f"{field} is not a key of {type(model).__name__}"
+    yield f'{head}\n{prefix}  "{field}": [\n'
+    for index, item in enumerate(items):
+        if index:
+            yield ",\n"
+        if isinstance(item, RunRecord):
+            yield from _spliced(item, "evals", item.evals, depth + 2)
+        else:
+            yield _indented(item.model_dump_json(indent=2), prefix + "    ")
+    yield f"\n{prefix}  ]{tail}"
+
+
+def results_json(results: ResultsFile) -> Iterator[str]:
+    """The text of ``results.model_dump_json(indent=2)`` and a final line break, in pieces of an
+    eval each: writing the results file never holds all of it in memory at once (tens of MB for
+    10 000 evals, twice while pydantic builds it)."""
+    yield from _spliced(results, "runs", results.runs, 0)
+    yield "\n"
+
+
 def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:
     """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and, for a
     complete run, ``latest.json`` (a partial run never replaces it)."""
-    text = results.model_dump_json(indent=2) + "\n"
     if explicit is not None:
-        write_atomic(explicit, text)
+        write_atomic(explicit, results_json(results))
         return [explicit]
     folder = rootdir / DEFAULT_DIR
     stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
@@ -82,8 +126,8 @@ def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) ->
     while stamped.exists():
         n += 1
         stamped = folder / f"{stamp}-{n}.json"
-    write_atomic(stamped, text)
+    write_atomic(stamped, results_json(results))
     if results.partial:
         return [stamped]
-    write_atomic(folder / "latest.json", text)
+    copy_atomic(stamped, folder / "latest.json")
     return [stamped, folder / "latest.json"]

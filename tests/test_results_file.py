@@ -1,0 +1,71 @@
+"""The results file is written an eval at a time, and reads exactly as pydantic's own dump."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_vibeeval.report.resultsfile import build_results, results_json, write_results
+from pytest_vibeeval.results import CheckRecord, EvalRecord, ResultsFile, RunRecord
+
+
+def run(suite: str, evals: list[EvalRecord]) -> RunRecord:
+    return RunRecord(
+        suite=suite,
+        source=f"evals/{suite}.eval.yaml",
+        configuration="app",
+        score=50.0,
+        score_formula="success_pct",
+        score_error=None,
+        metrics={"errors": 0},
+        variables={"success_pct": 50.0, "evals": None},
+        notes=["a note,\nover two lines", 'with "quotes" and \\ and ünïcödé ✓'],
+        evals=evals,
+    )
+
+
+def record(name: str, outcome: str = "passed", response: str = "The answer is 42.") -> EvalRecord:
+    return EvalRecord(
+        name=name,
+        nodeid=f"evals/s.eval.yaml::{name}[app]",
+        outcome=outcome,  # type: ignore[arg-type]
+        response=response,
+        message=None if outcome == "passed" else "contains: 'x' not found\n  in the response",
+        checks=[CheckRecord(type="contains", passed=outcome == "passed", message="line one\nline two")],
+    )
+
+
+CASES = {
+    "no runs": [],
+    "a run without evals": [run("empty", [])],
+    "runs and evals": [
+        run("one", [record("a"), record("b", "failed", "two\nlines: ]\n}, {")]),
+        run("two", [record("c", "error", '  "evals": []\n'), record("d", "skipped")]),
+    ],
+}
+
+
+@pytest.mark.parametrize("runs", CASES.values(), ids=CASES.keys())
+@pytest.mark.parametrize("load_errors", [[], ["evals/broken.eval.yaml"]])
+def test_the_written_text_is_pydantics_own_dump(runs: list[RunRecord], load_errors: list[str]) -> None:
+    results = build_results(runs, "2026-01-01T00:00:00+00:00", False, load_errors)
+    assert "".join(results_json(results)) == results.model_dump_json(indent=2) + "\n"
+
+
+def test_the_file_and_latest_hold_the_same_results(tmp_path: Path) -> None:
+    results = build_results(CASES["runs and evals"], "2026-01-01T00:00:00+00:00", False)
+    stamped, latest = write_results(results, None, tmp_path)
+    assert latest.name == "latest.json"
+    assert stamped.read_bytes() == latest.read_bytes()
+    assert ResultsFile.model_validate_json(stamped.read_text()) == results
+    assert json.loads(latest.read_text())["runs"][1]["evals"][0]["response"] == '  "evals": []\n'
+    assert not [p for p in latest.parent.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_a_partial_run_is_written_but_never_latest(tmp_path: Path) -> None:
+    results = build_results(CASES["runs and evals"], "2026-01-01T00:00:00+00:00", True)
+    written = write_results(results, None, tmp_path)
+    assert [p.name for p in written] == ["20260101T000000Z.json"]
+    assert not (tmp_path / ".vibeeval" / "results" / "latest.json").exists()

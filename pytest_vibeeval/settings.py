@@ -50,6 +50,7 @@ class Settings:
     timeout_margin: float = 30.0  # seconds the timeout backstop adds to an item's own timeouts
     max_processes: int = 1024  # an agent's processes at once, where a pids cgroup can be made (0: none)
     progress_interval: float = 30.0  # seconds between live progress lines off a terminal (0: none)
+    gc_freeze: bool = True  # vibe_gc_freeze: keep what collection made out of the GC's scans
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -113,6 +114,7 @@ class Settings:
             timeout_margin=_ini_seconds(config, "vibe_timeout_margin"),
             progress_interval=_ini_seconds(config, "vibe_progress_interval"),
             max_processes=_ini_count(config, "vibe_max_processes"),
+            gc_freeze=bool(config.getini("vibe_gc_freeze")),
         )
 
 
@@ -267,6 +269,13 @@ def add_options(parser: pytest.Parser) -> None:
         "vibe_progress_interval",
         "seconds between the live progress lines when the output is not a terminal (0: none)",
         default="30",
+    )
+    parser.addini(
+        "vibe_gc_freeze",
+        "after collecting eval items, exempt what collection made from the garbage collector's scans "
+        "(gc.freeze) until the session ends; false keeps Python's default",
+        type="bool",
+        default=True,
     )
     parser.addini("vibe_baseline", "default for --vibe-baseline", default="")
     parser.addini(

@@ -1,0 +1,77 @@
+"""``vibe_gc_freeze``: after collection, what it made leaves the garbage collector's scans while the
+evals run (``gc.freeze``), and is thawed when the session ends."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+SUITE = """
+metadata: {name: frozen, model: test/model}
+evals:
+  - name: first
+    prompt: Is the heap frozen?
+    checks: [{match: "*"}]
+  - name: second
+    prompt: Is the heap frozen?
+    checks: [{match: "*"}]
+configurations:
+  app: {python: "gc_app:answer"}
+"""
+
+APP = """
+import gc
+
+
+def answer(prompt):
+    return f"frozen objects: {gc.get_freeze_count()}"
+"""
+
+
+def frozen_counts(pytester: pytest.Pytester, *args: str, xdist: list[str] | None = None) -> list[int]:
+    """Run the suite; how many objects were frozen while each eval ran."""
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(results), *args, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=2)
+    records = evals_by_nodeid(load_json(results)).values()
+    return [int(record["response"].rsplit(" ", 1)[1]) for record in records]
+
+
+@XDIST_MODES
+def test_what_collection_made_is_frozen_while_the_evals_run(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    counts = frozen_counts(pytester, xdist=xdist)
+    # the items, suites and modules of the session: tens of thousands of objects in each process
+    assert all(count > 10_000 for count in counts), counts
+
+
+@XDIST_MODES
+def test_vibe_gc_freeze_false_keeps_pythons_default(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    assert frozen_counts(pytester, "-o", "vibe_gc_freeze=false", xdist=xdist) == [0, 0]
+
+
+def test_an_in_process_run_leaves_its_callers_objects_unfrozen(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    before = gc.get_freeze_count()
+    result = run(pytester)
+    result.assert_outcomes(passed=2)
+    assert gc.get_freeze_count() == before
+
+
+def test_collect_only_freezes_nothing(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    # pytest_unconfigure runs before the cleanup that thaws: a frozen session still shows it here
+    write(
+        pytester.path / "conftest.py",
+        "import gc\n\ndef pytest_unconfigure(config):\n    print('frozen:', gc.get_freeze_count())\n",
+    )
+    result = run(pytester, "--collect-only", subprocess=True)
+    result.stdout.fnmatch_lines(["frozen: 0"])
+    assert run(pytester, "-q", subprocess=True).stdout.str().count("frozen: 0") == 0

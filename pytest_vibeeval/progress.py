@@ -41,10 +41,12 @@ class ProgressBoard:
 
     def __init__(self, lock_dir: Path | None) -> None:
         self.path = lock_dir / PROGRESS_DIR / f"{os.getpid()}.json" if lock_dir is not None else None
+        self.shown = False  # an entry may be on the board: clear() has a file to remove
 
     def show(self, running: Running) -> None:
         if self.path is None:
             return
+        self.shown = True
         try:
             self.path.parent.mkdir(exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
@@ -55,7 +57,9 @@ class ProgressBoard:
             pass  # progress is a display aid: never fail an item over it
 
     def clear(self) -> None:
-        if self.path is not None:
+        """Take this process's entry off the board (no system call when none was shown)."""
+        if self.path is not None and self.shown:
+            self.shown = False
             with contextlib.suppress(OSError):
                 self.path.unlink(missing_ok=True)
 

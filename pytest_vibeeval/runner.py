@@ -177,21 +177,19 @@ def run_prompt_eval(
         judge_cost = judge.cost if judge else None
         update = {"outcome": "error", "message": message, "judge_cost": judge_cost}
         return answered.model_copy(update=update), ItemVerdict("error", message)
-    record = answered.model_copy(
-        update={
-            "judge_cost": judge.cost if judge else None,
-            "checks": [check_record(r, redact) for r in results],
-        }
-    )
+    checked: dict[str, Any] = {
+        "judge_cost": judge.cost if judge else None,
+        "checks": [check_record(r, redact) for r in results],
+    }
+    outcome: Outcome
     if verdict is None:
-        message = undecided_message(results)
-        return record.model_copy(update={"outcome": "skipped", "message": message}), ItemVerdict(
-            "skipped", message
-        )
-    if verdict:
-        return record.model_copy(update={"outcome": "passed"}), ItemVerdict("passed", None)
-    message = failure_message(record)
-    return record.model_copy(update={"outcome": "failed", "message": message}), ItemVerdict("failed", message)
+        outcome, note = "skipped", undecided_message(results)
+    elif verdict:
+        outcome, note = "passed", None
+    else:  # the message reads the checked record: made twice only for a failure
+        outcome, note = "failed", failure_message(answered.model_copy(update=checked))
+    record = answered.model_copy(update={**checked, "outcome": outcome, "message": note})
+    return record, ItemVerdict(outcome, note)
 
 
 def failure_message(record: EvalRecord, response_chars: int = 600) -> str:

@@ -141,7 +141,8 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     state = get_state(item.config)
     state.budget.add(None if record.cached else record.cost)  # a cached answer cost nothing now
     update = {"xfail": item.plan.expected_failure is not None, **_row_fields(item.plan, state)}
-    record = record.model_copy(update=update)
+    if any(getattr(record, field) != value for field, value in update.items()):
+        record = record.model_copy(update=update)
     item.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))
     if verdict.outcome == "skipped":  # what an agent printed never reaches the terminal raw
         pytest.skip(terminal_safe(verdict.message or "skipped"))

@@ -40,7 +40,7 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
 
 def copy_atomic(source: Path, path: Path) -> None:
     """Copy ``source`` to ``path`` as :func:`write_atomic` writes: all or nothing."""
-    with source.open(encoding="utf-8") as handle:
+    with source.open(encoding="utf-8", newline="") as handle:
         write_atomic(path, iter(lambda: handle.read(1 << 20), ""))
 
 

@@ -52,6 +52,8 @@ def transcript_of(
 
 def _redacted(record: EvalRecord, redact: Redactor) -> EvalRecord:
     """The record's tool calls and transcript problems with secret values removed."""
+    if not record.tool_calls and record.transcript is None:
+        return record  # nothing to mask: no copy (a prompt eval of a plain answer, most evals)
     calls = [call.model_copy(update={"error": redact(call.error)}) for call in record.tool_calls]
     transcript = record.transcript
     if transcript is not None:

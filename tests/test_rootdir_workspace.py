@@ -1,0 +1,148 @@
+"""A coding eval whose workspace is the rootdir itself, or the folder holding its config: a YAML
+suite's `workspace: .`, an eval-config.json's `${EVAL_ROOT}/..` (EVAL_ROOT the folder holding
+`config/`), `${EVAL_ROOT}/config`, and `${EVAL_ROOT}` where EVAL_ROOT is the rootdir (the runner's
+layout, whose copies go beside the template). Such a workspace is copied like any other (the agent
+works on the copy, the rootdir is untouched); when the copy would go inside it (pytest's --basetemp
+in that folder) the item fails with a message naming the file and the fix, never a traceback.
+Serially and with `-n 2`; tests/hostile/MANIFEST.yaml has the same cases (`paths-workspace-*`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
+
+# Writes answer.txt in its working directory (reading prompt.md first, as an agent does).
+WRITER = """
+import pathlib
+pathlib.Path("prompt.md").read_text()
+pathlib.Path("answer.txt").write_text("done\\n")
+print("done")
+"""
+# The grade step: the agent's answer.txt is in the grading copy (the runner's layout: in its workspace/).
+CHECK = """
+import pathlib
+found = [p for p in ("answer.txt", "workspace/answer.txt") if pathlib.Path(p).is_file()]
+assert [pathlib.Path(p).read_text() for p in found] == ["done\\n"], found
+print("graded")
+"""
+COMMANDS = {"grade": {"command": PYTHON, "args": ["check.py"], "timeout": 60000}}
+
+
+def yaml_suite(root: Path) -> str:
+    """A YAML suite at the rootdir whose coding eval's workspace is `.`; its id."""
+    script = agent(root.parent / f"agents-{root.name}", "writer.py", WRITER)  # as on PATH
+    write(root / "grading" / "check.py", CHECK)
+    write(
+        root / "ws.eval.yaml",
+        f"""
+        metadata: {{name: ws, model: m}}
+        configurations: {{writer: {{cli: "{PYTHON}", args: ["{script}"], timeout: 60000}}}}
+        commands: {json.dumps(COMMANDS)}
+        evals:
+          - name: dot
+            prompt: write the answer
+            workspace: .
+            grading: grading
+            grade_steps: [grade]
+        """,
+    )
+    return "ws.eval.yaml::dot[writer]"
+
+
+def config_folder(root: Path, workspace: str, repository: bool = False) -> str:
+    """A unified-runner folder `evals/config/` whose evaluation's workspace is ``workspace``; its id.
+    ``${EVAL_ROOT}`` is `evals/` (the seed's layout), or with ``repository`` the rootdir (the
+    runner's: its grading folder is spelled from there)."""
+    script = agent(root.parent / f"agents-{root.name}", "writer.py", WRITER)  # as on PATH
+    config = root / "evals" / "config"
+    write(root / "evals" / "grading" / "task" / "check.py", CHECK)
+    write(root / "prompts" / "problems" / "task.md", "Write done into answer.txt.\n")
+    evaluation = {
+        "workspace": workspace,
+        "grading": "${EVAL_ROOT}/evals/grading/task" if repository else "${EVAL_ROOT}/grading/task",
+        "prompt": "task.md",
+        "gradeSteps": ["grade"],
+    }
+    write(config / "eval-config.json", json.dumps({"evaluations": {"task": evaluation}}))
+    cli = {"writer": {"name": "writer", "cli": PYTHON, "args": [script], "timeout": 60000}}
+    write(config / "cli-config.json", json.dumps({"configurations": cli}))
+    write(config / "command-registry.json", json.dumps(COMMANDS))
+    return "evals/config/eval-config.json::task[writer]"
+
+
+LAYOUTS = {  # how to lay the case out; the workspace, relative to the rootdir
+    "yaml-dot": (yaml_suite, "."),
+    "config-eval-root-parent": (lambda root: config_folder(root, "${EVAL_ROOT}/.."), "."),
+    "config-own-folder": (lambda root: config_folder(root, "${EVAL_ROOT}/config"), "evals/config"),
+    "config-repository-root": (lambda root: config_folder(root, "${EVAL_ROOT}", repository=True), "."),
+}
+
+
+def _output(result: pytest.RunResult) -> str:
+    return result.stdout.str() + result.stderr.str()
+
+
+@XDIST_MODES
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_workspace_equal_to_the_rootdir_runs_on_a_copy(
+    pytester: pytest.Pytester, layout: str, xdist: list[str]
+) -> None:
+    nodeid = LAYOUTS[layout][0](pytester.path)
+    basetemp = pytester.path.parent / f"basetemp-{layout}"  # outside the rootdir
+    out = pytester.path.parent / f"results-{layout}.json"
+    result = run(
+        pytester,
+        f"--rootdir={pytester.path}",
+        f"--basetemp={basetemp}",
+        f"--vibe-results={out}",
+        "-rA",
+        xdist=xdist,
+    )
+    output = _output(result)
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+    result.assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(out))[nodeid]
+    assert record["outcome"] == "passed"
+    assert [step["exit_code"] for step in record["steps"]] == [0, 0]  # agent, grade step
+    assert not list(pytester.path.rglob("answer.txt"))  # the agent wrote in its copy only
+    assert not list(pytester.path.rglob("prompt.md"))
+    # the runner's layout copies beside the template, here beside the rootdir, and removes the copy
+    assert not list(pytester.path.parent.glob(".tmp-*")) and not list(pytester.path.rglob(".tmp-*"))
+
+
+@XDIST_MODES
+@pytest.mark.parametrize("layout", [name for name in LAYOUTS if name != "config-repository-root"])
+def test_a_workspace_holding_the_basetemp_is_a_clear_error(
+    pytester: pytest.Pytester, layout: str, xdist: list[str]
+) -> None:
+    make, workspace = LAYOUTS[layout]
+    nodeid = make(pytester.path)
+    basetemp = pytester.path / workspace / "bt"  # inside the workspace
+    out = pytester.path.parent / f"results-{layout}.json"
+    result = run(
+        pytester,
+        f"--rootdir={pytester.path}",
+        f"--basetemp={basetemp}",
+        f"--vibe-results={out}",
+        "-rA",
+        xdist=xdist,
+    )
+    output = _output(result)
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+    assert "During handling" not in output and "CopyError" not in output, output
+    result.assert_outcomes(errors=1)
+    source = nodeid.split("::")[0]
+    line = ":5" if layout == "yaml-dot" else ""  # a YAML suite names the eval's line
+    folder = (pytester.path / workspace).resolve()
+    result.stdout.fnmatch_lines(
+        [
+            f"{source}{line}: eval '*': its workspace folder {folder} cannot be copied: *",
+            "the copy would go to *, inside the folder itself * give --basetemp a folder outside *",
+        ]
+    )
+    record = evals_by_nodeid(load_json(out))[nodeid]
+    assert record["outcome"] == "error"
+    assert not list(pytester.path.rglob("answer.txt"))

@@ -6,10 +6,11 @@ searched for every secret and its encodings."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
@@ -30,6 +31,8 @@ from pytest_vibeeval.providers.cli import CliProvider
 ROUTER_KEY = "sk-or-v1-0123456789abcdef"
 TOKEN = "tok-5ecret-4711-abcdef"
 PASSWORD = "hunter2-but-longer"
+# Mixed case, non-ASCII, and what JSON, HTML and URLs escape; its base64 holds a '/' and padding.
+SPECIAL = 'Mixed P\u00e4ssw\u00f6rd "q" & <b>\\ ~?>>'
 
 # Prints the names of the variables it was given, and the value of a few.
 ENV_AGENT = """
@@ -43,6 +46,28 @@ def _secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", ROUTER_KEY)
     monkeypatch.setenv("VIBE_SECRET_TOKEN", TOKEN)
     monkeypatch.setenv("DB_PASSWORD", PASSWORD)
+    monkeypatch.setenv("VIBE_SECRET_SPECIAL", SPECIAL)
+
+
+def _encodings(secret: str) -> list[str]:
+    """Every encoded form of ``secret`` that masking promises, each checked to differ from it (or the
+    test would prove nothing for that form): upper- and lower-cased, base64 standard and URL-safe with
+    and without padding, URL-encoded (quote and quote_plus), JSON- and HTML-escaped."""
+    raw = secret.encode()
+    forms = [
+        secret.upper(),
+        secret.lower(),
+        base64.b64encode(raw).decode(),
+        base64.b64encode(raw).decode().rstrip("="),
+        base64.urlsafe_b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        quote(secret, safe=""),
+        quote_plus(secret),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        html.escape(secret),
+    ]
+    return forms
 
 
 # --- the allowlist -----------------------------------------------------------------------------
@@ -168,6 +193,12 @@ def test_secret_looking_variables_are_masked_in_their_encodings() -> None:
         TOKEN[:3] + "\r\n" + TOKEN[3:],
     ):
         assert mask(f"<{text}>", secret) == f"<{MASK}>", text
+    special = frozenset(environment_secrets({"WEIRD_SECRET": SPECIAL}))
+    forms = _encodings(SPECIAL)
+    assert len(set(forms)) == len(forms) and SPECIAL not in forms  # each form is another text
+    for text in (SPECIAL, *forms, SPECIAL[:9] + "\n" + SPECIAL[9:]):
+        assert mask(f"({text})", special) == f"({MASK})", text
+    assert set(forms) <= encoded_forms(SPECIAL)
     assert mask("abc12 and long-but-not-secret", secret) == "abc12 and long-but-not-secret"
     assert encoded_forms("abc") == {"abc"}  # a short explicit secret is masked only as it is
 
@@ -263,12 +294,17 @@ def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read
 # Prints the router key it should not have, and the token it was given in every common encoding;
 # "fail" in the prompt: on stderr too, and exits 1; "hang": waits for its timeout.
 LEAKY_AGENT = """
-import base64, os, sys, urllib.parse
+import base64, html, json, os, sys, urllib.parse
 prompt = sys.stdin.read()
-token = os.environ["GIVEN_TOKEN"]
-forms = [os.environ.get("OPENROUTER_API_KEY", "<no router key>"), token, token.upper(),
-         base64.b64encode(token.encode()).decode(), urllib.parse.quote(token, safe=""),
-         token[:8] + "\\n" + token[8:]]
+token, special = os.environ["GIVEN_TOKEN"], os.environ["GIVEN_SPECIAL"]
+forms = [os.environ.get("OPENROUTER_API_KEY", "<no router key>"), token[:8] + "\\n" + token[8:]]
+for secret in (token, special):
+    raw = secret.encode()
+    forms += [secret, secret.upper(), secret.lower(), urllib.parse.quote(secret, safe=""),
+              urllib.parse.quote_plus(secret), json.dumps(secret)[1:-1],
+              json.dumps(secret, ensure_ascii=False)[1:-1], html.escape(secret)]
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        forms += [encode(raw).decode(), encode(raw).decode().rstrip("=")]
 print("leaking:", *forms, flush=True)
 if "fail" in prompt:
     print("leaking:", *forms, file=sys.stderr)
@@ -280,7 +316,7 @@ if "hang" in prompt:  # until its timeout: the failure message quotes no log, th
 
 
 def _all_forms(secret: str) -> list[str]:
-    return [secret, secret.upper(), base64.b64encode(secret.encode()).decode(), quote(secret, safe="")]
+    return [secret, *_encodings(secret)]
 
 
 def _agent_logs(path: Path) -> bool:
@@ -313,7 +349,7 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
           leaky:
             cli: "{PYTHON}"
             args: ["{script}"]
-            env: {{GIVEN_TOKEN: "{{{{secret('token')}}}}"}}
+            env: {{GIVEN_TOKEN: "{{{{secret('token')}}}}", GIVEN_SPECIAL: "{{{{secret('special')}}}}"}}
             timeout: 1500
           app: {{python: "app:answer"}}
         evals:
@@ -346,13 +382,15 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
     assert "leaking:" in html and "last 40 lines of" in html  # the log tails are shown, masked
     produced = {"terminal": result.stdout.str() + result.stderr.str()}
     produced |= {str(path): text for path, text in written.items() if not _agent_logs(path)}
-    forms = [form for secret in (ROUTER_KEY, TOKEN, PASSWORD) for form in _all_forms(secret)]
+    forms = [form for secret in (ROUTER_KEY, TOKEN, PASSWORD, SPECIAL) for form in _all_forms(secret)]
     forms.append(TOKEN[:8] + "\n" + TOKEN[8:])
     leaks = sorted(f"{name}: {form!r}" for name, text in produced.items() for form in forms if form in text)
     assert leaks == []
     # The agent never had the router key, so not even its own logs hold it.
     agent_logs = [text for path, text in written.items() if _agent_logs(path)]
     assert agent_logs and not any(form in text for text in agent_logs for form in _all_forms(ROUTER_KEY))
+    # It did print every form of the secrets it was given: the grep above had them to find.
+    assert all(any(form in text for text in agent_logs) for form in _all_forms(SPECIAL))
 
 
 def test_the_environment_is_scanned_again_only_when_it_changed() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
+from chat_server import ChatServer
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
 
 from pytest_vibeeval.loading.templates import Renderer, TemplateValues
@@ -287,6 +288,52 @@ def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read
     for path in (*stdin_files, *prompts):
         text = path.read_text(encoding="utf-8")
         assert TOKEN not in text and MASK in text, path
+
+
+GATEWAY_KEY = "gw-credential-0f1e2d3c4b5a"
+
+
+@XDIST_MODES
+def test_an_http_configurations_key_is_masked_whatever_its_variable_is_called(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    # MY_GATEWAY_CREDENTIAL holds no KEY, TOKEN, SECRET or PASSWORD: it is a secret because
+    # api_key_env names it. The server answers with the key it was sent.
+    monkeypatch.setenv("MY_GATEWAY_CREDENTIAL", GATEWAY_KEY)
+    with ChatServer() as server:
+        write(
+            pytester.path / "gw.eval.yaml",
+            f"""
+            metadata: {{name: gw, model: v/whoami}}
+            configurations:
+              gateway: {{http: {{base_url: "{server.url}", api_key_env: MY_GATEWAY_CREDENTIAL}}}}
+            evals:
+              - {{name: fails, prompt: who are you, checks: [{{match: "*nothing*"}}]}}
+              - {{name: passes, prompt: who are you, checks: [{{match: "my key is *"}}]}}
+            """,
+        )
+        out, junit = pytester.path / "results.json", pytester.path / "junit.xml"
+        result = run(
+            pytester, "-rA", "-o", "junit_logging=all", "--vibe-results", str(out), f"--junitxml={junit}",
+            xdist=xdist,
+        )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1)
+    assert {r["headers"]["Authorization"] for r in server.requests} == {f"Bearer {GATEWAY_KEY}"}
+    records = evals_by_nodeid(load_json(out))
+    assert records["gw.eval.yaml::passes[gateway]"]["response"] == f"my key is {MASK}"
+    produced = {
+        "terminal": result.stdout.str() + result.stderr.str(),
+        "results": out.read_text(encoding="utf-8"),
+        "junit": junit.read_text(encoding="utf-8"),
+    }
+    assert f"my key is {MASK}" in produced["terminal"]  # the failure message quotes the answer
+    leaks = sorted(
+        f"{name}: {form!r}"
+        for name, text in produced.items()
+        for form in _all_forms(GATEWAY_KEY)
+        if form in text
+    )
+    assert leaks == []
 
 
 # --- the secret grep ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from chat_server import ChatServer
-from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
+from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write, write_cli_config
 
 from pytest_vibeeval.loading.templates import Renderer, TemplateValues
 from pytest_vibeeval.masking import (
@@ -239,8 +239,9 @@ def test_a_python_callables_prints_and_logs_are_masked(
         assert ROUTER_KEY not in text and ROUTER_KEY.upper() not in text
 
 
+@XDIST_MODES
 def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read_them(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
     _secrets(monkeypatch)
     checker = agent(
@@ -277,6 +278,7 @@ def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read
         "--vibe-keep-workspaces",
         "--vibe-results",
         str(out),
+        xdist=xdist,
     )
     result.assert_outcomes(passed=2)
     records = evals_by_nodeid(load_json(out))
@@ -284,7 +286,12 @@ def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read
     assert {path.read_text() for path in kept.rglob("seen.txt")} == {"raw"}  # the agent read it raw
     stdin_files = list(pytester.path.rglob("agent.stdin"))
     prompts = list(kept.rglob("prompt.md"))
-    assert stdin_files and prompts
+    # the kept workspace and the kept grading copy (the agent's files, prompt.md among them)
+    assert {path.relative_to(kept).as_posix() for path in prompts} == {
+        "workspace/prompt.md",
+        "grading/prompt.md",
+    }
+    assert stdin_files
     for path in (*stdin_files, *prompts):
         text = path.read_text(encoding="utf-8")
         assert TOKEN not in text and MASK in text, path
@@ -334,6 +341,54 @@ def test_an_http_configurations_key_is_masked_whatever_its_variable_is_called(
         if form in text
     )
     assert leaks == []
+
+
+# Reads prompt.md, says whether it held the password (the environment's secret) raw; the grade step
+# passes only if it did.
+RUNNER_CHECKER = f"""
+import pathlib
+prompt = pathlib.Path("prompt.md").read_text()
+pathlib.Path("seen.txt").write_text("raw" if {PASSWORD!r} in prompt else "masked")
+"""
+
+
+@XDIST_MODES
+def test_kept_copies_prompt_md_is_masked_in_the_runners_repository_layout(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """In the unified runner's layout the kept copies are in the repository: the workspace at
+    `problems/<name>/.tmp-workspace-*/workspace`, the grading copy beside the grading folder with the
+    agent's files in its `workspace/`. A prompt file that holds a secret of the environment reaches
+    the agent raw, and both kept prompt.md are masked."""
+    _secrets(monkeypatch)
+    root = pytester.path
+    evals = root / "evals"
+    write(evals / "problems" / "task" / "workspace" / "problem.md", "The task.\n")
+    write(evals / "grading" / "task" / "keep.txt", "hidden\n")
+    write(root / "prompts" / "problems" / "task.md", f"Log in with {PASSWORD}.\n")
+    config = evals / "config"
+    evaluation = {
+        "workspace": "${EVAL_ROOT}/evals/problems/task/workspace",  # EVAL_ROOT: the repository root
+        "grading": "${EVAL_ROOT}/evals/grading/task",
+        "prompt": "task.md",
+        "gradeSteps": ["check"],
+    }
+    write(config / "eval-config.json", json.dumps({"evaluations": {"task": evaluation}}))
+    checker = agent(root.parent / f"agents-{root.name}", "checker.py", RUNNER_CHECKER)
+    write_cli_config(
+        config / "cli-config.json", {"configurations": {"checker": {"cli": PYTHON, "args": [checker]}}}
+    )
+    check = "import pathlib; assert pathlib.Path('workspace/seen.txt').read_text() == 'raw'"
+    write(config / "command-registry.json", json.dumps({"check": {"command": PYTHON, "args": ["-c", check]}}))
+    out = root / "results.json"
+    result = run(pytester, "--vibe-keep-workspaces", "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1)  # the agent read the password raw
+    workspaces = list((evals / "problems" / "task").glob(".tmp-workspace-*/workspace/prompt.md"))
+    gradings = list((evals / "grading").glob(".tmp-grading-*/workspace/prompt.md"))
+    assert len(workspaces) == 1 and len(gradings) == 1
+    for path in (*workspaces, *gradings):
+        text = path.read_text(encoding="utf-8")
+        assert PASSWORD not in text and f"Log in with {MASK}." in text, path
 
 
 # --- the secret grep ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from pytest_vibeeval.masking import (
 from pytest_vibeeval.models import Configuration
 from pytest_vibeeval.providers import PromptRequest
 from pytest_vibeeval.providers.cli import CliProvider
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
 ROUTER_KEY = "sk-or-v1-0123456789abcdef"
 TOKEN = "tok-5ecret-4711-abcdef"
@@ -106,6 +107,60 @@ def test_an_agent_gets_only_the_allowlisted_environment(
     answer = json.loads(evals_by_nodeid(load_json(out))["env.eval.yaml::e[plain]"]["response"])
     names = set(answer["names"])
     assert {"PATH", "HOME", "LC_TIME", "SET_HERE", "PASS_ME_ONE", "NEEDED_BY_AGENT"} <= names
+    assert not names & {"OPENROUTER_API_KEY", "VIBE_SECRET_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"}
+    assert "UNRELATED_SETTING" not in names and answer["router"] is None
+
+
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}")
+
+# A coding agent: writes the names of the variables it was given, and the router key if it has
+# it, into its workspace.
+CODING_ENV_AGENT = """
+import json, os
+names = sorted(os.environ)
+with open("env.json", "w") as handle:
+    json.dump({"names": names, "router": os.environ.get("OPENROUTER_API_KEY")}, handle)
+"""
+
+
+@needs_bwrap
+@XDIST_MODES
+def test_a_coding_agent_in_bwrap_gets_only_the_allowlisted_environment(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    _secrets(monkeypatch)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value-123")
+    monkeypatch.setenv("UNRELATED_SETTING", "x")
+    monkeypatch.setenv("PASS_ME_ONE", "1")
+    monkeypatch.setenv("NEEDED_BY_AGENT", "yes")
+    script = agent(pytester.path / "agents", "coding_env.py", CODING_ENV_AGENT)
+    (pytester.path / "ws").mkdir()
+    (pytester.path / "grading").mkdir()
+    write(
+        pytester.path / "env.eval.yaml",
+        f"""
+        metadata: {{name: env, model: m}}
+        configurations:
+          plain:
+            cli: "{PYTHON}"
+            args: ["{script}"]
+            env: {{SET_HERE: "{{{{secret('token')}}}}"}}
+            env_passthrough: ["PASS_ME_*"]
+            requires_env: [NEEDED_BY_AGENT]
+        evals:
+          - {{name: coding, prompt: p, workspace: ws, grading: grading}}
+        """,
+    )
+    out = pytester.path / "results.json"
+    result = run(
+        pytester, "--vibe-sandbox", "bwrap", "--vibe-keep-workspaces", "--vibe-results", str(out), xdist=xdist
+    )
+    result.assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(out))["env.eval.yaml::coding[plain]"]
+    assert record["sandbox"] == "bwrap"
+    answer = load_json(Path(record["workspace"]) / "workspace" / "env.json")
+    names = set(answer["names"])
+    assert {"PATH", "HOME", "SET_HERE", "PASS_ME_ONE", "NEEDED_BY_AGENT"} <= names
     assert not names & {"OPENROUTER_API_KEY", "VIBE_SECRET_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"}
     assert "UNRELATED_SETTING" not in names and answer["router"] is None
 

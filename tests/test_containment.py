@@ -472,6 +472,21 @@ if "hang" in prompt:  # until its timeout: the failure message quotes no log, th
 """
 
 
+# A registry step: prints, on stdout and stderr, the secrets it was let through in every encoding,
+# and fails.
+LEAKY_STEP = """
+import base64, html, json, os, sys
+forms = []
+for secret in (os.environ["DB_PASSWORD"], os.environ["VIBE_SECRET_SPECIAL"]):
+    raw = secret.encode()
+    forms += [secret, secret.upper(), secret.lower(), json.dumps(secret)[1:-1], html.escape(secret)]
+    forms += [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("=")]
+print(sys.argv[1] + ":", *forms)
+print(sys.argv[1] + ":", *forms, file=sys.stderr)
+sys.exit(1)
+"""
+
+
 def _all_forms(secret: str) -> list[str]:
     return [secret, *_encodings(secret)]
 
@@ -515,6 +530,31 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
           - {{name: hangs, prompt: "hang now", checks: [{{match: "*"}}]}}
         """,
     )
+    # A coding eval whose build and grade steps print the secrets they were let through, and fail.
+    write(pytester.path / "ws" / "leak_step.py", LEAKY_STEP)
+    (pytester.path / "grading").mkdir()
+    step = {"command": PYTHON, "env_passthrough": ["DB_PASSWORD", "VIBE_SECRET_SPECIAL"], "timeout": 60000}
+    commands = {"leak-build": {**step, "args": ["leak_step.py", "build"]}}
+    commands["leak-grade"] = {**step, "args": ["leak_step.py", "grade"]}
+    write(
+        pytester.path / "sec-coding.eval.yaml",
+        f"""
+        metadata: {{name: seccoding, model: m}}
+        configurations:
+          coder:
+            cli: "{PYTHON}"
+            args: ["{script}"]
+            env: {{GIVEN_TOKEN: "{{{{secret('token')}}}}", GIVEN_SPECIAL: "{{{{secret('special')}}}}"}}
+        commands: {json.dumps(commands)}
+        evals:
+          - name: builds
+            prompt: "build with {{{{secret('token')}}}}"
+            workspace: ws
+            grading: grading
+            build_steps: [leak-build]
+            grade_steps: [leak-grade]
+        """,
+    )
     outputs = pytester.path / "out"
     outputs.mkdir()
     result = run(
@@ -537,6 +577,17 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
     assert "<no router key>" in (records["sec.eval.yaml::leaks[leaky]"]["response"] or "")
     html = written[outputs / "report.html"]
     assert "leaking:" in html and "last 40 lines of" in html  # the log tails are shown, masked
+    coding = records["sec-coding.eval.yaml::builds[coder]"]
+    assert coding["outcome"] == "failed"
+    assert [(step["phase"], step["exit_code"]) for step in coding["steps"]] == [
+        ("agent", 0),
+        ("build", 1),
+        ("grade", 1),
+    ]
+    # the build step's tail: in the message, and in the HTML report under its step
+    assert coding["message"].startswith("build step 'leak-build' exited with code 1\nlast 40 lines of")
+    assert f"build: {MASK} {MASK}" in coding["message"]
+    assert "build step &#x27;leak-build&#x27;: exit code 1" in html and f"build: {MASK} {MASK}" in html
     produced = {"terminal": result.stdout.str() + result.stderr.str()}
     produced |= {str(path): text for path, text in written.items() if not _agent_logs(path)}
     forms = [form for secret in (ROUTER_KEY, TOKEN, PASSWORD, SPECIAL) for form in _all_forms(secret)]

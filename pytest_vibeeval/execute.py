@@ -7,6 +7,8 @@ can override how an item gets its provider or workspace. Providers come from the
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
@@ -17,6 +19,7 @@ from .cache import ResponseCache, note_coding_eval, session_cache, with_cache
 from .checks import any_uses_workdir
 from .errors import terminal_safe
 from .items import EvalItem, finish, get_state, rootdir_relative, start_or_skip
+from .loading.runner_config import ResolvedEval
 from .loading.templates import MissingValue
 from .masking import mask_file
 from .models import Configuration
@@ -252,6 +255,7 @@ def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
         else:
             try:
                 copy_template(template, workspace, (*ignore, *COPY_IGNORE))
+                drop_grading_folders(work.runner.evaluations.values(), template, workspace)
                 return workspace
             except BaseException as exc:
                 remove_tree(temporary_root(workspace))
@@ -262,10 +266,23 @@ def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
         workspace = workdir / WORKSPACE_DIR
         try:
             copy_template(template, workspace, ignore)
+            drop_grading_folders(work.runner.evaluations.values(), template, workspace)
             return workspace
         except CopyError as exc:
             failure = exc.reason
     _not_copied(item, template, failure, workspace)  # outside the handler: no chained traceback
+
+
+def drop_grading_folders(evaluations: Iterable[ResolvedEval], template: Path, copy: Path) -> None:
+    """Remove from ``copy``, a fresh copy of the workspace ``template``, the grading folders of
+    ``evaluations`` that lie inside the template (a workspace that is the rootdir, say): the hidden
+    tests reach the grade steps' copy after the agent has exited, never the agent with its workspace.
+    (A grading folder that is the template itself is the workspace the eval chose.)"""
+    real_template = os.path.realpath(template)
+    for evaluation in evaluations:
+        real = os.path.realpath(evaluation.grading)
+        if real != real_template and os.path.commonpath([real, real_template]) == real_template:
+            remove_tree(copy / os.path.relpath(real, real_template))
 
 
 def _not_copied(item: EvalItem, template: Path, reason: str, copy: Path) -> NoReturn:

@@ -1,24 +1,28 @@
 """A coding eval whose workspace is the rootdir itself, or the folder holding its config: a YAML
 suite's `workspace: .`, an eval-config.json's `${EVAL_ROOT}/..` (EVAL_ROOT the folder holding
 `config/`), `${EVAL_ROOT}/config`, and `${EVAL_ROOT}` where EVAL_ROOT is the rootdir (the runner's
-layout, whose copies go beside the template). Such a workspace is copied like any other (the agent
-works on the copy, the rootdir is untouched); when the copy would go inside it (pytest's --basetemp
-in that folder) the item fails with a message naming the file and the fix, never a traceback.
-Serially and with `-n 2`; tests/hostile/MANIFEST.yaml has the same cases (`paths-workspace-*`)."""
+layout, whose copies go beside the template). Such a workspace holds the eval's grading folder here.
+It is copied like any other, without the grading folder (the agent never gets the hidden tests),
+and the rootdir is untouched; when the copy would go inside it (pytest's --basetemp in that folder)
+the item fails with a message naming the file and the fix, never a traceback. Serially and with
+`-n 2`; tests/hostile/MANIFEST.yaml has the same cases (`paths-workspace-*`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
 
-# Writes answer.txt in its working directory (reading prompt.md first, as an agent does).
+# Writes answer.txt in its working directory (reading prompt.md first, as an agent does), unless it
+# finds the hidden tests there.
 WRITER = """
 import pathlib
 pathlib.Path("prompt.md").read_text()
-pathlib.Path("answer.txt").write_text("done\\n")
+seen = sorted(str(path) for path in pathlib.Path(".").rglob("check.py"))
+pathlib.Path("answer.txt").write_text(f"saw the hidden tests: {seen}\\n" if seen else "done\\n")
 print("done")
 """
 # The grade step: the agent's answer.txt is in the grading copy (the runner's layout: in its workspace/).
@@ -31,15 +35,18 @@ print("graded")
 COMMANDS = {"grade": {"command": PYTHON, "args": ["check.py"], "timeout": 60000}}
 
 
+def _writer(root: Path) -> str:
+    return agent(root.parent / f"agents-{root.name}", "writer.py", WRITER)  # outside, as on PATH
+
+
 def yaml_suite(root: Path) -> str:
     """A YAML suite at the rootdir whose coding eval's workspace is `.`; its id."""
-    script = agent(root.parent / f"agents-{root.name}", "writer.py", WRITER)  # as on PATH
     write(root / "grading" / "check.py", CHECK)
     write(
         root / "ws.eval.yaml",
         f"""
         metadata: {{name: ws, model: m}}
-        configurations: {{writer: {{cli: "{PYTHON}", args: ["{script}"], timeout: 60000}}}}
+        configurations: {{writer: {{cli: "{PYTHON}", args: ["{_writer(root)}"], timeout: 60000}}}}
         commands: {json.dumps(COMMANDS)}
         evals:
           - name: dot
@@ -52,46 +59,46 @@ def yaml_suite(root: Path) -> str:
     return "ws.eval.yaml::dot[writer]"
 
 
-def config_folder(root: Path, workspace: str, repository: bool = False) -> str:
-    """A unified-runner folder `evals/config/` whose evaluation's workspace is ``workspace``; its id.
-    ``${EVAL_ROOT}`` is `evals/` (the seed's layout), or with ``repository`` the rootdir (the
-    runner's: its grading folder is spelled from there)."""
-    script = agent(root.parent / f"agents-{root.name}", "writer.py", WRITER)  # as on PATH
+def config_folder(root: Path, workspace: str, grading: str, location: str) -> str:
+    """A unified-runner folder `evals/config/` whose evaluation's workspace is ``workspace`` and
+    whose grading folder is ``grading``, spelled from EVAL_ROOT, the rootdir's ``location``; its id."""
     config = root / "evals" / "config"
-    write(root / "evals" / "grading" / "task" / "check.py", CHECK)
     write(root / "prompts" / "problems" / "task.md", "Write done into answer.txt.\n")
-    evaluation = {
-        "workspace": workspace,
-        "grading": "${EVAL_ROOT}/evals/grading/task" if repository else "${EVAL_ROOT}/grading/task",
-        "prompt": "task.md",
-        "gradeSteps": ["grade"],
-    }
+    write(root / location / "check.py", CHECK)
+    evaluation = {"workspace": workspace, "grading": grading, "prompt": "task.md", "gradeSteps": ["grade"]}
     write(config / "eval-config.json", json.dumps({"evaluations": {"task": evaluation}}))
-    cli = {"writer": {"name": "writer", "cli": PYTHON, "args": [script], "timeout": 60000}}
+    cli = {"writer": {"name": "writer", "cli": PYTHON, "args": [_writer(root)], "timeout": 60000}}
     write(config / "cli-config.json", json.dumps({"configurations": cli}))
     write(config / "command-registry.json", json.dumps(COMMANDS))
     return "evals/config/eval-config.json::task[writer]"
 
 
-LAYOUTS = {  # how to lay the case out; the workspace, relative to the rootdir
+LAYOUTS: dict[str, tuple[Callable[[Path], str], str]] = {  # lays the case out; its workspace
     "yaml-dot": (yaml_suite, "."),
-    "config-eval-root-parent": (lambda root: config_folder(root, "${EVAL_ROOT}/.."), "."),
-    "config-own-folder": (lambda root: config_folder(root, "${EVAL_ROOT}/config"), "evals/config"),
-    "config-repository-root": (lambda root: config_folder(root, "${EVAL_ROOT}", repository=True), "."),
+    "config-eval-root-parent": (  # EVAL_ROOT is evals/: the workspace is the rootdir
+        lambda root: config_folder(
+            root, "${EVAL_ROOT}/..", "${EVAL_ROOT}/grading/task", "evals/grading/task"
+        ),
+        ".",
+    ),
+    "config-own-folder": (
+        lambda root: config_folder(
+            root, "${EVAL_ROOT}/config", "${EVAL_ROOT}/config/hidden", "evals/config/hidden"
+        ),
+        "evals/config",
+    ),
+    "config-repository-root": (  # EVAL_ROOT is the rootdir (set in the environment): the runner's layout
+        lambda root: config_folder(
+            root, "${EVAL_ROOT}", "${EVAL_ROOT}/evals/grading/task", "evals/grading/task"
+        ),
+        ".",
+    ),
 }
 
 
-def _output(result: pytest.RunResult) -> str:
-    return result.stdout.str() + result.stderr.str()
-
-
-@XDIST_MODES
-@pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_a_workspace_equal_to_the_rootdir_runs_on_a_copy(
-    pytester: pytest.Pytester, layout: str, xdist: list[str]
-) -> None:
-    nodeid = LAYOUTS[layout][0](pytester.path)
-    basetemp = pytester.path.parent / f"basetemp-{layout}"  # outside the rootdir
+def _run(
+    pytester: pytest.Pytester, layout: str, basetemp: Path, xdist: list[str]
+) -> tuple[pytest.RunResult, Path]:
     out = pytester.path.parent / f"results-{layout}.json"
     result = run(
         pytester,
@@ -101,14 +108,38 @@ def test_a_workspace_equal_to_the_rootdir_runs_on_a_copy(
         "-rA",
         xdist=xdist,
     )
-    output = _output(result)
+    output = result.stdout.str() + result.stderr.str()
     assert "Traceback" not in output and "INTERNALERROR" not in output, output
-    result.assert_outcomes(passed=1)
+    assert "During handling" not in output and "CopyError" not in output, output
+    return result, out
+
+
+@pytest.fixture
+def laid_out(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], str]:
+    def lay_out(layout: str) -> str:
+        if layout == "config-repository-root":
+            monkeypatch.setenv("EVAL_ROOT", str(pytester.path))
+        else:
+            monkeypatch.delenv("EVAL_ROOT", raising=False)
+        return LAYOUTS[layout][0](pytester.path)
+
+    return lay_out
+
+
+@XDIST_MODES
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_workspace_equal_to_the_rootdir_runs_on_a_copy_without_the_hidden_tests(
+    pytester: pytest.Pytester, laid_out: Callable[[str], str], layout: str, xdist: list[str]
+) -> None:
+    nodeid = laid_out(layout)
+    result, out = _run(pytester, layout, pytester.path.parent / f"basetemp-{layout}", xdist)
+    result.assert_outcomes(passed=1)  # the agent did not find check.py in its copy
     record = evals_by_nodeid(load_json(out))[nodeid]
     assert record["outcome"] == "passed"
     assert [step["exit_code"] for step in record["steps"]] == [0, 0]  # agent, grade step
     assert not list(pytester.path.rglob("answer.txt"))  # the agent wrote in its copy only
     assert not list(pytester.path.rglob("prompt.md"))
+    assert len(list(pytester.path.rglob("check.py"))) == 1  # the grading folder is still there
     # the runner's layout copies beside the template, here beside the rootdir, and removes the copy
     assert not list(pytester.path.parent.glob(".tmp-*")) and not list(pytester.path.rglob(".tmp-*"))
 
@@ -116,23 +147,11 @@ def test_a_workspace_equal_to_the_rootdir_runs_on_a_copy(
 @XDIST_MODES
 @pytest.mark.parametrize("layout", [name for name in LAYOUTS if name != "config-repository-root"])
 def test_a_workspace_holding_the_basetemp_is_a_clear_error(
-    pytester: pytest.Pytester, layout: str, xdist: list[str]
+    pytester: pytest.Pytester, laid_out: Callable[[str], str], layout: str, xdist: list[str]
 ) -> None:
-    make, workspace = LAYOUTS[layout]
-    nodeid = make(pytester.path)
-    basetemp = pytester.path / workspace / "bt"  # inside the workspace
-    out = pytester.path.parent / f"results-{layout}.json"
-    result = run(
-        pytester,
-        f"--rootdir={pytester.path}",
-        f"--basetemp={basetemp}",
-        f"--vibe-results={out}",
-        "-rA",
-        xdist=xdist,
-    )
-    output = _output(result)
-    assert "Traceback" not in output and "INTERNALERROR" not in output, output
-    assert "During handling" not in output and "CopyError" not in output, output
+    nodeid = laid_out(layout)
+    workspace = LAYOUTS[layout][1]
+    result, out = _run(pytester, layout, pytester.path / workspace / "bt", xdist)  # inside the workspace
     result.assert_outcomes(errors=1)
     source = nodeid.split("::")[0]
     line = ":5" if layout == "yaml-dot" else ""  # a YAML suite names the eval's line

@@ -247,11 +247,12 @@ def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
     assert work is not None
     ignore = get_state(item.config).settings.workspace_ignore
     template = work.evaluation.workspace
+    copy: Path | None = None  # where the copy was to go (None: no folder for it could be made)
     if work.runner.layout == "repository":
         try:
-            workspace = workspace_beside(template)
+            workspace = copy = workspace_beside(template)
         except OSError as exc:
-            failure = f"cannot create a folder beside it: {exc.strerror or exc}"
+            failure = f"cannot make a folder for the copy beside it: {exc.strerror or exc}"
         else:
             try:
                 copy_template(template, workspace, (*ignore, *COPY_IGNORE))
@@ -263,14 +264,14 @@ def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
                     raise
                 failure = exc.reason
     else:
-        workspace = workdir / WORKSPACE_DIR
+        workspace = copy = workdir / WORKSPACE_DIR
         try:
             copy_template(template, workspace, ignore)
             drop_grading_folders(work.runner.evaluations.values(), template, workspace)
             return workspace
         except CopyError as exc:
             failure = exc.reason
-    _not_copied(item, template, failure, workspace)  # outside the handler: no chained traceback
+    _not_copied(item, template, failure, copy)  # outside the handler: no chained traceback
 
 
 def drop_grading_folders(evaluations: Iterable[ResolvedEval], template: Path, copy: Path) -> None:
@@ -285,7 +286,7 @@ def drop_grading_folders(evaluations: Iterable[ResolvedEval], template: Path, co
             remove_tree(copy / os.path.relpath(real, real_template))
 
 
-def _not_copied(item: EvalItem, template: Path, reason: str, copy: Path) -> NoReturn:
+def _not_copied(item: EvalItem, template: Path, reason: str, copy: Path | None) -> NoReturn:
     """Fail the item's setup saying what cannot be copied and why, where the eval is defined, and
     how to fix it (no traceback: the input, not the plugin, is at fault)."""
     where = rootdir_relative(item.path, item.config.rootpath)
@@ -294,7 +295,7 @@ def _not_copied(item: EvalItem, template: Path, reason: str, copy: Path) -> NoRe
     assert item.workspace_work is not None
     name = item.workspace_work.evaluation.id
     message = f"{where}: eval {name!r}: its workspace folder {template} cannot be copied: {reason}"
-    if copy.resolve().is_relative_to(template.resolve()):
+    if copy is not None and copy.resolve().is_relative_to(template.resolve()):
         message += (
             f"\nthe copy would go to {copy}, inside the folder itself (a folder that holds pytest's "
             f"temporary folder, --basetemp, cannot be a workspace): give --basetemp a folder outside "

@@ -4,17 +4,22 @@ suite's `workspace: .`, an eval-config.json's `${EVAL_ROOT}/..` (EVAL_ROOT the f
 layout, whose copies go beside the template). Such a workspace holds the eval's grading folder here.
 It is copied like any other, without the grading folder (the agent never gets the hidden tests),
 and the rootdir is untouched; when the copy would go inside it (pytest's --basetemp in that folder)
-the item fails with a message naming the file and the fix, never a traceback. Serially and with
+the item fails with a message naming the file and the fix, never a traceback, as when no folder
+for the copy can be made beside the template (a read-only mount). Serially and with
 `-n 2`; tests/hostile/MANIFEST.yaml has the same cases (`paths-workspace-*`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
+from helpers import FAST_ARGS, PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
 # Writes answer.txt in its working directory (reading prompt.md first, as an agent does), unless it
 # finds the hidden tests there.
@@ -165,3 +170,41 @@ def test_a_workspace_holding_the_basetemp_is_a_clear_error(
     record = evals_by_nodeid(load_json(out))[nodeid]
     assert record["outcome"] == "error"
     assert not list(pytester.path.rglob("answer.txt"))
+
+
+@pytest.mark.skipif(bwrap_problem() is not None, reason=f"a read-only mount needs bwrap: {bwrap_problem()}")
+@XDIST_MODES
+def test_a_workspace_whose_copy_cannot_be_made_beside_it_is_a_clear_error(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The runner's layout copies a template beside it: on a read-only mount (pytest run in bwrap
+    with the problem's folder bound read-only) no folder can be made there."""
+    nodeid = config_folder(
+        pytester.path,
+        "${EVAL_ROOT}/evals/problems/task/workspace",
+        "${EVAL_ROOT}/evals/grading/task",
+        "evals/grading/task",
+    )
+    problem = pytester.path / "evals" / "problems" / "task"
+    write(problem / "workspace" / "problem.md", "The task.\n")
+    bind = ["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(problem), str(problem)]
+    out = pytester.path.parent / "results-read-only.json"
+    args = [*FAST_ARGS, *xdist, "--vibe-sandbox", "none", "--vibe-history=", f"--vibe-results={out}", "-rA"]
+    done = subprocess.run(
+        [*bind, PYTHON, "-m", "pytest", *args],
+        cwd=pytester.path,
+        env={**os.environ, "EVAL_ROOT": str(pytester.path)},  # the runner's layout
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+    expected = (
+        f"evals/config/eval-config.json: eval 'task': its workspace folder {problem / 'workspace'} cannot be "
+        "copied: cannot make a folder for the copy beside it: Read-only file system"
+    )
+    assert expected in done.stdout, output
+    assert evals_by_nodeid(load_json(out))[nodeid]["outcome"] == "error"
+    assert list(problem.iterdir()) == [problem / "workspace"]

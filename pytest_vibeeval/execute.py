@@ -7,14 +7,19 @@ can override how an item gets its provider or workspace. Providers come from the
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from .cache import ResponseCache, note_coding_eval, session_cache, with_cache
 from .checks import any_uses_workdir
-from .items import EvalItem, finish, get_state, start_or_skip
+from .errors import terminal_safe
+from .items import EvalItem, finish, get_state, rootdir_relative, start_or_skip
+from .loading.runner_config import ResolvedEval
 from .loading.templates import MissingValue
 from .masking import mask_file
 from .models import Configuration
@@ -29,7 +34,7 @@ from .runner import ItemVerdict, run_prompt_eval
 from .scoring.assess import assess
 from .state import VibeState
 from .workspace.agent import agent_command, with_agent_report
-from .workspace.copying import copy_template, remove_tree
+from .workspace.copying import CopyError, copy_template, remove_tree
 from .workspace.layout import COPY_IGNORE, temporary_root, workspace_beside
 from .workspace.sandbox import Sandbox, choose_sandbox
 from .workspace.steps import LOGS_DIR, PROMPT_FILE, WORKSPACE_DIR, RegistryCommands, run_workspace_eval
@@ -242,17 +247,61 @@ def prepare_workspace(item: EvalItem, workdir: Path) -> Path:
     assert work is not None
     ignore = get_state(item.config).settings.workspace_ignore
     template = work.evaluation.workspace
+    copy: Path | None = None  # where the copy was to go (None: no folder for it could be made)
     if work.runner.layout == "repository":
-        workspace = workspace_beside(template)
         try:
-            copy_template(template, workspace, (*ignore, *COPY_IGNORE))
-        except BaseException:
-            remove_tree(temporary_root(workspace))
-            raise
-        return workspace
-    workspace = workdir / WORKSPACE_DIR
-    copy_template(template, workspace, ignore)
-    return workspace
+            workspace = copy = workspace_beside(template)
+        except OSError as exc:
+            failure = f"cannot make a folder for the copy beside it: {exc.strerror or exc}"
+        else:
+            try:
+                copy_template(template, workspace, (*ignore, *COPY_IGNORE))
+                drop_grading_folders(work.runner.evaluations.values(), template, workspace)
+                return workspace
+            except BaseException as exc:
+                remove_tree(temporary_root(workspace))
+                if not isinstance(exc, CopyError):
+                    raise
+                failure = exc.reason
+    else:
+        workspace = copy = workdir / WORKSPACE_DIR
+        try:
+            copy_template(template, workspace, ignore)
+            drop_grading_folders(work.runner.evaluations.values(), template, workspace)
+            return workspace
+        except CopyError as exc:
+            failure = exc.reason
+    _not_copied(item, template, failure, copy)  # outside the handler: no chained traceback
+
+
+def drop_grading_folders(evaluations: Iterable[ResolvedEval], template: Path, copy: Path) -> None:
+    """Remove from ``copy``, a fresh copy of the workspace ``template``, the grading folders of
+    ``evaluations`` that lie inside the template (a workspace that is the rootdir, say): the hidden
+    tests reach the grade steps' copy after the agent has exited, never the agent with its workspace.
+    (A grading folder that is the template itself is the workspace the eval chose.)"""
+    real_template = os.path.realpath(template)
+    for evaluation in evaluations:
+        real = os.path.realpath(evaluation.grading)
+        if real != real_template and os.path.commonpath([real, real_template]) == real_template:
+            remove_tree(copy / os.path.relpath(real, real_template))
+
+
+def _not_copied(item: EvalItem, template: Path, reason: str, copy: Path | None) -> NoReturn:
+    """Fail the item's setup saying what cannot be copied and why, where the eval is defined, and
+    how to fix it (no traceback: the input, not the plugin, is at fault)."""
+    where = rootdir_relative(item.path, item.config.rootpath)
+    if item.plan.line:
+        where += f":{item.plan.line}"
+    assert item.workspace_work is not None
+    name = item.workspace_work.evaluation.id
+    message = f"{where}: eval {name!r}: its workspace folder {template} cannot be copied: {reason}"
+    if copy is not None and copy.resolve().is_relative_to(template.resolve()):
+        message += (
+            f"\nthe copy would go to {copy}, inside the folder itself (a folder that holds pytest's "
+            f"temporary folder, --basetemp, cannot be a workspace): give --basetemp a folder outside "
+            f"{template}, or point the eval's workspace at a folder that does not hold it"
+        )
+    pytest.fail(terminal_safe(message), pytrace=False)
 
 
 def discard(folder: Path, config: pytest.Config) -> None:

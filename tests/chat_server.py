@@ -6,7 +6,8 @@ behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without c
 500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
-``judge-garbage`` a sentence, ``tools`` and ``tools-forever`` call tools (see ``tool_step``).
+``judge-garbage`` a sentence, ``tools`` and ``tools-forever`` call tools (see ``tool_step``),
+``whoami`` answers ``my key is <the bearer token it was sent>``.
 Anything else is answered like ``ok``. The answer is
 ``echo: <the user message>`` unless the prompt holds a line ``ANSWER: <text>``, then ``<text>``.
 """
@@ -92,6 +93,10 @@ class ChatServer:
                 }
                 answer = verdicts.get(kind, "I think it is probably fine.")
                 message = {"role": "assistant", "content": answer}
+                reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
+            elif kind == "whoami":  # a server that leaks the key it was sent
+                key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
+                message = {"role": "assistant", "content": f"my key is {key}"}
                 reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
             elif kind == "garbage":
                 reply = (200, b"<html>not json</html>", "text/html", None)

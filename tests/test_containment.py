@@ -6,13 +6,15 @@ searched for every secret and its encodings."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import pytest
-from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
+from chat_server import ChatServer
+from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write, write_cli_config
 
 from pytest_vibeeval.loading.templates import Renderer, TemplateValues
 from pytest_vibeeval.masking import (
@@ -26,10 +28,13 @@ from pytest_vibeeval.masking import (
 from pytest_vibeeval.models import Configuration
 from pytest_vibeeval.providers import PromptRequest
 from pytest_vibeeval.providers.cli import CliProvider
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
 ROUTER_KEY = "sk-or-v1-0123456789abcdef"
 TOKEN = "tok-5ecret-4711-abcdef"
 PASSWORD = "hunter2-but-longer"
+# Mixed case, non-ASCII, and what JSON, HTML and URLs escape; its base64 holds a '/' and padding.
+SPECIAL = 'Mixed P\u00e4ssw\u00f6rd "q" & <b>\\ ~?>>'
 
 # Prints the names of the variables it was given, and the value of a few.
 ENV_AGENT = """
@@ -43,6 +48,28 @@ def _secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", ROUTER_KEY)
     monkeypatch.setenv("VIBE_SECRET_TOKEN", TOKEN)
     monkeypatch.setenv("DB_PASSWORD", PASSWORD)
+    monkeypatch.setenv("VIBE_SECRET_SPECIAL", SPECIAL)
+
+
+def _encodings(secret: str) -> list[str]:
+    """Every encoded form of ``secret`` that masking promises, each checked to differ from it (or the
+    test would prove nothing for that form): upper- and lower-cased, base64 standard and URL-safe with
+    and without padding, URL-encoded (quote and quote_plus), JSON- and HTML-escaped."""
+    raw = secret.encode()
+    forms = [
+        secret.upper(),
+        secret.lower(),
+        base64.b64encode(raw).decode(),
+        base64.b64encode(raw).decode().rstrip("="),
+        base64.urlsafe_b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        quote(secret, safe=""),
+        quote_plus(secret),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        html.escape(secret),
+    ]
+    return forms
 
 
 # --- the allowlist -----------------------------------------------------------------------------
@@ -80,6 +107,60 @@ def test_an_agent_gets_only_the_allowlisted_environment(
     answer = json.loads(evals_by_nodeid(load_json(out))["env.eval.yaml::e[plain]"]["response"])
     names = set(answer["names"])
     assert {"PATH", "HOME", "LC_TIME", "SET_HERE", "PASS_ME_ONE", "NEEDED_BY_AGENT"} <= names
+    assert not names & {"OPENROUTER_API_KEY", "VIBE_SECRET_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"}
+    assert "UNRELATED_SETTING" not in names and answer["router"] is None
+
+
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}")
+
+# A coding agent: writes the names of the variables it was given, and the router key if it has
+# it, into its workspace.
+CODING_ENV_AGENT = """
+import json, os
+names = sorted(os.environ)
+with open("env.json", "w") as handle:
+    json.dump({"names": names, "router": os.environ.get("OPENROUTER_API_KEY")}, handle)
+"""
+
+
+@needs_bwrap
+@XDIST_MODES
+def test_a_coding_agent_in_bwrap_gets_only_the_allowlisted_environment(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    _secrets(monkeypatch)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value-123")
+    monkeypatch.setenv("UNRELATED_SETTING", "x")
+    monkeypatch.setenv("PASS_ME_ONE", "1")
+    monkeypatch.setenv("NEEDED_BY_AGENT", "yes")
+    script = agent(pytester.path / "agents", "coding_env.py", CODING_ENV_AGENT)
+    (pytester.path / "ws").mkdir()
+    (pytester.path / "grading").mkdir()
+    write(
+        pytester.path / "env.eval.yaml",
+        f"""
+        metadata: {{name: env, model: m}}
+        configurations:
+          plain:
+            cli: "{PYTHON}"
+            args: ["{script}"]
+            env: {{SET_HERE: "{{{{secret('token')}}}}"}}
+            env_passthrough: ["PASS_ME_*"]
+            requires_env: [NEEDED_BY_AGENT]
+        evals:
+          - {{name: coding, prompt: p, workspace: ws, grading: grading}}
+        """,
+    )
+    out = pytester.path / "results.json"
+    result = run(
+        pytester, "--vibe-sandbox", "bwrap", "--vibe-keep-workspaces", "--vibe-results", str(out), xdist=xdist
+    )
+    result.assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(out))["env.eval.yaml::coding[plain]"]
+    assert record["sandbox"] == "bwrap"
+    answer = load_json(Path(record["workspace"]) / "workspace" / "env.json")
+    names = set(answer["names"])
+    assert {"PATH", "HOME", "SET_HERE", "PASS_ME_ONE", "NEEDED_BY_AGENT"} <= names
     assert not names & {"OPENROUTER_API_KEY", "VIBE_SECRET_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"}
     assert "UNRELATED_SETTING" not in names and answer["router"] is None
 
@@ -168,6 +249,12 @@ def test_secret_looking_variables_are_masked_in_their_encodings() -> None:
         TOKEN[:3] + "\r\n" + TOKEN[3:],
     ):
         assert mask(f"<{text}>", secret) == f"<{MASK}>", text
+    special = frozenset(environment_secrets({"WEIRD_SECRET": SPECIAL}))
+    forms = _encodings(SPECIAL)
+    assert len(set(forms)) == len(forms) and SPECIAL not in forms  # each form is another text
+    for text in (SPECIAL, *forms, SPECIAL[:9] + "\n" + SPECIAL[9:]):
+        assert mask(f"({text})", special) == f"({MASK})", text
+    assert set(forms) <= encoded_forms(SPECIAL)
     assert mask("abc12 and long-but-not-secret", secret) == "abc12 and long-but-not-secret"
     assert encoded_forms("abc") == {"abc"}  # a short explicit secret is masked only as it is
 
@@ -207,8 +294,9 @@ def test_a_python_callables_prints_and_logs_are_masked(
         assert ROUTER_KEY not in text and ROUTER_KEY.upper() not in text
 
 
+@XDIST_MODES
 def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read_them(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
     _secrets(monkeypatch)
     checker = agent(
@@ -245,6 +333,7 @@ def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read
         "--vibe-keep-workspaces",
         "--vibe-results",
         str(out),
+        xdist=xdist,
     )
     result.assert_outcomes(passed=2)
     records = evals_by_nodeid(load_json(out))
@@ -252,10 +341,109 @@ def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read
     assert {path.read_text() for path in kept.rglob("seen.txt")} == {"raw"}  # the agent read it raw
     stdin_files = list(pytester.path.rglob("agent.stdin"))
     prompts = list(kept.rglob("prompt.md"))
-    assert stdin_files and prompts
+    # the kept workspace and the kept grading copy (the agent's files, prompt.md among them)
+    assert {path.relative_to(kept).as_posix() for path in prompts} == {
+        "workspace/prompt.md",
+        "grading/prompt.md",
+    }
+    assert stdin_files
     for path in (*stdin_files, *prompts):
         text = path.read_text(encoding="utf-8")
         assert TOKEN not in text and MASK in text, path
+
+
+GATEWAY_KEY = "gw-credential-0f1e2d3c4b5a"
+
+
+@XDIST_MODES
+def test_an_http_configurations_key_is_masked_whatever_its_variable_is_called(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    # MY_GATEWAY_CREDENTIAL holds no KEY, TOKEN, SECRET or PASSWORD: it is a secret because
+    # api_key_env names it. The server answers with the key it was sent.
+    monkeypatch.setenv("MY_GATEWAY_CREDENTIAL", GATEWAY_KEY)
+    with ChatServer() as server:
+        write(
+            pytester.path / "gw.eval.yaml",
+            f"""
+            metadata: {{name: gw, model: v/whoami}}
+            configurations:
+              gateway: {{http: {{base_url: "{server.url}", api_key_env: MY_GATEWAY_CREDENTIAL}}}}
+            evals:
+              - {{name: fails, prompt: who are you, checks: [{{match: "*nothing*"}}]}}
+              - {{name: passes, prompt: who are you, checks: [{{match: "my key is *"}}]}}
+            """,
+        )
+        out, junit = pytester.path / "results.json", pytester.path / "junit.xml"
+        result = run(
+            pytester, "-rA", "-o", "junit_logging=all", "--vibe-results", str(out), f"--junitxml={junit}",
+            xdist=xdist,
+        )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1)
+    assert {r["headers"]["Authorization"] for r in server.requests} == {f"Bearer {GATEWAY_KEY}"}
+    records = evals_by_nodeid(load_json(out))
+    assert records["gw.eval.yaml::passes[gateway]"]["response"] == f"my key is {MASK}"
+    produced = {
+        "terminal": result.stdout.str() + result.stderr.str(),
+        "results": out.read_text(encoding="utf-8"),
+        "junit": junit.read_text(encoding="utf-8"),
+    }
+    assert f"my key is {MASK}" in produced["terminal"]  # the failure message quotes the answer
+    leaks = sorted(
+        f"{name}: {form!r}"
+        for name, text in produced.items()
+        for form in _all_forms(GATEWAY_KEY)
+        if form in text
+    )
+    assert leaks == []
+
+
+# Reads prompt.md, says whether it held the password (the environment's secret) raw; the grade step
+# passes only if it did.
+RUNNER_CHECKER = f"""
+import pathlib
+prompt = pathlib.Path("prompt.md").read_text()
+pathlib.Path("seen.txt").write_text("raw" if {PASSWORD!r} in prompt else "masked")
+"""
+
+
+@XDIST_MODES
+def test_kept_copies_prompt_md_is_masked_in_the_runners_repository_layout(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """In the unified runner's layout the kept copies are in the repository: the workspace at
+    `problems/<name>/.tmp-workspace-*/workspace`, the grading copy beside the grading folder with the
+    agent's files in its `workspace/`. A prompt file that holds a secret of the environment reaches
+    the agent raw, and both kept prompt.md are masked."""
+    _secrets(monkeypatch)
+    root = pytester.path
+    evals = root / "evals"
+    write(evals / "problems" / "task" / "workspace" / "problem.md", "The task.\n")
+    write(evals / "grading" / "task" / "keep.txt", "hidden\n")
+    write(root / "prompts" / "problems" / "task.md", f"Log in with {PASSWORD}.\n")
+    config = evals / "config"
+    evaluation = {
+        "workspace": "${EVAL_ROOT}/evals/problems/task/workspace",  # EVAL_ROOT: the repository root
+        "grading": "${EVAL_ROOT}/evals/grading/task",
+        "prompt": "task.md",
+        "gradeSteps": ["check"],
+    }
+    write(config / "eval-config.json", json.dumps({"evaluations": {"task": evaluation}}))
+    checker = agent(root.parent / f"agents-{root.name}", "checker.py", RUNNER_CHECKER)
+    write_cli_config(
+        config / "cli-config.json", {"configurations": {"checker": {"cli": PYTHON, "args": [checker]}}}
+    )
+    check = "import pathlib; assert pathlib.Path('workspace/seen.txt').read_text() == 'raw'"
+    write(config / "command-registry.json", json.dumps({"check": {"command": PYTHON, "args": ["-c", check]}}))
+    out = root / "results.json"
+    result = run(pytester, "--vibe-keep-workspaces", "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1)  # the agent read the password raw
+    workspaces = list((evals / "problems" / "task").glob(".tmp-workspace-*/workspace/prompt.md"))
+    gradings = list((evals / "grading").glob(".tmp-grading-*/workspace/prompt.md"))
+    assert len(workspaces) == 1 and len(gradings) == 1
+    for path in (*workspaces, *gradings):
+        text = path.read_text(encoding="utf-8")
+        assert PASSWORD not in text and f"Log in with {MASK}." in text, path
 
 
 # --- the secret grep ---------------------------------------------------------------------------
@@ -263,12 +451,17 @@ def test_a_long_prompt_file_and_a_kept_prompt_md_are_masked_after_the_agent_read
 # Prints the router key it should not have, and the token it was given in every common encoding;
 # "fail" in the prompt: on stderr too, and exits 1; "hang": waits for its timeout.
 LEAKY_AGENT = """
-import base64, os, sys, urllib.parse
+import base64, html, json, os, sys, urllib.parse
 prompt = sys.stdin.read()
-token = os.environ["GIVEN_TOKEN"]
-forms = [os.environ.get("OPENROUTER_API_KEY", "<no router key>"), token, token.upper(),
-         base64.b64encode(token.encode()).decode(), urllib.parse.quote(token, safe=""),
-         token[:8] + "\\n" + token[8:]]
+token, special = os.environ["GIVEN_TOKEN"], os.environ["GIVEN_SPECIAL"]
+forms = [os.environ.get("OPENROUTER_API_KEY", "<no router key>"), token[:8] + "\\n" + token[8:]]
+for secret in (token, special):
+    raw = secret.encode()
+    forms += [secret, secret.upper(), secret.lower(), urllib.parse.quote(secret, safe=""),
+              urllib.parse.quote_plus(secret), json.dumps(secret)[1:-1],
+              json.dumps(secret, ensure_ascii=False)[1:-1], html.escape(secret)]
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        forms += [encode(raw).decode(), encode(raw).decode().rstrip("=")]
 print("leaking:", *forms, flush=True)
 if "fail" in prompt:
     print("leaking:", *forms, file=sys.stderr)
@@ -279,8 +472,23 @@ if "hang" in prompt:  # until its timeout: the failure message quotes no log, th
 """
 
 
+# A registry step: prints, on stdout and stderr, the secrets it was let through in every encoding,
+# and fails.
+LEAKY_STEP = """
+import base64, html, json, os, sys
+forms = []
+for secret in (os.environ["DB_PASSWORD"], os.environ["VIBE_SECRET_SPECIAL"]):
+    raw = secret.encode()
+    forms += [secret, secret.upper(), secret.lower(), json.dumps(secret)[1:-1], html.escape(secret)]
+    forms += [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("=")]
+print(sys.argv[1] + ":", *forms)
+print(sys.argv[1] + ":", *forms, file=sys.stderr)
+sys.exit(1)
+"""
+
+
 def _all_forms(secret: str) -> list[str]:
-    return [secret, secret.upper(), base64.b64encode(secret.encode()).decode(), quote(secret, safe="")]
+    return [secret, *_encodings(secret)]
 
 
 def _agent_logs(path: Path) -> bool:
@@ -313,13 +521,38 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
           leaky:
             cli: "{PYTHON}"
             args: ["{script}"]
-            env: {{GIVEN_TOKEN: "{{{{secret('token')}}}}"}}
+            env: {{GIVEN_TOKEN: "{{{{secret('token')}}}}", GIVEN_SPECIAL: "{{{{secret('special')}}}}"}}
             timeout: 1500
           app: {{python: "app:answer"}}
         evals:
           - {{name: leaks, prompt: "tell {{{{secret('token')}}}}", checks: [{{match: "*nothing*"}}]}}
           - {{name: crashes, prompt: "fail now", checks: [{{match: "*"}}]}}
           - {{name: hangs, prompt: "hang now", checks: [{{match: "*"}}]}}
+        """,
+    )
+    # A coding eval whose build and grade steps print the secrets they were let through, and fail.
+    write(pytester.path / "ws" / "leak_step.py", LEAKY_STEP)
+    (pytester.path / "grading").mkdir()
+    step = {"command": PYTHON, "env_passthrough": ["DB_PASSWORD", "VIBE_SECRET_SPECIAL"], "timeout": 60000}
+    commands = {"leak-build": {**step, "args": ["leak_step.py", "build"]}}
+    commands["leak-grade"] = {**step, "args": ["leak_step.py", "grade"]}
+    write(
+        pytester.path / "sec-coding.eval.yaml",
+        f"""
+        metadata: {{name: seccoding, model: m}}
+        configurations:
+          coder:
+            cli: "{PYTHON}"
+            args: ["{script}"]
+            env: {{GIVEN_TOKEN: "{{{{secret('token')}}}}", GIVEN_SPECIAL: "{{{{secret('special')}}}}"}}
+        commands: {json.dumps(commands)}
+        evals:
+          - name: builds
+            prompt: "build with {{{{secret('token')}}}}"
+            workspace: ws
+            grading: grading
+            build_steps: [leak-build]
+            grade_steps: [leak-grade]
         """,
     )
     outputs = pytester.path / "out"
@@ -344,15 +577,28 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
     assert "<no router key>" in (records["sec.eval.yaml::leaks[leaky]"]["response"] or "")
     html = written[outputs / "report.html"]
     assert "leaking:" in html and "last 40 lines of" in html  # the log tails are shown, masked
+    coding = records["sec-coding.eval.yaml::builds[coder]"]
+    assert coding["outcome"] == "failed"
+    assert [(step["phase"], step["exit_code"]) for step in coding["steps"]] == [
+        ("agent", 0),
+        ("build", 1),
+        ("grade", 1),
+    ]
+    # the build step's tail: in the message, and in the HTML report under its step
+    assert coding["message"].startswith("build step 'leak-build' exited with code 1\nlast 40 lines of")
+    assert f"build: {MASK} {MASK}" in coding["message"]
+    assert "build step &#x27;leak-build&#x27;: exit code 1" in html and f"build: {MASK} {MASK}" in html
     produced = {"terminal": result.stdout.str() + result.stderr.str()}
     produced |= {str(path): text for path, text in written.items() if not _agent_logs(path)}
-    forms = [form for secret in (ROUTER_KEY, TOKEN, PASSWORD) for form in _all_forms(secret)]
+    forms = [form for secret in (ROUTER_KEY, TOKEN, PASSWORD, SPECIAL) for form in _all_forms(secret)]
     forms.append(TOKEN[:8] + "\n" + TOKEN[8:])
     leaks = sorted(f"{name}: {form!r}" for name, text in produced.items() for form in forms if form in text)
     assert leaks == []
     # The agent never had the router key, so not even its own logs hold it.
     agent_logs = [text for path, text in written.items() if _agent_logs(path)]
     assert agent_logs and not any(form in text for text in agent_logs for form in _all_forms(ROUTER_KEY))
+    # It did print every form of the secrets it was given: the grep above had them to find.
+    assert all(any(form in text for text in agent_logs) for form in _all_forms(SPECIAL))
 
 
 def test_the_environment_is_scanned_again_only_when_it_changed() -> None:

@@ -4,7 +4,8 @@ option they name is one the plugin has, the README stays a front page whose test
 one CI runs, and the CI recipes of docs/ci.md run as written: their YAML parses, and their eval
 commands, executed by the shell against a small suite, gate on the score, write the JUnit XML, the
 HTML report and the results, and compare with the main branch's results (for GitLab fetched from
-a local stand-in of its artifacts API)."""
+a local stand-in of its artifacts API). docs/security.md backs each paragraph with tests: every
+test it cites exists, and the number of hostile cases it states is the corpus's."""
 
 from __future__ import annotations
 
@@ -348,3 +349,65 @@ def test_the_gitlab_recipe_fetches_mains_results_as_its_baseline(
     )
     assert "Baseline: 66.67 → 33.33 (Δ -33.33) regression; pass→fail: two" in worse.stdout
     assert (project / "report.html").is_file()
+
+
+# --- docs/security.md: every claim names its test -----------------------------------------------
+
+SECURITY = DOCS / "security.md"
+TESTS = ROOT / "tests"
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+TEST_FILE = re.compile(r"(?:tests/)?(test_\w+\.py)(?:::(test_\w+))?")
+TEST_NAME = re.compile(r"test_\w+")
+
+
+def _test_functions(path: Path) -> set[str]:
+    return set(re.findall(r"^(?:async )?def (test_\w+)\(", path.read_text(encoding="utf-8"), re.M))
+
+
+def cited_tests(text: str) -> list[str]:
+    """The tests a page cites in code spans: `tests/test_x.py`, `test_x.py::test_y`, `test_y`."""
+    return [
+        span for span in CODE_SPAN.findall(text) if TEST_FILE.fullmatch(span) or TEST_NAME.fullmatch(span)
+    ]
+
+
+def missing_tests(text: str, tests: Path) -> list[str]:
+    """The tests ``text`` cites that ``tests`` does not have (a file, or a test function in it or,
+    for a bare name, in any of its files)."""
+    everywhere = {name for path in tests.rglob("test_*.py") for name in _test_functions(path)}
+    missing = []
+    for span in cited_tests(text):
+        found = TEST_FILE.fullmatch(span)
+        if found is None:
+            if span not in everywhere:
+                missing.append(span)
+            continue
+        path = tests / found[1]
+        if not path.is_file() or (found[2] is not None and found[2] not in _test_functions(path)):
+            missing.append(span)
+    return missing
+
+
+def test_every_test_the_security_model_cites_exists() -> None:
+    text = SECURITY.read_text(encoding="utf-8")
+    assert len(cited_tests(text)) >= 20
+    assert missing_tests(text, TESTS) == []
+    paragraphs = re.findall(r"^\*\*([^*]+)\*\*(.*?)(?=^\*\*|\Z)", text, re.M | re.S)
+    assert len(paragraphs) >= 10
+    unbacked = [title for title, body in paragraphs if not cited_tests(body)]
+    assert unbacked == [], "paragraphs of docs/security.md that name no test"
+
+
+def test_the_citation_check_finds_a_missing_file_and_a_missing_test(tmp_path: Path) -> None:
+    write(tmp_path / "test_here.py", "def test_there():\n    pass\n")
+    text = (
+        "`tests/test_here.py`, `test_here.py::test_there`, `test_there` hold; `test_gone.py`,"
+        " `test_here.py::test_nowhere` and `test_nowhere` do not; `--vibe-x` and `a test` are no tests"
+    )
+    assert missing_tests(text, tmp_path) == ["test_gone.py", "test_here.py::test_nowhere", "test_nowhere"]
+
+
+def test_the_security_model_states_the_number_of_hostile_cases() -> None:
+    stated = re.findall(r"runs (\d+) (?:such |hostile )?cases", SECURITY.read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((TESTS / "hostile" / "MANIFEST.yaml").read_text(encoding="utf-8"))
+    assert stated == [str(len(manifest["cases"]))]

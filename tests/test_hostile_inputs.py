@@ -75,6 +75,8 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "eval-root-self": Batch(env={"EVAL_ROOT": "${EVAL_ROOT}"}),
     "eval-root-symlink-loop": Batch(env={"EVAL_ROOT": "{run}/selfloop"}),
     "control": Batch(),
+    "basetemp-in-rootdir": Batch(args=("--basetemp", "out/basetemp")),  # out/: the run's own outputs
+    "basetemp-in-rootdir-xdist": Batch(args=("--basetemp", "out/basetemp", "-n", "2")),
     "uncollected": Batch(exits=(5,), timeout=60),
     "history-fifo": Batch(args=("--vibe-history", "cases/history-fifo/history.jsonl"), timeout=60),
     "history-dev-zero": Batch(args=("--vibe-history", "cases/history-dev-zero/history.jsonl"), timeout=60),

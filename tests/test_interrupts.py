@@ -1,15 +1,19 @@
 """SIGTERM (a CI system's cancel) ends a run as Ctrl-C does, serially and under xdist: the results of
 what finished are written with ``"interrupted": true``, the items cut short are skipped "not
 finished", and the run never becomes ``latest.json`` nor a history line. Two Ctrl-Cs in a row do
-the same: never a complete-looking run scored over the few evals that finished."""
+the same: never a complete-looking run scored over the few evals that finished. Nor is an
+interrupted run ever a baseline: `--vibe-baseline` refuses its file, and `latest` passes it over."""
 
 from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import pytest
-from helpers import XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, write
+from helpers import XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, run, write
+
+from pytest_vibeeval import __main__ as cli
 
 SLOW_AGENT = """
 import pathlib, sys, time
@@ -31,6 +35,23 @@ def interrupted_run(
 ) -> tuple[int, str]:
     """A suite of two quick evals and a slow one, run with ``extra`` arguments and sent ``signals``
     once both quick ones passed and the slow one's agent started; its exit code and output."""
+    started = slow_suite(pytester)
+    return interrupt_when(
+        pytester,
+        started,
+        *xdist,
+        "-v",
+        "-p",
+        "no:randomly",
+        *extra,
+        after_lines=(("int.eval.yaml::a[agent]", "PASSED"), ("int.eval.yaml::b[agent]", "PASSED")),
+        signals=signals,
+    )
+
+
+def slow_suite(pytester: pytest.Pytester) -> Path:
+    """int.eval.yaml: evals a and b answer at once, z-slow's agent writes the returned marker file
+    and then sleeps."""
     agent = write(pytester.path / "agent.py", SLOW_AGENT)
     started = pytester.path / "started"
     write(
@@ -45,17 +66,7 @@ def interrupted_run(
           - {{name: z-slow, prompt: slow, checks: [{{match: "*slow*"}}]}}
         """,
     )
-    return interrupt_when(
-        pytester,
-        started,
-        *xdist,
-        "-v",
-        "-p",
-        "no:randomly",
-        *extra,
-        after_lines=(("int.eval.yaml::a[agent]", "PASSED"), ("int.eval.yaml::b[agent]", "PASSED")),
-        signals=signals,
-    )
+    return started
 
 
 def assert_kept_as_partial(pytester: pytest.Pytester, returncode: int, output: str) -> None:
@@ -91,3 +102,32 @@ def test_two_ctrl_cs_still_give_an_interrupted_partial_run(
 ) -> None:
     returncode, output = interrupted_run(pytester, xdist, (signal.SIGINT, signal.SIGINT))
     assert_kept_as_partial(pytester, returncode, output)
+
+
+@XDIST_MODES
+def test_an_interrupted_run_is_never_a_baseline(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    slow_suite(pytester)
+    quick = ("-k", "not slow", "-p", "no:randomly")
+    run(pytester, *quick, xdist=xdist).assert_outcomes(passed=2)  # a complete run: latest.json
+    latest = pytester.path / ".vibeeval" / "results" / "latest.json"
+    before = latest.read_text()
+    # cancelled by CI, writing the path the next run also gives: the newest file there
+    returncode, output = interrupted_run(pytester, xdist, (signal.SIGTERM,), ("--vibe-results", "out.json"))
+    assert returncode == pytest.ExitCode.INTERRUPTED, output
+    interrupted = pytester.path / "out.json"
+    assert load_json(interrupted)["interrupted"] is True
+    assert latest.read_text() == before
+
+    refused = run(pytester, *quick, "--vibe-baseline", str(interrupted), xdist=xdist)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        ["*--vibe-baseline: *out.json holds a partial run (interrupted): not every*"]
+    )
+    assert "Traceback" not in refused.stdout.str() + refused.stderr.str()
+    assert cli.main(["compare", str(interrupted), str(latest)]) == 2  # the CLI refuses it too
+
+    # `latest` passes the newer interrupted file over: the baseline is the complete run
+    compared = run(pytester, *quick, "--vibe-baseline", "latest", "--vibe-results", "out.json", xdist=xdist)
+    compared.assert_outcomes(passed=2)
+    baseline = load_json(interrupted)["runs"][0]["baseline"]
+    assert (baseline["baseline"], baseline["score"]) == (".vibeeval/results/latest.json", 100.0)

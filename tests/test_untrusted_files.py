@@ -1,7 +1,8 @@
 """Files a run reads or writes at a path it was given are checked before they cost anything: a
 recorded answer that is a link to /dev/zero, huge, or of the wrong types is an error naming the file;
 a --vibe-baseline that is a device or a FIFO is a usage error (no hang, no INTERNALERROR); a
---vibe-results path that cannot be written is a usage error before anything runs. Every other file a
+--vibe-results path that cannot be written (a folder, under a file, no write permission, a read-only
+mount) is a usage error before anything runs. Every other file a
 run reads (suites and configs, a history file, an agent's stdout and settings, the results files
 grade steps write, prompt parts, progress entries, step logs) is read only if it is a regular file,
 and at most a bounded part of it: a FIFO or a link to /dev/zero in its place is refused at once with
@@ -13,10 +14,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import XDIST_MODES, run, write
+from helpers import FAST_ARGS, PYTHON, XDIST_MODES, run, write
 
 from pytest_vibeeval.bounded_read import UnreadableFile, read_bounded, read_end, read_start
 from pytest_vibeeval.errors import InputError
@@ -33,6 +35,7 @@ from pytest_vibeeval.providers.parsers import parse_agent_output
 from pytest_vibeeval.report import baseline
 from pytest_vibeeval.report.baseline import read_history
 from pytest_vibeeval.runner_outputs import _tail
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
 from pytest_vibeeval.workspace.steps import PromptFileError, write_prompt
 from pytest_vibeeval.workspace.subtasks import collect_modules, collect_subtasks
 
@@ -141,6 +144,53 @@ def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
         else f"*--vibe-results: {pytester.path / 'plain'} is not a folder, so * cannot be created*"
     )
     result.stderr.fnmatch_lines([expected])
+    assert not ran.exists()  # found before any agent ran, not after the whole run
+
+
+@XDIST_MODES
+@pytest.mark.parametrize("how", ["permissions", "read-only-mount"])
+def test_a_results_folder_without_write_permission_is_a_usage_error_before_the_run(
+    pytester: pytest.Pytester, how: str, xdist: list[str]
+) -> None:
+    """A folder made read-only by its mode (0o500), or, for root (whom modes do not stop), one
+    mounted read-only (pytest run in bwrap with the folder bound read-only)."""
+    if how == "permissions" and os.geteuid() == 0:
+        pytest.skip("root writes whatever the mode says; the read-only-mount case covers root")
+    if how == "read-only-mount" and bwrap_problem() is not None:
+        pytest.skip(f"a read-only mount needs bwrap: {bwrap_problem()}")
+    ran = pytester.path / "ran"
+    write(
+        pytester.path / "r.eval.yaml",
+        f"""
+        metadata: {{name: r, model: m}}
+        configurations:
+          app: {{cli: "touch", args: ["{ran}"]}}
+        evals:
+          - {{name: a, prompt: hi}}
+        """,
+    )
+    locked = pytester.path / "locked"
+    locked.mkdir()
+    prefix: list[str] = []
+    if how == "permissions":
+        locked.chmod(0o500)
+    else:
+        prefix = ["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(locked), str(locked)]
+    args = [*FAST_ARGS, *xdist, "--vibe-sandbox", "none", "--vibe-history="]
+    try:
+        done = subprocess.run(
+            [*prefix, PYTHON, "-m", "pytest", *args, "--vibe-results", str(locked / "results.json")],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        locked.chmod(0o700)
+    output = done.stdout + done.stderr
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, output
+    assert f"--vibe-results: {locked} is not writable" in done.stderr, output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
     assert not ran.exists()  # found before any agent ran, not after the whole run
 
 

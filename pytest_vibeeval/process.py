@@ -275,6 +275,7 @@ def _run(
             stdout = files.enter_context(stdout_path.open("wb"))
             stderr = files.enter_context(stderr_path.open("wb"))
             start = time.monotonic()
+            orphans.starting()
             try:
                 proc = subprocess.Popen(
                     limit.wrap([os.path.abspath(executable), *args[1:]]) if limit else args,
@@ -293,7 +294,6 @@ def _run(
                 if exc.errno != errno.E2BIG:
                     raise
                 raise ArgumentsTooLong(args[0], _too_long_reason(args)) from exc
-            orphans.started(proc.pid)
         timed_out = _wait(proc, timeout, grace)
     finally:
         if proc is not None:

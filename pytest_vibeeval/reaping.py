@@ -23,6 +23,7 @@ import os
 import select
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -32,6 +33,7 @@ __all__ = ["MARKER", "Orphans", "end_lost_workers_processes", "is_alive", "marke
 
 MARKER = "VIBEEVAL_RUNNER_PID"
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PF_EXITING = 0x4  # in /proc/<pid>/stat's flags: the process has begun to exit
 KILL_WAIT_S = 5.0  # how long a SIGKILLed process may take to die (it may be in the middle of I/O)
 
@@ -69,6 +71,16 @@ def _stat(pid: int) -> tuple[str, int, int, int] | None:
         return None
     fields = text.rpartition(")")[2].split()  # the name before it may hold spaces and parentheses
     return fields[0], int(fields[1]), int(fields[6]), int(fields[19])
+
+
+def _boot_ticks() -> int | None:
+    """Now, as ``/proc/<pid>/stat`` gives a process's start time: clock ticks since boot (rounded
+    down, so a process started from now on never counts as earlier); None where there is no such
+    clock."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    if boottime is None:
+        return None
+    return int(time.clock_gettime(boottime) * _CLOCK_TICKS)
 
 
 def is_alive(pid: int) -> bool:
@@ -138,20 +150,22 @@ def _reap(pid: int) -> None:
 
 
 class Orphans:
-    """What one command leaves behind: ``with Orphans() as orphans:`` start the command, tell
-    :meth:`started` its pid, wait for it and reap it; on leaving, every child of this process that
+    """What one command leaves behind: ``with Orphans() as orphans:`` call :meth:`starting` right
+    before the command starts, wait for it and reap it; on leaving, every child of this process that
     started no earlier than the command (re-parented here: it escaped the command's process group
     and its parent exited) is killed and reaped, until none is left. (A process another thread of
     this process starts meanwhile would count too: pytest-vibeeval runs one command at a time.)"""
 
     def __init__(self) -> None:
-        self.since: int | None = None  # start time (clock ticks) of the command's first process
+        self.since: int | None = None  # boot time (clock ticks) just before the command started
         self._was_subreaper = False
 
-    def started(self, pid: int) -> None:
-        """The command's first process: what started no earlier than it may be its orphan."""
-        found = _stat(pid)
-        self.since = found[3] if found is not None else None
+    def starting(self) -> None:
+        """The command starts now: what starts from here on may be its orphan. The moment is read
+        from the clock ``/proc/<pid>/stat`` counts start times in (boot time, in clock ticks), not
+        from the new process's stat file: reading that waits while the process is still mapping
+        its program in, most of a millisecond for every command."""
+        self.since = _boot_ticks()
 
     def __enter__(self) -> Orphans:
         self._was_subreaper = _subreaper()

@@ -8,8 +8,10 @@ and what the configuration's ``env`` sets. No pytest here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from fnmatch import fnmatchcase
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping
+from fnmatch import translate
 
 from ..models import Configuration
 from ..presets import AGENT_PRESETS
@@ -35,5 +37,15 @@ def allowed_names(configuration: Configuration) -> tuple[str, ...]:
 
 def allowed_environment(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
     """The variables of ``environ`` whose names match one of ``patterns`` (case-sensitive globs)."""
-    patterns = tuple(patterns)
-    return {name: value for name, value in environ.items() if any(fnmatchcase(name, p) for p in patterns)}
+    allowed = _matcher(tuple(patterns))
+    return {name: value for name, value in environ.items() if allowed(name)}
+
+
+@functools.lru_cache(maxsize=256)
+def _matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
+    """Whether a name matches one of ``patterns``: one regular expression for them all, made once
+    per set of patterns (matching each name against each glob was most of a prompt eval's own time
+    with a CLI agent: a few dozen variables times a few dozen globs, for every command)."""
+    if not patterns:
+        return lambda name: False
+    return re.compile("|".join(translate(pattern) for pattern in patterns)).fullmatch

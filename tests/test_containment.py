@@ -74,33 +74,37 @@ def _encodings(secret: str) -> list[str]:
 
 # --- the allowlist -----------------------------------------------------------------------------
 
+# A configuration that sets, lets through and requires one variable each; its evals follow `evals:`.
+ALLOWLIST_SUITE = """
+metadata: {{name: env, model: m}}
+configurations:
+  plain:
+    cli: "{PYTHON}"
+    args: ["{script}"]
+    env: {{SET_HERE: "{{{{secret('token')}}}}"}}
+    env_passthrough: ["PASS_ME_*"]
+    requires_env: [NEEDED_BY_AGENT]
+evals:"""
 
-@XDIST_MODES
-def test_an_agent_gets_only_the_allowlisted_environment(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
-) -> None:
+
+def _allowlist_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller's secrets, and a variable of each kind the allowlist keeps out or lets in."""
     _secrets(monkeypatch)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value-123")
     monkeypatch.setenv("UNRELATED_SETTING", "x")
     monkeypatch.setenv("PASS_ME_ONE", "1")
     monkeypatch.setenv("NEEDED_BY_AGENT", "yes")
+
+
+@XDIST_MODES
+def test_an_agent_gets_only_the_allowlisted_environment(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    _allowlist_environment(monkeypatch)
     monkeypatch.setenv("LC_TIME", "C")
     script = agent(pytester.path, "env_agent.py", ENV_AGENT)
-    write(
-        pytester.path / "env.eval.yaml",
-        f"""
-        metadata: {{name: env, model: m}}
-        configurations:
-          plain:
-            cli: "{PYTHON}"
-            args: ["{script}"]
-            env: {{SET_HERE: "{{{{secret('token')}}}}"}}
-            env_passthrough: ["PASS_ME_*"]
-            requires_env: [NEEDED_BY_AGENT]
-        evals:
-          - {{name: e, prompt: p, checks: [{{match: "*"}}]}}
-        """,
-    )
+    suite = ALLOWLIST_SUITE.format(script=script, PYTHON=PYTHON)
+    write(pytester.path / "env.eval.yaml", suite + "\n  - {name: e, prompt: p, checks: [{match: '*'}]}\n")
     out = pytester.path / "results.json"
     result = run(pytester, "--vibe-results", str(out), xdist=xdist)
     result.assert_outcomes(passed=1)
@@ -128,29 +132,13 @@ with open("env.json", "w") as handle:
 def test_a_coding_agent_in_bwrap_gets_only_the_allowlisted_environment(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
-    _secrets(monkeypatch)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value-123")
-    monkeypatch.setenv("UNRELATED_SETTING", "x")
-    monkeypatch.setenv("PASS_ME_ONE", "1")
-    monkeypatch.setenv("NEEDED_BY_AGENT", "yes")
+    _allowlist_environment(monkeypatch)
     script = agent(pytester.path / "agents", "coding_env.py", CODING_ENV_AGENT)
     (pytester.path / "ws").mkdir()
     (pytester.path / "grading").mkdir()
-    write(
-        pytester.path / "env.eval.yaml",
-        f"""
-        metadata: {{name: env, model: m}}
-        configurations:
-          plain:
-            cli: "{PYTHON}"
-            args: ["{script}"]
-            env: {{SET_HERE: "{{{{secret('token')}}}}"}}
-            env_passthrough: ["PASS_ME_*"]
-            requires_env: [NEEDED_BY_AGENT]
-        evals:
-          - {{name: coding, prompt: p, workspace: ws, grading: grading}}
-        """,
-    )
+    suite = ALLOWLIST_SUITE.format(script=script, PYTHON=PYTHON)
+    coding = "\n  - {name: coding, prompt: p, workspace: ws, grading: grading}\n"
+    write(pytester.path / "env.eval.yaml", suite + coding)
     out = pytester.path / "results.json"
     result = run(
         pytester, "--vibe-sandbox", "bwrap", "--vibe-keep-workspaces", "--vibe-results", str(out), xdist=xdist

@@ -117,11 +117,8 @@ def test_a_baseline_that_is_no_file_is_a_usage_error(pytester: pytest.Pytester, 
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-@pytest.mark.parametrize("where", ["folder", "under-a-file"])
-def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
-    pytester: pytest.Pytester, where: str
-) -> None:
-    write(pytester.path / "rec_app.py", APP)
+def _touching_suite(pytester: pytest.Pytester) -> Path:
+    """A suite whose one agent creates the file returned: it exists once any agent has run."""
     ran = pytester.path / "ran"
     write(
         pytester.path / "r.eval.yaml",
@@ -133,6 +130,15 @@ def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
           - {{name: a, prompt: hi}}
         """,
     )
+    return ran
+
+
+@pytest.mark.parametrize("where", ["folder", "under-a-file"])
+def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
+    pytester: pytest.Pytester, where: str
+) -> None:
+    write(pytester.path / "rec_app.py", APP)
+    ran = _touching_suite(pytester)
     (pytester.path / "out").mkdir()
     write(pytester.path / "plain", "a file\n")
     target = "out" if where == "folder" else "plain/results.json"
@@ -158,17 +164,7 @@ def test_a_results_folder_without_write_permission_is_a_usage_error_before_the_r
         pytest.skip("root writes whatever the mode says; the read-only-mount case covers root")
     if how == "read-only-mount" and bwrap_problem() is not None:
         pytest.skip(f"a read-only mount needs bwrap: {bwrap_problem()}")
-    ran = pytester.path / "ran"
-    write(
-        pytester.path / "r.eval.yaml",
-        f"""
-        metadata: {{name: r, model: m}}
-        configurations:
-          app: {{cli: "touch", args: ["{ran}"]}}
-        evals:
-          - {{name: a, prompt: hi}}
-        """,
-    )
+    ran = _touching_suite(pytester)
     locked = pytester.path / "locked"
     locked.mkdir()
     prefix: list[str] = []

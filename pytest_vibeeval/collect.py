@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from .collection_gc import pause
 from .errors import InputError
 from .execute import PROMPT_FIXTURES, run_prompt_item, run_prompt_item_direct, run_workspace_item
 from .items import EvalItem, get_state, loadgroup_name, rootdir_relative
@@ -60,6 +61,7 @@ class SuiteCollector(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
+        pause(state)  # until the end of collection: see collection_gc
         rootpath = self.config.rootpath
         try:
             suite = with_mcp_urls(load_suite(self.path, state.extensions), dict(state.settings.mcp_urls))
@@ -103,6 +105,7 @@ class EvalConfigCollector(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
+        pause(state)  # until the end of collection: see collection_gc
         rootpath = self.config.rootpath
         folder = self.path.parent
         try:

@@ -4,12 +4,12 @@ report only; an unfinished record for an item that stopped without one)."""
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Generator
 
 import pytest
 
+from .collection_gc import settle
 from .execute import run_prompt_item_direct
 from .items import EvalItem, get_state, phases_of
 from .loading.configurations import unknown_selection
@@ -69,18 +69,12 @@ class CollectionHooks:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A suite that fails to load stops only itself: the other files still run (and the
         session still fails). Other collection errors keep pytest's rule of stopping the run.
-
-        Then (``vibe_gc_freeze``) what collection made, which lives until the session ends (items,
-        suites, their models), leaves the garbage collector's scans: a run of thousands of evals
-        otherwise rescans all of it in every full collection, about a tenth of a short eval's time.
-        Garbage is collected first, so nothing unreachable is frozen; ``pytest_unconfigure`` thaws it."""
+        Then the garbage collector runs again, and what collection made is frozen when items will
+        run (``vibe_gc_freeze``, see :mod:`.collection_gc`)."""
         state = self.state
         if state.load_errors and not state.other_collection_errors:
             self.config.option.continue_on_collection_errors = True
-        if state.suites_collected and state.settings.gc_freeze and not self.config.option.collectonly:
-            gc.collect()
-            gc.freeze()
-            state.gc_frozen = True
+        settle(state, freeze=bool(state.suites_collected) and not self.config.option.collectonly)
 
 
 def http_key_names(items: list[pytest.Item]) -> set[str]:

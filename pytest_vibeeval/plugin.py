@@ -9,7 +9,6 @@ in every process (idle where nothing is collected or run)."""
 from __future__ import annotations
 
 import fnmatch
-import gc
 import os
 import shutil
 import tempfile
@@ -21,6 +20,7 @@ import pytest
 from . import builtins
 from .budget import Budget
 from .collect import EvalConfigCollector, SuiteCollector
+from .collection_gc import thaw
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .execute import session_sandbox
 from .itemhooks import SUITE_SUFFIXES, YAML_SUFFIXES, CollectionHooks, ItemHooks
@@ -74,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = state
     # Thaw what collection froze (vibe_gc_freeze) only in the last cleanups, after pytest's own
     # final garbage collections (the unraisable-exception plugin's): they need not rescan it.
-    config.add_cleanup(lambda: _thaw(state))
+    config.add_cleanup(lambda: thaw(state))
     state.interrupts.install()  # SIGTERM as Ctrl-C; see interrupts
     config.pluginmanager.register(CollectionHooks(config), "vibeeval-collection")
     if workerinput is None:
@@ -93,14 +93,6 @@ def pytest_configure(config: pytest.Config) -> None:
             hook.call_historic(kwargs={"registry": registry})
         except (ValueError, FormulaError) as exc:  # a name registered twice, a preset that is no formula
             raise pytest.UsageError(f"{hook.name}: {exc}") from None
-
-
-def _thaw(state: VibeState) -> None:
-    """Undo collection's ``gc.freeze`` (an in-process run, as pytester's, must not leave its
-    caller's objects frozen)."""
-    if state.gc_frozen:
-        gc.unfreeze()
-        state.gc_frozen = False
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

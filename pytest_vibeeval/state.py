@@ -62,7 +62,8 @@ class VibeState:
     python_modules: dict[str, Path] = field(default_factory=dict)  # module name → file, see collect
     known_configs: set[str] = field(default_factory=set)
     suites_collected: int = 0
-    gc_frozen: bool = False  # gc.freeze() after collection (vibe_gc_freeze); undone at unconfigure
+    gc_paused: bool = False  # automatic collections off while eval files are collected (collection_gc)
+    gc_frozen: bool = False  # gc.freeze() after collection (vibe_gc_freeze); undone in the last cleanup
     other_collection_errors: int = 0  # collection errors of files that are not eval files
     started_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     workdirs: WorkdirAllocator = field(default_factory=lambda: WorkdirAllocator())

@@ -1,5 +1,6 @@
-"""``vibe_gc_freeze``: after collection, what it made leaves the garbage collector's scans while the
-evals run (``gc.freeze``), and is thawed when the session ends."""
+"""``vibe_gc_freeze``: the garbage collector is paused while eval files are collected; then what
+collection made leaves its scans while the evals run (``gc.freeze``), and is thawed, the collector
+running again, when the session ends."""
 
 from __future__ import annotations
 
@@ -26,7 +27,18 @@ import gc
 
 
 def answer(prompt):
+    assert gc.isenabled(), "the collector is off while an eval runs"
     return f"frozen objects: {gc.get_freeze_count()}"
+"""
+
+# Records, while collection is still going on (modifyitems runs after every file was collected),
+# whether the collector was on.
+COLLECTING_CONFTEST = """
+import gc
+
+
+def pytest_collection_modifyitems(config, items):
+    print("collector on while collecting:", gc.isenabled())
 """
 
 
@@ -55,13 +67,40 @@ def test_vibe_gc_freeze_false_keeps_pythons_default(pytester: pytest.Pytester, x
     assert frozen_counts(pytester, "-o", "vibe_gc_freeze=false", xdist=xdist) == [0, 0]
 
 
-def test_an_in_process_run_leaves_its_callers_objects_unfrozen(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(("setting", "paused"), [("true", True), ("false", False)])
+def test_the_collector_is_paused_while_eval_files_are_collected(
+    pytester: pytest.Pytester, setting: str, paused: bool
+) -> None:
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    write(pytester.path / "conftest.py", COLLECTING_CONFTEST)
+    result = run(pytester, "-s", "-o", f"vibe_gc_freeze={setting}", subprocess=True)
+    result.assert_outcomes(passed=2)  # and the app asserted the collector was on again
+    result.stdout.fnmatch_lines([f"collector on while collecting: {not paused}"])
+
+
+def test_a_session_without_eval_files_keeps_the_collector_on(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "conftest.py", COLLECTING_CONFTEST)
+    write(pytester.path / "test_plain.py", "def test_one():\n    pass\n")
+    result = run(pytester, "-s", subprocess=True)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["collector on while collecting: True"])
+
+
+def test_an_in_process_run_leaves_its_callers_collector_as_it_found_it(pytester: pytest.Pytester) -> None:
     write(pytester.path / "gc.eval.yaml", SUITE)
     write(pytester.path / "gc_app.py", APP)
     before = gc.get_freeze_count()
     result = run(pytester)
     result.assert_outcomes(passed=2)
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before and gc.isenabled()
+
+
+def test_a_collection_error_leaves_the_collector_on(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "gc.eval.yaml", "metadata: {name: broken}\nevals: [{prompt: p, nope: 1}]\n")
+    write(pytester.path / "test_after.py", "import gc\n\ndef test_on():\n    assert gc.isenabled()\n")
+    result = run(pytester, "--continue-on-collection-errors", subprocess=True)
+    result.assert_outcomes(passed=1, errors=1)
 
 
 def test_collect_only_freezes_nothing(pytester: pytest.Pytester) -> None:

@@ -1,0 +1,46 @@
+"""The garbage collector around collecting eval files (``vibe_gc_freeze``): paused from the first
+eval file to the end of collection, then one full collection, and what is left frozen until the
+session ends.
+
+Collecting thousands of evals makes as many objects that live until the session ends (items, plans,
+the suites' models); every automatic full collection meanwhile rescans all of them made so far (a
+quarter of collecting 10 000 items), and every one while the evals run rescans them again. A
+process whose collector was already off is left as it was. No pytest here."""
+
+from __future__ import annotations
+
+import gc
+
+from .state import VibeState
+
+
+def pause(state: VibeState) -> None:
+    """An eval file is being collected: no automatic collections until :func:`settle`."""
+    if state.settings.gc_freeze and not state.gc_paused and gc.isenabled():
+        gc.disable()
+        state.gc_paused = True
+
+
+def settle(state: VibeState, freeze: bool) -> None:
+    """Collection is over: with ``freeze``, collect the garbage and freeze what is left (nothing
+    unreachable is frozen); then let the collector run again."""
+    if freeze and state.settings.gc_freeze:
+        gc.collect()
+        gc.freeze()
+        state.gc_frozen = True
+    resume(state)
+
+
+def resume(state: VibeState) -> None:
+    if state.gc_paused:
+        gc.enable()
+        state.gc_paused = False
+
+
+def thaw(state: VibeState) -> None:
+    """The session's last cleanup: undo :func:`pause` and :func:`settle` (an in-process run, as
+    pytester's, must not leave its caller's objects frozen or its collector off)."""
+    resume(state)
+    if state.gc_frozen:
+        gc.unfreeze()
+        state.gc_frozen = False

@@ -69,3 +69,17 @@ def test_a_partial_run_is_written_but_never_latest(tmp_path: Path) -> None:
     written = write_results(results, None, tmp_path)
     assert [p.name for p in written] == ["20260101T000000Z.json"]
     assert not (tmp_path / ".vibeeval" / "results" / "latest.json").exists()
+
+
+def test_a_layout_it_does_not_know_is_written_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were pydantic to lay the JSON out otherwise (no ``"runs": []`` line to splice at), the file
+    is still the model's own dump, written at once."""
+    results = build_results(CASES["runs and evals"], "2026-01-01T00:00:00+00:00", False)
+    expected = results.model_dump_json(indent=2) + "\n"
+    dump = ResultsFile.model_dump_json
+
+    def compact_when_empty(self: ResultsFile, **kwargs: object) -> str:
+        return dump(self) if not self.runs else dump(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ResultsFile, "model_dump_json", compact_when_empty)
+    assert "".join(results_json(results)) == expected

@@ -60,6 +60,12 @@ def run(
     return pytester.runpytest_inprocess(*FAST_ARGS, *args)
 
 
+def is_agent_log(path: Path) -> bool:
+    """An agent's or a step's own output file (what it printed, kept verbatim for debugging), which
+    the secret greps pass over."""
+    return path.name.startswith("agent.") or path.suffix in (".stdout", ".stderr")
+
+
 def write_cli_config(path: Path, data: dict[str, Any]) -> Path:
     """Write a cli-config.json; a configuration without the ``name`` that file requires is named
     after its id."""

@@ -2,7 +2,8 @@
 through a real pytest session. Every case either fails collection of its own file with a clear message
 (the file, the line where there is one, what is wrong; never a traceback) or runs safely, and no run
 touches a file outside its items' temporary folders (HOME is a canary folder; the canary, the suites
-and HOME are snapshotted before and after).
+and HOME are snapshotted before and after) or shows a case's `absent` texts (secrets in their
+encodings, raw control characters) in its terminal output or the files it writes.
 
 tests/hostile/MANIFEST.yaml lists every case with its expected outcome. The cases of a batch share one
 pytest run (a subprocess: a crash or a hang stays there); each batch runs once per session, also
@@ -28,7 +29,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
-from helpers import FAST_ARGS
+from helpers import FAST_ARGS, is_agent_log
 
 from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
@@ -63,6 +64,10 @@ class Batch:
     exits: tuple[int, ...] = (0, 1)  # pytest's exit codes that are no crash (5: nothing collected)
 
 
+# Secret-looking values (a `*KEY*` variable agents are not given, and a `VIBE_SECRET_*` one a
+# configuration passes on) and the reports a run writes, for the `absent` expectations.
+SECRETS = {"HOSTILE_API_KEY": "hostile-api/key+0451=x", "VIBE_SECRET_HOSTILE": "vibe-hostile/secret+0452=y"}
+REPORTS = ("--junitxml", "out/junit.xml", "-o", "junit_logging=all", "--vibe-html", "out/report.html")
 DOUBLING = {f"HOSTILE_L{i}": f"${{HOSTILE_L{i - 1}}}${{HOSTILE_L{i - 1}}}" for i in range(1, 41)}
 BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "expansion-bomb": Batch(env={"HOSTILE_L0": "x", **DOUBLING}, timeout=10),
@@ -82,6 +87,8 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "history-dev-zero": Batch(args=("--vibe-history", "cases/history-dev-zero/history.jsonl"), timeout=60),
     "sandbox": Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True),
     "sandbox-xdist": Batch(args=("--vibe-sandbox", "bwrap", "-n", "2"), bwrap=True),
+    "containment": Batch(env=SECRETS, args=REPORTS),
+    "containment-xdist": Batch(env=SECRETS, args=(*REPORTS, "-n", "2")),
 }
 # Every run: the probe's reports, results and no history in out/, and agents unconfined (no bwrap, but
 # in the `sandbox` batches), so that any escape from an item's folder would show in the snapshots.
@@ -281,11 +288,30 @@ def _changes(before: dict[str, tuple[Any, ...]], after: dict[str, tuple[Any, ...
     )
 
 
+def _leaks(texts: set[str], output: str, folders: list[Path]) -> dict[str, list[str]]:
+    """Where each of ``texts`` shows: in the terminal output, or in a regular file below ``folders``
+    other than an agent's or step's own output."""
+    found: dict[str, list[str]] = {text: ["the terminal output"] if text in output else [] for text in texts}
+    for folder in folders if texts else ():
+        for parent, _, files in os.walk(folder):
+            for name in files:
+                path = os.path.join(parent, name)
+                if not stat.S_ISREG(os.lstat(path).st_mode) or is_agent_log(Path(path)):
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                for text in texts:
+                    if text.encode() in data:
+                        found[text].append(os.path.relpath(path, folder.parent))
+    return found
+
+
 def run_batch(
     name: str, run: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
     """Lay out the batch's cases in ``run`` (the current folder), run pytest over them in a subprocess
-    and return what the run left: reports, results, output and what changed outside basetemp."""
+    and return what the run left: reports, results, output, what changed outside basetemp and where
+    the cases' ``absent`` texts showed."""
     batch = BATCHES[name]
     _support(run)
     cases = [case_id for case_id, spec in MANIFEST.items() if spec.get("batch", "main") == name]
@@ -307,6 +333,7 @@ def run_batch(
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)  # connections wait in its backlog
     monkeypatch.setenv("HOSTILE_PORT", str(listener.getsockname()[1]))
     before = snapshot(run)
+    existing = set(pytester.path.iterdir())
     args = (*RUN_ARGS, *batch.args, "cases")
     started = time.monotonic()
     outcome: dict[str, Any] = {"cases": cases, "timed_out": False, "ret": None, "stdout": "", "stderr": ""}
@@ -321,6 +348,10 @@ def run_batch(
     outcome["seconds"] = round(time.monotonic() - started, 2)
     outcome["changes"] = _changes(before, snapshot(run))
     outcome["tmp_left"] = sorted(p.name for p in (run / "tmp").iterdir() if p.name != ".keep")
+    absent = {text for case_id in cases for text in MANIFEST[case_id].get("absent", ())}
+    # pytester's basetemp for this run (not its `-current` link)
+    basetemp = [p for p in pytester.path.iterdir() if p not in existing and p.is_dir() and not p.is_symlink()]
+    outcome["leaks"] = _leaks(absent, outcome["stdout"] + outcome["stderr"], [run / "out", *basetemp])
     reports = run / "out" / "reports.jsonl"
     outcome["reports"] = (
         [json.loads(line) for line in reports.read_text(encoding="utf-8").splitlines()]
@@ -518,6 +549,8 @@ def test_hostile_case(case_id: str, batch_cache: Path, request: pytest.FixtureRe
     if "output" in spec:
         output = outcome["stdout"] + outcome["stderr"]
         assert spec["output"] in output, f"{case_id}: {spec['output']!r} not in the output:\n{output[-4000:]}"
+    for text in spec.get("absent", ()):
+        assert not outcome["leaks"][text], f"{case_id}: {text!r} shows in {outcome['leaks'][text][:10]}"
 
 
 # --- the corpus itself ---------------------------------------------------------------------------

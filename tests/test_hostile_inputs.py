@@ -2,8 +2,9 @@
 through a real pytest session. Every case either fails collection of its own file with a clear message
 (the file, the line where there is one, what is wrong; never a traceback) or runs safely, and no run
 touches a file outside its items' temporary folders (HOME is a canary folder; the canary, the suites
-and HOME are snapshotted before and after) or shows a case's `absent` texts (secrets in their
-encodings, raw control characters) in its terminal output or the files it writes.
+and HOME are snapshotted before and after), leaves a process its agents started running, or shows a
+case's `absent` texts (secrets in their encodings, raw control characters) in its terminal output or
+the files it writes.
 
 tests/hostile/MANIFEST.yaml lists every case with its expected outcome. The cases of a batch share one
 pytest run (a subprocess: a crash or a hang stays there); each batch runs once per session, also
@@ -17,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import sys
@@ -29,7 +31,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
-from helpers import FAST_ARGS, is_agent_log
+from helpers import FAST_ARGS, is_agent_log, is_gone
 
 from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
@@ -95,13 +97,15 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
 RUN_ARGS: tuple[str, ...] = ("-p", "hostile_probe", "--vibe-results", "out/results.json")
 RUN_ARGS += ("--vibe-history", "", "--vibe-sandbox", "none", "-rA")
 PATH = os.environ["PATH"]
-# In every batch: ${VAR} loops for the config folders, the canary's absolute path, and (HOSTILE_PORT) a
-# server on 127.0.0.1 that accepts connections.
+# In every batch: ${VAR} loops for the config folders, the canary's absolute path, the folder where
+# agents note the pids of processes they leave behind, and (HOSTILE_PORT) a server on 127.0.0.1 that
+# accepts connections.
 COMMON_ENV = {
     "HOSTILE_A": "${HOSTILE_B}",
     "HOSTILE_B": "${HOSTILE_A}",
     "HOSTILE_SELF": "${HOSTILE_SELF}",
     "HOSTILE_CANARY": "{run}/canary",
+    "HOSTILE_PIDS": "{run}/out/pids",
 }
 
 
@@ -243,7 +247,7 @@ def _support(run: Path) -> None:
         "home/.profile": "export CANARY=1\n",
         "home/.ssh/config": "Host *\n",
         "home/template/notes.txt": "a template in HOME\n",
-        "out/.keep": "",
+        "out/pids/.keep": "",
         "tmp/.keep": "",
     }
     for relative, text in files.items():
@@ -288,6 +292,18 @@ def _changes(before: dict[str, tuple[Any, ...]], after: dict[str, tuple[Any, ...
     )
 
 
+def _survivors(pids: Path) -> list[int]:
+    """The processes noted in ``pids`` (a file each, holding the pid) that still run. Each is killed:
+    a failing case leaves nothing behind."""
+    alive = []
+    for note in pids.iterdir():
+        text = note.read_text(encoding="utf-8").strip()
+        if text.isdigit() and not is_gone(int(text)):
+            alive.append(int(text))
+            os.kill(int(text), signal.SIGKILL)
+    return sorted(alive)
+
+
 def _leaks(texts: set[str], output: str, folders: list[Path]) -> dict[str, list[str]]:
     """Where each of ``texts`` shows: in the terminal output, or in a regular file below ``folders``
     other than an agent's or step's own output."""
@@ -310,8 +326,8 @@ def run_batch(
     name: str, run: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
     """Lay out the batch's cases in ``run`` (the current folder), run pytest over them in a subprocess
-    and return what the run left: reports, results, output, what changed outside basetemp and where
-    the cases' ``absent`` texts showed."""
+    and return what the run left: reports, results, output, what changed outside basetemp, the
+    processes left running and where the cases' ``absent`` texts showed."""
     batch = BATCHES[name]
     _support(run)
     cases = [case_id for case_id, spec in MANIFEST.items() if spec.get("batch", "main") == name]
@@ -348,6 +364,7 @@ def run_batch(
     outcome["seconds"] = round(time.monotonic() - started, 2)
     outcome["changes"] = _changes(before, snapshot(run))
     outcome["tmp_left"] = sorted(p.name for p in (run / "tmp").iterdir() if p.name != ".keep")
+    outcome["survivors"] = _survivors(run / "out" / "pids")
     absent = {text for case_id in cases for text in MANIFEST[case_id].get("absent", ())}
     # pytester's basetemp for this run (not its `-current` link)
     basetemp = [p for p in pytester.path.iterdir() if p not in existing and p.is_dir() and not p.is_symlink()]
@@ -462,6 +479,7 @@ def check_batch(name: str, outcome: dict[str, Any]) -> None:
     allowed = sorted(change for case in outcome["cases"] for change in MANIFEST[case].get("changes", ()))
     assert outcome["changes"] == allowed, f"changed outside the items' tmp dirs: {outcome['changes'][:20]}"
     assert not outcome["tmp_left"], f"left in TMPDIR: {outcome['tmp_left']}"  # (after a normal exit)
+    assert not outcome["survivors"], f"processes the agents left still ran: {outcome['survivors']}"
     if outcome["results"] is not None:
         jsonschema.validate(_strict_json(outcome["results"]), RESULTS_SCHEMA)
 

@@ -70,6 +70,7 @@ class Batch:
 # configuration passes on) and the reports a run writes, for the `absent` expectations.
 SECRETS = {"HOSTILE_API_KEY": "hostile-api/key+0451=x", "VIBE_SECRET_HOSTILE": "vibe-hostile/secret+0452=y"}
 REPORTS = ("--junitxml", "out/junit.xml", "-o", "junit_logging=all", "--vibe-html", "out/report.html")
+CONTAINMENT_ARGS = (*REPORTS, "--vibe-var", "w=${PROMPT}")  # a var that looks like a placeholder
 DOUBLING = {f"HOSTILE_L{i}": f"${{HOSTILE_L{i - 1}}}${{HOSTILE_L{i - 1}}}" for i in range(1, 41)}
 BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "expansion-bomb": Batch(env={"HOSTILE_L0": "x", **DOUBLING}, timeout=10),
@@ -89,8 +90,8 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "history-dev-zero": Batch(args=("--vibe-history", "cases/history-dev-zero/history.jsonl"), timeout=60),
     "sandbox": Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True),
     "sandbox-xdist": Batch(args=("--vibe-sandbox", "bwrap", "-n", "2"), bwrap=True),
-    "containment": Batch(env=SECRETS, args=REPORTS),
-    "containment-xdist": Batch(env=SECRETS, args=(*REPORTS, "-n", "2")),
+    "containment": Batch(env=SECRETS, args=CONTAINMENT_ARGS),
+    "containment-xdist": Batch(env=SECRETS, args=(*CONTAINMENT_ARGS, "-n", "2")),
 }
 # Every run: the probe's reports, results and no history in out/, and agents unconfined (no bwrap, but
 # in the `sandbox` batches), so that any escape from an item's folder would show in the snapshots.

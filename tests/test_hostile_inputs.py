@@ -24,7 +24,7 @@ import stat
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,16 @@ class Batch:
     exits: tuple[int, ...] = (0, 1)  # pytest's exit codes that are no crash (5: nothing collected)
 
 
+def with_xdist(name: str, batch: Batch) -> dict[str, Batch]:
+    """The batch, and its twin run with two xdist workers: ``<name>-xdist``."""
+    return {name: batch, f"{name}-xdist": replace(batch, args=(*batch.args, "-n", "2"))}
+
+
+def usage_error(*args: str) -> Batch:
+    """A run that ``args`` make a usage error (pytest's exit code 4), found before any item runs."""
+    return Batch(args=args, exits=(4,), timeout=60)
+
+
 # Secret-looking values (a `*KEY*` variable agents are not given, and a `VIBE_SECRET_*` one a
 # configuration passes on) and the reports a run writes, for the `absent` expectations.
 SECRETS = {"HOSTILE_API_KEY": "hostile-api/key+0451=x", "VIBE_SECRET_HOSTILE": "vibe-hostile/secret+0452=y"}
@@ -83,15 +93,17 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "eval-root-self": Batch(env={"EVAL_ROOT": "${EVAL_ROOT}"}),
     "eval-root-symlink-loop": Batch(env={"EVAL_ROOT": "{run}/selfloop"}),
     "control": Batch(),
-    "basetemp-in-rootdir": Batch(args=("--basetemp", "out/basetemp")),  # out/: the run's own outputs
-    "basetemp-in-rootdir-xdist": Batch(args=("--basetemp", "out/basetemp", "-n", "2")),
+    # out/: the run's own outputs
+    **with_xdist("basetemp-in-rootdir", Batch(args=("--basetemp", "out/basetemp"))),
     "uncollected": Batch(exits=(5,), timeout=60),
     "history-fifo": Batch(args=("--vibe-history", "cases/history-fifo/history.jsonl"), timeout=60),
     "history-dev-zero": Batch(args=("--vibe-history", "cases/history-dev-zero/history.jsonl"), timeout=60),
-    "sandbox": Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True),
-    "sandbox-xdist": Batch(args=("--vibe-sandbox", "bwrap", "-n", "2"), bwrap=True),
-    "containment": Batch(env=SECRETS, args=CONTAINMENT_ARGS),
-    "containment-xdist": Batch(env=SECRETS, args=(*CONTAINMENT_ARGS, "-n", "2")),
+    **with_xdist("sandbox", Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True)),
+    **with_xdist("containment", Batch(env=SECRETS, args=CONTAINMENT_ARGS)),
+    # a baseline that never ends or blocks, a results path that is a folder
+    **with_xdist("baseline-dev-zero", usage_error("--vibe-baseline", "cases/baseline-dev-zero/b.json")),
+    **with_xdist("baseline-fifo", usage_error("--vibe-baseline", "cases/baseline-fifo/b.json")),
+    **with_xdist("results-folder", usage_error("--vibe-results", "cases/results-folder")),
 }
 # Every run: the probe's reports, results and no history in out/, and agents unconfined (no bwrap, but
 # in the `sandbox` batches), so that any escape from an item's folder would show in the snapshots.

@@ -80,7 +80,8 @@ def usage_error(*args: str) -> Batch:
 # configuration passes on) and the reports a run writes, for the `absent` expectations.
 SECRETS = {"HOSTILE_API_KEY": "hostile-api/key+0451=x", "VIBE_SECRET_HOSTILE": "vibe-hostile/secret+0452=y"}
 REPORTS = ("--junitxml", "out/junit.xml", "-o", "junit_logging=all", "--vibe-html", "out/report.html")
-CONTAINMENT_ARGS = (*REPORTS, "--vibe-var", "w=${PROMPT}")  # a var that looks like a placeholder
+# and a var that looks like a placeholder; kept workspaces hold the coding evals' prompt.md
+CONTAINMENT_ARGS = (*REPORTS, "--vibe-var", "w=${PROMPT}", "--vibe-keep-workspaces")
 DOUBLING = {f"HOSTILE_L{i}": f"${{HOSTILE_L{i - 1}}}${{HOSTILE_L{i - 1}}}" for i in range(1, 41)}
 BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "expansion-bomb": Batch(env={"HOSTILE_L0": "x", **DOUBLING}, timeout=10),

@@ -13,6 +13,7 @@ under xdist (its outcome is cached in the workers' shared temporary folder).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -25,13 +26,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
-from helpers import FAST_ARGS, is_agent_log, is_gone
+from helpers import FAST_ARGS, Reply, big, is_agent_log, is_gone, redirect_to, refuse, serving, trickle
 
 from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
@@ -112,8 +114,8 @@ RUN_ARGS: tuple[str, ...] = ("-p", "hostile_probe", "--vibe-results", "out/resul
 RUN_ARGS += ("--vibe-history", "", "--vibe-sandbox", "none", "-rA")
 PATH = os.environ["PATH"]
 # In every batch: ${VAR} loops for the config folders, the canary's absolute path, the folder where
-# agents note the pids of processes they leave behind, and (HOSTILE_PORT) a server on 127.0.0.1 that
-# accepts connections.
+# agents note the pids of processes they leave behind, (HOSTILE_PORT) a server on 127.0.0.1 that
+# accepts connections, and (OPENROUTER_BASE_URL) the HTTP server of http_router.
 COMMON_ENV = {
     "HOSTILE_A": "${HOSTILE_B}",
     "HOSTILE_B": "${HOSTILE_A}",
@@ -306,6 +308,21 @@ def _changes(before: dict[str, tuple[Any, ...]], after: dict[str, tuple[Any, ...
     )
 
 
+def http_router(other: str) -> Reply:
+    """The batch's HTTP server replies as a request's X-Hostile-Reply header says: ``trickle`` (a body
+    a byte at a time), ``big`` (2 MB), ``redirect`` (to ``other``, another origin)."""
+    replies = {
+        "trickle": trickle,
+        "big": big(2_000_000, announce=False),
+        "redirect": redirect_to(f"{other}/elsewhere"),
+    }
+
+    def reply(handler: BaseHTTPRequestHandler) -> None:
+        replies[handler.headers["X-Hostile-Reply"]](handler)
+
+    return reply
+
+
 def _survivors(pids: Path) -> list[int]:
     """The processes noted in ``pids`` (a file each, holding the pid) that still run. Each is killed:
     a failing case leaves nothing behind."""
@@ -362,6 +379,10 @@ def run_batch(
     monkeypatch.setenv("COLUMNS", "120")
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)  # connections wait in its backlog
     monkeypatch.setenv("HOSTILE_PORT", str(listener.getsockname()[1]))
+    servers = contextlib.ExitStack()
+    other, _ = servers.enter_context(serving(refuse))
+    router, _ = servers.enter_context(serving(http_router(other)))
+    monkeypatch.setenv("OPENROUTER_BASE_URL", router)  # for http configurations without a base_url
     before = snapshot(run)
     existing = set(pytester.path.iterdir())
     args = (*RUN_ARGS, *batch.args, "cases")
@@ -375,6 +396,7 @@ def run_batch(
         outcome.update(ret=int(result.ret), stdout=result.stdout.str(), stderr=result.stderr.str())
     finally:
         listener.close()
+        servers.close()
     outcome["seconds"] = round(time.monotonic() - started, 2)
     outcome["changes"] = _changes(before, snapshot(run))
     outcome["tmp_left"] = sorted(p.name for p in (run / "tmp").iterdir() if p.name != ".keep")

@@ -103,6 +103,7 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "history-dev-zero": Batch(args=("--vibe-history", "cases/history-dev-zero/history.jsonl"), timeout=60),
     **with_xdist("sandbox", Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True)),
     **with_xdist("containment", Batch(env=SECRETS, args=CONTAINMENT_ARGS)),
+    "worker-killed-xdist": Batch(args=("-n", "2")),  # an agent SIGKILLs its worker: xdist only
     # a baseline that never ends or blocks, a results path that is a folder
     **with_xdist("baseline-dev-zero", usage_error("--vibe-baseline", "cases/baseline-dev-zero/b.json")),
     **with_xdist("baseline-fifo", usage_error("--vibe-baseline", "cases/baseline-fifo/b.json")),

@@ -104,6 +104,7 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     **with_xdist("sandbox", Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True)),
     **with_xdist("containment", Batch(env=SECRETS, args=CONTAINMENT_ARGS)),
     "worker-killed-xdist": Batch(args=("-n", "2")),  # an agent SIGKILLs its worker: xdist only
+    **with_xdist("sigterm", Batch(exits=(2,))),  # an agent sends SIGTERM to the run: interrupted
     # a baseline that never ends or blocks, a results path that is a folder
     **with_xdist("baseline-dev-zero", usage_error("--vibe-baseline", "cases/baseline-dev-zero/b.json")),
     **with_xdist("baseline-fifo", usage_error("--vibe-baseline", "cases/baseline-fifo/b.json")),
@@ -572,6 +573,8 @@ def check_runs(case_id: str, spec: dict[str, Any], prefix: str, outcome: dict[st
         _, record = records[nodeid]
         assert record["name"] == nodeid.split("::")[1].rsplit("[", 1)[0], record
         assert record["outcome"] in RECORD_OUTCOMES[state], (nodeid, state, record["outcome"])
+    for key, value in spec.get("results", {}).items():
+        assert results.get(key) == value, f"{case_id}: the results' {key} is {results.get(key)!r}"
     if "score" in spec:
         scores = {run["score"] for run, _ in records.values()}
         assert scores == {spec["score"]}, f"{case_id}: scores {scores}"

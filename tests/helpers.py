@@ -3,6 +3,7 @@ pytest in a subprocess (serially or with ``-n 2``), and read what the run left b
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -12,8 +13,11 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,12 @@ def run(
     if xdist or subprocess:
         return pytester.runpytest_subprocess(*FAST_ARGS, *(xdist or []), *args, timeout=180)
     return pytester.runpytest_inprocess(*FAST_ARGS, *args)
+
+
+def is_agent_log(path: Path) -> bool:
+    """An agent's or a step's own output file (what it printed, kept verbatim for debugging), which
+    the secret greps pass over."""
+    return path.name.startswith("agent.") or path.suffix in (".stdout", ".stderr")
 
 
 def write_cli_config(path: Path, data: dict[str, Any]) -> Path:
@@ -255,3 +265,82 @@ def interrupt_when(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     return proc.returncode, (seen + rest).decode(errors="replace")
+
+
+# --- HTTP servers on 127.0.0.1 and how they reply ------------------------------------------------
+
+Reply = Callable[[BaseHTTPRequestHandler], None]
+
+
+@contextmanager
+def serving(reply: Reply) -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """A server answering every POST with ``reply``; its base URL and the headers it received."""
+    seen: list[dict[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            seen.append(dict(self.headers))
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                reply(self)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def trickle(handler: BaseHTTPRequestHandler) -> None:
+    """Headers at once, then the body one byte at a time, each 0.2 s apart (for a minute)."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "300")
+    handler.end_headers()
+    for _ in range(300):
+        handler.wfile.write(b" ")
+        handler.wfile.flush()
+        time.sleep(0.2)
+
+
+def big(size: int, announce: bool) -> Reply:
+    """A body of ``size`` bytes, its length announced in a header or not."""
+
+    def reply(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        if announce:
+            handler.send_header("Content-Length", str(size))
+        handler.end_headers()
+        handler.wfile.write(b"x" * size)
+
+    return reply
+
+
+def refuse(handler: BaseHTTPRequestHandler) -> None:
+    """HTTP 400 with the error message "nope"."""
+    body = b'{"error": {"message": "nope"}}'
+    handler.send_response(400)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def redirect_to(url: str) -> Reply:
+    """A 307 redirect to ``url``."""
+
+    def reply(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(307)
+        handler.send_header("Location", url)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    return reply

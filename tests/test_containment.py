@@ -14,7 +14,17 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from chat_server import ChatServer
-from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write, write_cli_config
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    agent,
+    evals_by_nodeid,
+    is_agent_log,
+    load_json,
+    run,
+    write,
+    write_cli_config,
+)
 
 from pytest_vibeeval.loading.templates import Renderer, TemplateValues
 from pytest_vibeeval.masking import (
@@ -479,11 +489,6 @@ def _all_forms(secret: str) -> list[str]:
     return [secret, *_encodings(secret)]
 
 
-def _agent_logs(path: Path) -> bool:
-    """The agent's own output files: what it printed, kept verbatim for debugging."""
-    return path.name.startswith("agent.") or path.suffix in (".stdout", ".stderr")
-
-
 @XDIST_MODES
 def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
@@ -577,13 +582,13 @@ def test_secret_grep_over_every_file_a_run_writes_and_the_terminal(
     assert f"build: {MASK} {MASK}" in coding["message"]
     assert "build step &#x27;leak-build&#x27;: exit code 1" in html and f"build: {MASK} {MASK}" in html
     produced = {"terminal": result.stdout.str() + result.stderr.str()}
-    produced |= {str(path): text for path, text in written.items() if not _agent_logs(path)}
+    produced |= {str(path): text for path, text in written.items() if not is_agent_log(path)}
     forms = [form for secret in (ROUTER_KEY, TOKEN, PASSWORD, SPECIAL) for form in _all_forms(secret)]
     forms.append(TOKEN[:8] + "\n" + TOKEN[8:])
     leaks = sorted(f"{name}: {form!r}" for name, text in produced.items() for form in forms if form in text)
     assert leaks == []
     # The agent never had the router key, so not even its own logs hold it.
-    agent_logs = [text for path, text in written.items() if _agent_logs(path)]
+    agent_logs = [text for path, text in written.items() if is_agent_log(path)]
     assert agent_logs and not any(form in text for text in agent_logs for form in _all_forms(ROUTER_KEY))
     # It did print every form of the secrets it was given: the grep above had them to find.
     assert all(any(form in text for text in agent_logs) for form in _all_forms(SPECIAL))

@@ -2,7 +2,9 @@
 through a real pytest session. Every case either fails collection of its own file with a clear message
 (the file, the line where there is one, what is wrong; never a traceback) or runs safely, and no run
 touches a file outside its items' temporary folders (HOME is a canary folder; the canary, the suites
-and HOME are snapshotted before and after).
+and HOME are snapshotted before and after), leaves a process its agents started running, or shows a
+case's `absent` texts (secrets in their encodings, raw control characters) in its terminal output or
+the files it writes.
 
 tests/hostile/MANIFEST.yaml lists every case with its expected outcome. The cases of a batch share one
 pytest run (a subprocess: a crash or a hang stays there); each batch runs once per session, also
@@ -11,24 +13,27 @@ under xdist (its outcome is cached in the workers' shared temporary folder).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
-from helpers import FAST_ARGS
+from helpers import FAST_ARGS, Reply, big, is_agent_log, is_gone, redirect_to, refuse, serving, trickle
 
 from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
@@ -63,6 +68,22 @@ class Batch:
     exits: tuple[int, ...] = (0, 1)  # pytest's exit codes that are no crash (5: nothing collected)
 
 
+def with_xdist(name: str, batch: Batch) -> dict[str, Batch]:
+    """The batch, and its twin run with two xdist workers: ``<name>-xdist``."""
+    return {name: batch, f"{name}-xdist": replace(batch, args=(*batch.args, "-n", "2"))}
+
+
+def usage_error(*args: str) -> Batch:
+    """A run that ``args`` make a usage error (pytest's exit code 4), found before any item runs."""
+    return Batch(args=args, exits=(4,), timeout=60)
+
+
+# Secret-looking values (a `*KEY*` variable agents are not given, and a `VIBE_SECRET_*` one a
+# configuration passes on) and the reports a run writes, for the `absent` expectations.
+SECRETS = {"HOSTILE_API_KEY": "hostile-api/key+0451=x", "VIBE_SECRET_HOSTILE": "vibe-hostile/secret+0452=y"}
+REPORTS = ("--junitxml", "out/junit.xml", "-o", "junit_logging=all", "--vibe-html", "out/report.html")
+# and a var that looks like a placeholder; kept workspaces hold the coding evals' prompt.md
+CONTAINMENT_ARGS = (*REPORTS, "--vibe-var", "w=${PROMPT}", "--vibe-keep-workspaces")
 DOUBLING = {f"HOSTILE_L{i}": f"${{HOSTILE_L{i - 1}}}${{HOSTILE_L{i - 1}}}" for i in range(1, 41)}
 BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "expansion-bomb": Batch(env={"HOSTILE_L0": "x", **DOUBLING}, timeout=10),
@@ -75,26 +96,34 @@ BATCHES = {  # the slow ones first: an idle xdist worker starts them
     "eval-root-self": Batch(env={"EVAL_ROOT": "${EVAL_ROOT}"}),
     "eval-root-symlink-loop": Batch(env={"EVAL_ROOT": "{run}/selfloop"}),
     "control": Batch(),
-    "basetemp-in-rootdir": Batch(args=("--basetemp", "out/basetemp")),  # out/: the run's own outputs
-    "basetemp-in-rootdir-xdist": Batch(args=("--basetemp", "out/basetemp", "-n", "2")),
+    # out/: the run's own outputs
+    **with_xdist("basetemp-in-rootdir", Batch(args=("--basetemp", "out/basetemp"))),
     "uncollected": Batch(exits=(5,), timeout=60),
     "history-fifo": Batch(args=("--vibe-history", "cases/history-fifo/history.jsonl"), timeout=60),
     "history-dev-zero": Batch(args=("--vibe-history", "cases/history-dev-zero/history.jsonl"), timeout=60),
-    "sandbox": Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True),
-    "sandbox-xdist": Batch(args=("--vibe-sandbox", "bwrap", "-n", "2"), bwrap=True),
+    **with_xdist("sandbox", Batch(args=("--vibe-sandbox", "bwrap"), bwrap=True)),
+    **with_xdist("containment", Batch(env=SECRETS, args=CONTAINMENT_ARGS)),
+    "worker-killed-xdist": Batch(args=("-n", "2")),  # an agent SIGKILLs its worker: xdist only
+    **with_xdist("sigterm", Batch(exits=(2,))),  # an agent sends SIGTERM to the run: interrupted
+    # a baseline that never ends or blocks, a results path that is a folder
+    **with_xdist("baseline-dev-zero", usage_error("--vibe-baseline", "cases/baseline-dev-zero/b.json")),
+    **with_xdist("baseline-fifo", usage_error("--vibe-baseline", "cases/baseline-fifo/b.json")),
+    **with_xdist("results-folder", usage_error("--vibe-results", "cases/results-folder")),
 }
 # Every run: the probe's reports, results and no history in out/, and agents unconfined (no bwrap, but
 # in the `sandbox` batches), so that any escape from an item's folder would show in the snapshots.
 RUN_ARGS: tuple[str, ...] = ("-p", "hostile_probe", "--vibe-results", "out/results.json")
 RUN_ARGS += ("--vibe-history", "", "--vibe-sandbox", "none", "-rA")
 PATH = os.environ["PATH"]
-# In every batch: ${VAR} loops for the config folders, the canary's absolute path, and (HOSTILE_PORT) a
-# server on 127.0.0.1 that accepts connections.
+# In every batch: ${VAR} loops for the config folders, the canary's absolute path, the folder where
+# agents note the pids of processes they leave behind, (HOSTILE_PORT) a server on 127.0.0.1 that
+# accepts connections, and (OPENROUTER_BASE_URL) the HTTP server of http_router.
 COMMON_ENV = {
     "HOSTILE_A": "${HOSTILE_B}",
     "HOSTILE_B": "${HOSTILE_A}",
     "HOSTILE_SELF": "${HOSTILE_SELF}",
     "HOSTILE_CANARY": "{run}/canary",
+    "HOSTILE_PIDS": "{run}/out/pids",
 }
 
 
@@ -236,7 +265,7 @@ def _support(run: Path) -> None:
         "home/.profile": "export CANARY=1\n",
         "home/.ssh/config": "Host *\n",
         "home/template/notes.txt": "a template in HOME\n",
-        "out/.keep": "",
+        "out/pids/.keep": "",
         "tmp/.keep": "",
     }
     for relative, text in files.items():
@@ -281,11 +310,57 @@ def _changes(before: dict[str, tuple[Any, ...]], after: dict[str, tuple[Any, ...
     )
 
 
+def http_router(other: str) -> Reply:
+    """The batch's HTTP server replies as a request's X-Hostile-Reply header says: ``trickle`` (a body
+    a byte at a time), ``big`` (2 MB), ``redirect`` (to ``other``, another origin)."""
+    replies = {
+        "trickle": trickle,
+        "big": big(2_000_000, announce=False),
+        "redirect": redirect_to(f"{other}/elsewhere"),
+    }
+
+    def reply(handler: BaseHTTPRequestHandler) -> None:
+        replies[handler.headers["X-Hostile-Reply"]](handler)
+
+    return reply
+
+
+def _survivors(pids: Path) -> list[int]:
+    """The processes noted in ``pids`` (a file each, holding the pid) that still run. Each is killed:
+    a failing case leaves nothing behind."""
+    alive = []
+    for note in pids.iterdir():
+        text = note.read_text(encoding="utf-8").strip()
+        if text.isdigit() and not is_gone(int(text)):
+            alive.append(int(text))
+            os.kill(int(text), signal.SIGKILL)
+    return sorted(alive)
+
+
+def _leaks(texts: set[str], output: str, folders: list[Path]) -> dict[str, list[str]]:
+    """Where each of ``texts`` shows: in the terminal output, or in a regular file below ``folders``
+    other than an agent's or step's own output."""
+    found: dict[str, list[str]] = {text: ["the terminal output"] if text in output else [] for text in texts}
+    for folder in folders if texts else ():
+        for parent, _, files in os.walk(folder):
+            for name in files:
+                path = os.path.join(parent, name)
+                if not stat.S_ISREG(os.lstat(path).st_mode) or is_agent_log(Path(path)):
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                for text in texts:
+                    if text.encode() in data:
+                        found[text].append(os.path.relpath(path, folder.parent))
+    return found
+
+
 def run_batch(
     name: str, run: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
     """Lay out the batch's cases in ``run`` (the current folder), run pytest over them in a subprocess
-    and return what the run left: reports, results, output and what changed outside basetemp."""
+    and return what the run left: reports, results, output, what changed outside basetemp, the
+    processes left running and where the cases' ``absent`` texts showed."""
     batch = BATCHES[name]
     _support(run)
     cases = [case_id for case_id, spec in MANIFEST.items() if spec.get("batch", "main") == name]
@@ -306,7 +381,12 @@ def run_batch(
     monkeypatch.setenv("COLUMNS", "120")
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)  # connections wait in its backlog
     monkeypatch.setenv("HOSTILE_PORT", str(listener.getsockname()[1]))
+    servers = contextlib.ExitStack()
+    other, _ = servers.enter_context(serving(refuse))
+    router, _ = servers.enter_context(serving(http_router(other)))
+    monkeypatch.setenv("OPENROUTER_BASE_URL", router)  # for http configurations without a base_url
     before = snapshot(run)
+    existing = set(pytester.path.iterdir())
     args = (*RUN_ARGS, *batch.args, "cases")
     started = time.monotonic()
     outcome: dict[str, Any] = {"cases": cases, "timed_out": False, "ret": None, "stdout": "", "stderr": ""}
@@ -318,9 +398,15 @@ def run_batch(
         outcome.update(ret=int(result.ret), stdout=result.stdout.str(), stderr=result.stderr.str())
     finally:
         listener.close()
+        servers.close()
     outcome["seconds"] = round(time.monotonic() - started, 2)
     outcome["changes"] = _changes(before, snapshot(run))
     outcome["tmp_left"] = sorted(p.name for p in (run / "tmp").iterdir() if p.name != ".keep")
+    outcome["survivors"] = _survivors(run / "out" / "pids")
+    absent = {text for case_id in cases for text in MANIFEST[case_id].get("absent", ())}
+    # pytester's basetemp for this run (not its `-current` link)
+    basetemp = [p for p in pytester.path.iterdir() if p not in existing and p.is_dir() and not p.is_symlink()]
+    outcome["leaks"] = _leaks(absent, outcome["stdout"] + outcome["stderr"], [run / "out", *basetemp])
     reports = run / "out" / "reports.jsonl"
     outcome["reports"] = (
         [json.loads(line) for line in reports.read_text(encoding="utf-8").splitlines()]
@@ -431,6 +517,7 @@ def check_batch(name: str, outcome: dict[str, Any]) -> None:
     allowed = sorted(change for case in outcome["cases"] for change in MANIFEST[case].get("changes", ()))
     assert outcome["changes"] == allowed, f"changed outside the items' tmp dirs: {outcome['changes'][:20]}"
     assert not outcome["tmp_left"], f"left in TMPDIR: {outcome['tmp_left']}"  # (after a normal exit)
+    assert not outcome["survivors"], f"processes the agents left still ran: {outcome['survivors']}"
     if outcome["results"] is not None:
         jsonschema.validate(_strict_json(outcome["results"]), RESULTS_SCHEMA)
 
@@ -486,6 +573,8 @@ def check_runs(case_id: str, spec: dict[str, Any], prefix: str, outcome: dict[st
         _, record = records[nodeid]
         assert record["name"] == nodeid.split("::")[1].rsplit("[", 1)[0], record
         assert record["outcome"] in RECORD_OUTCOMES[state], (nodeid, state, record["outcome"])
+    for key, value in spec.get("results", {}).items():
+        assert results.get(key) == value, f"{case_id}: the results' {key} is {results.get(key)!r}"
     if "score" in spec:
         scores = {run["score"] for run, _ in records.values()}
         assert scores == {spec["score"]}, f"{case_id}: scores {scores}"
@@ -518,6 +607,8 @@ def test_hostile_case(case_id: str, batch_cache: Path, request: pytest.FixtureRe
     if "output" in spec:
         output = outcome["stdout"] + outcome["stderr"]
         assert spec["output"] in output, f"{case_id}: {spec['output']!r} not in the output:\n{output[-4000:]}"
+    for text in spec.get("absent", ()):
+        assert not outcome["leaks"][text], f"{case_id}: {text!r} shows in {outcome['leaks'][text][:10]}"
 
 
 # --- the corpus itself ---------------------------------------------------------------------------

@@ -4,48 +4,16 @@ error naming the cap, and after a redirect an error names the URL that answered.
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import big, redirect_to, refuse, serving, trickle
 
 from pytest_vibeeval.models import Configuration
 from pytest_vibeeval.providers import PromptRequest, ProviderError
 from pytest_vibeeval.providers.http import HttpProvider
-
-Reply = Callable[[BaseHTTPRequestHandler], None]
-
-
-@contextmanager
-def serving(reply: Reply) -> Iterator[tuple[str, list[dict[str, str]]]]:
-    """A server answering every POST with ``reply``; its base URL and the headers it received."""
-    seen: list[dict[str, str]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            seen.append(dict(self.headers))
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
-                reply(self)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", seen
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def ask(url: str, **config: Any) -> None:
@@ -55,18 +23,6 @@ def ask(url: str, **config: Any) -> None:
         http.answer(PromptRequest("hi", "m/ok", None, "suite", "e", "c", Path(".")))
     finally:
         http.close()
-
-
-def trickle(handler: BaseHTTPRequestHandler) -> None:
-    """Headers at once, then the body one byte at a time, each 0.2 s apart (for a minute)."""
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", "300")
-    handler.end_headers()
-    for _ in range(300):
-        handler.wfile.write(b" ")
-        handler.wfile.flush()
-        time.sleep(0.2)
 
 
 def test_the_timeout_is_a_deadline_for_the_whole_answer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,18 +35,6 @@ def test_the_timeout_is_a_deadline_for_the_whole_answer(monkeypatch: pytest.Monk
     assert "no answer from" in info.value.message and "within 1 s" in info.value.message
     assert "its body was still arriving (the timeout covers the whole answer)" in info.value.message
     assert took < 10, took  # not the minute the body would take: each read alone is quick
-
-
-def big(size: int, announce: bool) -> Reply:
-    def reply(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        if announce:
-            handler.send_header("Content-Length", str(size))
-        handler.end_headers()
-        handler.wfile.write(b"x" * size)
-
-    return reply
 
 
 @pytest.mark.parametrize("announce", [True, False], ids=["content-length", "unannounced"])
@@ -110,23 +54,11 @@ def test_after_a_cross_origin_redirect_the_error_names_the_url_that_answered(
 ) -> None:
     monkeypatch.setenv("VIBE_TEST_HTTP_KEY", "sk-redirect-secret")
 
-    def refuse(handler: BaseHTTPRequestHandler) -> None:
-        body = b'{"error": {"message": "nope"}}'
-        handler.send_response(400)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        handler.wfile.write(body)
-
-    with serving(refuse) as (other, other_seen):
-
-        def redirect(handler: BaseHTTPRequestHandler) -> None:
-            handler.send_response(307)
-            handler.send_header("Location", f"{other}/elsewhere")
-            handler.send_header("Content-Length", "0")
-            handler.end_headers()
-
-        with serving(redirect) as (first, _), pytest.raises(ProviderError) as info:
-            ask(first)
+    with (
+        serving(refuse) as (other, other_seen),
+        serving(redirect_to(f"{other}/elsewhere")) as (first, _),
+        pytest.raises(ProviderError) as info,
+    ):
+        ask(first)
     assert info.value.message.startswith(f"HTTP 400 from {other}/elsewhere: nope"), info.value.message
     assert "Authorization" not in other_seen[0] and "authorization" not in other_seen[0]  # key not sent on

@@ -287,15 +287,23 @@ def serving(reply: Reply) -> Iterator[tuple[str, list[dict[str, str]]]]:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
                 reply(self)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with http_server(Handler) as port:
+        yield f"http://127.0.0.1:{port}/v1", seen
+
+
+@contextmanager
+def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A threading HTTP server on 127.0.0.1 with ``handler``, running while the block runs; its port."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", seen
+        yield httpd.server_address[1]
     finally:
         httpd.shutdown()
         httpd.server_close()
+        thread.join()
 
 
 def trickle(handler: BaseHTTPRequestHandler) -> None:

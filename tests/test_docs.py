@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import unicodedata
 from collections.abc import Iterator
 from functools import cache
@@ -25,7 +24,7 @@ from typing import Any, ClassVar
 
 import pytest
 import yaml
-from helpers import load_json, write
+from helpers import http_server, load_json, write
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -302,15 +301,8 @@ class _Artifacts(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def gitlab_api() -> Iterator[tuple[str, type[_Artifacts]]]:
     handler = type("Artifacts", (_Artifacts,), {"results": None, "requests": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/api/v4", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with http_server(handler) as port:
+        yield f"http://127.0.0.1:{port}/api/v4", handler
 
 
 @WORKERS

@@ -204,8 +204,8 @@ class CodingFields(ScoringFields):
 
     build_steps: list[StepName] = Field(
         default_factory=list,
-        description="registry steps run in the workspace after the agent, in order; a failing one stops "
-        "the eval",
+        description="registry steps run in the workspace after the agent, in order; a failing one fails "
+        "the eval, and the grade steps still run (as in the unified runner)",
     )
     grade_steps: list[StepName] = Field(
         default_factory=list,

@@ -57,7 +57,8 @@ class WorkspaceEval(CodingFields):
 
     workspace: NonEmptyStr = Field(
         description="the template folder the agent works in (copied for each item; ${NAME} and "
-        "${EVAL_ROOT} are substituted, relative paths start at this file's folder)"
+        "${EVAL_ROOT} are substituted; a relative path starts at ${EVAL_ROOT} in eval-config.json and "
+        "at the suite's folder in a YAML suite)"
     )
     grading: NonEmptyStr = Field(
         description="the hidden tests' folder, copied over the finished workspace before the grade steps"
@@ -66,8 +67,8 @@ class WorkspaceEval(CodingFields):
     build_steps: list[StepName] = Field(
         default_factory=list,
         alias="buildSteps",
-        description="registry steps run in the workspace after the agent, in order; a failing one stops "
-        "the eval",
+        description="registry steps run in the workspace after the agent, in order; a failing one fails "
+        "the eval, and the grade steps still run (as in the unified runner)",
     )
     grade_steps: list[StepName] = Field(
         default_factory=list,

@@ -86,9 +86,10 @@ REPORTS = ("--junitxml", "out/junit.xml", "-o", "junit_logging=all", "--vibe-htm
 CONTAINMENT_ARGS = (*REPORTS, "--vibe-var", "w=${PROMPT}", "--vibe-keep-workspaces")
 DOUBLING = {f"HOSTILE_L{i}": f"${{HOSTILE_L{i - 1}}}${{HOSTILE_L{i - 1}}}" for i in range(1, 41)}
 BATCHES = {  # the slow ones first: an idle xdist worker starts them
-    "expansion-bomb": Batch(env={"HOSTILE_L0": "x", **DOUBLING}, timeout=10),
-    "braces-20mb": Batch(timeout=10),
-    "link-pair": Batch(timeout=10),
+    # a hang here is exponential or endless: 60 s tells it apart even on a loaded 2-core machine
+    "expansion-bomb": Batch(env={"HOSTILE_L0": "x", **DOUBLING}, timeout=60),
+    "braces-20mb": Batch(timeout=60),
+    "link-pair": Batch(timeout=60),
     "evals-50k": Batch(args=("--vibe-eval", "e00042"), timeout=120),
     "main": Batch(),
     "deep-100k": Batch(timeout=60),

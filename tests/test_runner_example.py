@@ -5,7 +5,10 @@ from the subtasks its template already passes, the sloppy agent 0 for its lint a
 although every hidden test passes; the time penalty is shown on the run's own records.
 
 Needs node and npm (skipped without them) and, for the first `npm ci`, the npm registry (later
-runs use npm's cache). Each run works on a copy of the example outside the checkout.
+runs use npm's cache). The oracle and the do-nothing agent are the example's default
+configurations: their records come from the bundled examples' own runs (`pytest examples`,
+serially and with `-n 2`, made once per session, tests/shared_runs.py); the sloppy agent runs here,
+on a copy of the example outside the checkout, as a repository of its own.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from typing import Any
 
 import pytest
 from helpers import NO_HISTORY, XDIST_MODES
+from shared_runs import SHARED_RUN_TIMEOUT, examples_run
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "runner-repository"
 SUITE = "evals/config"
+EXAMPLE_SUITE = "examples/runner-repository/evals/config"  # the same suite, in `pytest examples`
 HAS_NODE = all(shutil.which(tool) for tool in ("node", "npm"))
 needs_node = pytest.mark.skipif(
     not HAS_NODE, reason="node and npm are not on PATH: the example's steps need them"
@@ -72,21 +77,27 @@ def test_the_default_configurations_are_the_oracle_and_the_do_nothing_agent(tmp_
 
 
 @needs_node
-@pytest.mark.timeout(900)  # three items, each with two `npm ci`, on a loaded machine
+@SHARED_RUN_TIMEOUT  # waits for the examples' runs, which run `npm ci`, tsc, eslint and vitest
 @XDIST_MODES
-def test_runner_repository_example_scores_by_the_runners_rules(tmp_path: Path, xdist: list[str]) -> None:
+def test_runner_repository_example_scores_by_the_runners_rules(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, xdist: list[str]
+) -> None:
+    examples = examples_run(tmp_path_factory, xdist)
+    examples.assert_ok()
     root = copy_example(tmp_path)
     before = {name: tree(root / name) for name in ("problems", "grading")}
     results = tmp_path / "results.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "evals", "--vibe-config", "ALL", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "evals", "--vibe-config", "sloppy", "-p", "no:cacheprovider",
          "--rootdir", str(root), "--vibe-results", str(results), NO_HISTORY, *xdist],
         cwd=root, capture_output=True, text=True, timeout=840,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stdout + proc.stderr
-    runs = {run["configuration"]: run for run in json.loads(results.read_text())["runs"]}
-    assert {run["suite"] for run in runs.values()} == {SUITE}
+    [sloppy_run] = json.loads(results.read_text())["runs"]
+    assert (sloppy_run["suite"], sloppy_run["configuration"]) == (SUITE, "sloppy")
+    runs = {"sloppy": sloppy_run}
+    runs |= {config_id: examples.runs()[EXAMPLE_SUITE, config_id] for config_id in ("oracle", "nop")}
     [oracle], [nop], [sloppy] = (runs[config_id]["evals"] for config_id in ("oracle", "nop", "sloppy"))
 
     def vybes(config_id: str) -> float:
@@ -131,12 +142,13 @@ def test_runner_repository_example_scores_by_the_runners_rules(tmp_path: Path, x
     assert sorted(p.name for p in root.rglob(".tmp-*")) == []
     assert not list(root.rglob("node_modules"))
     if not xdist:
-        check_runner_outputs(results, tmp_path / "outputs")
-        check_time_penalty(results, tmp_path)
+        check_runner_outputs(examples.results_path, results, tmp_path / "outputs")
+        check_time_penalty(examples.results_path, tmp_path)
 
 
 def runner_outputs(results: Path, outputs: Path) -> dict[str, dict[str, Any]]:
-    """`python -m pytest_vibeeval outputs`: the runner's results.json of each configuration."""
+    """`python -m pytest_vibeeval outputs`: the runner's results.json of each configuration of
+    word-stats (the example's eval; the examples' results file holds other suites' too)."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest_vibeeval", "outputs", str(results), "--dir", str(outputs)],
         capture_output=True, text=True, timeout=60,
@@ -147,9 +159,10 @@ def runner_outputs(results: Path, outputs: Path) -> dict[str, dict[str, Any]]:
     return {file.parent.name: json.loads(file.read_text()) for file in files}
 
 
-def check_runner_outputs(results: Path, outputs: Path) -> None:
-    """The runner's tree and shape from our results file, vybes breakdown by module included."""
-    written = runner_outputs(results, outputs)
+def check_runner_outputs(examples: Path, sloppy: Path, outputs: Path) -> None:
+    """The runner's tree and shape from our results files (the examples' for the oracle and the
+    do-nothing agent, this test's for the sloppy agent), vybes breakdown by module included."""
+    written = runner_outputs(examples, outputs / "examples") | runner_outputs(sloppy, outputs / "sloppy")
     assert sorted(written) == ["nop", "oracle", "sloppy"]
     oracle = written["oracle"]
     assert (oracle["evalName"], oracle["configId"], oracle["status"]) == ("word-stats", "oracle", "pass")
@@ -198,11 +211,11 @@ def check_runner_outputs(results: Path, outputs: Path) -> None:
 
 
 def check_time_penalty(results: Path, tmp_path: Path) -> None:
-    """The oracle's record as if its agent had taken 10 minutes, then 30, for the 5-minute task:
-    the score is halved (5 / 10), then clamped at 0.2 of it."""
+    """The examples' oracle record of word-stats as if its agent had taken 10 minutes, then 30, for
+    the 5-minute task: the score is halved (5 / 10), then clamped at 0.2 of it."""
     data = json.loads(results.read_text())
     for minutes, factor, score in ((10, 0.5, 100), (30, 0.2, 40)):
-        for run in data["runs"]:
+        for run in (run for run in data["runs"] if run["suite"] == EXAMPLE_SUITE):
             for step in run["evals"][0]["steps"]:
                 if step["phase"] == "agent":
                     step["duration"] = minutes * 60.0

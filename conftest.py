@@ -32,3 +32,17 @@ def _semantic_model_outside_pytester(request: pytest.FixtureRequest) -> None:
 
         with contextlib.suppress(semantic.SemanticUnavailable):
             semantic.embedder()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "examples_run: the test reads the bundled examples' shared runs (tests/shared_runs.py)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that read the bundled examples' shared runs go first. Under ``-n 2`` xdist's load
+    scheduling starts each worker on a chunk of consecutive tests, so they all land on one worker,
+    which makes those runs (minutes of npm toolchains) while the other runs the rest; split across
+    workers, one worker would sit waiting on the other's run."""
+    items.sort(key=lambda item: item.get_closest_marker("examples_run") is None)

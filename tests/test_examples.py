@@ -25,6 +25,7 @@ RUNNER_REPOSITORY = "examples/runner-repository/evals/config"
 HAS_NODE = all(shutil.which(tool) for tool in ("node", "npm"))
 HAS_SEMANTIC = importlib.util.find_spec("sentence_transformers") is not None
 NO_NODE = "node and npm are not on PATH: the TypeScript example problem roman-numerals is skipped"
+pytestmark = pytest.mark.examples_run
 
 
 @pytest.fixture(params=[[], ["-n", "2"]], ids=["serial", "xdist"])

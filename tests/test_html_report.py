@@ -397,6 +397,7 @@ def browser_problem() -> str | None:
     return None
 
 
+@pytest.mark.examples_run
 @SHARED_RUN_TIMEOUT
 def test_the_examples_report_in_a_headless_browser(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory

@@ -77,6 +77,7 @@ def test_the_default_configurations_are_the_oracle_and_the_do_nothing_agent(tmp_
 
 
 @needs_node
+@pytest.mark.examples_run
 @SHARED_RUN_TIMEOUT  # waits for the examples' runs, which run `npm ci`, tsc, eslint and vitest
 @XDIST_MODES
 def test_runner_repository_example_scores_by_the_runners_rules(

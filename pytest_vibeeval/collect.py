@@ -13,7 +13,7 @@ import pytest
 
 from .collection_gc import pause
 from .errors import InputError
-from .execute import PROMPT_FIXTURES, run_prompt_item, run_prompt_item_direct, run_workspace_item
+from .execute import PROMPT_FIXTURES, run_prompt_item, run_prompt_item_direct
 from .items import EvalItem, get_state, loadgroup_name, rootdir_relative
 from .loading.configurations import CLI_CONFIG_NAME, configurations_for, select
 from .loading.runner_config import REGISTRY_NAME, load_config_dir
@@ -45,6 +45,8 @@ def _body(collector: pytest.File, prompt: bool) -> tuple[Callable[..., None], An
     takes no fixtures (the item calls it, see ``itemhooks.pytest_pyfunc_call``) unless a conftest
     overrides one it would take."""
     if not prompt:
+        from .coding_items import run_workspace_item  # the agent and workspace machinery: when used
+
         return run_workspace_item, shared_fixtureinfo(collector, run_workspace_item)
     fixtureinfo = shared_fixtureinfo(collector, run_prompt_item)
     if overridden_fixtures(fixtureinfo, PROMPT_FIXTURES, FIXTURES_MODULE):

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
 # The modules that are pytest's side of the plugin: hooks, collectors, items, fixtures, outputs
 # written through pytest's objects.
 PYTEST_SIDE = {
-    "builtins", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks", "items",
+    "builtins", "coding_items", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks", "items",
     "report.junit", "live", "plugin", "pytest_private", "settings",
 }  # fmt: skip
 

@@ -12,8 +12,7 @@ import pytest
 from .collection_gc import settle
 from .execute import run_prompt_item_direct
 from .items import EvalItem, get_state, phases_of
-from .loading.configurations import unknown_selection
-from .loading.runner_config import EVAL_CONFIG_NAME
+from .loading.configurations import EVAL_CONFIG_NAME, unknown_selection
 from .loading.templates import Redactor
 from .phases import unfinished_record
 from .plan import PromptWork

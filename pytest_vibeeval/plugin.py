@@ -25,9 +25,9 @@ from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .execute import session_sandbox
 from .itemhooks import SUITE_SUFFIXES, YAML_SUFFIXES, CollectionHooks, ItemHooks
 from .items import STATE_KEY, get_state, rootdir_relative
+from .loading.configurations import EVAL_CONFIG_NAME
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
-from .loading.runner_config import EVAL_CONFIG_NAME
 from .loading.suite_files import has_evals
 from .loading.templates import Renderer, TemplateValues
 from .resume import ResumeIndex

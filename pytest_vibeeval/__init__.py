@@ -1,17 +1,47 @@
 """pytest-vibeeval: LLM and coding-agent eval suites as pytest items.
 
-What a plugin needs to extend it (see docs/extending.md and :mod:`.hookspecs`)."""
+What a plugin needs to extend it (see docs/extending.md and :mod:`.hookspecs`). The names are
+imported from their modules when first used: importing a submodule (as pytest does the plugin)
+does not import them all."""
 
-from .checks import CheckRegistry, CheckType, Response, Verdict
-from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
-from .providers.factory import ProviderSpec
-from .providers.output import ParsedOutput
-from .providers.parsers import ParserRegistry
-from .results import EvalRecord, ResultsFile, RunRecord, ToolCallRecord
-from .scoring.formula import FormulaPresets
-from .scoring.variables import RunVariable, RunVariables
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .checks import CheckRegistry, CheckType, Response, Verdict
+    from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
+    from .providers.factory import ProviderSpec
+    from .providers.output import ParsedOutput
+    from .providers.parsers import ParserRegistry
+    from .results import EvalRecord, ResultsFile, RunRecord, ToolCallRecord
+    from .scoring.formula import FormulaPresets
+    from .scoring.variables import RunVariable, RunVariables
 
 __version__ = "0.1.0"
+
+# name: the module (relative to this package) that defines it
+_EXPORTS = {
+    "CheckRegistry": ".checks",
+    "CheckType": ".checks",
+    "Response": ".checks",
+    "Verdict": ".checks",
+    "PromptRequest": ".providers.base",
+    "Provider": ".providers.base",
+    "ProviderError": ".providers.base",
+    "ProviderResponse": ".providers.base",
+    "ProviderSpec": ".providers.factory",
+    "ParsedOutput": ".providers.output",
+    "ParserRegistry": ".providers.parsers",
+    "EvalRecord": ".results",
+    "ResultsFile": ".results",
+    "RunRecord": ".results",
+    "ToolCallRecord": ".results",
+    "FormulaPresets": ".scoring.formula",
+    "RunVariable": ".scoring.variables",
+    "RunVariables": ".scoring.variables",
+}
 
 __all__ = [
     "CheckRegistry",
@@ -34,3 +64,16 @@ __all__ = [
     "Verdict",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -16,7 +16,6 @@ from .providers.base import Provider
 from .providers.factory import ProviderSpec, make_provider
 from .providers.parsers import BUILTIN_PARSERS, ParserRegistry
 from .report.baseline import append_history
-from .report.html import write_html
 from .results import ResultsFile
 from .scoring.formula import BUILTIN_PRESETS, FormulaPresets
 from .scoring.variables import BUILTIN_RUN_VARIABLES, RunVariables
@@ -65,6 +64,8 @@ def pytest_vibeeval_write_results(
         folder = rootdir_relative(settings.cache, config.rootpath)
         lines.extend(cache_lines(records, folder, cache_unused_reason(settings.repeats, settings.replay)))
     if settings.html is not None:
+        from .report.html import write_html  # imported only for --vibe-html
+
         try:
             write_html(results, settings.html, state.renderer.redactor())
             lines.append(f"report: {settings.html}")

@@ -34,7 +34,6 @@ from .answer_files import (
 )
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
-from .providers.cli import CliProvider
 from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
 from .report.format import money
@@ -202,6 +201,8 @@ def with_cache(
 
 def uncached_note(provider: object, config_id: str) -> str:
     """Why the answers of ``config_id`` are not cached."""
+    from .providers.cli import CliProvider  # imported when used: see providers.factory
+
     if isinstance(provider, CliProvider):
         return (
             f"--vibe-cache: configuration {config_id!r} runs an agent CLI; its answers are not cached "

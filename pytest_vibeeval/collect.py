@@ -13,10 +13,9 @@ import pytest
 
 from .collection_gc import pause
 from .errors import InputError
-from .execute import PROMPT_FIXTURES, run_prompt_item, run_prompt_item_direct, run_workspace_item
+from .execute import PROMPT_FIXTURES, run_prompt_item, run_prompt_item_direct
 from .items import EvalItem, get_state, loadgroup_name, rootdir_relative
-from .loading.configurations import CLI_CONFIG_NAME, configurations_for, select
-from .loading.runner_config import REGISTRY_NAME, load_config_dir
+from .loading.configurations import CLI_CONFIG_NAME, REGISTRY_NAME, configurations_for, select
 from .loading.suite import check_formula, load_suite, suite_formula, with_mcp_urls
 from .models import ScoreSpec
 from .plan import EvalPlan, PromptWork, check_cli_configurations, runner_plans, selected_evals, suite_plans
@@ -45,6 +44,8 @@ def _body(collector: pytest.File, prompt: bool) -> tuple[Callable[..., None], An
     takes no fixtures (the item calls it, see ``itemhooks.pytest_pyfunc_call``) unless a conftest
     overrides one it would take."""
     if not prompt:
+        from .coding_items import run_workspace_item  # the agent and workspace machinery: when used
+
         return run_workspace_item, shared_fixtureinfo(collector, run_workspace_item)
     fixtureinfo = shared_fixtureinfo(collector, run_prompt_item)
     if overridden_fixtures(fixtureinfo, PROMPT_FIXTURES, FIXTURES_MODULE):
@@ -104,6 +105,8 @@ class EvalConfigCollector(pytest.File):
     selected configuration."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from .loading.runner_config import load_config_dir  # its models: only for such a folder
+
         state = get_state(self.config)
         pause(state)  # until the end of collection: see collection_gc
         rootpath = self.config.rootpath

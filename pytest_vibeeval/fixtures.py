@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .execute import discard, eval_item, item_workdir, prepare_workspace, provider_for, registry_commands
-from .loading.runner_config import ResolvedEval
-from .providers import Provider
-from .workspace.layout import temporary_root
-from .workspace.steps import RegistryCommands
+from .execute import eval_item, item_workdir, provider_for
+
+if TYPE_CHECKING:  # the coding-agent machinery is imported when a coding-agent item uses it
+    from .loading.runner_config import ResolvedEval
+    from .providers import Provider
+    from .workspace.steps import RegistryCommands
 
 
 @pytest.fixture
@@ -40,6 +42,9 @@ def vibe_workspace(request: pytest.FixtureRequest, vibe_workdir: Path) -> Genera
     """The coding-agent item's workspace, ready for the agent: by default ``vibe_workdir/workspace``,
     a copy of the evaluation's template (removed afterwards unless --vibe-keep-workspaces).
     Override it in a conftest to prepare workspaces another way, e.g. as git worktrees."""
+    from .coding_items import discard, prepare_workspace
+    from .workspace.layout import temporary_root
+
     item = eval_item(request, "vibe_workspace", coding=True)
     workspace = prepare_workspace(item, vibe_workdir)
     yield workspace
@@ -50,4 +55,6 @@ def vibe_workspace(request: pytest.FixtureRequest, vibe_workdir: Path) -> Genera
 def vibe_commands(request: pytest.FixtureRequest, vibe_workdir: Path) -> RegistryCommands:
     """Runs the coding-agent item's agent and registry steps by name and records them
     (:class:`pytest_vibeeval.workspace.steps.RegistryCommands`); override it to run them another way."""
+    from .coding_items import registry_commands
+
     return registry_commands(eval_item(request, "vibe_commands", coding=True), vibe_workdir)

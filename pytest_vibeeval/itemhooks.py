@@ -12,14 +12,12 @@ import pytest
 from .collection_gc import settle
 from .execute import run_prompt_item_direct
 from .items import EvalItem, get_state, phases_of
-from .loading.configurations import unknown_selection
-from .loading.runner_config import EVAL_CONFIG_NAME
+from .loading.configurations import EVAL_CONFIG_NAME, unknown_selection
 from .loading.templates import Redactor
 from .phases import unfinished_record
 from .plan import PromptWork
 from .progress import ProgressBoard, Running
 from .transport import RESULT_PROPERTY, attach_record, longrepr_text
-from .workspace.steps import RegistryCommands
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -168,7 +166,11 @@ def _record_unfinished(item: EvalItem, report: pytest.TestReport) -> None:
         return
     info = item.plan.info
     commands = getattr(item, "funcargs", {}).get("vibe_commands")
-    steps = list(commands.steps) if isinstance(commands, RegistryCommands) else []
+    steps = []
+    if commands is not None:  # a coding item's fixture made it: the workspace machinery is loaded
+        from .workspace.steps import RegistryCommands
+
+        steps = list(commands.steps) if isinstance(commands, RegistryCommands) else []
     record = unfinished_record(
         info.eval_id,
         info.named,

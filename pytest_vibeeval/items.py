@@ -53,7 +53,8 @@ def get_state(config: pytest.Config) -> VibeState:
 
 class EvalItem(pytest.Function):
     """One eval × configuration (× repeat), made from its :class:`EvalPlan`: a prompt eval or a
-    coding-agent eval, run by the body its plan's kind names (see :mod:`pytest_vibeeval.execute`).
+    coding-agent eval, run by the body its plan's kind names (see :mod:`pytest_vibeeval.execute` and
+    :mod:`pytest_vibeeval.coding_items`).
 
     --vibe-resume may answer it with its finished record from an earlier run: then neither its
     fixtures (the workspace copy) nor its body run."""

@@ -8,16 +8,19 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .checks import AnyOf, Check, CheckNode
 from .errors import InputError, did_you_mean
 from .loading.configurations import ALL, IMPLICIT_ID, ConfigurationSet
-from .loading.runner_config import ResolvedEval, RunnerConfig, resolve_suite_coding
 from .loading.suite import EvalCase, Suite
 from .models import DEFAULT_TIMEOUT_MS, Configuration, ScoreSpec
 from .resume import files_digest, input_digest
 from .scoring.formula import Formula
 from .transport import RunInfo
+
+if TYPE_CHECKING:  # eval-config.json's models: imported where a coding eval is planned
+    from .loading.runner_config import ResolvedEval, RunnerConfig
 
 GroupOf = Callable[[Configuration | None, str], str | None]
 """The xdist group an item's name ends in (``@group``) for a configuration, or None."""
@@ -292,6 +295,8 @@ def coding_runner(
 ) -> RunnerConfig:
     """The coding-agent evals of a YAML suite as a unified-runner config (both formats share the
     run); every selected configuration must be a ``cli`` one."""
+    from .loading.runner_config import RunnerConfig, resolve_suite_coding  # only for coding evals
+
     resolved = resolve_suite_coding(suite, config_dir, os.environ)
     check_cli_configurations(
         configs.source or suite.path, {cid: configs.configurations.get(cid) for cid in config_ids}

@@ -25,12 +25,11 @@ from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .execute import session_sandbox
 from .itemhooks import SUITE_SUFFIXES, YAML_SUFFIXES, CollectionHooks, ItemHooks
 from .items import STATE_KEY, get_state, rootdir_relative
+from .loading.configurations import EVAL_CONFIG_NAME
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
-from .loading.runner_config import EVAL_CONFIG_NAME
 from .loading.suite_files import has_evals
 from .loading.templates import Renderer, TemplateValues
-from .reaping import end_lost_workers_processes
 from .resume import ResumeIndex
 from .scoring.formula import FormulaError
 from .settings import Settings, add_options
@@ -110,6 +109,8 @@ def pytest_testnodedown(node: object, error: object | None) -> None:
     """xdist's controller: a worker is down. One that died may have left an agent running and its
     pids cgroup behind: end them (see reaping)."""
     if error is not None:
+        from .reaping import end_lost_workers_processes  # ctypes and the reaper: only when needed
+
         end_lost_workers_processes()
 
 

@@ -8,6 +8,7 @@ configuration when the figure matters. With neither, the cost stays unknown (``n
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from .models import Pricing
@@ -30,9 +31,15 @@ _TABLE: dict[str, tuple[float, float]] = {
     "meta-llama/llama-3.1-8b-instruct": (0.05, 0.05),
     "mistralai/mistral-large": (2.0, 6.0),
 }
-DEFAULT_PRICES: dict[str, Pricing] = {
-    model: Pricing(input_per_mtok=inp, output_per_mtok=out) for model, (inp, out) in _TABLE.items()
-}
+
+
+@functools.cache
+def _default_price(model: str) -> Pricing:
+    """The table's prices for ``model`` as a :class:`Pricing`, made when first asked for: building
+    the model's validator costs more than a run that never needs the table (no HTTP configuration)."""
+    inp, out = _TABLE[model]
+    return Pricing(input_per_mtok=inp, output_per_mtok=out)
+
 
 CostSource = Literal["reported", "pricing", "default_pricing"]
 
@@ -41,8 +48,8 @@ def price_for(own: Pricing | None, model: str | None) -> tuple[Pricing | None, C
     """The prices to apply: the configuration's own, else the table's for ``model``, else none."""
     if own is not None:
         return own, "pricing"
-    if model and model in DEFAULT_PRICES:
-        return DEFAULT_PRICES[model], "default_pricing"
+    if model and model in _TABLE:
+        return _default_price(model), "default_pricing"
     return None, None
 
 

@@ -30,8 +30,6 @@ from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
 from .providers import PromptRequest, Provider, ProviderError
-from .providers.cli_mcp import unsupported_reason as cli_unsupported_reason
-from .providers.mcp_tools import McpTarget
 from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
 
@@ -79,6 +77,9 @@ def mcp_unsupported_reason(
     plugins' providers get the request."""
     if configuration is None or configuration.kind != "cli":
         return None
+    from .providers.cli_mcp import unsupported_reason as cli_unsupported_reason  # an MCP suite's only
+    from .providers.mcp_tools import McpTarget
+
     return cli_unsupported_reason(configuration, config_id, McpTarget.from_request(mcp) if mcp else None)
 
 

@@ -5,14 +5,17 @@ of unit tests and other runners."""
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
 # The modules that are pytest's side of the plugin: hooks, collectors, items, fixtures, outputs
 # written through pytest's objects.
 PYTEST_SIDE = {
-    "builtins", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks", "items",
-    "report.junit", "live", "plugin", "pytest_private", "settings",
+    "builtins", "coding_items", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks",
+    "items", "report.junit", "live", "plugin", "pytest_private", "settings",
 }  # fmt: skip
 
 
@@ -80,6 +83,49 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+# What importing the plugin (every pytest process, xdist workers too) must not import: the
+# optional extras and the machinery of one kind of eval, imported when a suite of that kind
+# is collected or an option asks for it.
+NOT_AT_START = (
+    "httpx",
+    "jsonschema",
+    "mcp",
+    "rich",
+    "pytest_vibeeval.coding_items",
+    "pytest_vibeeval.loading.runner_config",
+    "pytest_vibeeval.models.eval_config",
+    "pytest_vibeeval.process",
+    "pytest_vibeeval.providers.cli",
+    "pytest_vibeeval.providers.cli_mcp",
+    "pytest_vibeeval.providers.http",
+    "pytest_vibeeval.providers.mcp_tools",
+    "pytest_vibeeval.report.html",
+    "pytest_vibeeval.reaping",
+    "pytest_vibeeval.workspace.steps",
+)
+
+
+def test_importing_the_plugin_leaves_the_heavy_modules_out() -> None:
+    code = (
+        "import json, sys\n"
+        "import pytest_vibeeval.plugin, pytest_vibeeval.fixtures\n"
+        f"print(json.dumps(sorted(set({list(NOT_AT_START)!r}) & set(sys.modules))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_the_package_imports_its_exported_names_when_first_used() -> None:
+    code = (
+        "import json, sys\n"
+        "import pytest_vibeeval as p\n"
+        "before = 'pytest_vibeeval.results' in sys.modules\n"
+        "print(json.dumps([before, [n for n in p.__all__ if not hasattr(p, n)], p.EvalRecord.__module__]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [False, [], "pytest_vibeeval.results"]
 
 
 def test_no_import_cycles() -> None:

@@ -20,6 +20,9 @@ from .suite import Suite, pydantic_problems
 from .yamlsource import load_document
 
 CLI_CONFIG_NAME = "cli-config.json"
+# a unified-runner config folder's files (read by runner_config, named here for the collectors)
+EVAL_CONFIG_NAME = "eval-config.json"
+REGISTRY_NAME = "command-registry.json"
 IMPLICIT_ID = "openrouter"
 ALL = "ALL"
 

@@ -12,8 +12,8 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
+from .configurations import EVAL_CONFIG_NAME
 from .eval_root import EVAL_ROOT, absolute, config_eval_root, named_paths
-from .runner_config import EVAL_CONFIG_NAME
 from .substitution import SubstitutionError, substitute
 
 CONFIG_PLACES: tuple[tuple[str, ...], ...] = ((), ("config",), ("evals", "config"))

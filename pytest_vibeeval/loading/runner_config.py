@@ -30,14 +30,12 @@ from ..models import (
     Vybes,
 )
 from ..models.eval_config import DEFAULT_PROMPTS_DIR, REGISTRY, EvalConfigFile, WorkspaceEval, _check_eval_id
-from .configurations import CLI_CONFIG_NAME
+from .configurations import CLI_CONFIG_NAME, EVAL_CONFIG_NAME, REGISTRY_NAME
 from .eval_root import EVAL_ROOT, Layout, absolute, config_eval_root, from_environment, named_paths
 from .substitution import SubstitutionError, substitute
 from .suite import Suite, pydantic_problems
 from .yamlsource import INPUT_HINT, MAX_INPUT_BYTES, Document, load_document
 
-EVAL_CONFIG_NAME = "eval-config.json"
-REGISTRY_NAME = "command-registry.json"
 # The document's writePrompt reads `<evals>/../prompts/problems/<prompt>` and
 # `<evals>/../prompts/shared/evaluation-instructions.md`, where <evals> is what ${EVAL_ROOT} stands for
 # in its text and the folder holding `config/` in the runner as shipped: either is where they are.

@@ -44,6 +44,9 @@ class Document:
 
     def line_of(self, loc: Loc) -> int | None:
         """Line of the deepest node on ``loc`` that exists in the data (see :meth:`clean_loc`)."""
+        line = self.lines.get(loc)  # a node's own path (every key of ``lines`` is one): no walk
+        if line is not None:
+            return line
         path = self.clean_loc(loc)
         for depth in range(len(path), -1, -1):
             if path[:depth] in self.lines:

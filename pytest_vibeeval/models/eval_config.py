@@ -7,7 +7,7 @@ import re
 from collections.abc import Collection
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, TypeAdapter, ValidationInfo, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from ..scoring.variables import eval_name_clash, eval_name_clashes, variable_clash
@@ -108,4 +108,5 @@ class EvalConfigFile(StrictModel):
         return value
 
 
-REGISTRY = TypeAdapter(dict[StepName, CommandDefinition])
+# built when first used (an eval-config.json's registry), not when the plugin is imported
+REGISTRY = TypeAdapter(dict[StepName, CommandDefinition], config=ConfigDict(defer_build=True))

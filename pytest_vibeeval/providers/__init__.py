@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .base import PromptRequest, Provider, ProviderError, ProviderResponse, Unavailable
-from .cli import CliProvider
 from .factory import ProviderSpec, make_provider
 from .python_callable import PythonProvider
 
 if TYPE_CHECKING:
+    from .cli import CliProvider
     from .http import HttpProvider
 
 __all__ = [
@@ -28,9 +28,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # httpx (and what it pulls in) costs a tenth of a second per process: imported when first used.
+    # httpx (and what it pulls in) costs a tenth of a second per process, the agent CLI's process
+    # machinery a few ms: imported when first used.
     if name == "HttpProvider":
         from .http import HttpProvider
 
         return HttpProvider
+    if name == "CliProvider":
+        from .cli import CliProvider
+
+        return CliProvider
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

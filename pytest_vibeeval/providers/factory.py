@@ -10,7 +10,6 @@ from pathlib import Path
 from ..loading.templates import Redactor, Renderer
 from ..models import Configuration
 from .base import PromptRequest, Provider, ProviderError, ProviderResponse
-from .cli import CliProvider
 from .parsers import Parser
 from .python_callable import PythonProvider
 
@@ -45,6 +44,8 @@ def make_provider(spec: ProviderSpec) -> Provider:
 
         return HttpProvider(spec.config_id, config, spec.renderer.used_secrets, spec.lock_dir)
     if config.kind == "cli":
+        from .cli import CliProvider  # the agent CLI's process machinery: imported when used
+
         return CliProvider(
             spec.config_id, config, spec.renderer, spec.config_dir, spec.max_processes, spec.parsers
         )

@@ -5,9 +5,10 @@ Units: latency and durations in seconds, cost in USD. Fields may be added; none 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 
 SCHEMA_VERSION = 1
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -428,7 +429,13 @@ class RunRecord(Record):
     )
     eval_stats: list[EvalStats] = Field(default_factory=list, description="per eval, over its repeats")
     baseline: BaselineRecord | None = Field(default=None, description="with --vibe-baseline")
-    evals: list[EvalRecord] = Field(description="one record per item: each eval, and each repeat of it")
+    # A Sequence: on the controller each run's records are read from its spool when asked for
+    # (scoring/spool.py), not held all at once; a list everywhere else.
+    evals: Sequence[EvalRecord] = Field(description="one record per item: each eval, and each repeat of it")
+
+    @field_serializer("evals", mode="wrap")
+    def _dump_evals(self, evals: Sequence[EvalRecord], handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(evals if isinstance(evals, list) else list(evals))
 
 
 class ResultsFile(Record):
@@ -456,3 +463,10 @@ class ResultsFile(Record):
     def partial(self) -> bool:
         """Not every selected item ran: such results are no baseline."""
         return self.interrupted or self.stopped_early is not None
+
+
+def run_records(runs: Iterable[RunRecord]) -> Iterator[EvalRecord]:
+    """Every record of ``runs``, one at a time (on the controller they are read when asked for:
+    a list of them all would hold every record of the session at once)."""
+    for run in runs:
+        yield from run.evals

@@ -31,6 +31,7 @@ def formula_shown(run: RunRecord) -> str:
 
 def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
     """One run's lines; ``breakdown`` adds the formula with the run's values substituted."""
+    run = run.model_copy(update={"evals": list(run.evals)})  # read once (the controller spools them)
     m = run.metrics
     config = run.configuration + (f" ({run.configuration_name})" if run.configuration_name else "")
     lines = [f"{run.suite} × {config}  [{run.source}]"]

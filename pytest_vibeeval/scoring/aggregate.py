@@ -17,6 +17,7 @@ from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .record_values import ran
 from .repeats import aggregate_scores, eval_stats, mean_ci95, recency_order
 from .rubric import grade
+from .spool import RecordSpool, SpooledEvals
 from .variables import compute_variables, eval_variable_names
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
@@ -25,7 +26,7 @@ _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash repo
 @dataclass
 class _Item:
     info: RunInfo | None
-    record: EvalRecord | None = None
+    record: EvalRecord | int | None = None  # an int: its index in the aggregator's spool
     failed_phase: str | None = None
     failure: str | None = None
     skipped: str | None = None
@@ -35,10 +36,12 @@ class _Item:
 @dataclass
 class Aggregator:
     """The controller's collection of item reports, turned into runs at the session's end with the
-    session's run variables and formula presets (``extensions``; the built-ins by default)."""
+    session's run variables and formula presets (``extensions``; the built-ins by default). Records
+    that arrive as JSON (from xdist workers) wait in a spool, not parsed, until their run is built."""
 
     extensions: Extensions = field(default_factory=builtin_extensions)
     items: dict[str, _Item] = field(default_factory=dict)
+    spool: RecordSpool = field(default_factory=RecordSpool)
 
     def add_report(
         self,
@@ -46,14 +49,15 @@ class Aggregator:
         when: str,
         outcome: str,
         info: RunInfo | None,
-        record: EvalRecord | None,
+        record: EvalRecord | str | None,
         longrepr: str | None,
         wasxfail: bool,
     ) -> None:
+        """One report of an item; ``record``: its finished record, or that record's JSON."""
         item = self.items.setdefault(nodeid, _Item(info))
         item.info = item.info or info
         if record is not None:
-            item.record = record
+            item.record = self.spool.add(record) if isinstance(record, str) else record
         if wasxfail:
             item.xfailed = True
         if outcome == "failed" and item.failed_phase is None:
@@ -70,21 +74,26 @@ class Aggregator:
         """The runs of every item reported so far; ``interrupted``: items that started but left no
         verdict were cut short by the interruption (skipped, saying so), not failures; ``stopped``:
         why the session ended before every selected item ran (-x, --maxfail), said in each run."""
-        groups: dict[tuple[str, str], list[tuple[RunInfo, EvalRecord]]] = {}
+        groups: dict[tuple[str, str], list[tuple[RunInfo, str, _Item]]] = {}
         for nodeid, item in self.items.items():
             info = item.info or _info_from_nodeid(nodeid, self._known_infos(), self.extensions)
-            record = self._final_record(nodeid, item, info, interrupted, stopped)
-            groups.setdefault(info.key(), []).append((info, record))
-        return [self._run(entries, stopped) for _, entries in sorted(groups.items())]
+            groups.setdefault(info.key(), []).append((info, nodeid, item))
+        return [self._run(items, interrupted, stopped) for _, items in sorted(groups.items())]
 
     def _known_infos(self) -> Iterable[RunInfo]:
         return (item.info for item in self.items.values() if item.info)
 
     @staticmethod
     def _final_record(
-        nodeid: str, item: _Item, info: RunInfo, interrupted: bool = False, stopped: str | None = None
+        nodeid: str,
+        item: _Item,
+        record: EvalRecord | None,
+        info: RunInfo,
+        interrupted: bool = False,
+        stopped: str | None = None,
     ) -> EvalRecord:
-        record = item.record
+        """The item's record as the results show it: ``record`` (the one it sent, parsed), or one
+        that says why there is none, or that a phase after the call failed."""
         if record is None:
             record = EvalRecord(
                 name=info.eval_id,
@@ -120,12 +129,22 @@ class Aggregator:
             )
         return record
 
-    def _run(self, entries: list[tuple[RunInfo, EvalRecord]], stopped: str | None = None) -> RunRecord:
+    def _run(
+        self, items: list[tuple[RunInfo, str, _Item]], interrupted: bool, stopped: str | None
+    ) -> RunRecord:
+        """One run, its records parsed for as long as it is built; its ``evals`` read them again
+        from the spool when asked for (a record the end of the session made stays an object)."""
+        entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]] = []
+        for info, nodeid, item in items:
+            sent = self.spool.read(item.record) if isinstance(item.record, int) else item.record
+            record = self._final_record(nodeid, item, sent, info, interrupted, stopped)
+            kept = item.record if isinstance(item.record, int) and record is sent else record
+            entries.append((info, record, kept))
         in_suite_order = sorted(
             entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].repeat, e[1].nodeid)
         )
         info = in_suite_order[0][0]  # a collected item's info before one rebuilt for a crashed item
-        records = [record for _, record in in_suite_order]
+        records = [record for _, record, _ in in_suite_order]
         ext = self.extensions
         errors: dict[str, str] = {}
         values, reasons = compute_variables(records, ext.run_variables.values(), errors)
@@ -157,7 +176,7 @@ class Aggregator:
         metrics = {name: values[name] for name, variable in ext.run_variables.items() if variable.metric}
         metrics["errors"] = sum(1 for r in counted if r.outcome == "error")
         metrics["skipped"] = len(skipped)
-        return RunRecord(
+        run = RunRecord(
             suite=info.suite,
             source=info.source,
             configuration=info.configuration,
@@ -178,9 +197,11 @@ class Aggregator:
             grade=grade(score) if info.score_preset == "rubric" else None,
             repeats=info.repeats,
             eval_stats=stats,
-            evals=records,
+            evals=[],
             **repeat_fields,  # type: ignore[arg-type]
         )
+        evals = SpooledEvals([kept for _, _, kept in in_suite_order], self.spool)
+        return run.model_copy(update={"evals": evals})  # not validated: that would read them all
 
 
 def _score(
@@ -197,10 +218,10 @@ def _score(
     return score, score_error, _breakdown(formula, values)
 
 
-def _eval_stats(entries: list[tuple[RunInfo, EvalRecord]]) -> list[EvalStats]:
+def _eval_stats(entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]]) -> list[EvalStats]:
     """Each eval over its runs (one, or its repeats), in suite order."""
     grouped: dict[str, tuple[RunInfo, list[EvalRecord]]] = {}
-    for info, record in entries:
+    for info, record, _ in entries:
         grouped.setdefault(record.name, (info, []))[1].append(record)
     return [eval_stats(name, records, info.min_pass_rate) for name, (info, records) in grouped.items()]
 

@@ -1,0 +1,83 @@
+"""The controller's records kept as their JSON in an unnamed temporary file (the spool) until the
+session's end, and read back one at a time: a parsed record costs several times its JSON, and the
+controller would otherwise hold one per item for the whole session (about 4.5 KB each)."""
+
+from __future__ import annotations
+
+import tempfile
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import IO, overload
+
+from ..results import EvalRecord
+
+
+class RecordSpool:
+    """Records' JSON texts, appended to an unnamed temporary file (made at the first one, gone with
+    the process) and read back by the index :meth:`add` returned."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self._ends = array("q")  # where each text ends; the next one starts there
+
+    def add(self, text: str) -> int:
+        """Append one record's JSON (as :meth:`EvalRecord.model_dump_json` wrote it); its index."""
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="vibeeval-records-")  # noqa: SIM115 (kept open)
+        data = text.encode()
+        start = self._ends[-1] if self._ends else 0
+        self._file.seek(start)
+        self._file.write(data)
+        self._ends.append(start + len(data))
+        return len(self._ends) - 1
+
+    def read(self, index: int) -> EvalRecord:
+        """The record at ``index``, parsed anew (nothing is cached)."""
+        assert self._file is not None
+        start = self._ends[index - 1] if index else 0
+        self._file.seek(start)
+        return EvalRecord.model_validate_json(self._file.read(self._ends[index] - start))
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+class SpooledEvals(Sequence[EvalRecord]):
+    """A run's records in order, each a record object or the index of one in a :class:`RecordSpool`,
+    read when it is asked for: what a ``RunRecord``'s ``evals`` hold on the controller, so that the
+    session's records are never all parsed at once. Compares equal to a list of the same records."""
+
+    __slots__ = ("_entries", "_spool")
+
+    def __init__(self, entries: list[EvalRecord | int], spool: RecordSpool) -> None:
+        self._entries = entries
+        self._spool = spool
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> EvalRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[EvalRecord]: ...
+    def __getitem__(self, index: int | slice) -> EvalRecord | list[EvalRecord]:
+        if isinstance(index, slice):
+            return [self._resolve(entry) for entry in self._entries[index]]
+        return self._resolve(self._entries[index])
+
+    def __iter__(self) -> Iterator[EvalRecord]:
+        return map(self._resolve, self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # like a list
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def _resolve(self, entry: EvalRecord | int) -> EvalRecord:
+        return self._spool.read(entry) if isinstance(entry, int) else entry

@@ -427,15 +427,16 @@ class RunRecord(Record):
     score_ci95: list[float] | None = Field(
         default=None, description="with repeats: 95 % interval of the mean (Student's t), [low, high]"
     )
-    eval_stats: list[EvalStats] = Field(default_factory=list, description="per eval, over its repeats")
+    eval_stats: Sequence[EvalStats] = Field(default_factory=list, description="per eval, over its repeats")
     baseline: BaselineRecord | None = Field(default=None, description="with --vibe-baseline")
-    # A Sequence: on the controller each run's records are read from its spool when asked for
-    # (scoring/spool.py), not held all at once; a list everywhere else.
+    # eval_stats and evals are Sequences: on the controller each is made when asked for, from a few
+    # numbers per eval and from the record spool (scoring/spool.py), not held all at once; a list
+    # everywhere else.
     evals: Sequence[EvalRecord] = Field(description="one record per item: each eval, and each repeat of it")
 
-    @field_serializer("evals", mode="wrap")
-    def _dump_evals(self, evals: Sequence[EvalRecord], handler: SerializerFunctionWrapHandler) -> Any:
-        return handler(evals if isinstance(evals, list) else list(evals))
+    @field_serializer("eval_stats", "evals", mode="wrap")
+    def _dump_sequence(self, items: Sequence[Record], handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(items if isinstance(items, list) else list(items))
 
 
 class ResultsFile(Record):

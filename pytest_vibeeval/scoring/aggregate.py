@@ -9,15 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..extensions import Extensions, builtin_extensions
 from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .record_values import ran
-from .repeats import aggregate_scores, eval_stats, mean_ci95, recency_order
+from .repeats import aggregate_scores, mean_ci95, recency_order, stats_from_counts
 from .rubric import grade
-from .spool import RecordSpool, SpooledEvals
+from .spool import OnDemand, RecordSpool
 from .variables import compute_variables, eval_variable_names
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
@@ -196,12 +197,12 @@ class Aggregator:
             notes=notes,
             grade=grade(score) if info.score_preset == "rubric" else None,
             repeats=info.repeats,
-            eval_stats=stats,
             evals=[],
             **repeat_fields,  # type: ignore[arg-type]
         )
-        evals = SpooledEvals([kept for _, _, kept in in_suite_order], self.spool)
-        return run.model_copy(update={"evals": evals})  # not validated: that would read them all
+        evals = OnDemand([kept for _, _, kept in in_suite_order], self.spool.resolve)
+        # not validated: that would make them all
+        return run.model_copy(update={"evals": evals, "eval_stats": stats})
 
 
 def _score(
@@ -218,12 +219,20 @@ def _score(
     return score, score_error, _breakdown(formula, values)
 
 
-def _eval_stats(entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]]) -> list[EvalStats]:
-    """Each eval over its runs (one, or its repeats), in suite order."""
-    grouped: dict[str, tuple[RunInfo, list[EvalRecord]]] = {}
+def _eval_stats(entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]]) -> OnDemand[EvalStats]:
+    """Each eval over its runs (one, or its repeats), in suite order: made from its counts when
+    asked for (:func:`repeats.eval_stats`), so that the controller keeps a few numbers per eval."""
+    counts: dict[str, list[Any]] = {}  # name → [name, runs, passed, min_pass_rate]
     for info, record, _ in entries:
-        grouped.setdefault(record.name, (info, []))[1].append(record)
-    return [eval_stats(name, records, info.min_pass_rate) for name, (info, records) in grouped.items()]
+        count = counts.setdefault(record.name, [record.name, 0, 0, info.min_pass_rate])
+        if record.outcome != "skipped":
+            count[1] += 1
+            count[2] += record.outcome == "passed"
+    return OnDemand([tuple(count) for count in counts.values()], _stats)
+
+
+def _stats(counts: tuple[str, int, int, float | None]) -> EvalStats:
+    return stats_from_counts(*counts)
 
 
 def _repeated_score(

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import tempfile
 from array import array
-from collections.abc import Iterator, Sequence
-from typing import IO, overload
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any, TypeVar, overload
 
 from ..results import EvalRecord
+
+T = TypeVar("T")
+E = Any  # what an OnDemand sequence keeps per item
 
 
 class RecordSpool:
@@ -38,36 +41,37 @@ class RecordSpool:
         self._file.seek(start)
         return EvalRecord.model_validate_json(self._file.read(self._ends[index] - start))
 
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+    def resolve(self, entry: EvalRecord | int) -> EvalRecord:
+        """``entry`` itself, or the record at that index."""
+        return self.read(entry) if isinstance(entry, int) else entry
 
 
-class SpooledEvals(Sequence[EvalRecord]):
-    """A run's records in order, each a record object or the index of one in a :class:`RecordSpool`,
-    read when it is asked for: what a ``RunRecord``'s ``evals`` hold on the controller, so that the
-    session's records are never all parsed at once. Compares equal to a list of the same records."""
+class OnDemand(Sequence[T]):
+    """A sequence of models each made from a small entry when it is asked for, never kept: what a
+    ``RunRecord``'s ``evals`` (records, or their indexes in a :class:`RecordSpool`) and
+    ``eval_stats`` (their counts) hold on the controller, so that the session's records and stats
+    are never all in memory at once. Compares equal to a list of the same items."""
 
-    __slots__ = ("_entries", "_spool")
+    __slots__ = ("_entries", "_make")
 
-    def __init__(self, entries: list[EvalRecord | int], spool: RecordSpool) -> None:
+    def __init__(self, entries: list[E], make: Callable[[E], T]) -> None:
         self._entries = entries
-        self._spool = spool
+        self._make = make
 
     def __len__(self) -> int:
         return len(self._entries)
 
     @overload
-    def __getitem__(self, index: int) -> EvalRecord: ...
+    def __getitem__(self, index: int) -> T: ...
     @overload
-    def __getitem__(self, index: slice) -> list[EvalRecord]: ...
-    def __getitem__(self, index: int | slice) -> EvalRecord | list[EvalRecord]:
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
         if isinstance(index, slice):
-            return [self._resolve(entry) for entry in self._entries[index]]
-        return self._resolve(self._entries[index])
+            return [self._make(entry) for entry in self._entries[index]]
+        return self._make(self._entries[index])
 
-    def __iter__(self) -> Iterator[EvalRecord]:
-        return map(self._resolve, self._entries)
+    def __iter__(self) -> Iterator[T]:
+        return map(self._make, self._entries)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):
@@ -78,6 +82,3 @@ class SpooledEvals(Sequence[EvalRecord]):
 
     def __repr__(self) -> str:
         return repr(list(self))
-
-    def _resolve(self, entry: EvalRecord | int) -> EvalRecord:
-        return self._spool.read(entry) if isinstance(entry, int) else entry

@@ -192,7 +192,7 @@ class Aggregator:
             score_names=formula_names(info, values, ext.formula_presets),
             gate=gate_record(score, score_error, info.score_min, info.score_max),
             metrics=metrics,
-            variables=values,
+            variables={},
             variable_errors=errors,
             notes=notes,
             grade=grade(score) if info.score_preset == "rubric" else None,
@@ -201,8 +201,9 @@ class Aggregator:
             **repeat_fields,  # type: ignore[arg-type]
         )
         evals = OnDemand([kept for _, _, kept in in_suite_order], self.spool.resolve)
-        # not validated: that would make them all
-        return run.model_copy(update={"evals": evals, "eval_stats": stats})
+        # Not validated: that would make every record and stats model, and copy the variables (13
+        # per eval, every value a float or None already).
+        return run.model_copy(update={"evals": evals, "eval_stats": stats, "variables": values})
 
 
 def _score(

@@ -7,6 +7,7 @@ still counts, as an error.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +25,10 @@ from .variables import compute_variables, eval_variable_names
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
+    """What the controller keeps of one item until the session's end (slots: one per item)."""
+
     info: RunInfo | None
     record: EvalRecord | int | None = None  # an int: its index in the aggregator's spool
     failed_phase: str | None = None
@@ -225,7 +228,8 @@ def _eval_stats(entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]]) -> 
     asked for (:func:`repeats.eval_stats`), so that the controller keeps a few numbers per eval."""
     counts: dict[str, list[Any]] = {}  # name → [name, runs, passed, min_pass_rate]
     for info, record, _ in entries:
-        count = counts.setdefault(record.name, [record.name, 0, 0, info.min_pass_rate])
+        # The name interned: the record is parsed anew each time, the stats keep its name.
+        count = counts.setdefault(record.name, [sys.intern(record.name), 0, 0, info.min_pass_rate])
         if record.outcome != "skipped":
             count[1] += 1
             count[2] += record.outcome == "passed"

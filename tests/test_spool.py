@@ -130,3 +130,15 @@ def test_records_received_as_json_give_the_runs_of_records_kept_as_objects(repea
         assert list(run.evals) == list(run.evals)
     e1 = next(r for r in read[0].evals if r.name == "e1")
     assert e1.outcome == "error" and "teardown failed" in (e1.message or "")
+
+
+def test_without_room_for_the_spool_the_records_are_kept_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_room(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("tempfile.TemporaryFile", no_room)
+    agg = Aggregator()
+    made = record("e0")
+    send(agg, replace(run_info("e0", "a", "success_pct"), eval_index=0), made, as_json=True)
+    assert agg.items[made.nodeid].record == made
+    assert list(agg.runs()[0].evals) == [made]

@@ -60,8 +60,13 @@ class Aggregator:
         """One report of an item; ``record``: its finished record, or that record's JSON."""
         item = self.items.setdefault(nodeid, _Item(info))
         item.info = item.info or info
-        if record is not None:
-            item.record = self.spool.add(record) if isinstance(record, str) else record
+        if isinstance(record, str):
+            try:
+                item.record = self.spool.add(record)
+            except OSError:  # no room for the spool (a full or read-only temporary folder): parsed
+                item.record = EvalRecord.model_validate_json(record)
+        elif record is not None:
+            item.record = record
         if wasxfail:
             item.xfailed = True
         if outcome == "failed" and item.failed_phase is None:

@@ -5,7 +5,7 @@ Units: latency and durations in seconds, cost in USD. Fields may be added; none 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
@@ -407,7 +407,9 @@ class RunRecord(Record):
         description="success_pct, passed, failed, total, errors, skipped, and the latency (seconds) and "
         "cost (USD) sums, means, minima and maxima; null where unknown"
     )
-    variables: dict[str, float | None] = Field(
+    # A Mapping: on the controller the per-eval ones are kept as a tuple of values per eval
+    # (scoring/run_values.py); a dict everywhere else.
+    variables: Mapping[str, float | None] = Field(
         description="every formula variable of the run with its value; null: no value"
     )
     variable_errors: dict[str, str] = Field(
@@ -437,6 +439,12 @@ class RunRecord(Record):
     @field_serializer("eval_stats", "evals", mode="wrap")
     def _dump_sequence(self, items: Sequence[Record], handler: SerializerFunctionWrapHandler) -> Any:
         return handler(items if isinstance(items, list) else list(items))
+
+    @field_serializer("variables", mode="wrap")
+    def _dump_variables(
+        self, values: Mapping[str, float | None], handler: SerializerFunctionWrapHandler
+    ) -> Any:
+        return handler(values if isinstance(values, dict) else dict(values.items()))
 
 
 class ResultsFile(Record):

@@ -19,8 +19,9 @@ from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .record_values import ran
 from .repeats import aggregate_scores, mean_ci95, recency_order, stats_from_counts
 from .rubric import grade
+from .run_values import RunValues
 from .spool import OnDemand, RecordSpool
-from .variables import compute_variables, eval_variable_names
+from .variables import EVAL_VARIABLES, compute_variables, eval_variable_names
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
 
@@ -210,8 +211,9 @@ class Aggregator:
         )
         evals = OnDemand([kept for _, _, kept in in_suite_order], self.spool.resolve)
         # Not validated: that would make every record and stats model, and copy the variables (13
-        # per eval, every value a float or None already).
-        return run.model_copy(update={"evals": evals, "eval_stats": stats, "variables": values})
+        # per eval, every value a float or None already), kept a tuple of values per eval.
+        variables = RunValues(values, [v.suffix for v in EVAL_VARIABLES], len(ext.run_variables))
+        return run.model_copy(update={"evals": evals, "eval_stats": stats, "variables": variables})
 
 
 def _score(

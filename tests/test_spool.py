@@ -4,9 +4,12 @@ records kept as objects."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
+from helpers import XDIST_MODES, write
+from helpers import run as run_pytest
 from test_aggregate import SOURCE, crash, run_info
 
 from pytest_vibeeval.report.resultsfile import build_results, results_json
@@ -142,3 +145,57 @@ def test_without_room_for_the_spool_the_records_are_kept_parsed(monkeypatch: pyt
     send(agg, replace(run_info("e0", "a", "success_pct"), eval_index=0), made, as_json=True)
     assert agg.items[made.nodeid].record == made
     assert list(agg.runs()[0].evals) == [made]
+
+
+WRITER = """
+import json
+
+
+def pytest_vibeeval_write_results(config, results, results_path):
+    runs = []
+    for run in results.runs:
+        records = list(run.evals)
+        runs.append({
+            "evals": [r.name for r in run.evals],
+            "outcomes": [r.outcome for r in records],
+            "first": run.evals[0].name,
+            "stats": [(s.name, s.passed) for s in run.eval_stats],
+            "a": run.variables.get("a"),
+            "b_latency_known": run.variables["b_latency"] is not None,
+            "variables": len(run.variables),
+        })
+    dumped = json.loads(results.model_dump_json())["runs"][0]
+    assert [e["name"] for e in dumped["evals"]] == runs[0]["evals"]
+    assert dumped["variables"] == dict(results.runs[0].variables)
+    (config.rootpath / "seen.json").write_text(json.dumps(runs))
+    return ["seen"]
+"""
+
+
+@XDIST_MODES
+def test_a_result_writer_reads_the_runs_as_before(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A plugin's writer gets the same runs in a serial run (records kept as objects) and under
+    xdist (spooled, read on demand): iterating, indexing, ``len``, ``.get`` and the JSON dump."""
+    write(pytester.path / "app.py", "def answer(prompt):\n    return 'yes' if prompt != 'c' else 'no'\n")
+    write(
+        pytester.path / "w.eval.yaml",
+        """
+        metadata: {name: w, model: m}
+        configurations: {app: {python: "app:answer"}, other: {python: "app:answer"}}
+        evals:
+          - {name: a, prompt: a, checks: [{contains: "yes"}]}
+          - {name: b, prompt: b, checks: [{contains: "yes"}]}
+          - {name: c, prompt: c, checks: [{contains: "yes"}]}
+        """,
+    )
+    write(pytester.path / "seen_writer.py", WRITER)
+    pytester.syspathinsert()
+    result = run_pytest(pytester, "-p", "seen_writer", xdist=xdist)
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(["seen"])
+    seen = json.loads((pytester.path / "seen.json").read_text())
+    assert [run["evals"] for run in seen] == [["a", "b", "c"]] * 2
+    assert [run["outcomes"] for run in seen] == [["passed", "passed", "failed"]] * 2
+    assert all(run["first"] == "a" and run["a"] == 1.0 and run["b_latency_known"] for run in seen)
+    assert [run["stats"] for run in seen] == [[["a", 1], ["b", 1], ["c", 0]]] * 2
+    assert seen[0]["variables"] == seen[1]["variables"] > 13 * 3

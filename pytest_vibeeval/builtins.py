@@ -16,7 +16,7 @@ from .providers.base import Provider
 from .providers.factory import ProviderSpec, make_provider
 from .providers.parsers import BUILTIN_PARSERS, ParserRegistry
 from .report.baseline import append_history
-from .results import ResultsFile
+from .results import ResultsFile, run_records
 from .scoring.formula import BUILTIN_PRESETS, FormulaPresets
 from .scoring.variables import BUILTIN_RUN_VARIABLES, RunVariables
 
@@ -60,9 +60,9 @@ def pytest_vibeeval_write_results(
     settings = state.settings
     lines: list[str] = []
     if settings.cache is not None:
-        records = [record for run in results.runs for record in run.evals]
         folder = rootdir_relative(settings.cache, config.rootpath)
-        lines.extend(cache_lines(records, folder, cache_unused_reason(settings.repeats, settings.replay)))
+        unused = cache_unused_reason(settings.repeats, settings.replay)
+        lines.extend(cache_lines(run_records(results.runs), folder, unused))
     if settings.html is not None:
         from .report.html import write_html  # imported only for --vibe-html
 

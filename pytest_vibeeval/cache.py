@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -223,16 +223,23 @@ def coding_note(config_id: str) -> str:
     )
 
 
-def summary_lines(records: Sequence[EvalRecord], shown: str, unused: str | None) -> list[str]:
+def summary_lines(records: Iterable[EvalRecord], shown: str, unused: str | None) -> list[str]:
     """The Run Summary's line about the cache: how many answers came from it and what their
-    cost and latency are."""
+    cost and latency are (``records`` are read once, one at a time)."""
     if unused is not None:
         return [f"Cache: not used ({unused})"]
-    ran = [r for r in records if r.reused_from is None and r.outcome != "skipped"]
-    hits = [r for r in ran if r.cached]
-    plural = "" if len(hits) == 1 else "s"
-    line = f"Cache: {len(hits)} answer{plural} from cache, {len(ran) - len(hits)} asked ({shown})"
-    cost = sum(r.cost or 0.0 for r in hits)
+    hits = asked = 0
+    cost = 0.0
+    for r in records:
+        if r.reused_from is not None or r.outcome == "skipped":
+            continue
+        if r.cached:
+            hits += 1
+            cost += r.cost or 0.0
+        else:
+            asked += 1
+    plural = "" if hits == 1 else "s"
+    line = f"Cache: {hits} answer{plural} from cache, {asked} asked ({shown})"
     if hits:
         line += "; the cached answers' cost and latency are their original calls'"
         line += f" ({money(cost)}, not spent again)" if cost else ""

@@ -23,7 +23,7 @@ from .report.format import run_title
 from .report.junit import add_gate_cases, add_suite_properties
 from .report.resultsfile import build_results, write_results
 from .report.summary import budget_lines, nothing_ran_lines, summary_lines, workspace_lines
-from .results import EvalRecord, ResultsFile, RunRecord
+from .results import EvalRecord, ResultsFile, RunRecord, run_records
 from .resume import load_resume
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
 
@@ -93,10 +93,11 @@ class ControllerSession:
         crashed = report.when not in ("setup", "call", "teardown")
         if not ours and not (crashed and report.nodeid.split("::")[0].endswith(SOURCE_SUFFIXES)):
             return
-        info = record = None
+        info: RunInfo | None = None
+        record: EvalRecord | str | None = None
         for key, value in ours:
             if key == RESULT_PROPERTY:
-                record = received(value, EvalRecord.model_validate_json)
+                record = received(value, str)  # its JSON waits unparsed in the aggregator's spool
             elif not aggregator.has_info(report.nodeid):  # the item's first report: read it once
                 info = received(value, RunInfo.from_json)
         aggregator.add_report(
@@ -203,13 +204,14 @@ class ControllerSession:
     def _apply_nothing_ran(self, session: pytest.Session, runs: list[RunRecord]) -> None:
         """A session in which every eval was skipped fails (unless --vibe-allow-all-skipped), with
         what to set: green CI must mean something ran."""
-        records = [record for run in runs for record in run.evals]
-        if not records or any(record.outcome != "skipped" for record in records):
+        if not any(run.evals for run in runs) or any(
+            record.outcome != "skipped" for record in run_records(runs)
+        ):
             return
         if self.state.settings.allow_all_skipped or session.exitstatus != pytest.ExitCode.OK:
             return
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        self.nothing_ran_lines = nothing_ran_lines(records)
+        self.nothing_ran_lines = nothing_ran_lines(list(run_records(runs)))
 
     def _apply_gates(self, session: pytest.Session, runs: list[RunRecord]) -> None:
         """A failed gate turns exit code 0 into 1. Failed runs of an eval whose pass rate met its
@@ -217,14 +219,11 @@ class ControllerSession:
         runs. When those are the session's only failures, the gates alone decide (0 or 1)."""
         gated = [run for run in runs if run.gate is not None]
         gate_failed = any(run.gate is not None and not run.gate.passed for run in runs)
-        by_rate = {
-            record.nodeid
-            for run in runs
-            for stats in run.eval_stats
-            if stats.passed_by_rate
-            for record in run.evals
-            if record.name == stats.name
-        }
+        by_rate: set[str] = set()
+        for run in runs:  # each run's records are read once (from the spool, on the controller)
+            names = {stats.name for stats in run.eval_stats if stats.passed_by_rate}
+            if names:
+                by_rate.update(record.nodeid for record in run.evals if record.name in names)
         gate_only = self.state.settings.gate_only and bool(gated)
         forgiven_by_rate = self.failed_nodeids & by_rate
         if (gate_only or forgiven_by_rate) and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
@@ -288,18 +287,18 @@ class ControllerSession:
             else:
                 terminalreporter.write_line(line)
         mode = state.settings.sandbox_mode
-        unsandboxed = any(record.sandbox == "none" for run in state.runs for record in run.evals)
+        unsandboxed = any(record.sandbox == "none" for record in run_records(state.runs))
         reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
         for line in budget_lines(state.runs, state.settings.max_cost):
             terminalreporter.write_line(line)
         for line in workspace_lines(state.runs, mode, reason):
             terminalreporter.write_line(line)
         if state.resume is not None:
-            records = [record for run in state.runs for record in run.evals]
-            reused = sum(1 for record in records if record.reused_from is not None)
+            total = sum(len(run.evals) for run in state.runs)
+            reused = sum(1 for record in run_records(state.runs) if record.reused_from is not None)
             terminalreporter.write_line(
                 f"Resumed: {reused} eval(s) reused from {state.resume.source}, "
-                f"{len(records) - reused} run in this session (--vibe-resume)"
+                f"{total - reused} run in this session (--vibe-resume)"
             )
         if state.baseline_path is not None:
             terminalreporter.write_line(f"baseline: {state.baseline_path}")

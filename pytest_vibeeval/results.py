@@ -5,9 +5,10 @@ Units: latency and durations in seconds, cost in USD. Fields may be added; none 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 
 SCHEMA_VERSION = 1
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -406,7 +407,9 @@ class RunRecord(Record):
         description="success_pct, passed, failed, total, errors, skipped, and the latency (seconds) and "
         "cost (USD) sums, means, minima and maxima; null where unknown"
     )
-    variables: dict[str, float | None] = Field(
+    # A Mapping: on the controller the per-eval ones are kept as a tuple of values per eval
+    # (scoring/run_values.py); a dict everywhere else.
+    variables: Mapping[str, float | None] = Field(
         description="every formula variable of the run with its value; null: no value"
     )
     variable_errors: dict[str, str] = Field(
@@ -426,9 +429,22 @@ class RunRecord(Record):
     score_ci95: list[float] | None = Field(
         default=None, description="with repeats: 95 % interval of the mean (Student's t), [low, high]"
     )
-    eval_stats: list[EvalStats] = Field(default_factory=list, description="per eval, over its repeats")
+    eval_stats: Sequence[EvalStats] = Field(default_factory=list, description="per eval, over its repeats")
     baseline: BaselineRecord | None = Field(default=None, description="with --vibe-baseline")
-    evals: list[EvalRecord] = Field(description="one record per item: each eval, and each repeat of it")
+    # eval_stats and evals are Sequences: on the controller each is made when asked for, from a few
+    # numbers per eval and from the record spool (scoring/spool.py), not held all at once; a list
+    # everywhere else.
+    evals: Sequence[EvalRecord] = Field(description="one record per item: each eval, and each repeat of it")
+
+    @field_serializer("eval_stats", "evals", mode="wrap")
+    def _dump_sequence(self, items: Sequence[Record], handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(items if isinstance(items, list) else list(items))
+
+    @field_serializer("variables", mode="wrap")
+    def _dump_variables(
+        self, values: Mapping[str, float | None], handler: SerializerFunctionWrapHandler
+    ) -> Any:
+        return handler(values if isinstance(values, dict) else dict(values.items()))
 
 
 class ResultsFile(Record):
@@ -456,3 +472,10 @@ class ResultsFile(Record):
     def partial(self) -> bool:
         """Not every selected item ran: such results are no baseline."""
         return self.interrupted or self.stopped_early is not None
+
+
+def run_records(runs: Iterable[RunRecord]) -> Iterator[EvalRecord]:
+    """Every record of ``runs``, one at a time (on the controller they are read when asked for:
+    a list of them all would hold every record of the session at once)."""
+    for run in runs:
+        yield from run.evals

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_vibeeval.report.resultsfile import build_results, results_json, write_results
-from pytest_vibeeval.results import CheckRecord, EvalRecord, ResultsFile, RunRecord
+from pytest_vibeeval.results import CheckRecord, EvalRecord, EvalStats, ResultsFile, RunRecord
 
 
 def run(suite: str, evals: list[EvalRecord]) -> RunRecord:
@@ -37,12 +37,31 @@ def record(name: str, outcome: str = "passed", response: str = "The answer is 42
     )
 
 
+def stats(name: str, passed: int) -> EvalStats:
+    rate = float(passed)
+    return EvalStats(
+        name=name,
+        runs=1,
+        passed=passed,
+        pass_rate=rate,
+        pass_at_k={"1": rate},
+        pass_hat_k={"1": rate},
+        status="passed" if passed else "failed",
+    )
+
+
 CASES = {
     "no runs": [],
     "a run without evals": [run("empty", [])],
     "runs and evals": [
         run("one", [record("a"), record("b", "failed", "two\nlines: ]\n}, {")]),
         run("two", [record("c", "error", '  "evals": []\n'), record("d", "skipped")]),
+    ],
+    "runs with eval stats": [
+        run("one", [record("a"), record("b", "failed")]).model_copy(
+            update={"eval_stats": [stats("a", 1), stats("b", 0)], "baseline": None}
+        ),
+        run("two", []).model_copy(update={"eval_stats": [stats("c", 0)]}),
     ],
 }
 
@@ -52,6 +71,14 @@ CASES = {
 def test_the_written_text_is_pydantics_own_dump(runs: list[RunRecord], load_errors: list[str]) -> None:
     results = build_results(runs, "2026-01-01T00:00:00+00:00", False, load_errors)
     assert "".join(results_json(results)) == results.model_dump_json(indent=2) + "\n"
+
+
+def test_each_eval_and_each_eval_stats_is_a_piece_of_its_own() -> None:
+    results = build_results(CASES["runs with eval stats"], "2026-01-01T00:00:00+00:00", False)
+    pieces = list(results_json(results))
+    assert len([p for p in pieces if '"pass_at_k"' in p]) == 3  # not one piece with the whole run
+    assert len([p for p in pieces if '"nodeid"' in p]) == 2
+    assert all('"pass_at_k"' not in p for p in pieces if '"nodeid"' in p)
 
 
 def test_the_file_and_latest_hold_the_same_results(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ..results import EvalRecord, ResultsFile, RunRecord
+from ..results import EvalRecord, ResultsFile, RunRecord, run_records
 from ..scoring.formula import show_formula
 from .format import money, number, score, seconds
 from .html_assets import CSS, JS
@@ -19,7 +19,7 @@ from .resultsfile import write_atomic
 
 __all__ = ["render_html", "write_html"]
 
-from .html_failures import failure_blocks, failure_reason
+from .html_failures import anchor_key, failure_blocks, failure_reason
 from .html_text import (
     OUTCOME_LABEL,
     Counter,
@@ -79,10 +79,12 @@ def _by_source(runs: Iterable[RunRecord]) -> list[list[RunRecord]]:
 
 
 def _header(results: ResultsFile, suites: Sequence[Sequence[RunRecord]]) -> list[str]:
-    records = [record for run in results.runs for record in run.evals]
-    counts = {o: sum(1 for r in records if r.outcome == o) for o in ("passed", "failed", "error", "skipped")}
+    counts = dict.fromkeys(("passed", "failed", "error", "skipped"), 0)
+    expected = 0
+    for r in run_records(results.runs):  # one at a time: on the controller they are read from a spool
+        counts[r.outcome] += 1
+        expected += r.xfail and r.outcome in ("failed", "error")
     tally = " · ".join(f"{n} {outcome}" for outcome, n in counts.items() if n) or "no evals"
-    expected = sum(1 for r in records if r.xfail and r.outcome in ("failed", "error"))
     if expected:
         tally += f" ({expected} expected: xfail)"
     lines = [
@@ -242,20 +244,11 @@ def _chart(runs: Sequence[RunRecord]) -> list[str]:
 # -- the grid and the failures ---------------------------------------------------------------------
 
 
-def _eval_names(runs: Sequence[RunRecord]) -> list[str]:
-    """Every eval of the suite, in the order the runs list them."""
-    names: dict[str, None] = {}
-    for run in runs:
-        for record in run.evals:
-            names.setdefault(record.name, None)
-    return list(names)
-
-
 def _grid(index: int, runs: Sequence[RunRecord], numbering: Counter) -> list[str]:
-    names = _eval_names(runs)
-    anchors: dict[int, str] = {}  # id(record) → the id of its failure block
+    anchors: dict[tuple[int, str], str] = {}  # anchor_key(run, record) → the id of its failure block
     failures = failure_blocks(runs, numbering, anchors)
     by_name = [_records_by_name(run) for run in runs]
+    names = list(dict.fromkeys(name for grouped in by_name for name in grouped))  # in the runs' order
     head = "".join(f"<th>{h(run.configuration)}</th>" for run in runs)
     lines = [
         "<h3>Evals × configurations</h3>",
@@ -278,7 +271,9 @@ def _records_by_name(run: RunRecord) -> dict[str, list[EvalRecord]]:
     return grouped
 
 
-def _cell(name: str, run: RunRecord, records: Sequence[EvalRecord], anchors: dict[int, str]) -> str:
+def _cell(
+    name: str, run: RunRecord, records: Sequence[EvalRecord], anchors: dict[tuple[int, str], str]
+) -> str:
     """One eval × configuration: its outcome (``passed/runs`` over repeats), linked to its failure."""
     title = f"{name} × {run.configuration}"
     if not records:
@@ -299,7 +294,7 @@ def _cell(name: str, run: RunRecord, records: Sequence[EvalRecord], anchors: dic
         text += " (cached)"
         title += " (answered from the response cache)"
     css = h(f"cell {outcome}" + (" xfail" if xfail else ""))
-    anchor = next((anchors[id(r)] for r in records if id(r) in anchors), None)
+    anchor = next((anchors[key] for r in records if (key := anchor_key(run, r)) in anchors), None)
     shown = f'<a href="#{anchor}">{h(text)}</a>' if anchor else h(text)
     flag = (" data-xfail" if xfail else "") + (" data-cached" if cached else "")
     return f'<td class="{css}" data-outcome="{h(outcome)}"{flag} title="{h(title)}">{shown}</td>'

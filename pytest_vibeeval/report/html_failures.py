@@ -13,18 +13,34 @@ from .format import failed_check
 from .html_text import FAILURES_SHOWN, LOG_BYTES, LOG_LIMIT, LOG_LINES, Counter, cut, cut_start, first_line, h
 
 
-def failure_blocks(runs: Sequence[RunRecord], numbering: Counter, anchors: dict[int, str]) -> list[str]:
-    failed = [(run, r) for run in runs for r in run.evals if r.outcome in ("failed", "error")]
+def failure_blocks(
+    runs: Sequence[RunRecord], numbering: Counter, anchors: dict[tuple[int, str], str]
+) -> list[str]:
+    """The first failures of ``runs``, each with its anchor in ``anchors`` under
+    :func:`anchor_key` (a record is read anew each time on the controller, so not by identity)."""
+    failed = 0
+    shown: list[tuple[RunRecord, EvalRecord]] = []
+    for run in runs:
+        for record in run.evals:
+            if record.outcome in ("failed", "error"):
+                failed += 1
+                if len(shown) < FAILURES_SHOWN:
+                    shown.append((run, record))
     if not failed:
         return []
-    lines = [f"<h3>Failures ({len(failed)})</h3>"]
-    for run, record in failed[:FAILURES_SHOWN]:
+    lines = [f"<h3>Failures ({failed})</h3>"]
+    for run, record in shown:
         anchor = f"failure-{numbering.next()}"
-        anchors[id(record)] = anchor
+        anchors[anchor_key(run, record)] = anchor
         lines.extend(_failure(anchor, run, record))
-    if len(failed) > FAILURES_SHOWN:
-        lines.append(f'<p class="muted">… and {len(failed) - FAILURES_SHOWN} more not shown.</p>')
+    if failed > FAILURES_SHOWN:
+        lines.append(f'<p class="muted">… and {failed - FAILURES_SHOWN} more not shown.</p>')
     return lines
+
+
+def anchor_key(run: RunRecord, record: EvalRecord) -> tuple[int, str]:
+    """Which record of which run a failure block is about: the run, and the item's node id."""
+    return id(run), record.nodeid
 
 
 def _failure(anchor: str, run: RunRecord, record: EvalRecord) -> list[str]:

@@ -31,6 +31,8 @@ def formula_shown(run: RunRecord) -> str:
 
 def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
     """One run's lines; ``breakdown`` adds the formula with the run's values substituted."""
+    # Each read once: on the controller they are made anew each time they are asked for.
+    run = run.model_copy(update={"evals": list(run.evals), "eval_stats": list(run.eval_stats)})
     m = run.metrics
     config = run.configuration + (f" ({run.configuration_name})" if run.configuration_name else "")
     lines = [f"{run.suite} × {config}  [{run.source}]"]

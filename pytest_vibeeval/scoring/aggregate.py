@@ -7,25 +7,31 @@ still counts, as an error.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..extensions import Extensions, builtin_extensions
 from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .record_values import ran
-from .repeats import aggregate_scores, eval_stats, mean_ci95, recency_order
+from .repeats import aggregate_scores, mean_ci95, recency_order, stats_from_counts
 from .rubric import grade
-from .variables import compute_variables, eval_variable_names
+from .run_values import RunValues
+from .spool import OnDemand, RecordSpool
+from .variables import EVAL_VARIABLES, compute_variables, eval_variable_names
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
+    """What the controller keeps of one item until the session's end (slots: one per item)."""
+
     info: RunInfo | None
-    record: EvalRecord | None = None
+    record: EvalRecord | int | None = None  # an int: its index in the aggregator's spool
     failed_phase: str | None = None
     failure: str | None = None
     skipped: str | None = None
@@ -35,10 +41,12 @@ class _Item:
 @dataclass
 class Aggregator:
     """The controller's collection of item reports, turned into runs at the session's end with the
-    session's run variables and formula presets (``extensions``; the built-ins by default)."""
+    session's run variables and formula presets (``extensions``; the built-ins by default). Records
+    that arrive as JSON (from xdist workers) wait in a spool, not parsed, until their run is built."""
 
     extensions: Extensions = field(default_factory=builtin_extensions)
     items: dict[str, _Item] = field(default_factory=dict)
+    spool: RecordSpool = field(default_factory=RecordSpool)
 
     def add_report(
         self,
@@ -46,13 +54,19 @@ class Aggregator:
         when: str,
         outcome: str,
         info: RunInfo | None,
-        record: EvalRecord | None,
+        record: EvalRecord | str | None,
         longrepr: str | None,
         wasxfail: bool,
     ) -> None:
+        """One report of an item; ``record``: its finished record, or that record's JSON."""
         item = self.items.setdefault(nodeid, _Item(info))
         item.info = item.info or info
-        if record is not None:
+        if isinstance(record, str):
+            try:
+                item.record = self.spool.add(record)
+            except OSError:  # no room for the spool (a full or read-only temporary folder): parsed
+                item.record = EvalRecord.model_validate_json(record)
+        elif record is not None:
             item.record = record
         if wasxfail:
             item.xfailed = True
@@ -70,21 +84,26 @@ class Aggregator:
         """The runs of every item reported so far; ``interrupted``: items that started but left no
         verdict were cut short by the interruption (skipped, saying so), not failures; ``stopped``:
         why the session ended before every selected item ran (-x, --maxfail), said in each run."""
-        groups: dict[tuple[str, str], list[tuple[RunInfo, EvalRecord]]] = {}
+        groups: dict[tuple[str, str], list[tuple[RunInfo, str, _Item]]] = {}
         for nodeid, item in self.items.items():
             info = item.info or _info_from_nodeid(nodeid, self._known_infos(), self.extensions)
-            record = self._final_record(nodeid, item, info, interrupted, stopped)
-            groups.setdefault(info.key(), []).append((info, record))
-        return [self._run(entries, stopped) for _, entries in sorted(groups.items())]
+            groups.setdefault(info.key(), []).append((info, nodeid, item))
+        return [self._run(items, interrupted, stopped) for _, items in sorted(groups.items())]
 
     def _known_infos(self) -> Iterable[RunInfo]:
         return (item.info for item in self.items.values() if item.info)
 
     @staticmethod
     def _final_record(
-        nodeid: str, item: _Item, info: RunInfo, interrupted: bool = False, stopped: str | None = None
+        nodeid: str,
+        item: _Item,
+        record: EvalRecord | None,
+        info: RunInfo,
+        interrupted: bool = False,
+        stopped: str | None = None,
     ) -> EvalRecord:
-        record = item.record
+        """The item's record as the results show it: ``record`` (the one it sent, parsed), or one
+        that says why there is none, or that a phase after the call failed."""
         if record is None:
             record = EvalRecord(
                 name=info.eval_id,
@@ -120,12 +139,22 @@ class Aggregator:
             )
         return record
 
-    def _run(self, entries: list[tuple[RunInfo, EvalRecord]], stopped: str | None = None) -> RunRecord:
+    def _run(
+        self, items: list[tuple[RunInfo, str, _Item]], interrupted: bool, stopped: str | None
+    ) -> RunRecord:
+        """One run, its records parsed for as long as it is built; its ``evals`` read them again
+        from the spool when asked for (a record the end of the session made stays an object)."""
+        entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]] = []
+        for info, nodeid, item in items:
+            sent = self.spool.read(item.record) if isinstance(item.record, int) else item.record
+            record = self._final_record(nodeid, item, sent, info, interrupted, stopped)
+            kept = item.record if isinstance(item.record, int) and record is sent else record
+            entries.append((info, record, kept))
         in_suite_order = sorted(
             entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].repeat, e[1].nodeid)
         )
         info = in_suite_order[0][0]  # a collected item's info before one rebuilt for a crashed item
-        records = [record for _, record in in_suite_order]
+        records = [record for _, record, _ in in_suite_order]
         ext = self.extensions
         errors: dict[str, str] = {}
         values, reasons = compute_variables(records, ext.run_variables.values(), errors)
@@ -157,7 +186,7 @@ class Aggregator:
         metrics = {name: values[name] for name, variable in ext.run_variables.items() if variable.metric}
         metrics["errors"] = sum(1 for r in counted if r.outcome == "error")
         metrics["skipped"] = len(skipped)
-        return RunRecord(
+        run = RunRecord(
             suite=info.suite,
             source=info.source,
             configuration=info.configuration,
@@ -172,15 +201,19 @@ class Aggregator:
             score_names=formula_names(info, values, ext.formula_presets),
             gate=gate_record(score, score_error, info.score_min, info.score_max),
             metrics=metrics,
-            variables=values,
+            variables={},
             variable_errors=errors,
             notes=notes,
             grade=grade(score) if info.score_preset == "rubric" else None,
             repeats=info.repeats,
-            eval_stats=stats,
-            evals=records,
+            evals=[],
             **repeat_fields,  # type: ignore[arg-type]
         )
+        evals = OnDemand([kept for _, _, kept in in_suite_order], self.spool.resolve)
+        # Not validated: that would make every record and stats model, and copy the variables (13
+        # per eval, every value a float or None already), kept a tuple of values per eval.
+        variables = RunValues(values, [v.suffix for v in EVAL_VARIABLES], len(ext.run_variables))
+        return run.model_copy(update={"evals": evals, "eval_stats": stats, "variables": variables})
 
 
 def _score(
@@ -197,12 +230,21 @@ def _score(
     return score, score_error, _breakdown(formula, values)
 
 
-def _eval_stats(entries: list[tuple[RunInfo, EvalRecord]]) -> list[EvalStats]:
-    """Each eval over its runs (one, or its repeats), in suite order."""
-    grouped: dict[str, tuple[RunInfo, list[EvalRecord]]] = {}
-    for info, record in entries:
-        grouped.setdefault(record.name, (info, []))[1].append(record)
-    return [eval_stats(name, records, info.min_pass_rate) for name, (info, records) in grouped.items()]
+def _eval_stats(entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]]) -> OnDemand[EvalStats]:
+    """Each eval over its runs (one, or its repeats), in suite order: made from its counts when
+    asked for (:func:`repeats.eval_stats`), so that the controller keeps a few numbers per eval."""
+    counts: dict[str, list[Any]] = {}  # name → [name, runs, passed, min_pass_rate]
+    for info, record, _ in entries:
+        # The name interned: the record is parsed anew each time, the stats keep its name.
+        count = counts.setdefault(record.name, [sys.intern(record.name), 0, 0, info.min_pass_rate])
+        if record.outcome != "skipped":
+            count[1] += 1
+            count[2] += record.outcome == "passed"
+    return OnDemand([tuple(count) for count in counts.values()], _stats)
+
+
+def _stats(counts: tuple[str, int, int, float | None]) -> EvalStats:
+    return stats_from_counts(*counts)
 
 
 def _repeated_score(

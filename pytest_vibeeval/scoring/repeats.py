@@ -64,8 +64,11 @@ def eval_stats(name: str, records: Sequence[EvalRecord], min_pass_rate: float | 
     ``failed`` otherwise.
     """
     ran = [record for record in records if record.outcome != "skipped"]
-    runs = len(ran)
-    passed = sum(record.outcome == "passed" for record in ran)
+    return stats_from_counts(name, len(ran), sum(record.outcome == "passed" for record in ran), min_pass_rate)
+
+
+def stats_from_counts(name: str, runs: int, passed: int, min_pass_rate: float | None) -> EvalStats:
+    """:func:`eval_stats` from its counts: the runs that were not skipped and those that passed."""
     if runs == 0:
         return EvalStats(
             name=name, runs=0, passed=0, pass_rate=None, min_pass_rate=min_pass_rate, status="skipped"

@@ -9,6 +9,7 @@ eval was deselected) is ``None`` together with the reason, so a formula using it
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -329,7 +330,8 @@ def compute_variables(
     for eval_name, runs in by_eval.items():
         counted = [r for r in runs if r.outcome != "skipped"] or runs[:1]  # skipped runs left out
         for eval_variable in EVAL_VARIABLES:
-            name = eval_name + eval_variable.suffix
+            # Interned: each configuration's run of a suite names the same variables.
+            name = sys.intern(eval_name + eval_variable.suffix)
             if name in run_wide:
                 continue  # an eval named like a run-wide variable must not replace it
             values[name], reason = _mean_over_runs(counted, eval_variable)

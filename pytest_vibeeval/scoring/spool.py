@@ -1,0 +1,84 @@
+"""The controller's records kept as their JSON in an unnamed temporary file (the spool) until the
+session's end, and read back one at a time: a parsed record costs several times its JSON, and the
+controller would otherwise hold one per item for the whole session (about 4.5 KB each)."""
+
+from __future__ import annotations
+
+import tempfile
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any, TypeVar, overload
+
+from ..results import EvalRecord
+
+T = TypeVar("T")
+E = Any  # what an OnDemand sequence keeps per item
+
+
+class RecordSpool:
+    """Records' JSON texts, appended to an unnamed temporary file (made at the first one, gone with
+    the process) and read back by the index :meth:`add` returned."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self._ends = array("q")  # where each text ends; the next one starts there
+
+    def add(self, text: str) -> int:
+        """Append one record's JSON (as :meth:`EvalRecord.model_dump_json` wrote it); its index."""
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="vibeeval-records-")  # noqa: SIM115 (kept open)
+        data = text.encode()
+        start = self._ends[-1] if self._ends else 0
+        self._file.seek(start)
+        self._file.write(data)
+        self._ends.append(start + len(data))
+        return len(self._ends) - 1
+
+    def read(self, index: int) -> EvalRecord:
+        """The record at ``index``, parsed anew (nothing is cached)."""
+        assert self._file is not None
+        start = self._ends[index - 1] if index else 0
+        self._file.seek(start)
+        return EvalRecord.model_validate_json(self._file.read(self._ends[index] - start))
+
+    def resolve(self, entry: EvalRecord | int) -> EvalRecord:
+        """``entry`` itself, or the record at that index."""
+        return self.read(entry) if isinstance(entry, int) else entry
+
+
+class OnDemand(Sequence[T]):
+    """A sequence of models each made from a small entry when it is asked for, never kept: what a
+    ``RunRecord``'s ``evals`` (records, or their indexes in a :class:`RecordSpool`) and
+    ``eval_stats`` (their counts) hold on the controller, so that the session's records and stats
+    are never all in memory at once. Compares equal to a list of the same items."""
+
+    __slots__ = ("_entries", "_make")
+
+    def __init__(self, entries: list[E], make: Callable[[E], T]) -> None:
+        self._entries = entries
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._make(entry) for entry in self._entries[index]]
+        return self._make(self._entries[index])
+
+    def __iter__(self) -> Iterator[T]:
+        return map(self._make, self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # like a list
+
+    def __repr__(self) -> str:
+        return repr(list(self))

@@ -1,0 +1,63 @@
+"""A run's variables as the controller keeps them (a tuple of values per eval) read as the dict they
+were made from: the same items in the same order, whatever their layout."""
+
+from __future__ import annotations
+
+import pytest
+from test_spool import record
+
+from pytest_vibeeval.results import RunRecord
+from pytest_vibeeval.scoring.run_values import RunValues
+from pytest_vibeeval.scoring.variables import EVAL_VARIABLES, compute_variables
+
+SUFFIXES = ["", "_latency", "_cost"]
+
+LAYOUTS = {
+    "regular": {"success_pct": 50.0, "passed": 1.0, "a": 1.0, "a_latency": 0.5, "a_cost": None,
+                "b": 0.0, "b_latency": 0.25, "b_cost": 0.1, "x_score": 0.5},
+    "no evals": {"success_pct": None, "passed": 0.0},
+    "an eval without one of its names": {"success_pct": 50.0, "passed": 1.0, "a": 1.0, "a_cost": None,
+                                         "b": 0.0, "b_latency": 0.25, "b_cost": 0.1},
+    "names that end like suffixes": {"success_pct": 1.0, "passed": 1.0, "a_cost": 1.0,
+                                     "a_cost_latency": 2.0, "a_cost_cost": 3.0, "a": 0.0},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("values", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_it_reads_as_the_dict_it_was_made_from(values: dict[str, float | None]) -> None:
+    kept = RunValues(values, SUFFIXES, 2)
+    assert list(kept) == list(values) and list(kept.items()) == list(values.items())
+    assert list(kept.values()) == list(values.values()) and len(kept) == len(values)
+    assert all(kept[name] == value and name in kept for name, value in values.items())
+    assert kept.get("nope") is None and "a_tokens" not in kept and "c" not in kept
+    assert kept == values and dict(kept) == values and repr(kept) == repr(values)
+    with pytest.raises(KeyError):
+        kept["zz_latency"]
+
+
+def test_each_eval_is_one_tuple() -> None:
+    kept = RunValues(LAYOUTS["regular"], SUFFIXES, 2)
+    assert kept._evals == [("a", (1.0, 0.5, None)), ("b", (0.0, 0.25, 0.1))]
+    assert kept._tail == {"x_score": 0.5}
+
+
+def test_a_run_dumps_its_kept_variables_as_the_dict() -> None:
+    records = [record("a"), record("b", "failed"), record("c", "skipped")]
+    values, _ = compute_variables(records)
+    assert len(values) > len(EVAL_VARIABLES) * 3
+    kept = RunValues(values, [v.suffix for v in EVAL_VARIABLES], len(values) - len(EVAL_VARIABLES) * 3)
+    assert len(kept._evals) == 3
+    run = RunRecord(
+        suite="s",
+        source="s.eval.yaml",
+        configuration="a",
+        score=None,
+        score_formula="success_pct",
+        score_error=None,
+        metrics={},
+        variables=values,
+        evals=[],
+    )
+    assert run.model_copy(update={"variables": kept}).model_dump_json(indent=2) == run.model_dump_json(
+        indent=2
+    )

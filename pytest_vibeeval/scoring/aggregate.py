@@ -10,14 +10,13 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..extensions import Extensions, builtin_extensions
 from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .record_values import ran
-from .repeats import aggregate_scores, mean_ci95, recency_order, stats_from_counts
+from .repeats import aggregate_scores, mean_ci95, recency_order, run_counts, stats_from_counts
 from .rubric import grade
 from .run_values import RunValues
 from .spool import OnDemand, RecordSpool
@@ -233,14 +232,15 @@ def _score(
 def _eval_stats(entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]]) -> OnDemand[EvalStats]:
     """Each eval over its runs (one, or its repeats), in suite order: made from its counts when
     asked for (:func:`repeats.eval_stats`), so that the controller keeps a few numbers per eval."""
-    counts: dict[str, list[Any]] = {}  # name → [name, runs, passed, min_pass_rate]
+    grouped: dict[str, tuple[RunInfo, list[EvalRecord]]] = {}
     for info, record, _ in entries:
-        # The name interned: the record is parsed anew each time, the stats keep its name.
-        count = counts.setdefault(record.name, [sys.intern(record.name), 0, 0, info.min_pass_rate])
-        if record.outcome != "skipped":
-            count[1] += 1
-            count[2] += record.outcome == "passed"
-    return OnDemand([tuple(count) for count in counts.values()], _stats)
+        grouped.setdefault(record.name, (info, []))[1].append(record)
+    # The names interned: the records are parsed anew each time, the stats keep their names.
+    counts = [
+        (sys.intern(name), *run_counts(records), info.min_pass_rate)
+        for name, (info, records) in grouped.items()
+    ]
+    return OnDemand(counts, _stats)
 
 
 def _stats(counts: tuple[str, int, int, float | None]) -> EvalStats:

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from ..results import EvalRecord, EvalStats
+from .record_values import ran
 
 # Recency weights of the Scoring Rubric's ``aggregate_scores``: the most recent kept score first.
 RECENCY_WEIGHTS = (1.0, 0.9, 0.8, 0.7, 0.6)
@@ -63,8 +64,13 @@ def eval_stats(name: str, records: Sequence[EvalRecord], min_pass_rate: float | 
     ``min_pass_rate`` is set and the pass rate reaches it (then ``passed_by_rate`` unless all passed);
     ``failed`` otherwise.
     """
-    ran = [record for record in records if record.outcome != "skipped"]
-    return stats_from_counts(name, len(ran), sum(record.outcome == "passed" for record in ran), min_pass_rate)
+    return stats_from_counts(name, *run_counts(records), min_pass_rate)
+
+
+def run_counts(records: Sequence[EvalRecord]) -> tuple[int, int]:
+    """How many of one eval's ``records`` ran (skipped ones are not runs) and how many passed."""
+    counted = ran(records)
+    return len(counted), sum(record.outcome == "passed" for record in counted)
 
 
 def stats_from_counts(name: str, runs: int, passed: int, min_pass_rate: float | None) -> EvalStats:

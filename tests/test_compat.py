@@ -1,4 +1,8 @@
-"""The real vibecheck corpus (shared/compat/vibecheck, see its PROVENANCE.md) collects and runs unchanged."""
+"""The real vibecheck corpus (tests/compat/vibecheck, see its PROVENANCE.md) collects and runs unchanged.
+
+The corpus is kept in the repository, byte for byte as the project's shared compatibility corpus
+(`shared/compat/vibecheck` beside the checkout, where there is one) has it, so that these tests run
+in any clone."""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "compat" / "vibecheck"
+CORPUS = Path(__file__).resolve().parent / "compat" / "vibecheck"
+SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "compat" / "vibecheck"
 FIXTURES = CORPUS / "fixtures"
 VALID_FIXTURES = ("all-check-types.yaml", "multiple-not-match.yaml", "valid-eval.yaml")
 INVALID_FIXTURES = ("invalid-schema.yaml", "old-format.yaml", "malformed.yaml")
@@ -74,6 +79,16 @@ def test_corpus_is_present() -> None:
     assert {"strawberry.yaml", "linear-mcp.yaml", "lang.yaml", "sports.yaml"} <= names
     for name in (*VALID_FIXTURES, *INVALID_FIXTURES):
         assert (FIXTURES / name).is_file()
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_the_corpus_is_the_shared_one_byte_for_byte() -> None:
+    if not SHARED_CORPUS.is_dir():
+        pytest.skip(f"no shared compatibility corpus beside this checkout ({SHARED_CORPUS}) to compare with")
+    assert _tree(CORPUS) == _tree(SHARED_CORPUS)
 
 
 def test_copies_are_unchanged(corpus: Path) -> None:

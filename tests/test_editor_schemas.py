@@ -19,7 +19,7 @@ import pytest
 import yaml
 from jsonschema.exceptions import ValidationError as SchemaError
 from pydantic import TypeAdapter, ValidationError
-from test_compat import CORPUS, FIXTURES, INVALID_FIXTURES, valid_files
+from test_compat import FIXTURES, INVALID_FIXTURES, valid_files
 
 from pytest_vibeeval import __main__ as cli
 from pytest_vibeeval.checks import BUILTIN_CHECKS, CheckRegistry, CheckType, Verdict
@@ -167,13 +167,7 @@ def test_examples_are_accepted(path: Path) -> None:
     assert_both_accept(path)
 
 
-def _need_corpus() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the vibecheck compatibility corpus is not at {CORPUS} (`shared` beside the repository)")
-
-
 def test_compat_corpus_is_accepted() -> None:
-    _need_corpus()
     files = valid_files()
     assert len(files) >= 10
     failures = {path.name: schema_summary(errors) for path in files if (errors := schema_errors(path))}
@@ -182,7 +176,6 @@ def test_compat_corpus_is_accepted() -> None:
 
 def test_compat_invalid_fixtures_are_rejected() -> None:
     """The corpus's invalid files: legacy forms both reject; malformed.yaml is not YAML at all."""
-    _need_corpus()
     assert set(INVALID_FIXTURES) == {"invalid-schema.yaml", "old-format.yaml", "malformed.yaml"}
     assert_both_reject(FIXTURES / "invalid-schema.yaml", "$.metadata", "missing required key 'model'")
     assert_both_reject(FIXTURES / "invalid-schema.yaml", "$.evals[0].checks", "object-form `checks:`")

@@ -16,6 +16,7 @@ import pytest
 from chat_server import USAGE, ChatServer
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
 from mcp_process import TOKEN, McpProcess
+from test_compat import CORPUS
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +225,7 @@ def test_a_cli_configuration_skips_saying_it_cannot_use_the_mcp_server(
 
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mcp-tools"
-LINEAR_MCP = Path(__file__).resolve().parents[2] / "shared" / "compat" / "vibecheck" / "linear-mcp.yaml"
+LINEAR_MCP = CORPUS / "linear-mcp.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +255,6 @@ def standin_model(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @XDIST_MODES
-@pytest.mark.skipif(not LINEAR_MCP.is_file(), reason="the vibecheck corpus is not beside this checkout")
 def test_vibechecks_linear_mcp_suite_runs_unchanged_against_a_local_server(
     pytester: pytest.Pytester,
     tracker: McpProcess,

@@ -114,3 +114,69 @@ def test_collect_only_freezes_nothing(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--collect-only", subprocess=True)
     result.stdout.fnmatch_lines(["frozen: 0"])
     assert run(pytester, "-q", subprocess=True).stdout.str().count("frozen: 0") == 0
+
+
+# Registered when the conftest is imported, before the plugin's exit collection: runs after it.
+# Writes, per process, what the exit found frozen; the garbage made at unconfigure must still be
+# finalised.
+EXIT_CONFTEST = """
+import atexit
+import gc
+import os
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        (HERE / f"finalised-{os.getpid()}").write_text("yes")
+
+
+def _report():
+    (HERE / f"exit-{os.getpid()}").write_text(str(gc.get_freeze_count()))
+
+
+atexit.register(_report)
+
+
+def pytest_unconfigure(config):
+    Cycle()
+"""
+
+
+def frozen_at_exit(pytester: pytest.Pytester, *args: str, xdist: list[str] | None = None) -> list[int]:
+    """Run pytest in a process of its own; how many objects each of its processes (the
+    controller and any workers) had frozen at exit, after the plugin's exit collection."""
+    write(pytester.path / "conftest.py", EXIT_CONFTEST)
+    result = run(pytester, *args, xdist=xdist, subprocess=True)
+    assert result.ret == 0, result.stdout.str()
+    exits = sorted(pytester.path.glob("exit-*"))
+    finalised = {path.name.split("-", 1)[1] for path in pytester.path.glob("finalised-*")}
+    assert finalised == {path.name.split("-", 1)[1] for path in exits}  # the garbage's finalisers ran
+    return [int(path.read_text()) for path in exits]
+
+
+@XDIST_MODES
+def test_at_exit_the_garbage_is_collected_once_and_the_rest_frozen(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    counts = frozen_at_exit(pytester, xdist=xdist)
+    assert len(counts) == (3 if xdist else 1)  # the controller and both workers
+    assert all(count > 10_000 for count in counts), counts
+
+
+def test_at_exit_nothing_is_frozen_without_vibe_gc_freeze_or_evals(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    assert frozen_at_exit(pytester, "-o", "vibe_gc_freeze=false") == [0]
+    (pytester.path / "gc.eval.yaml").unlink()
+    for path in [*pytester.path.glob("exit-*"), *pytester.path.glob("finalised-*")]:
+        path.unlink()
+    write(pytester.path / "test_plain.py", "def test_one():\n    pass\n")
+    assert frozen_at_exit(pytester) == [0]

@@ -5,6 +5,7 @@ records kept as objects."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -42,7 +43,9 @@ def record(name: str, outcome: str = "passed", config: str = "a", repeat: int = 
     )
 
 
-def test_the_spool_gives_back_each_record_it_was_given() -> None:
+@pytest.mark.parametrize("chunk", [1, RecordSpool.CHUNK], ids=["each-written", "gathered"])
+def test_the_spool_gives_back_each_record_it_was_given(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(RecordSpool, "CHUNK", chunk)
     spool = RecordSpool()
     records = [record("a"), record("b", "failed"), record("c", "error")]
     indexes = [spool.add(r.model_dump_json(exclude_defaults=True)) for r in records]
@@ -51,6 +54,29 @@ def test_the_spool_gives_back_each_record_it_was_given() -> None:
     assert spool.add(record("d").model_dump_json()) == 3  # appends after reading
     assert spool.read(3) == record("d")
     assert spool.resolve(records[0]) is records[0]
+
+
+def test_records_the_disk_had_no_room_for_stay_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Half of the second record is written, then the disk is full: that record and the ones
+    after it stay in memory; every record is read back whole."""
+    real_pwrite = os.pwrite
+    calls: list[int] = []
+
+    def filling(fd: int, data: bytes, offset: int) -> int:
+        calls.append(len(data))
+        if len(calls) == 2:
+            return real_pwrite(fd, bytes(data)[: len(data) // 2], offset)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", filling)
+    monkeypatch.setattr(RecordSpool, "CHUNK", 1)
+    spool = RecordSpool()
+    records = [record("a"), record("b", "failed"), record("c", "error")]
+    assert [spool.add(r.model_dump_json()) for r in records] == [0, 1, 2]
+    assert len(calls) == 3  # nothing more is tried once the disk is full
+    assert [spool.read(i) for i in (0, 1, 2)] == records
 
 
 def test_an_on_demand_sequence_reads_like_a_list() -> None:
@@ -135,15 +161,15 @@ def test_records_received_as_json_give_the_runs_of_records_kept_as_objects(repea
     assert e1.outcome == "error" and "teardown failed" in (e1.message or "")
 
 
-def test_without_room_for_the_spool_the_records_are_kept_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_file_for_the_spool_the_records_are_kept_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_room(*args: object, **kwargs: object) -> None:
-        raise OSError(28, "No space left on device")
+        raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr("tempfile.TemporaryFile", no_room)
+    monkeypatch.setattr(RecordSpool, "CHUNK", 1)
     agg = Aggregator()
     made = record("e0")
     send(agg, replace(run_info("e0", "a", "success_pct"), eval_index=0), made, as_json=True)
-    assert agg.items[made.nodeid].record == made
     assert list(agg.runs()[0].evals) == [made]
 
 

@@ -61,10 +61,7 @@ class Aggregator:
         item = self.items.setdefault(nodeid, _Item(info))
         item.info = item.info or info
         if isinstance(record, str):
-            try:
-                item.record = self.spool.add(record)
-            except OSError:  # no room for the spool (a full or read-only temporary folder): parsed
-                item.record = EvalRecord.model_validate_json(record)
+            item.record = self.spool.add(record)
         elif record is not None:
             item.record = record
         if wasxfail:

@@ -4,6 +4,7 @@ controller would otherwise hold one per item for the whole session (about 4.5 KB
 
 from __future__ import annotations
 
+import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -16,34 +17,76 @@ E = Any  # what an OnDemand sequence keeps per item
 
 
 class RecordSpool:
-    """Records' JSON texts, appended to an unnamed temporary file (made at the first one, gone with
-    the process) and read back by the index :meth:`add` returned."""
+    """Records' JSON texts, appended to an unnamed temporary file (made at the first write, gone
+    with the process) and read back by the index :meth:`add` returned.
+
+    Texts are gathered in memory and written a chunk at a time: a write on the controller releases
+    the interpreter lock, and getting it back from xdist's receiving threads cost more than the
+    write itself. Where no file can be made or written (a full or read-only temporary folder), the
+    texts stay in memory from there on: still a fraction of the parsed records, and none is lost."""
+
+    CHUNK = 1 << 16  # bytes gathered before a write
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
         self._ends = array("q")  # where each text ends; the next one starts there
+        self._written = 0  # bytes in the file, always whole texts; the rest are in _pending
+        self._pending = bytearray()
+        self._in_memory = False  # the file failed: everything from _written on stays in _pending
 
     def add(self, text: str) -> int:
         """Append one record's JSON (as :meth:`EvalRecord.model_dump_json` wrote it); its index."""
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="vibeeval-records-")  # noqa: SIM115 (kept open)
-        data = text.encode()
-        start = self._ends[-1] if self._ends else 0
-        self._file.seek(start)
-        self._file.write(data)
-        self._ends.append(start + len(data))
+        self._pending += text.encode()
+        self._ends.append(self._written + len(self._pending))
+        if len(self._pending) >= self.CHUNK and not self._in_memory:
+            self._write_pending()
         return len(self._ends) - 1
+
+    def _write_pending(self) -> None:
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="vibeeval-records-", buffering=0)  # noqa: SIM115 (kept open)
+            _write_at(self._file.fileno(), self._pending, self._written)
+        except OSError:
+            self._in_memory = True
+            return
+        self._written += len(self._pending)
+        self._pending.clear()
 
     def read(self, index: int) -> EvalRecord:
         """The record at ``index``, parsed anew (nothing is cached)."""
-        assert self._file is not None
         start = self._ends[index - 1] if index else 0
-        self._file.seek(start)
-        return EvalRecord.model_validate_json(self._file.read(self._ends[index] - start))
+        end = self._ends[index]
+        if start >= self._written:
+            data = bytes(self._pending[start - self._written : end - self._written])
+        else:
+            assert self._file is not None
+            data = _read_at(self._file.fileno(), start, end - start)
+        return EvalRecord.model_validate_json(data)
 
     def resolve(self, entry: EvalRecord | int) -> EvalRecord:
         """``entry`` itself, or the record at that index."""
         return self.read(entry) if isinstance(entry, int) else entry
+
+
+def _write_at(fd: int, data: bytes | bytearray, start: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, start)
+        view, start = view[written:], start + written
+
+
+def _read_at(fd: int, start: int, size: int) -> bytes:
+    """``size`` bytes of ``fd`` from ``start``."""
+    pieces = []
+    while size:
+        piece = os.pread(fd, size, start)
+        if not piece:
+            raise OSError(f"the record spool ended {size} bytes early")
+        pieces.append(piece)
+        start += len(piece)
+        size -= len(piece)
+    return b"".join(pieces)
 
 
 class OnDemand(Sequence[T]):

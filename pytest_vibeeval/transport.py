@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -46,7 +46,8 @@ class RunInfo:
         return (self.source, self.configuration)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        # Every field is a str, a number, a bool or None: no deep copy (asdict) is needed.
+        return json.dumps({name: getattr(self, name) for name in _RUN_INFO_FIELDS})
 
     @classmethod
     def from_json(cls, text: str) -> RunInfo:
@@ -57,6 +58,9 @@ class RunInfo:
             for key, value in json.loads(text).items()
         }
         return cls(**fields)
+
+
+_RUN_INFO_FIELDS = tuple(f.name for f in fields(RunInfo))
 
 
 class Attached:

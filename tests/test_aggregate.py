@@ -471,3 +471,26 @@ def test_a_crash_after_a_passing_call_report_is_an_error() -> None:
     (record,) = run.evals
     assert record.outcome == "error"
     assert record.message is not None and "crashed" in record.message
+
+
+def test_a_run_info_travels_as_json_unchanged() -> None:
+    info = RunInfo(
+        suite="math",
+        source=SOURCE,
+        configuration="fast",
+        configuration_name="Fast model",
+        score_formula="success_pct",
+        eval_id="add",
+        named=True,
+        suite_evals=3,
+        eval_index=2,
+        score_min=0.5,
+        score_max=None,
+        score_canonical="success_pct",
+        score_preset="success_pct",
+        repeat=2,
+        repeats=3,
+        min_pass_rate=0.75,
+        input_digest="abc",
+    )
+    assert RunInfo.from_json(info.to_json()) == info

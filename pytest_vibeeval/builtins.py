@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .items import get_state, rootdir_relative
+from .stash import get_state, rootdir_relative
 
 if TYPE_CHECKING:
     from .providers.base import Provider

@@ -282,7 +282,6 @@ class ControllerSession:
                 for line in uncollected_suites_hint(config):
                     terminalreporter.write_line(line, yellow=True)
             return
-        from .execute import session_sandbox
         from .report.summary import budget_lines, summary_lines, workspace_lines
         from .results import run_records
 
@@ -300,7 +299,11 @@ class ControllerSession:
                 terminalreporter.write_line(line)
         mode = state.settings.sandbox_mode
         unsandboxed = any(record.sandbox == "none" for record in run_records(state.runs))
-        reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
+        reason = None
+        if mode == "auto" and unsandboxed:
+            from .execute import session_sandbox  # the items' machinery: not otherwise on xdist's controller
+
+            reason = session_sandbox(state).reason
         for line in budget_lines(state.runs, state.settings.max_cost):
             terminalreporter.write_line(line)
         for line in workspace_lines(state.runs, mode, reason):

@@ -156,6 +156,38 @@ def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Pa
     assert json.loads(out.stdout.splitlines()[-1]) == [0, True, []]
 
 
+# What the xdist controller, which collects and runs nothing, must not import: the items' machinery.
+NOT_ON_THE_CONTROLLER = (
+    "pytest_vibeeval.checks",
+    "pytest_vibeeval.collect",
+    "pytest_vibeeval.execute",
+    "pytest_vibeeval.loading.suite",
+    "pytest_vibeeval.models",
+    "pytest_vibeeval.providers",
+)
+
+
+def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("def answer(prompt):\n    return 'yes'\n", encoding="utf-8")
+    (tmp_path / "one.eval.yaml").write_text(
+        "metadata: {name: one, model: m}\n"
+        "evals:\n  - {name: e, prompt: p, checks: [{match: 'yes'}]}\n"
+        "configurations:\n  c: {python: 'app:answer'}\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import json, sys, pytest\n"
+        f"code = pytest.main([{str(tmp_path)!r}, '-q', '-p', 'no:cacheprovider', '-n', '2'])\n"
+        "scored = 'pytest_vibeeval.scoring.aggregate' in sys.modules\n"  # the controller took records
+        f"loaded = sorted(set({list(NOT_ON_THE_CONTROLLER)!r}) & set(sys.modules))\n"
+        "print(json.dumps([int(code), scored, loaded]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [0, True, []]
+
+
 def test_the_package_imports_its_exported_names_when_first_used() -> None:
     code = (
         "import json, sys\n"

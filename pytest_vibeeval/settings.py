@@ -12,8 +12,8 @@ from .loading.templates import parse_assignments
 from .workspace.sandbox import SANDBOX_MODES, SandboxMode
 from .workspace.subtasks import DEFAULT_SUBTASK_GLOBS
 
-# What is needed to declare and resolve the options only: pytest imports this module in every
-# session, with or without evals.
+# Every pytest session imports this module, with or without evals: it imports only what declaring
+# and resolving the options needs (the checks of a given option's value import theirs).
 
 MAX_REPEATS = 1000
 DEFAULT_CACHE = Path(".vibeeval") / "cache"  # under the rootdir

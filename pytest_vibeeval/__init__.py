@@ -10,20 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .checks import CheckRegistry, CheckType, Response, Verdict
+    from .checks import CheckType, Response, Verdict
     from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse
     from .providers.factory import ProviderSpec
     from .providers.output import ParsedOutput
-    from .providers.parsers import ParserRegistry
+    from .registry import CheckRegistry, FormulaPresets, ParserRegistry, RunVariables
     from .results import EvalRecord, ResultsFile, RunRecord, ToolCallRecord
-    from .scoring.formula import FormulaPresets
-    from .scoring.variables import RunVariable, RunVariables
+    from .scoring.variables import RunVariable
 
 __version__ = "0.1.0"
 
 # name: the module (relative to this package) that defines it
 _EXPORTS = {
-    "CheckRegistry": ".checks",
+    "CheckRegistry": ".registry",
     "CheckType": ".checks",
     "Response": ".checks",
     "Verdict": ".checks",
@@ -33,14 +32,14 @@ _EXPORTS = {
     "ProviderResponse": ".providers.base",
     "ProviderSpec": ".providers.factory",
     "ParsedOutput": ".providers.output",
-    "ParserRegistry": ".providers.parsers",
+    "ParserRegistry": ".registry",
     "EvalRecord": ".results",
     "ResultsFile": ".results",
     "RunRecord": ".results",
     "ToolCallRecord": ".results",
-    "FormulaPresets": ".scoring.formula",
+    "FormulaPresets": ".registry",
     "RunVariable": ".scoring.variables",
-    "RunVariables": ".scoring.variables",
+    "RunVariables": ".registry",
 }
 
 __all__ = [

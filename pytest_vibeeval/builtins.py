@@ -5,48 +5,71 @@ plugin that registers a built-in name is the one told it exists)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .cache import summary_lines as cache_lines
-from .cache import unused_reason as cache_unused_reason
-from .checks import BUILTIN_CHECKS, CheckRegistry
-from .items import get_state, rootdir_relative
-from .providers.base import Provider
-from .providers.factory import ProviderSpec, make_provider
-from .providers.parsers import BUILTIN_PARSERS, ParserRegistry
-from .report.baseline import append_history
-from .results import ResultsFile, run_records
-from .scoring.formula import BUILTIN_PRESETS, FormulaPresets
-from .scoring.variables import BUILTIN_RUN_VARIABLES, RunVariables
+from .stash import get_state, rootdir_relative
+
+if TYPE_CHECKING:
+    from .providers.base import Provider
+    from .providers.factory import ProviderSpec
+    from .registry import CheckRegistry, FormulaPresets, ParserRegistry, RunVariables
+    from .results import ResultsFile
+
+
+# The built-ins fill a registry when the session first uses it: a run without evals imports none
+# of them (see registry).
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_vibeeval_register_checks(registry: CheckRegistry) -> None:
-    for check_type in BUILTIN_CHECKS:
-        registry.register(check_type)
+    def fill() -> None:
+        from .checks import BUILTIN_CHECKS
+
+        for check_type in BUILTIN_CHECKS:
+            registry.register(check_type)
+
+    registry.defer(fill)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_vibeeval_register_parsers(registry: ParserRegistry) -> None:
-    for name, parser in BUILTIN_PARSERS.items():
-        registry.register(name, parser)
+    def fill() -> None:
+        from .providers.parsers import BUILTIN_PARSERS
+
+        for name, parser in BUILTIN_PARSERS.items():
+            registry.register(name, parser)
+
+    registry.defer(fill)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_vibeeval_register_formula_presets(registry: FormulaPresets) -> None:
-    for name, text in BUILTIN_PRESETS.items():
-        registry.register(name, text)
+    def fill() -> None:
+        from .scoring.formula import BUILTIN_PRESETS
+
+        for name, text in BUILTIN_PRESETS.items():
+            registry.register(name, text)
+
+    registry.defer(fill)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_vibeeval_register_run_variables(registry: RunVariables) -> None:
-    for variable in BUILTIN_RUN_VARIABLES:
-        registry.register(variable)
+    def fill() -> None:
+        from .scoring.variables import BUILTIN_RUN_VARIABLES
+
+        for variable in BUILTIN_RUN_VARIABLES:
+            registry.register(variable)
+
+    registry.defer(fill)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_vibeeval_make_provider(spec: ProviderSpec) -> Provider | None:
+    from .providers.factory import make_provider
+
     return make_provider(spec)
 
 
@@ -60,6 +83,10 @@ def pytest_vibeeval_write_results(
     settings = state.settings
     lines: list[str] = []
     if settings.cache is not None:
+        from .cache import summary_lines as cache_lines
+        from .cache import unused_reason as cache_unused_reason
+        from .results import run_records
+
         folder = rootdir_relative(settings.cache, config.rootpath)
         unused = cache_unused_reason(settings.repeats, settings.replay)
         lines.extend(cache_lines(run_records(results.runs), folder, unused))
@@ -74,6 +101,8 @@ def pytest_vibeeval_write_results(
     if settings.history is not None and results.partial:
         lines.append(f"history: no line for this partial run ({results.stopped_early})")
     elif settings.history is not None:
+        from .report.baseline import append_history
+
         shown = rootdir_relative(results_path, config.rootpath) if results_path else None
         try:
             append_history(settings.history, results, shown)

@@ -39,7 +39,6 @@ from .recording import ReplayProvider
 from .report.format import money
 from .results import EvalRecord
 
-DEFAULT_CACHE = Path(".vibeeval") / "cache"  # under the rootdir
 TAG_NAME = "CACHEDIR.TAG"
 # https://bford.info/cachedir/: backup tools skip a folder holding this file.
 TAG_TEXT = (

@@ -9,7 +9,7 @@ An eval whose verdict stays ``None`` is skipped with the reason, never passed.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
@@ -353,28 +353,3 @@ def run_checks(checks: Sequence[CheckNode], response: Response) -> tuple[bool | 
     if all(v is True for v in verdicts):
         return True, results
     return None, results
-
-
-class CheckRegistry:
-    """The check types known to a session (built-ins plus those plugins register)."""
-
-    def __init__(self, types: Sequence[CheckType] = BUILTIN_CHECKS) -> None:
-        self._types: dict[str, CheckType] = {}
-        for check_type in types:
-            self.register(check_type)
-
-    def register(self, check_type: CheckType) -> None:
-        if check_type.name == "or":
-            raise ValueError("'or' is reserved: it combines checks and cannot be a check type")
-        if check_type.name in self._types:
-            raise ValueError(f"check type {check_type.name!r} is already registered")
-        self._types[check_type.name] = check_type
-
-    def get(self, name: str) -> CheckType | None:
-        return self._types.get(name)
-
-    def names(self) -> list[str]:
-        return list(self._types)
-
-    def as_mapping(self) -> Mapping[str, CheckType]:
-        return dict(self._types)

@@ -7,25 +7,23 @@ Registered only where that happens: never on an xdist worker."""
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .errors import terminal_safe
-from .execute import session_sandbox
-from .itemhooks import SOURCE_SUFFIXES, SUITE_SUFFIXES, USAGE_ERROR_OUTPUT, YAML_SUFFIXES
-from .items import get_state, rootdir_relative
+from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
+from .itemhooks import USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import suite_like_files
 from .pytest_private import load_conftests
-from .report.baseline import BaselineError, compare_results, load_baseline, resolve_baseline
-from .report.format import run_title
-from .report.junit import add_gate_cases, add_suite_properties
-from .report.resultsfile import build_results, write_results
-from .report.summary import budget_lines, nothing_ran_lines, summary_lines, workspace_lines
-from .results import EvalRecord, ResultsFile, RunRecord, run_records
-from .resume import load_resume
+from .stash import get_state, rootdir_relative
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
+
+# The results, scoring and report modules are imported where a session has evals to score (every
+# pytest session registers this class).
+if TYPE_CHECKING:
+    from .results import EvalRecord, ResultsFile, RunRecord
 
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
@@ -88,11 +86,11 @@ class ControllerSession:
         """Take our records off the report; the JUnit properties are added at the end."""
         if report.failed:
             self.failed_nodeids.add(report.nodeid)
-        aggregator = self.state.aggregator
         ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]
         crashed = report.when not in ("setup", "call", "teardown")
         if not ours and not (crashed and report.nodeid.split("::")[0].endswith(SOURCE_SUFFIXES)):
             return
+        aggregator = self.state.aggregator
         info: RunInfo | None = None
         record: EvalRecord | str | None = None
         for key, value in ours:
@@ -117,7 +115,7 @@ class ControllerSession:
         gates decide the exit code (pytest returns ``session.exitstatus`` after this hook)."""
         state = self.state
         self.nothing_collected = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
-        if not (state.aggregator.items or state.load_errors):
+        if not (state.aggregated() or state.load_errors):
             return
         if self.config.option.collectonly:
             return  # nothing ran: no results to write
@@ -147,6 +145,9 @@ class ControllerSession:
 
     def _finish(self, session: pytest.Session, interrupted: bool, stopped: str | None) -> None:
         """Build and write the results, run the writers, gates and baseline (see sessionfinish)."""
+        from .report.junit import add_gate_cases, add_suite_properties
+        from .report.resultsfile import build_results, write_results
+
         state = self.state
         self._load_suite_conftests()
         runs = state.aggregator.runs(interrupted, stopped)
@@ -181,6 +182,8 @@ class ControllerSession:
 
     def _compare(self, results: ResultsFile) -> ResultsFile:
         """The results with each run compared with the baseline's same suite × configuration."""
+        from .report.baseline import compare_results
+
         state = self.state
         assert state.baseline is not None and state.baseline_path is not None
         comparison = compare_results(results, state.baseline, state.baseline_path)
@@ -191,6 +194,8 @@ class ControllerSession:
 
     def _apply_regressions(self, session: pytest.Session, runs: list[RunRecord]) -> None:
         """--vibe-fail-on-regression: a run that regressed against the baseline fails the session."""
+        from .report.format import run_title
+
         regressed = [run for run in runs if run.baseline is not None and run.baseline.label == "regression"]
         if not (self.state.settings.fail_on_regression and regressed):
             return
@@ -204,6 +209,9 @@ class ControllerSession:
     def _apply_nothing_ran(self, session: pytest.Session, runs: list[RunRecord]) -> None:
         """A session in which every eval was skipped fails (unless --vibe-allow-all-skipped), with
         what to set: green CI must mean something ran."""
+        from .report.summary import nothing_ran_lines
+        from .results import run_records
+
         if not any(run.evals for run in runs) or any(
             record.outcome != "skipped" for record in run_records(runs)
         ):
@@ -274,6 +282,9 @@ class ControllerSession:
                 for line in uncollected_suites_hint(config):
                     terminalreporter.write_line(line, yellow=True)
             return
+        from .report.summary import budget_lines, summary_lines, workspace_lines
+        from .results import run_records
+
         terminalreporter.write_sep("=", "Run Summary")
         if state.load_errors:
             terminalreporter.write_line(
@@ -288,7 +299,11 @@ class ControllerSession:
                 terminalreporter.write_line(line)
         mode = state.settings.sandbox_mode
         unsandboxed = any(record.sandbox == "none" for record in run_records(state.runs))
-        reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
+        reason = None
+        if mode == "auto" and unsandboxed:
+            from .execute import session_sandbox  # the items' machinery: not otherwise on xdist's controller
+
+            reason = session_sandbox(state).reason
         for line in budget_lines(state.runs, state.settings.max_cost):
             terminalreporter.write_line(line)
         for line in workspace_lines(state.runs, mode, reason):
@@ -364,6 +379,8 @@ def read_baseline(config: pytest.Config) -> None:
     spec = state.settings.baseline
     if spec is None:
         return
+    from .report.baseline import BaselineError, load_baseline, resolve_baseline
+
     path = resolve_baseline(spec, config.rootpath, state.settings.results)
     try:
         state.baseline = load_baseline(path)
@@ -385,6 +402,9 @@ def read_resume(config: pytest.Config) -> None:
     spec = state.settings.resume
     if spec is None:
         return
+    from .report.baseline import BaselineError, resolve_baseline
+    from .resume import load_resume
+
     path = resolve_baseline(spec, config.rootpath, state.settings.results, partial_ok=True)
     shown = rootdir_relative(path.absolute(), config.rootpath)
     try:

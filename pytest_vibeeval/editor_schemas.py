@@ -24,7 +24,6 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
-from .checks import CheckRegistry
 from .models import (
     CONFIG_ID_PATTERN,
     EVAL_NAME_PATTERN,
@@ -43,6 +42,7 @@ from .models import (
 from .models.eval_config import REGISTRY, EvalConfigFile, _eval_id
 from .presets import AGENT_PRESETS, OTHER_KINDS
 from .providers.parsers import BUILTIN_PARSERS
+from .registry import CheckRegistry
 from .scoring.variables import EVAL_VARIABLES, run_variable_names
 
 JsonSchema = dict[str, Any]

@@ -9,11 +9,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import BUILTIN_CHECKS, CheckRegistry
-from .models import PARSERS_CONTEXT, RUN_VARIABLES_CONTEXT
-from .providers.parsers import ParserRegistry, builtin_parsers
-from .scoring.formula import FormulaPresets, builtin_presets
-from .scoring.variables import RunVariables, builtin_run_variables
+from .registry import CheckRegistry, FormulaPresets, ParserRegistry, RunVariables, builtin_presets
 
 
 @dataclass
@@ -27,12 +23,15 @@ class Extensions:
 
     def validation_context(self) -> dict[str, Any]:
         """What the input models check names against while loading (pydantic's context)."""
+        from .models import PARSERS_CONTEXT, RUN_VARIABLES_CONTEXT
+
         return {PARSERS_CONTEXT: self.parsers, RUN_VARIABLES_CONTEXT: self.run_variables}
 
 
 @functools.cache
 def builtin_extensions() -> Extensions:
     """The built-in registries alone (shared: read them, do not register into them)."""
-    return Extensions(
-        CheckRegistry(BUILTIN_CHECKS), builtin_parsers(), builtin_presets(), builtin_run_variables()
-    )
+    from .providers.parsers import builtin_parsers
+    from .scoring.variables import builtin_run_variables
+
+    return Extensions(CheckRegistry(), builtin_parsers(), builtin_presets(), builtin_run_variables())

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .execute import eval_item, item_workdir, provider_for
-
-if TYPE_CHECKING:  # the coding-agent machinery is imported when a coding-agent item uses it
+# The item machinery is imported when an eval item asks for a fixture (every session imports this
+# module); the coding-agent machinery when a coding-agent item uses it.
+if TYPE_CHECKING:
     from .loading.runner_config import ResolvedEval
     from .providers import Provider
     from .workspace.steps import RegistryCommands
@@ -20,18 +20,24 @@ if TYPE_CHECKING:  # the coding-agent machinery is imported when a coding-agent 
 @pytest.fixture
 def vibe_provider(request: pytest.FixtureRequest) -> Provider:
     """The provider answering the current eval item; override it in a conftest to substitute one."""
+    from .execute import eval_item, provider_for
+
     return provider_for(eval_item(request, "vibe_provider"))
 
 
 @pytest.fixture
 def vibe_workdir(request: pytest.FixtureRequest) -> Path:
     """A fresh directory for the current eval item's files: the agent's working directory and output."""
+    from .execute import item_workdir
+
     return item_workdir(request.node)
 
 
 @pytest.fixture
 def vibe_evaluation(request: pytest.FixtureRequest) -> ResolvedEval:
     """The current coding-agent item's evaluation: template, grading folder, prompt, steps."""
+    from .execute import eval_item
+
     work = eval_item(request, "vibe_evaluation", coding=True).workspace_work
     assert work is not None
     return work.evaluation
@@ -43,6 +49,7 @@ def vibe_workspace(request: pytest.FixtureRequest, vibe_workdir: Path) -> Genera
     a copy of the evaluation's template (removed afterwards unless --vibe-keep-workspaces).
     Override it in a conftest to prepare workspaces another way, e.g. as git worktrees."""
     from .coding_items import discard, prepare_workspace
+    from .execute import eval_item
     from .workspace.layout import temporary_root
 
     item = eval_item(request, "vibe_workspace", coding=True)
@@ -56,5 +63,6 @@ def vibe_commands(request: pytest.FixtureRequest, vibe_workdir: Path) -> Registr
     """Runs the coding-agent item's agent and registry steps by name and records them
     (:class:`pytest_vibeeval.workspace.steps.RegistryCommands`); override it to run them another way."""
     from .coding_items import registry_commands
+    from .execute import eval_item
 
     return registry_commands(eval_item(request, "vibe_commands", coding=True), vibe_workdir)

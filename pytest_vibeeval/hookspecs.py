@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .checks import CheckRegistry
     from .providers.base import Provider
     from .providers.factory import ProviderSpec
-    from .providers.parsers import ParserRegistry
+    from .registry import CheckRegistry, FormulaPresets, ParserRegistry, RunVariables
     from .results import ResultsFile
-    from .scoring.formula import FormulaPresets
-    from .scoring.variables import RunVariables
 
 
 @pytest.hookspec(historic=True)

@@ -6,23 +6,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .collection_gc import settle
-from .execute import run_prompt_item_direct
-from .items import EvalItem, get_state, phases_of
-from .loading.configurations import EVAL_CONFIG_NAME, unknown_selection
-from .loading.templates import Redactor
-from .phases import unfinished_record
-from .plan import PromptWork
+from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
+from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
+from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
+from .items import EvalItem
+from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
+from .stash import get_state
 from .transport import RESULT_PROPERTY, attach_record, longrepr_text
 
+if TYPE_CHECKING:
+    from .loading.templates import Redactor
+
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
-YAML_SUFFIXES = (".yaml", ".yml")
-SUITE_SUFFIXES = (".eval.yaml", ".eval.yml")  # collected wherever they are
-SOURCE_SUFFIXES = (*YAML_SUFFIXES, EVAL_CONFIG_NAME)  # files whose load errors stop only themselves
 
 
 class CollectionHooks:
@@ -37,6 +38,8 @@ class CollectionHooks:
         state = self.state
         if not state.suites_collected:
             return
+        from .loading.configurations import unknown_selection
+
         state.renderer.note_environment(http_key_names(items))
         for option, requested, known in (
             ("--vibe-config", state.settings.configs, state.known_configs),
@@ -78,6 +81,8 @@ class CollectionHooks:
 def http_key_names(items: list[pytest.Item]) -> set[str]:
     """The variables that hold the keys of the items' HTTP configurations (their own and their
     judges'): secrets to mask whatever their names."""
+    from .plan import PromptWork
+
     names = set()
     for item in items:
         if not isinstance(item, EvalItem):
@@ -116,7 +121,11 @@ class ItemHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
         """A prompt eval's direct body takes the item itself, not fixtures (see ``collect._body``)."""
-        if pyfuncitem.obj is run_prompt_item_direct and isinstance(pyfuncitem, EvalItem):
+        if not isinstance(pyfuncitem, EvalItem):
+            return None
+        from .execute import run_prompt_item_direct  # imported by the item's collection already
+
+        if pyfuncitem.obj is run_prompt_item_direct:
             run_prompt_item_direct(pyfuncitem)
             return True
         return None

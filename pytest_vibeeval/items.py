@@ -9,26 +9,24 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .errors import terminal_safe
-from .models import Configuration
 from .phases import PhaseTracker
-from .plan import EvalPlan, PromptWork, WorkspaceWork
 from .pytest_private import node_ids_are_structured, structure_node_id
-from .results import EvalRecord
-from .runner import ItemVerdict
-from .state import VibeState
+from .stash import STATE_KEY as STATE_KEY
+from .stash import get_state as get_state
+from .stash import rootdir_relative as rootdir_relative
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, attach, attach_record
 
-STATE_KEY = pytest.StashKey[VibeState]()
-
-
-def rootdir_relative(path: Path, rootdir: Path) -> str:
-    """``path`` as the results and node ids show it: relative to the rootdir when inside it."""
-    return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
+if TYPE_CHECKING:  # what the items are made of: imported when a suite is collected
+    from .models import Configuration
+    from .plan import EvalPlan, WorkspaceWork
+    from .results import EvalRecord
+    from .runner import ItemVerdict
+    from .state import VibeState
 
 
 def loadgroup_name(config: pytest.Config, configuration: Configuration | None, config_id: str) -> str | None:
@@ -45,10 +43,6 @@ def loadgroup_name(config: pytest.Config, configuration: Configuration | None, c
     if not node_ids_are_structured():
         return None  # before pytest 9.2 xdist's own suffix works: adding ours would double it
     return configuration.group_name(config_id)
-
-
-def get_state(config: pytest.Config) -> VibeState:
-    return config.stash[STATE_KEY]
 
 
 class EvalItem(pytest.Function):
@@ -91,6 +85,8 @@ class EvalItem(pytest.Function):
     @property
     def workspace_work(self) -> WorkspaceWork | None:
         """The coding-agent part of the plan (None for a prompt eval)."""
+        from .plan import WorkspaceWork
+
         work = self.plan.work
         return work if isinstance(work, WorkspaceWork) else None
 
@@ -153,18 +149,14 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
 
 def _row_fields(plan: EvalPlan, state: VibeState) -> dict[str, Any]:
     """A dataset row's record fields: its eval, id and values (secret values masked)."""
+    from .plan import PromptWork
+
     case = plan.work.case if isinstance(plan.work, PromptWork) else None
     if case is None or case.row is None:
         return {}
     redact = state.renderer.redactor()
     row = {column: redact(value) if isinstance(value, str) else value for column, value in case.row.items()}
     return {"eval_name": case.eval_name, "row_id": case.row_id, "row": row}
-
-
-def phases_of(item: pytest.Item) -> PhaseTracker | None:
-    """The item's phase tracker (None for items that are not ours)."""
-    tracker = getattr(item, "vibe_phases", None)
-    return tracker if isinstance(tracker, PhaseTracker) else None
 
 
 def start_or_skip(state: VibeState) -> None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .results import EvalRecord, StepRecord
+if TYPE_CHECKING:
+    from .results import EvalRecord, StepRecord
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,12 @@ class PhaseTracker:
         return f"in the {phase.name} phase ({detail}{time.monotonic() - phase.started:.0f} s in)"
 
 
+def phases_of(item: object) -> PhaseTracker | None:
+    """The item's phase tracker (None for items that are not ours)."""
+    tracker = getattr(item, "vibe_phases", None)
+    return tracker if isinstance(tracker, PhaseTracker) else None
+
+
 def unfinished_record(
     name: str,
     named: bool,
@@ -54,6 +62,8 @@ def unfinished_record(
     in and why it stopped, with the steps it had finished."""
     where = tracker.describe() if tracker is not None else "before its first phase"
     first = failure.strip().splitlines()[0] if failure.strip() else "it stopped"
+    from .results import EvalRecord
+
     return EvalRecord(
         name=name,
         named=named,

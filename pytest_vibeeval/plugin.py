@@ -17,25 +17,22 @@ from pathlib import Path
 
 import pytest
 
+# Only what registration and the hooks of every session need: the suites' loading, scoring and
+# running machinery is imported when an eval file is collected (or an option asks for it).
 from . import builtins
 from .budget import Budget
-from .collect import EvalConfigCollector, SuiteCollector
 from .collection_gc import thaw
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
-from .execute import session_sandbox
-from .itemhooks import SUITE_SUFFIXES, YAML_SUFFIXES, CollectionHooks, ItemHooks
-from .items import STATE_KEY, get_state, rootdir_relative
-from .loading.configurations import EVAL_CONFIG_NAME
+from .filenames import EVAL_CONFIG_NAME, SUITE_SUFFIXES, YAML_SUFFIXES
+from .itemhooks import CollectionHooks, ItemHooks
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
 from .loading.suite_files import has_evals
 from .loading.templates import Renderer, TemplateValues
-from .resume import ResumeIndex
-from .scoring.formula import FormulaError
 from .settings import Settings, add_options
+from .stash import STATE_KEY, get_state, rootdir_relative
 from .state import VibeState
 from .workspace.layout import is_temporary
-from .workspace.sandbox import SandboxUnavailable
 
 pytest_plugins = ("pytest_vibeeval.fixtures",)
 
@@ -63,9 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
         state.lock_dir = Path(tempfile.mkdtemp(prefix="pytest-vibeeval-locks-"))
         state.owns_lock_dir = True
     if workerinput is not None and workerinput.get(RESUME_INPUT):
+        from .resume import ResumeIndex
+
         state.resume = ResumeIndex.from_json(workerinput[RESUME_INPUT])
     state.budget = Budget(state.lock_dir, settings.max_cost)
     if settings.sandbox_mode == "bwrap":  # fail now rather than at every item
+        from .execute import session_sandbox
+        from .workspace.sandbox import SandboxUnavailable
+
         try:
             session_sandbox(state)
         except SandboxUnavailable as exc:
@@ -90,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     ):
         try:
             hook.call_historic(kwargs={"registry": registry})
-        except (ValueError, FormulaError) as exc:  # a name registered twice, a preset that is no formula
+        except ValueError as exc:  # a name registered twice, a preset that is no formula (FormulaError)
             raise pytest.UsageError(f"{hook.name}: {exc}") from None
 
 
@@ -131,10 +133,14 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     name = file_path.name
     if name == EVAL_CONFIG_NAME:
+        from .collect import EvalConfigCollector
+
         return EvalConfigCollector.from_parent(parent, path=file_path)
     if not name.endswith(YAML_SUFFIXES):
         return None
     if name.endswith(SUITE_SUFFIXES) or parent.session.isinitpath(file_path):
+        from .collect import SuiteCollector
+
         return SuiteCollector.from_parent(parent, path=file_path)
     patterns = get_state(parent.config).settings.patterns
     rel = rootdir_relative(file_path, parent.config.rootpath)
@@ -144,6 +150,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
         note = f"{rel} matches vibe_patterns but has no top-level `evals:`: not a suite, not collected"
         warnings.warn(VibeevalNote(note), stacklevel=1)
         return None
+    from .collect import SuiteCollector
+
     return SuiteCollector.from_parent(parent, path=file_path)
 
 

@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from .cache import DEFAULT_CACHE, folder_problem
-from .loading.configurations import parse_selection
 from .loading.templates import parse_assignments
-from .report.resultsfile import DEFAULT_HISTORY, unwritable_reason
 from .workspace.sandbox import SANDBOX_MODES, SandboxMode
 from .workspace.subtasks import DEFAULT_SUBTASK_GLOBS
 
+# Every pytest session imports this module, with or without evals: it imports only what declaring
+# and resolving the options needs (the checks of a given option's value import theirs).
+
 MAX_REPEATS = 1000
+DEFAULT_CACHE = Path(".vibeeval") / "cache"  # under the rootdir
+DEFAULT_HISTORY = Path(".vibeeval") / "history.jsonl"
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,11 @@ class Settings:
             raise pytest.UsageError("--vibe-fail-on-regression needs --vibe-baseline PATH|latest")
         html = _text(config, "vibe_html")
         for option, value in (("--vibe-results", _text(config, "vibe_results")), ("--vibe-html", html)):
-            problem = unwritable_reason(Path(value).absolute()) if value else None
+            if not value:
+                continue
+            from .report.resultsfile import unwritable_reason
+
+            problem = unwritable_reason(Path(value).absolute())
             if problem:  # found now, not after the whole run
                 raise pytest.UsageError(f"{option}: {problem}")
         return cls(
@@ -399,6 +405,8 @@ def _cache_folder(config: pytest.Config) -> Path | None:
         folder = config.rootpath / Path(str(config.getini("vibe_cache")).strip()).expanduser()
     else:
         return None  # not given, or given empty (--vibe-cache= turns an ini cache off)
+    from .cache import folder_problem
+
     problem = folder_problem(folder)
     if problem:
         raise pytest.UsageError(f"{where}: {problem}")
@@ -417,3 +425,11 @@ def _repeats(config: pytest.Config) -> int:
     if not 1 <= repeats <= MAX_REPEATS:
         raise pytest.UsageError(f"{where}: {repeats} is not between 1 and {MAX_REPEATS}")
     return repeats
+
+
+def parse_selection(raw: str | None) -> tuple[str, ...] | None:
+    """``a,b`` → ``("a", "b")``; ``ALL`` → ``("ALL",)``; empty or None → None (use defaults)."""
+    if raw is None:
+        return None
+    items = tuple(part.strip() for part in raw.split(",") if part.strip())
+    return items or None

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .budget import Budget
 from .extensions import Extensions
 from .interrupts import InterruptWatch
-from .loading.configurations import ConfigFileCache
-from .loading.templates import Renderer
-from .providers.pool import ProviderPool
-from .results import ResultsFile, RunRecord
-from .resume import ResumeIndex
-from .scoring.aggregate import Aggregator
-from .settings import Settings
-from .workspace.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from .loading.configurations import ConfigFileCache
+    from .loading.templates import Renderer
+    from .providers.pool import ProviderPool
+    from .results import ResultsFile, RunRecord
+    from .resume import ResumeIndex
+    from .scoring.aggregate import Aggregator
+    from .settings import Settings
+    from .workspace.sandbox import Sandbox
 
 
 class WorkdirAllocator:
@@ -54,9 +58,6 @@ class VibeState:
     settings: Settings
     renderer: Renderer
     extensions: Extensions = field(default_factory=Extensions)  # filled by the register hooks
-    config_files: ConfigFileCache = field(init=False)
-    aggregator: Aggregator = field(init=False)
-    providers: ProviderPool = field(default_factory=ProviderPool)
     known_evals: set[str] = field(default_factory=set)
     registered_tags: set[str] = field(default_factory=set)
     python_modules: dict[str, Path] = field(default_factory=dict)  # module name → file, see collect
@@ -80,6 +81,26 @@ class VibeState:
     resume: ResumeIndex | None = None  # --vibe-resume: finished records of an earlier run
     interrupts: InterruptWatch = field(default_factory=InterruptWatch)  # SIGINT/SIGTERM seen
 
-    def __post_init__(self) -> None:
-        self.config_files = ConfigFileCache(self.extensions)
-        self.aggregator = Aggregator(self.extensions)
+    # The suites' machinery, made when first used: a session without evals never imports it.
+
+    @functools.cached_property
+    def config_files(self) -> ConfigFileCache:
+        from .loading.configurations import ConfigFileCache
+
+        return ConfigFileCache(self.extensions)
+
+    @functools.cached_property
+    def aggregator(self) -> Aggregator:
+        from .scoring.aggregate import Aggregator
+
+        return Aggregator(self.extensions)
+
+    @functools.cached_property
+    def providers(self) -> ProviderPool:
+        from .providers.pool import ProviderPool
+
+        return ProviderPool()
+
+    def aggregated(self) -> bool:
+        """Whether the aggregator holds any item's reports (without making it)."""
+        return "aggregator" in self.__dict__ and bool(self.aggregator.items)

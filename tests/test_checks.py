@@ -15,7 +15,6 @@ from pytest_vibeeval.checks import (
     BUILTIN_CHECKS,
     AnyOf,
     Check,
-    CheckRegistry,
     CheckResult,
     CheckType,
     NonEmptyStr,
@@ -27,6 +26,7 @@ from pytest_vibeeval.checks import (
     pattern_matches,
     run_checks,
 )
+from pytest_vibeeval.registry import CheckRegistry
 
 REGISTRY = CheckRegistry()
 

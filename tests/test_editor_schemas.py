@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from test_compat import FIXTURES, INVALID_FIXTURES, valid_files
 
 from pytest_vibeeval import __main__ as cli
-from pytest_vibeeval.checks import BUILTIN_CHECKS, CheckRegistry, CheckType, Verdict
+from pytest_vibeeval.checks import BUILTIN_CHECKS, CheckType, Verdict
 from pytest_vibeeval.editor_schemas import (
     EDITOR_SCHEMAS,
     RELATIVE_FILE_PATTERN,
@@ -36,6 +36,7 @@ from pytest_vibeeval.loading.runner_config import REGISTRY, EvalConfigFile
 from pytest_vibeeval.loading.suite import load_suite, pydantic_problems
 from pytest_vibeeval.loading.yamlsource import load_document
 from pytest_vibeeval.models import _relative_file
+from pytest_vibeeval.registry import CheckRegistry
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 INVALID_INPUTS = Path(__file__).parent / "invalid_inputs"

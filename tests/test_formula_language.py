@@ -12,6 +12,7 @@ from helpers import best_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_vibeeval.registry import builtin_presets
 from pytest_vibeeval.scoring.formula import (
     BUILTIN_PRESETS,
     MAX_DEPTH,
@@ -20,7 +21,6 @@ from pytest_vibeeval.scoring.formula import (
     Formula,
     FormulaError,
     breakdown,
-    builtin_presets,
     evaluate,
     parse_formula,
 )

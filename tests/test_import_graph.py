@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
 # written through pytest's objects.
 PYTEST_SIDE = {
     "builtins", "coding_items", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks",
-    "items", "report.junit", "live", "plugin", "pytest_private", "settings",
+    "items", "report.junit", "live", "plugin", "pytest_private", "settings", "stash",
 }  # fmt: skip
 
 
@@ -105,6 +105,30 @@ NOT_AT_START = (
     "pytest_vibeeval.reaping",
     "pytest_vibeeval.workspace.steps",
 )
+# What a whole session without eval files must not import (every pytest run of a user who has the
+# plugin installed): the input models, YAML, scoring, checks, providers and results, loaded when
+# the first eval file is collected.
+NOT_WITHOUT_EVALS = (
+    *NOT_AT_START,
+    "pydantic",
+    "simpleeval",
+    "yaml",
+    "pytest_vibeeval.cache",
+    "pytest_vibeeval.checks",
+    "pytest_vibeeval.collect",
+    "pytest_vibeeval.execute",
+    "pytest_vibeeval.loading.configurations",
+    "pytest_vibeeval.loading.suite",
+    "pytest_vibeeval.models",
+    "pytest_vibeeval.plan",
+    "pytest_vibeeval.providers",
+    "pytest_vibeeval.report.resultsfile",
+    "pytest_vibeeval.report.summary",
+    "pytest_vibeeval.results",
+    "pytest_vibeeval.runner",
+    "pytest_vibeeval.scoring.aggregate",
+    "pytest_vibeeval.scoring.formula",
+)
 
 
 def test_importing_the_plugin_leaves_the_heavy_modules_out() -> None:
@@ -115,6 +139,53 @@ def test_importing_the_plugin_leaves_the_heavy_modules_out() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Path) -> None:
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
+    code = (
+        "import json, sys, pytest\n"
+        f"code = pytest.main([{str(tmp_path)!r}, '-q', '-p', 'no:cacheprovider'])\n"
+        "configured = 'pytest_vibeeval.controller' in sys.modules\n"  # the plugin did run
+        f"loaded = sorted(set({list(NOT_WITHOUT_EVALS)!r}) & set(sys.modules))\n"
+        "print(json.dumps([int(code), configured, loaded]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [0, True, []]
+
+
+# What the xdist controller, which collects and runs nothing, must not import: the items' machinery.
+NOT_ON_THE_CONTROLLER = (
+    "pytest_vibeeval.checks",
+    "pytest_vibeeval.collect",
+    "pytest_vibeeval.execute",
+    "pytest_vibeeval.loading.suite",
+    "pytest_vibeeval.models",
+    "pytest_vibeeval.providers",
+)
+
+
+def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("def answer(prompt):\n    return 'yes'\n", encoding="utf-8")
+    (tmp_path / "one.eval.yaml").write_text(
+        "metadata: {name: one, model: m}\n"
+        "evals:\n  - {name: e, prompt: p, checks: [{match: 'yes'}]}\n"
+        "configurations:\n  c: {python: 'app:answer'}\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import json, sys, pytest\n"
+        f"code = pytest.main([{str(tmp_path)!r}, '-q', '-p', 'no:cacheprovider', '-n', '2'])\n"
+        "scored = 'pytest_vibeeval.scoring.aggregate' in sys.modules\n"  # the controller took records
+        f"loaded = sorted(set({list(NOT_ON_THE_CONTROLLER)!r}) & set(sys.modules))\n"
+        "print(json.dumps([int(code), scored, loaded]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [0, True, []]
 
 
 def test_the_package_imports_its_exported_names_when_first_used() -> None:

@@ -26,10 +26,11 @@ from helpers import FAST_ARGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_vibeeval.checks import AnyOf, CheckRegistry
+from pytest_vibeeval.checks import AnyOf
 from pytest_vibeeval.errors import InputError
 from pytest_vibeeval.loading.suite import Suite, load_suite, prompt_slug
 from pytest_vibeeval.models import PROTECTED_KEYWORDS, RESERVED_MARKS
+from pytest_vibeeval.registry import CheckRegistry
 from pytest_vibeeval.scoring.variables import eval_variable_names, run_variable_names
 
 SCHEMA_DIR = Path(__file__).parents[1] / "pytest_vibeeval" / "schemas"

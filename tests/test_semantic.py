@@ -18,7 +18,8 @@ import yaml
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
 
 from pytest_vibeeval import semantic
-from pytest_vibeeval.checks import Check, CheckRegistry, Response
+from pytest_vibeeval.checks import Check, Response
+from pytest_vibeeval.registry import CheckRegistry
 
 HAS_LIBRARY = importlib.util.find_spec("sentence_transformers") is not None
 needs_model = pytest.mark.skipif(

@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from pytest_vibeeval.answer_files import answer_entry, read_answer, write_answer
 from pytest_vibeeval.check_api import CheckError, Response, Verdict
-from pytest_vibeeval.checks import Check, CheckRegistry, CheckResult, run_checks
+from pytest_vibeeval.checks import Check, CheckResult, run_checks
 from pytest_vibeeval.providers.base import ProviderResponse
+from pytest_vibeeval.registry import CheckRegistry
 from pytest_vibeeval.results import ToolCallRecord
 from pytest_vibeeval.structural_checks import SUITE_DIR_CONTEXT
 

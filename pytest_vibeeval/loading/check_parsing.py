@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..checks import AnyOf, Check, CheckNode, CheckRegistry, named_checks
+from ..checks import AnyOf, Check, CheckNode, named_checks
 from ..errors import Loc, Problem, did_you_mean
+from ..registry import CheckRegistry
 from ..scoring.variables import EVAL_VARIABLES, check_variable_names
 from ..structural_checks import SUITE_DIR_CONTEXT
 from .yamlsource import Document, yaml_kind

@@ -15,14 +15,13 @@ from pydantic import ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from ..extensions import Extensions, builtin_extensions
+from ..filenames import CLI_CONFIG_NAME as CLI_CONFIG_NAME
+from ..filenames import EVAL_CONFIG_NAME as EVAL_CONFIG_NAME
+from ..filenames import REGISTRY_NAME as REGISTRY_NAME
 from ..models import CliConfigFile, Configuration
 from .suite import Suite, pydantic_problems
 from .yamlsource import load_document
 
-CLI_CONFIG_NAME = "cli-config.json"
-# a unified-runner config folder's files (read by runner_config, named here for the collectors)
-EVAL_CONFIG_NAME = "eval-config.json"
-REGISTRY_NAME = "command-registry.json"
 IMPLICIT_ID = "openrouter"
 ALL = "ALL"
 
@@ -104,14 +103,6 @@ def configurations_for(suite: Suite, rootdir: Path, cache: ConfigFileCache) -> C
         return ConfigurationSet(parsed.configurations, suite.default_configurations, found)
     defaults = tuple(parsed.defaultConfigurations) if parsed.defaultConfigurations else None
     return ConfigurationSet(parsed.configurations, defaults, found)
-
-
-def parse_selection(raw: str | None) -> tuple[str, ...] | None:
-    """``a,b`` → ``("a", "b")``; ``ALL`` → ``("ALL",)``; empty or None → None (use defaults)."""
-    if raw is None:
-        return None
-    items = tuple(part.strip() for part in raw.split(",") if part.strip())
-    return items or None
 
 
 def select(

@@ -12,9 +12,7 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
-from .configurations import EVAL_CONFIG_NAME
-from .eval_root import EVAL_ROOT, absolute, config_eval_root, named_paths
-from .substitution import SubstitutionError, substitute
+from ..filenames import EVAL_CONFIG_NAME
 
 CONFIG_PLACES: tuple[tuple[str, ...], ...] = ((), ("config",), ("evals", "config"))
 
@@ -29,6 +27,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 @functools.lru_cache(maxsize=64)
 def _named(config_file: str, stamp: tuple[int, int], eval_root: str | None) -> frozenset[Path]:
+    from .eval_root import EVAL_ROOT, absolute, config_eval_root, named_paths
+    from .substitution import SubstitutionError, substitute
+
     path = Path(config_file)
     raw = named_paths(path)
     environ = {EVAL_ROOT: eval_root} if eval_root else {}
@@ -44,6 +45,8 @@ def _named(config_file: str, stamp: tuple[int, int], eval_root: str | None) -> f
 
 def named_folders(config_file: Path, environ: Mapping[str, str]) -> frozenset[Path]:
     """The workspace templates and grading folders ``config_file`` names (empty if unreadable)."""
+    from .eval_root import EVAL_ROOT  # the loading machinery: only where an eval-config.json is
+
     stamp = _stamp(config_file)
     if stamp is None:
         return frozenset()

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..checks import CheckRegistry, CheckType
+from ..checks import CheckType
 from ..errors import InputError, Loc, Problem, did_you_mean
 from ..models import EvalSpec, SuiteFile
+from ..registry import CheckRegistry
 from ..structural_checks import SUITE_DIR_CONTEXT
 from .check_parsing import parse_checks, raw_check_lists
 from .datasets import DataRow, Dataset, DatasetError, inline_rows, read_dataset

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..checks import CheckNode, CheckRegistry, named_checks
+from ..checks import CheckNode, named_checks
 from ..errors import InputError, Loc, Problem
 from ..extensions import Extensions, builtin_extensions
 from ..models import (
@@ -24,6 +24,7 @@ from ..models import (
     SuiteFile,
     protected_name_problem,
 )
+from ..registry import CheckRegistry
 from ..scoring.formula import Formula, FormulaError, parse_formula
 from ..scoring.variables import (
     check_variable_names,

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..models import OutputSpec
-from ..registry import Registry
+from ..registry import ParserRegistry
 from .output import OutputError, ParsedOutput, parse_output
 from .parse_aider import parse_aider
 from .parse_claude import parse_claude_code
@@ -24,17 +24,6 @@ from .parse_gemini import parse_gemini
 from .parsing import AgentReported, Malformed
 
 Parser = Callable[[Path], ParsedOutput]
-
-
-class ParserRegistry(Registry[Parser]):
-    """Output parsers by name: what ``output.parser: NAME`` reads an agent's stdout with (see
-    :func:`builtin_parsers`; plugins add theirs with ``pytest_vibeeval_register_parsers``)."""
-
-    kind = "output parser"
-
-    def register(self, name: str, parser: Parser) -> None:
-        """Make ``output.parser: name`` read stdout with ``parser(path) -> ParsedOutput``."""
-        self._add(name, parser)
 
 
 def parse_with(name: str, path: Path, parsers: Mapping[str, Parser] | None = None) -> ParsedOutput:

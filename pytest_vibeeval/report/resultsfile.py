@@ -13,7 +13,6 @@ from pydantic import BaseModel
 from ..results import ResultsFile, RunRecord
 
 DEFAULT_DIR = Path(".vibeeval") / "results"
-DEFAULT_HISTORY = Path(".vibeeval") / "history.jsonl"
 
 
 def _umask() -> int:

@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from ..errors import did_you_mean
-from ..registry import Registry
 from .formula_eval import breakdown, evaluate, run_source
 from .formula_language import (
     FUNCTIONS,
@@ -40,9 +39,7 @@ __all__ = [
     "MAX_LENGTH",
     "Formula",
     "FormulaError",
-    "FormulaPresets",
     "breakdown",
-    "builtin_presets",
     "evaluate",
     "parse_formula",
 ]
@@ -61,35 +58,6 @@ BUILTIN_PRESETS: Mapping[str, str] = MappingProxyType(
         "rubric": RUBRIC_FORMULA,
     }
 )
-
-
-class FormulaPresets(Registry[str]):
-    """Preset names a whole formula may be, each standing for its formula text (see
-    :func:`builtin_presets`; plugins add theirs with ``pytest_vibeeval_register_formula_presets``)."""
-
-    kind = "formula preset"
-
-    def register(self, name: str, text: str) -> None:
-        """Add a preset: ``name`` written as the whole formula stands for ``text``.
-
-        ``text`` is read without knowing any eval names: write a hyphenated name as ``[name]``. It
-        must be a formula, not another preset's name."""
-        if not name.isidentifier():
-            raise ValueError(f"preset name {name!r} is not an identifier")
-        if name in self:
-            raise ValueError(f"formula preset {name!r} is already registered")
-        if text.strip() in self:
-            raise ValueError(f"preset {name!r}: write the formula of {text.strip()!r}, not its name")
-        parse_formula(text, None, presets=self)  # raises FormulaError for a text that is not a formula
-        self._add(name, text)
-
-
-def builtin_presets() -> FormulaPresets:
-    """A registry holding the built-in presets only."""
-    presets = FormulaPresets()
-    for name, text in BUILTIN_PRESETS.items():
-        presets.register(name, text)
-    return presets
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..check_api import raised_at
-from ..registry import Registry
+from ..registry import RunVariables
 from ..results import EvalRecord
 from .record_values import (
     Reasoned,
@@ -274,18 +274,6 @@ BUILTIN_RUN_VARIABLES: tuple[RunVariable, ...] = tuple(
     replace(v, metric=v.name in _METRICS) for v in sorted(_BUILTIN, key=lambda v: v.name not in _METRICS)
 )
 del _BUILTIN
-
-
-class RunVariables(Registry[RunVariable]):
-    """The run-wide formula variables of a session (see :data:`BUILTIN_RUN_VARIABLES`; plugins add
-    theirs with ``pytest_vibeeval_register_run_variables``)."""
-
-    kind = "run variable"
-
-    def register(self, variable: RunVariable) -> None:
-        if not variable.name.isidentifier():
-            raise ValueError(f"run variable name {variable.name!r} is not an identifier")
-        self._add(variable.name, variable)
 
 
 def builtin_run_variables() -> RunVariables:

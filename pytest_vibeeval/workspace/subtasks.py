@@ -8,9 +8,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..bounded_read import UnreadableFile, read_bounded, read_text_bounded
-from ..results import SubtaskModule
+
+if TYPE_CHECKING:
+    from ..results import SubtaskModule
 
 # Where the grade steps' results are looked for, relative to the grading directory.
 DEFAULT_SUBTASK_GLOBS: tuple[str, ...] = ("**/junit*.xml", "**/results*.json")
@@ -153,6 +156,8 @@ def _module_of(path: Path) -> SubtaskModule | str:
     tasks = [entry for entry in data if isinstance(entry, dict) and isinstance(entry.get("taskId"), str)]
     passed = [entry["taskId"] for entry in tasks if entry.get("passed")]
     failed = [entry["taskId"] for entry in tasks if not entry.get("passed")]
+    from ..results import SubtaskModule  # the records' models: only when a grade step left results
+
     return SubtaskModule(passed=len(passed), total=len(tasks), passed_tasks=passed, failed_tasks=failed)
 
 

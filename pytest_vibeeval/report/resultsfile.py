@@ -96,6 +96,9 @@ def _spliced(model: BaseModel, depth: int) -> Iterator[str]:
     :data:`_SPLICED` dumped an item at a time (see :func:`results_json`)."""
     prefix = "  " * depth
     fields = [name for name in _SPLICED.get(type(model), ()) if getattr(model, name)]
+    if not fields:  # a record or stats: nothing to splice, no copy to make
+        yield _indented(model.model_dump_json(indent=2), prefix)
+        return
     emptied = model.model_copy(update={name: [] for name in fields})
     text = _indented(emptied.model_dump_json(indent=2), prefix)
     heads = []

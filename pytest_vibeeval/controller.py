@@ -22,7 +22,13 @@ from .report.baseline import BaselineError, compare_results, load_baseline, reso
 from .report.format import run_title
 from .report.junit import add_gate_cases, add_suite_properties
 from .report.resultsfile import build_results, write_results
-from .report.summary import budget_lines, nothing_ran_lines, summary_lines, workspace_lines
+from .report.summary import (
+    budget_lines,
+    nothing_ran_lines,
+    sandboxed_records,
+    summary_lines,
+    workspace_lines,
+)
 from .results import EvalRecord, ResultsFile, RunRecord, run_records
 from .resume import load_resume
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
@@ -287,11 +293,12 @@ class ControllerSession:
             else:
                 terminalreporter.write_line(line)
         mode = state.settings.sandbox_mode
-        unsandboxed = any(record.sandbox == "none" for record in run_records(state.runs))
+        sandboxed = sandboxed_records(state.runs)  # one pass: here each record is read anew
+        unsandboxed = any(record.sandbox == "none" for record in sandboxed)
         reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
         for line in budget_lines(state.runs, state.settings.max_cost):
             terminalreporter.write_line(line)
-        for line in workspace_lines(state.runs, mode, reason):
+        for line in workspace_lines(sandboxed, mode, reason):
             terminalreporter.write_line(line)
         if state.resume is not None:
             total = sum(len(run.evals) for run in state.runs)

@@ -254,10 +254,16 @@ def summary_lines(runs: Sequence[RunRecord], breakdown: bool = False) -> list[st
 KEPT_SHOWN = 20
 
 
-def workspace_lines(runs: Sequence[RunRecord], sandbox_mode: str, fallback_reason: str | None) -> list[str]:
+def sandboxed_records(runs: Sequence[RunRecord]) -> list[EvalRecord]:
+    """The records of the coding-agent items (those with a ``sandbox``), read in one pass."""
+    return [record for run in runs for record in run.evals if record.sandbox is not None]
+
+
+def workspace_lines(
+    records: Sequence[EvalRecord], sandbox_mode: str, fallback_reason: str | None
+) -> list[str]:
     """What the coding agents ran in, and where --vibe-keep-workspaces kept their folders
-    (nothing when no coding-agent item ran)."""
-    records = [record for run in runs for record in run.evals if record.sandbox is not None]
+    (nothing when no coding-agent item ran); ``records``: :func:`sandboxed_records`."""
     if not records:
         return []
     lines = []

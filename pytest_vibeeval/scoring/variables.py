@@ -396,8 +396,13 @@ def _eval_row(runs: list[EvalRecord]) -> tuple[tuple[Value, ...], tuple[str | No
     """One eval's per-eval variables over its runs, in :data:`EVAL_VARIABLES` order, and the
     reason each has none."""
     counted = [r for r in runs if r.outcome != "skipped"] or runs[:1]  # skipped runs left out
-    pairs = [_mean_over_runs(counted, variable) for variable in EVAL_VARIABLES]
-    return tuple(value for value, _ in pairs), tuple(reason for _, reason in pairs)
+    if len(counted) > 1:
+        pairs = [_mean_over_runs(counted, variable) for variable in EVAL_VARIABLES]
+        return tuple(value for value, _ in pairs), tuple(reason for _, reason in pairs)
+    record = counted[0]  # most evals: _mean_over_runs's one run, without a call per variable
+    pairs = [variable.compute(record) for variable in EVAL_VARIABLES]
+    values = tuple(None if value is None else value / 1 for value, _ in pairs)  # a float, as a mean is
+    return values, tuple(None if value is not None else reason for value, reason in pairs)
 
 
 def _add_check_scores(

@@ -5,9 +5,14 @@ running again, when the session ends."""
 from __future__ import annotations
 
 import gc
+import weakref
+from pathlib import Path
 
 import pytest
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.loading import suite as suite_module
+from pytest_vibeeval.loading.yamlsource import Document, load_document
 
 SUITE = """
 metadata: {name: frozen, model: test/model}
@@ -114,3 +119,26 @@ def test_collect_only_freezes_nothing(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--collect-only", subprocess=True)
     result.stdout.fnmatch_lines(["frozen: 0"])
     assert run(pytester, "-q", subprocess=True).stdout.str().count("frozen: 0") == 0
+
+
+def test_a_loaded_suite_leaves_no_garbage_for_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the collector paused, what loading a suite no longer needs (the parsed file) is freed
+    at once, not kept alive by a reference cycle until the collection that ends the pause."""
+    parsed: list[weakref.ref[Document]] = []
+
+    def load(path: Path) -> Document:
+        document = load_document(path)
+        parsed.append(weakref.ref(document))
+        return document
+
+    monkeypatch.setattr(suite_module, "load_document", load)
+    path = tmp_path / "frozen.eval.yaml"
+    path.write_text(SUITE.replace('"*"', "\"*{{var('x')}}*\""))
+    gc.disable()
+    try:
+        suite_module.load_suite(path)
+        assert parsed and parsed[0]() is None
+    finally:
+        gc.enable()

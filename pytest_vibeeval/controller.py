@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from .collection_gc import paused
 from .errors import terminal_safe
 from .execute import session_sandbox
 from .itemhooks import SOURCE_SUFFIXES, SUITE_SUFFIXES, USAGE_ERROR_OUTPUT, YAML_SUFFIXES
@@ -137,7 +138,8 @@ class ControllerSession:
                     f"interrupted by {signalled}: the results of the evals that finished are kept"
                 )
         try:
-            self._finish(session, interrupted, stopped)
+            with paused(state):
+                self._finish(session, interrupted, stopped)
         finally:
             state.interrupts.release()
 
@@ -270,7 +272,8 @@ class ControllerSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None]:
         """Print the Run Summary after pytest's own short test summary."""
         result = yield
-        self._write_summary(terminalreporter)
+        with paused(self.state):
+            self._write_summary(terminalreporter)
         return result
 
     def _write_summary(self, terminalreporter: Any) -> None:

@@ -84,6 +84,33 @@ def test_the_collector_is_paused_while_eval_files_are_collected(
     result.stdout.fnmatch_lines([f"collector on while collecting: {not paused}"])
 
 
+# A run variable computed at the session's end, which says whether the collector was on then.
+SCORING_CONFTEST = """
+import gc
+
+from pytest_vibeeval.scoring.variables import RunVariable
+
+
+def pytest_vibeeval_register_run_variables(registry):
+    registry.register(RunVariable("collector_on", "1 or 0", "", lambda records: float(gc.isenabled())))
+"""
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(("setting", "paused"), [("true", True), ("false", False)])
+def test_the_collector_is_paused_while_the_session_end_scores_the_runs(
+    pytester: pytest.Pytester, xdist: list[str], setting: str, paused: bool
+) -> None:
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    write(pytester.path / "conftest.py", SCORING_CONFTEST)
+    results = pytester.path / "results.json"
+    args = ("--vibe-results", str(results), "-o", f"vibe_gc_freeze={setting}")
+    result = run(pytester, *args, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=2)
+    assert load_json(results)["runs"][0]["variables"]["collector_on"] == (0.0 if paused else 1.0)
+
+
 def test_a_session_without_eval_files_keeps_the_collector_on(pytester: pytest.Pytester) -> None:
     write(pytester.path / "conftest.py", COLLECTING_CONFTEST)
     write(pytester.path / "test_plain.py", "def test_one():\n    pass\n")

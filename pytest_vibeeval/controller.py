@@ -26,7 +26,6 @@ from .report.resultsfile import build_results, write_results
 from .report.summary import (
     budget_lines,
     nothing_ran_lines,
-    sandboxed_records,
     summary_lines,
     workspace_lines,
 )
@@ -290,13 +289,14 @@ class ControllerSession:
                 + ", ".join(state.load_errors)
             )
         breakdown = config.get_verbosity() >= 1 or state.settings.breakdown
-        for line in map(terminal_safe, summary_lines(state.runs, breakdown)):  # agents' text, escaped
+        sandboxed: list[EvalRecord] = []  # read with the summary: here each record is read anew
+        lines = summary_lines(state.runs, breakdown, sandboxed)
+        for line in map(terminal_safe, lines):  # agents' text, escaped
             if line.startswith("GATE FAILED: "):
                 terminalreporter.write_line(line, red=True, bold=True)
             else:
                 terminalreporter.write_line(line)
         mode = state.settings.sandbox_mode
-        sandboxed = sandboxed_records(state.runs)  # one pass: here each record is read anew
         unsandboxed = any(record.sandbox == "none" for record in sandboxed)
         reason = session_sandbox(state).reason if mode == "auto" and unsandboxed else None
         for line in budget_lines(state.runs, state.settings.max_cost):

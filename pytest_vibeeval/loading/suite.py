@@ -246,6 +246,7 @@ def _build_evals(
     run_names: Collection[str],
 ) -> Iterator[EvalCase]:
     names: dict[str, int] = {}
+    run_names = frozenset(run_names)
     for index, spec in enumerate(model.evals):
         loc: Loc = ("evals", index)
         line = doc.line_of(loc)

@@ -484,7 +484,10 @@ def _mean_over_runs(counted: Sequence[EvalRecord], variable: EvalVariable) -> Re
 def variable_clash(name: str, run_names: Iterable[str] | None = None) -> str | None:
     """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one
     (``run_names``: the session's run-wide variables; the built-ins by default)."""
-    run = set(run_variable_names() if run_names is None else run_names)
+    if isinstance(run_names, set | frozenset):
+        run = run_names  # a set already (one per suite, not per eval)
+    else:
+        run = set(run_variable_names() if run_names is None else run_names)
     if name in run:
         return f"eval name {name!r} is a run-wide score formula variable"
     clashes = [v for v in eval_variable_names(name) if v in run]

@@ -110,12 +110,24 @@ def _spliced(model: BaseModel, depth: int) -> Iterator[str]:
         heads.append(head)
     for head, name in zip(heads, fields, strict=True):
         yield f'{head}\n{prefix}  "{name}": [\n'
-        for index, item in enumerate(getattr(model, name)):
-            if index:
-                yield ",\n"
-            yield from _spliced(item, depth + 2)
+        yield from _items(getattr(model, name), depth + 2)
         yield f"\n{prefix}  ]"
     yield text
+
+
+def _items(items: Iterable[BaseModel], depth: int) -> Iterator[str]:
+    """A spliced list's items at ``depth``, separated by commas; a record or stats (thousands of
+    them) as one piece, without a generator of its own."""
+    prefix = "  " * depth
+    separator = ""
+    for item in items:
+        if type(item) in _SPLICED:
+            if separator:
+                yield separator
+            yield from _spliced(item, depth)
+        else:
+            yield separator + _indented(item.model_dump_json(indent=2), prefix)
+        separator = ",\n"
 
 
 def results_json(results: ResultsFile) -> Iterator[str]:

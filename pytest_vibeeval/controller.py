@@ -226,11 +226,8 @@ class ControllerSession:
         runs. When those are the session's only failures, the gates alone decide (0 or 1)."""
         gated = [run for run in runs if run.gate is not None]
         gate_failed = any(run.gate is not None and not run.gate.passed for run in runs)
-        by_rate: set[str] = set()
-        for run in runs:  # each run's records are read once (from the spool, on the controller)
-            names = {stats.name for stats in run.eval_stats if stats.passed_by_rate}
-            if names:
-                by_rate.update(record.nodeid for record in run.evals if record.name in names)
+        # Only a failed item can be forgiven: without one the stats of every eval need not be made.
+        by_rate = passed_by_rate(runs) if self.failed_nodeids else set()
         gate_only = self.state.settings.gate_only and bool(gated)
         forgiven_by_rate = self.failed_nodeids & by_rate
         if (gate_only or forgiven_by_rate) and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
@@ -334,6 +331,16 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in self.writer_lines:
             terminalreporter.write_line(line)
+
+
+def passed_by_rate(runs: list[RunRecord]) -> set[str]:
+    """The node ids of the records of evals whose pass rate met their min_pass_rate."""
+    by_rate: set[str] = set()
+    for run in runs:  # each run's records are read once (from the spool, on the controller)
+        names = {stats.name for stats in run.eval_stats if stats.passed_by_rate}
+        if names:
+            by_rate.update(record.nodeid for record in run.evals if record.name in names)
+    return by_rate
 
 
 def uncollected_suites_hint(config: pytest.Config) -> list[str]:

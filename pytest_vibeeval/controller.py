@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .collection_gc import paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
 from .itemhooks import USAGE_ERROR_OUTPUT
@@ -129,7 +130,8 @@ class ControllerSession:
                     f"interrupted by {signalled}: the results of the evals that finished are kept"
                 )
         try:
-            self._finish(session, interrupted, stopped)
+            with paused(state):
+                self._finish(session, interrupted, stopped)
         finally:
             state.interrupts.release()
 
@@ -227,11 +229,8 @@ class ControllerSession:
         runs. When those are the session's only failures, the gates alone decide (0 or 1)."""
         gated = [run for run in runs if run.gate is not None]
         gate_failed = any(run.gate is not None and not run.gate.passed for run in runs)
-        by_rate: set[str] = set()
-        for run in runs:  # each run's records are read once (from the spool, on the controller)
-            names = {stats.name for stats in run.eval_stats if stats.passed_by_rate}
-            if names:
-                by_rate.update(record.nodeid for record in run.evals if record.name in names)
+        # Only a failed item can be forgiven: without one the stats of every eval need not be made.
+        by_rate = passed_by_rate(runs) if self.failed_nodeids else set()
         gate_only = self.state.settings.gate_only and bool(gated)
         forgiven_by_rate = self.failed_nodeids & by_rate
         if (gate_only or forgiven_by_rate) and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
@@ -272,7 +271,8 @@ class ControllerSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None]:
         """Print the Run Summary after pytest's own short test summary."""
         result = yield
-        self._write_summary(terminalreporter)
+        with paused(self.state):
+            self._write_summary(terminalreporter)
         return result
 
     def _write_summary(self, terminalreporter: Any) -> None:
@@ -292,13 +292,15 @@ class ControllerSession:
                 + ", ".join(state.load_errors)
             )
         breakdown = config.get_verbosity() >= 1 or state.settings.breakdown
-        for line in map(terminal_safe, summary_lines(state.runs, breakdown)):  # agents' text, escaped
+        sandboxed: list[EvalRecord] = []  # read with the summary: here each record is read anew
+        lines = summary_lines(state.runs, breakdown, sandboxed)
+        for line in map(terminal_safe, lines):  # agents' text, escaped
             if line.startswith("GATE FAILED: "):
                 terminalreporter.write_line(line, red=True, bold=True)
             else:
                 terminalreporter.write_line(line)
         mode = state.settings.sandbox_mode
-        unsandboxed = any(record.sandbox == "none" for record in run_records(state.runs))
+        unsandboxed = any(record.sandbox == "none" for record in sandboxed)
         reason = None
         if mode == "auto" and unsandboxed:
             from .execute import session_sandbox  # the items' machinery: not otherwise on xdist's controller
@@ -306,7 +308,7 @@ class ControllerSession:
             reason = session_sandbox(state).reason
         for line in budget_lines(state.runs, state.settings.max_cost):
             terminalreporter.write_line(line)
-        for line in workspace_lines(state.runs, mode, reason):
+        for line in workspace_lines(sandboxed, mode, reason):
             terminalreporter.write_line(line)
         if state.resume is not None:
             total = sum(len(run.evals) for run in state.runs)
@@ -339,6 +341,16 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in self.writer_lines:
             terminalreporter.write_line(line)
+
+
+def passed_by_rate(runs: list[RunRecord]) -> set[str]:
+    """The node ids of the records of evals whose pass rate met their min_pass_rate."""
+    by_rate: set[str] = set()
+    for run in runs:  # each run's records are read once (from the spool, on the controller)
+        names = {stats.name for stats in run.eval_stats if stats.passed_by_rate}
+        if names:
+            by_rate.update(record.nodeid for record in run.evals if record.name in names)
+    return by_rate
 
 
 def uncollected_suites_hint(config: pytest.Config) -> list[str]:

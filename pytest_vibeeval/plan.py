@@ -168,6 +168,7 @@ def suite_plans(
     files = [suite.path, *suite.datasets, *([configs.source] if configs.source else [])]
     digests = _digests(files, selected, variables)
     score = ScoreSpec(formula=suite.formula, min=suite.score_min, max=suite.score_max)
+    groups = {cid: group_of(configuration, cid) for cid, configuration in selected.items()}
     wanted = set(eval_ids)
     plans: list[EvalPlan] = []
     for position, case in enumerate(suite.evals):  # a dataset eval's rows are evals of their own
@@ -196,7 +197,7 @@ def suite_plans(
             else:
                 work = PromptWork(suite, case, config_dir, judge)
                 timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
-            named = repeated(info, repeats, group_of(configuration, config_id))
+            named = repeated(info, repeats, groups[config_id])
             plan = EvalPlan(
                 name=named[0][0],
                 info=named[0][1],
@@ -241,6 +242,7 @@ def runner_plans(
     selected = {cid: runner.configurations[cid] for cid in config_ids}
     digests = _digests(files, selected, variables)
     score = runner.score or ScoreSpec()
+    groups = {cid: group_of(configuration, cid) for cid, configuration in selected.items()}
     wanted = set(eval_ids)
     plans: list[EvalPlan] = []
     for index, (eval_id, evaluation) in enumerate(runner.evaluations.items()):
@@ -261,7 +263,7 @@ def runner_plans(
                 min_pass_rate=evaluation.min_pass_rate,
                 digest=digests[config_id],
             )
-            named = repeated(info, repeats, group_of(configuration, config_id))
+            named = repeated(info, repeats, groups[config_id])
             plan = EvalPlan(
                 name=named[0][0],
                 info=named[0][1],

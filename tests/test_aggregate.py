@@ -3,6 +3,7 @@ notes)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from pytest_vibeeval.scoring.variables import compute_variables
 
 SOURCE = "suites/math.eval.yaml"
 SUITE_EVALS = 6  # evals in the suite file, selected or not
-NAMED = {"add", "sub", "xf", "skipme", "crashy", "critical-eval", "secondary-eval"}
+NAMED = {"add", "mul", "sub", "xf", "skipme", "crashy", "critical-eval", "secondary-eval"}
 
 
 def nodeid(eval_id: str, config: str, source: str = SOURCE) -> str:
@@ -494,3 +495,18 @@ def test_a_run_info_travels_as_json_unchanged() -> None:
         input_digest="abc",
     )
     assert RunInfo.from_json(info.to_json()) == info
+
+
+def test_a_canonical_formula_says_why_a_per_eval_variable_has_no_value() -> None:
+    """The controller keeps the reasons of the variables the formula reads, and only those."""
+    agg = Aggregator()
+    formula = "add_cost + mul"
+    info = replace(run_info("add", "c", formula), score_canonical=formula)
+    feed(agg, info, eval_record("add", "c", "passed", 1.0))
+    feed(agg, replace(info, eval_id="mul", eval_index=1), eval_record("mul", "c", "skipped"))
+    (run,) = agg.runs()
+    assert run.score is None
+    assert run.score_error == (
+        "no value for add_cost: eval 'add' reported no cost; mul: eval 'mul' was skipped"
+    )
+    assert run.variables["add_cost"] is None and run.variables["mul_latency"] is None

@@ -5,9 +5,14 @@ running again, when the session ends."""
 from __future__ import annotations
 
 import gc
+import weakref
+from pathlib import Path
 
 import pytest
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.loading import suite as suite_module
+from pytest_vibeeval.loading.yamlsource import Document, load_document
 
 SUITE = """
 metadata: {name: frozen, model: test/model}
@@ -77,6 +82,33 @@ def test_the_collector_is_paused_while_eval_files_are_collected(
     result = run(pytester, "-s", "-o", f"vibe_gc_freeze={setting}", subprocess=True)
     result.assert_outcomes(passed=2)  # and the app asserted the collector was on again
     result.stdout.fnmatch_lines([f"collector on while collecting: {not paused}"])
+
+
+# A run variable computed at the session's end, which says whether the collector was on then.
+SCORING_CONFTEST = """
+import gc
+
+from pytest_vibeeval.scoring.variables import RunVariable
+
+
+def pytest_vibeeval_register_run_variables(registry):
+    registry.register(RunVariable("collector_on", "1 or 0", "", lambda records: float(gc.isenabled())))
+"""
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(("setting", "paused"), [("true", True), ("false", False)])
+def test_the_collector_is_paused_while_the_session_end_scores_the_runs(
+    pytester: pytest.Pytester, xdist: list[str], setting: str, paused: bool
+) -> None:
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    write(pytester.path / "conftest.py", SCORING_CONFTEST)
+    results = pytester.path / "results.json"
+    args = ("--vibe-results", str(results), "-o", f"vibe_gc_freeze={setting}")
+    result = run(pytester, *args, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=2)
+    assert load_json(results)["runs"][0]["variables"]["collector_on"] == (0.0 if paused else 1.0)
 
 
 def test_a_session_without_eval_files_keeps_the_collector_on(pytester: pytest.Pytester) -> None:
@@ -180,3 +212,26 @@ def test_at_exit_nothing_is_frozen_without_vibe_gc_freeze_or_evals(pytester: pyt
         path.unlink()
     write(pytester.path / "test_plain.py", "def test_one():\n    pass\n")
     assert frozen_at_exit(pytester) == [0]
+
+
+def test_a_loaded_suite_leaves_no_garbage_for_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the collector paused, what loading a suite no longer needs (the parsed file) is freed
+    at once, not kept alive by a reference cycle until the collection that ends the pause."""
+    parsed: list[weakref.ref[Document]] = []
+
+    def load(path: Path) -> Document:
+        document = load_document(path)
+        parsed.append(weakref.ref(document))
+        return document
+
+    monkeypatch.setattr(suite_module, "load_document", load)
+    path = tmp_path / "frozen.eval.yaml"
+    path.write_text(SUITE.replace('"*"', "\"*{{var('x')}}*\""))
+    gc.disable()
+    try:
+        suite_module.load_suite(path)
+        assert parsed and parsed[0]() is None
+    finally:
+        gc.enable()

@@ -8,7 +8,12 @@ from test_spool import record
 
 from pytest_vibeeval.results import RunRecord
 from pytest_vibeeval.scoring.run_values import RunValues
-from pytest_vibeeval.scoring.variables import EVAL_VARIABLES, compute_variables
+from pytest_vibeeval.scoring.variables import (
+    BUILTIN_RUN_VARIABLES,
+    EVAL_VARIABLES,
+    compute_run_values,
+    compute_variables,
+)
 
 SUFFIXES = ["", "_latency", "_cost"]
 
@@ -61,3 +66,27 @@ def test_a_run_dumps_its_kept_variables_as_the_dict() -> None:
     assert run.model_copy(update={"variables": kept}).model_dump_json(indent=2) == run.model_dump_json(
         indent=2
     )
+
+
+NAME_SETS = {
+    "distinct": ["a", "b", "c"],
+    "x_cost beside x": ["x", "x_cost"],
+    "a_structure beside a (a_structure_score twice)": ["a", "a_structure"],
+    "an eval named like a run-wide variable": ["total", "b"],
+    "an eval whose variable is a run-wide one": ["avg", "b"],
+    "one eval twice (repeats)": ["a", "a", "b"],
+}
+
+
+@pytest.mark.parametrize("names", NAME_SETS.values(), ids=NAME_SETS.keys())
+def test_the_controllers_values_are_the_dict_of_compute_variables(names: list[str]) -> None:
+    outcomes = ["passed", "failed", "skipped", "error"]
+    records = [record(name, outcomes[i % 4]) for i, name in enumerate(names)]
+    records[0] = records[0].model_copy(update={"check_names": ["q"], "cost": 0.25})
+    values, reasons = compute_variables(records)
+    kept, all_reasons = compute_run_values(records, BUILTIN_RUN_VARIABLES, None, None)
+    assert list(kept.items()) == list(values.items()) and all_reasons == reasons
+    wanted = [*values][::3]
+    _, some = compute_run_values(records, BUILTIN_RUN_VARIABLES, None, wanted)
+    assert all(reasons[name] == reason for name, reason in some.items())
+    assert all(some[name] == reasons[name] for name in wanted if name in reasons)

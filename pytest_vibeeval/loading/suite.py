@@ -247,6 +247,7 @@ def _build_evals(
     run_names: Collection[str],
 ) -> Iterator[EvalCase]:
     names: dict[str, int] = {}
+    run_names = frozenset(run_names)
     for index, spec in enumerate(model.evals):
         loc: Loc = ("evals", index)
         line = doc.line_of(loc)
@@ -318,41 +319,49 @@ def _name_clash_problems(evals: list[EvalCase], doc: Document) -> Iterator[Probl
 def _template_problems(doc: Document) -> list[Problem]:
     """Malformed templates anywhere, and ``{{row.column}}`` outside the prompt, checks and ``id``
     of an eval with a ``dataset`` or ``rows`` (inline rows are data: not looked into)."""
-    problems = []
-    evals = doc.data.get("evals") if isinstance(doc.data, dict) else None
-
-    def with_rows(loc: Loc) -> bool:
-        if len(loc) < 3 or loc[0] != "evals" or loc[2] not in ("prompt", "checks", "id", "turns"):
-            return False
-        raw = evals[loc[1]] if isinstance(evals, list) and isinstance(loc[1], int) else None
-        return isinstance(raw, dict) and ("dataset" in raw or "rows" in raw)
-
-    def walk(node: Any, loc: Loc) -> None:
-        if isinstance(node, str):
-            for message in template_problems(node):
-                problems.append(Problem(message, line=doc.line_of(loc), loc=loc))
-            columns = row_columns(node)
-            if columns and not with_rows(loc):
-                problems.append(
-                    Problem(
-                        f"{{{{row.{columns[0]}}}}} has no row here: row templates belong in the prompt, "
-                        "turns, checks and `id` of an eval with a `dataset` or `rows`",
-                        line=doc.line_of(loc),
-                        loc=loc,
-                        hint="give the eval a `dataset: cases.csv` or inline `rows:`",
-                    )
-                )
-        elif isinstance(node, dict):
-            for key, value in node.items():
-                if len(loc) == 2 and loc[0] == "evals" and key == "rows":
-                    continue
-                walk(value, (*loc, key))
-        elif isinstance(node, list):
-            for i, value in enumerate(node):
-                walk(value, (*loc, i))
-
-    walk(doc.data, ())
+    problems: list[Problem] = []
+    _walk_templates(doc, doc.data, (), problems)
     return problems
+
+
+def _walk_templates(doc: Document, node: Any, loc: Loc, problems: list[Problem]) -> None:
+    """:func:`_template_problems` of ``node`` at ``loc``. A function of its own, not a closure: a
+    recursive closure is a reference cycle, which kept the whole parsed file alive until the
+    garbage collector's next full pass."""
+    if isinstance(node, str):
+        if "{{" in node:  # every template starts so
+            problems.extend(_string_template_problems(doc, node, loc))
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if len(loc) == 2 and loc[0] == "evals" and key == "rows":
+                continue
+            _walk_templates(doc, value, (*loc, key), problems)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _walk_templates(doc, value, (*loc, i), problems)
+
+
+def _string_template_problems(doc: Document, text: str, loc: Loc) -> Iterator[Problem]:
+    for message in template_problems(text):
+        yield Problem(message, line=doc.line_of(loc), loc=loc)
+    columns = row_columns(text)
+    if columns and not _with_rows(doc, loc):
+        yield Problem(
+            f"{{{{row.{columns[0]}}}}} has no row here: row templates belong in the prompt, "
+            "turns, checks and `id` of an eval with a `dataset` or `rows`",
+            line=doc.line_of(loc),
+            loc=loc,
+            hint="give the eval a `dataset: cases.csv` or inline `rows:`",
+        )
+
+
+def _with_rows(doc: Document, loc: Loc) -> bool:
+    """Whether ``loc`` is in the prompt, turns, checks or ``id`` of an eval with rows."""
+    if len(loc) < 3 or loc[0] != "evals" or loc[2] not in ("prompt", "checks", "id", "turns"):
+        return False
+    evals = doc.data.get("evals") if isinstance(doc.data, dict) else None
+    raw = evals[loc[1]] if isinstance(evals, list) and isinstance(loc[1], int) else None
+    return isinstance(raw, dict) and ("dataset" in raw or "rows" in raw)
 
 
 def assign_eval_ids(evals: tuple[EvalCase, ...]) -> tuple[EvalCase, ...]:

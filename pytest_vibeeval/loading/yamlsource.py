@@ -164,7 +164,8 @@ class _Builder:
         seen: dict[str | int, yaml.Node] = {}
         sources: list[yaml.MappingNode] = []
         for key_node, value_node in node.value:
-            self._tick(key_node)
+            if self.built is not None:
+                self._tick(key_node)
             if key_node.tag == MERGE_TAG:
                 items = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 for item in items:
@@ -194,18 +195,24 @@ class _Builder:
         return own
 
     def build(self, node: yaml.Node, loc: Loc, depth: int) -> Any:
-        self._tick(node)
+        if self.built is not None:
+            self._tick(node)
         if depth > MAX_DEPTH:
             raise self._too_deep(node)
-        self.lines.setdefault(loc, node.start_mark.line + 1)
+        lines = self.lines
+        if loc not in lines:  # a mapping's value: its key's line is there already
+            lines[loc] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
             result: dict[Any, Any] = {}
             for key, key_node, value_node in self._entries(node, depth):
-                self.lines[(*loc, key)] = key_node.start_mark.line + 1
-                result[key] = self.build(value_node, (*loc, key), depth + 1)
+                child = (*loc, key)
+                lines[child] = key_node.start_mark.line + 1
+                result[key] = self.build(value_node, child, depth + 1)
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.build(child, (*loc, i), depth + 1) for i, child in enumerate(node.value)]
+        if node.tag == STR_TAG:  # most scalars: the text itself (see _construct)
+            return node.value
         return self._construct(node)
 
 
@@ -291,7 +298,8 @@ def parse_yaml(path: Path, text: str) -> Document:
     """Parse YAML text; every syntax error becomes an :class:`InputError` with its line."""
     try:
         bounded = _LIBYAML_BOUNDS_DEPTH and _LOADER is not yaml.SafeLoader
-        aliases = True if bounded else _scan_events(path, text)
+        # An alias names an anchor (``&name``) defined before it: without a "&" there is none.
+        aliases = "&" in text if bounded else _scan_events(path, text)
         loader = _LOADER(text)
         try:
             node = loader.get_single_node()

@@ -3,6 +3,7 @@ registry's commands, score bounds, and the validation context's keys."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Literal
 
@@ -82,9 +83,7 @@ class StrictModel(BaseModel):
     @classmethod
     def _reject_unknown_keys(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            # Either spelling is accepted; a suggestion, like the list, gives the documented one.
-            documented = {name: field.alias or name for name, field in cls.model_fields.items()}
-            spelled = {**documented, **{alias: alias for alias in documented.values()}}
+            documented, spelled = _known_keys(cls)
             for key in data:
                 if key not in spelled:
                     match = closest(str(key), spelled)
@@ -99,6 +98,15 @@ class StrictModel(BaseModel):
                         },
                     )
         return data
+
+
+@functools.cache
+def _known_keys(model: type[BaseModel]) -> tuple[dict[str, str], dict[str, str]]:
+    """A model's keys: each field's documented spelling, and every accepted spelling → the
+    documented one (either is accepted; a suggestion, like the list, gives the documented one).
+    Made once per model, not for each mapping validated."""
+    documented = {name: field.alias or name for name, field in model.model_fields.items()}
+    return documented, {**documented, **{alias: alias for alias in documented.values()}}
 
 
 class McpServer(StrictModel):

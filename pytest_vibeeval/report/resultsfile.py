@@ -95,6 +95,9 @@ def _spliced(model: BaseModel, depth: int) -> Iterator[str]:
     :data:`_SPLICED` dumped an item at a time (see :func:`results_json`)."""
     prefix = "  " * depth
     fields = [name for name in _SPLICED.get(type(model), ()) if getattr(model, name)]
+    if not fields:  # a record or stats: nothing to splice, no copy to make
+        yield _indented(model.model_dump_json(indent=2), prefix)
+        return
     emptied = model.model_copy(update={name: [] for name in fields})
     text = _indented(emptied.model_dump_json(indent=2), prefix)
     heads = []
@@ -106,12 +109,24 @@ def _spliced(model: BaseModel, depth: int) -> Iterator[str]:
         heads.append(head)
     for head, name in zip(heads, fields, strict=True):
         yield f'{head}\n{prefix}  "{name}": [\n'
-        for index, item in enumerate(getattr(model, name)):
-            if index:
-                yield ",\n"
-            yield from _spliced(item, depth + 2)
+        yield from _items(getattr(model, name), depth + 2)
         yield f"\n{prefix}  ]"
     yield text
+
+
+def _items(items: Iterable[BaseModel], depth: int) -> Iterator[str]:
+    """A spliced list's items at ``depth``, separated by commas; a record or stats (thousands of
+    them) as one piece, without a generator of its own."""
+    prefix = "  " * depth
+    separator = ""
+    for item in items:
+        if type(item) in _SPLICED:
+            if separator:
+                yield separator
+            yield from _spliced(item, depth)
+        else:
+            yield separator + _indented(item.model_dump_json(indent=2), prefix)
+        separator = ",\n"
 
 
 def results_json(results: ResultsFile) -> Iterator[str]:

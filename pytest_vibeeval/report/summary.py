@@ -29,10 +29,15 @@ def formula_shown(run: RunRecord) -> str:
     return show_formula(run.score_formula, run.score_canonical, run.score_preset)
 
 
-def run_block(run: RunRecord, breakdown: bool = False) -> list[str]:
-    """One run's lines; ``breakdown`` adds the formula with the run's values substituted."""
+def run_block(
+    run: RunRecord, breakdown: bool = False, sandboxed: list[EvalRecord] | None = None
+) -> list[str]:
+    """One run's lines; ``breakdown`` adds the formula with the run's values substituted;
+    ``sandboxed`` (when given) collects the run's records that have a ``sandbox``."""
     # Each read once: on the controller they are made anew each time they are asked for.
     run = run.model_copy(update={"evals": list(run.evals), "eval_stats": list(run.eval_stats)})
+    if sandboxed is not None:
+        sandboxed.extend(record for record in run.evals if record.sandbox is not None)
     m = run.metrics
     config = run.configuration + (f" ({run.configuration_name})" if run.configuration_name else "")
     lines = [f"{run.suite} × {config}  [{run.source}]"]
@@ -230,7 +235,12 @@ def gate_failures(runs: Sequence[RunRecord]) -> list[str]:
     ]
 
 
-def summary_lines(runs: Sequence[RunRecord], breakdown: bool = False) -> list[str]:
+def summary_lines(
+    runs: Sequence[RunRecord], breakdown: bool = False, sandboxed: list[EvalRecord] | None = None
+) -> list[str]:
+    """The Run Summary's lines; ``sandboxed`` (when given) collects the records of the coding-agent
+    items (those with a ``sandbox``) for :func:`workspace_lines`, read on the way: on the
+    controller each pass over the records reads every one anew."""
     lines: list[str] = []
     by_suite: dict[str, list[RunRecord]] = {}
     for run in runs:
@@ -239,7 +249,7 @@ def summary_lines(runs: Sequence[RunRecord], breakdown: bool = False) -> list[st
         for run in suite_runs:
             if lines:
                 lines.append("")
-            lines.extend(run_block(run, breakdown))
+            lines.extend(run_block(run, breakdown, sandboxed))
         if len(suite_runs) > 1:
             lines.append("")
             lines.append(f"{suite_runs[0].suite}: configurations side by side")
@@ -254,10 +264,11 @@ def summary_lines(runs: Sequence[RunRecord], breakdown: bool = False) -> list[st
 KEPT_SHOWN = 20
 
 
-def workspace_lines(runs: Sequence[RunRecord], sandbox_mode: str, fallback_reason: str | None) -> list[str]:
+def workspace_lines(
+    records: Sequence[EvalRecord], sandbox_mode: str, fallback_reason: str | None
+) -> list[str]:
     """What the coding agents ran in, and where --vibe-keep-workspaces kept their folders
-    (nothing when no coding-agent item ran)."""
-    records = [record for run in runs for record in run.evals if record.sandbox is not None]
+    (nothing when no coding-agent item ran); ``records``: the records that have a ``sandbox``."""
     if not records:
         return []
     lines = []

@@ -18,9 +18,8 @@ from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
 from .record_values import ran
 from .repeats import aggregate_scores, mean_ci95, recency_order, run_counts, stats_from_counts
 from .rubric import grade
-from .run_values import RunValues
 from .spool import OnDemand, RecordSpool
-from .variables import EVAL_VARIABLES, compute_variables, eval_variable_names
+from .variables import compute_run_values, compute_variables, eval_variable_names
 
 _PHASES = ("setup", "call", "teardown")  # a report's `when`; xdist's crash reports have another
 
@@ -153,7 +152,9 @@ class Aggregator:
         records = [record for _, record, _ in in_suite_order]
         ext = self.extensions
         errors: dict[str, str] = {}
-        values, reasons = compute_variables(records, ext.run_variables.values(), errors)
+        values, reasons = compute_run_values(
+            records, ext.run_variables.values(), errors, _formula_reads(info, ext.formula_presets)
+        )
         notes = []
         selected = len({r.name for r in records})
         if stopped:
@@ -208,19 +209,18 @@ class Aggregator:
         evals = OnDemand([kept for _, _, kept in in_suite_order], self.spool.resolve)
         # Not validated: that would make every record and stats model, and copy the variables (13
         # per eval, every value a float or None already), kept a tuple of values per eval.
-        variables = RunValues(values, [v.suffix for v in EVAL_VARIABLES], len(ext.run_variables))
-        return run.model_copy(update={"evals": evals, "eval_stats": stats, "variables": variables})
+        return run.model_copy(update={"evals": evals, "eval_stats": stats, "variables": values})
 
 
 def _score(
-    info: RunInfo, values: dict[str, float | None], reasons: dict[str, str], ext: Extensions
+    info: RunInfo, values: Mapping[str, float | None], reasons: dict[str, str], ext: Extensions
 ) -> tuple[float | None, str | None, str | None]:
     """The run's score, why it is null, and its breakdown."""
     try:
         formula = _parse(info, values, ext.formula_presets)
     except FormulaError as exc:
         return None, exc.reason, None
-    for name in formula.names - set(values):
+    for name in {name for name in formula.names if name not in values}:
         reasons[name] = "the eval did not run in this run (deselected?)"
     score, score_error = evaluate(formula, values, reasons)
     return score, score_error, _breakdown(formula, values)
@@ -275,7 +275,18 @@ def _repeated_score(
     return score, None, fields
 
 
-def _parse(info: RunInfo, values: dict[str, float | None], presets: Mapping[str, str]) -> Formula:
+def _formula_reads(info: RunInfo, presets: Mapping[str, str]) -> frozenset[str] | None:
+    """The variables the run's formula reads, when that does not depend on which evals ran (its
+    canonical text; none when it cannot be read): the reasons worth giving. None: any."""
+    if info.score_canonical is None:
+        return None
+    try:
+        return frozenset(parse_formula(info.score_canonical, None, presets=presets).names)
+    except FormulaError:
+        return frozenset()
+
+
+def _parse(info: RunInfo, values: Mapping[str, float | None], presets: Mapping[str, str]) -> Formula:
     """The run's formula, read as collection read it.
 
     With the canonical text (hyphenated names bracketed) the reading does not depend on which evals
@@ -287,7 +298,7 @@ def _parse(info: RunInfo, values: dict[str, float | None], presets: Mapping[str,
     return parse_formula(info.score_formula, set(values), allow_unknown=True, presets=presets)
 
 
-def formula_names(info: RunInfo, values: dict[str, float | None], presets: Mapping[str, str]) -> list[str]:
+def formula_names(info: RunInfo, values: Mapping[str, float | None], presets: Mapping[str, str]) -> list[str]:
     """The variables the run's formula reads, as collection read it; empty when it cannot be read
     (its score then is null with the reason). The outputs take these instead of reading it again."""
     try:
@@ -296,7 +307,7 @@ def formula_names(info: RunInfo, values: dict[str, float | None], presets: Mappi
         return []
 
 
-def _breakdown(formula: Formula, values: dict[str, float | None]) -> str | None:
+def _breakdown(formula: Formula, values: Mapping[str, float | None]) -> str | None:
     """The formula with the run's values substituted; None if it cannot be shown (never raises)."""
     try:
         return breakdown(formula, values)

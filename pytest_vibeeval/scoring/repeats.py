@@ -6,9 +6,10 @@ Pure functions, no pytest: the plugin feeds them the records of a session.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -87,12 +88,21 @@ def stats_from_counts(name: str, runs: int, passed: int, min_pass_rate: float | 
         runs=runs,
         passed=passed,
         pass_rate=rate,
-        pass_at_k={str(k): pass_at_k(runs, passed, k) for k in range(1, runs + 1)},
-        pass_hat_k={str(k): pass_hat_k(runs, passed, k) for k in range(1, runs + 1)},
+        pass_at_k=dict(_pass_k(pass_at_k, runs, passed)),
+        pass_hat_k=dict(_pass_k(pass_hat_k, runs, passed)),
         min_pass_rate=min_pass_rate,
         status="passed" if all_passed or by_rate else "failed",
         passed_by_rate=by_rate,
     )
+
+
+@functools.cache
+def _pass_k(
+    estimate: Callable[[int, int, int], float], runs: int, passed: int
+) -> tuple[tuple[str, float], ...]:
+    """k → ``estimate(runs, passed, k)`` for k = 1 … runs, computed once per counts: the stats of
+    every eval are made again each time they are read (see ``aggregate._eval_stats``)."""
+    return tuple((str(k), estimate(runs, passed, k)) for k in range(1, runs + 1))
 
 
 def remove_outliers(scores: Sequence[float], fraction: float = 0.1) -> list[float]:

@@ -38,6 +38,36 @@ class RunValues(Mapping[str, Value]):
         self._tail = dict(items[index:])
         self._index: dict[str, int] | None = None  # eval name → its position, made at a first lookup
 
+    @classmethod
+    def from_parts(
+        cls,
+        head: dict[str, Value],
+        evals: list[tuple[str, tuple[Value, ...]]],
+        suffixes: Sequence[str],
+        tail: dict[str, Value],
+    ) -> RunValues:
+        """The values laid out already: ``head``, each eval's name and tuple of values (one per
+        suffix; every name they make distinct and none in ``head`` or ``tail``), then ``tail``."""
+        kept = cls({}, suffixes, 0)
+        kept._head, kept._evals, kept._tail = head, evals, tail
+        return kept
+
+    def eval_names(self) -> Iterator[str]:
+        """The names of the per-eval values, in order."""
+        for name, _ in self._evals:
+            for suffix in self._suffixes:
+                yield name + suffix
+
+    def locate(self, key: str) -> tuple[int, int] | None:
+        """Where the per-eval value named ``key`` is: its eval's position and its suffix's, or None."""
+        if self._index is None:
+            self._index = {name: position for position, (name, _) in enumerate(self._evals)}
+        for position, suffix in enumerate(self._suffixes):
+            found = self._index.get(key[: len(key) - len(suffix)]) if key.endswith(suffix) else None
+            if found is not None:
+                return found, position
+        return None
+
     def __iter__(self) -> Iterator[str]:
         yield from self._head
         for name, _ in self._evals:
@@ -67,13 +97,10 @@ class RunValues(Mapping[str, Value]):
             return self._head[key]
         if key in self._tail:
             return self._tail[key]
-        if self._index is None:
-            self._index = {name: position for position, (name, _) in enumerate(self._evals)}
-        for position, suffix in enumerate(self._suffixes):
-            found = self._index.get(key[: len(key) - len(suffix)]) if key.endswith(suffix) else None
-            if found is not None:
-                return self._evals[found][1][position]
-        raise KeyError(key)
+        found = self.locate(key)
+        if found is None:
+            raise KeyError(key)
+        return self._evals[found[0]][1][found[1]]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):

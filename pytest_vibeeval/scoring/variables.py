@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..check_api import raised_at
@@ -29,6 +29,7 @@ from .record_values import (
     vybes,
     vybes_score,
 )
+from .run_values import RunValues
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,16 @@ BUILTIN_RUN_VARIABLES: tuple[RunVariable, ...] = tuple(
 del _BUILTIN
 
 
+# The nonempty ``x`` with suffix ``s1`` = ``x`` + suffix ``s2``: an eval named ``e + x`` beside ``e``
+# would name a variable twice (see _distinct_names).
+_SUFFIX_PARTS = frozenset(
+    s1[: len(s1) - len(s2)]
+    for s1 in (v.suffix for v in EVAL_VARIABLES)
+    for s2 in (v.suffix for v in EVAL_VARIABLES)
+    if s1 != s2 and s1.endswith(s2)
+)
+
+
 def builtin_run_variables() -> RunVariables:
     """A registry holding the built-in run variables only."""
     variables = RunVariables()
@@ -302,6 +313,53 @@ def compute_variables(
     An eval that ran several times (--vibe-repeat) gives each of its variables the mean over its
     runs: ``<name>`` is then its pass rate. ``errors`` (when given) collects the run variables whose
     computation failed (raised, or returned no number): their value is None with the error."""
+    values, reasons = _run_wide(records, variables, errors)
+    run_wide = set(values)
+    for eval_name, runs in _by_eval(records).items():
+        row, why = _eval_row(runs)
+        for variable, value, reason in zip(EVAL_VARIABLES, row, why, strict=True):
+            # Interned: each configuration's run of a suite names the same variables.
+            name = sys.intern(eval_name + variable.suffix)
+            if name in run_wide:
+                continue  # an eval named like a run-wide variable must not replace it
+            values[name] = value
+            if reason:
+                reasons[name] = reason
+    _add_check_scores(records, values, values, reasons)
+    return values, reasons
+
+
+def compute_run_values(
+    records: Sequence[EvalRecord],
+    variables: Iterable[RunVariable],
+    errors: dict[str, str] | None,
+    wanted: Iterable[str] | None,
+) -> tuple[RunValues, dict[str, str]]:
+    """:func:`compute_variables` as the controller keeps the values (:class:`RunValues`: a tuple
+    per eval, no name made per variable), with the reasons of the ``wanted`` names only (those the
+    formula reads; None: every reason)."""
+    suffixes = [variable.suffix for variable in EVAL_VARIABLES]
+    head, reasons = _run_wide(records, variables, errors)
+    rows = [(name, *_eval_row(runs)) for name, runs in _by_eval(records).items()]
+    if not _distinct_names([name for name, _, _ in rows], head):  # one name, two variables
+        values, reasons = compute_variables(records, variables, errors)
+        return RunValues(values, suffixes, len(head)), reasons
+    evals = [(name, row) for name, row, _ in rows]
+    tail: dict[str, Value] = {}
+    _add_check_scores(records, RunValues.from_parts(head, evals, suffixes, {}), tail, reasons)
+    kept = RunValues.from_parts(head, evals, suffixes, tail)
+    for name in kept.eval_names() if wanted is None else wanted:
+        found = kept.locate(name)
+        reason = rows[found[0]][2][found[1]] if found else None
+        if reason:
+            reasons[name] = reason
+    return kept, reasons
+
+
+def _run_wide(
+    records: Sequence[EvalRecord], variables: Iterable[RunVariable], errors: dict[str, str] | None
+) -> tuple[dict[str, Value], dict[str, str]]:
+    """The run-wide variables' values and reasons (``errors``: see :func:`compute_variables`)."""
     values: dict[str, Value] = {}
     reasons: dict[str, str] = {}
     for variable in variables:
@@ -310,29 +368,61 @@ def compute_variables(
             reasons[variable.name] = reason
         if failed and errors is not None:
             errors[variable.name] = reason or ""
-    run_wide = set(values)
+    return values, reasons
+
+
+def _by_eval(records: Sequence[EvalRecord]) -> dict[str, list[EvalRecord]]:
+    """The records of each named eval, in the order the evals first appear."""
     by_eval: dict[str, list[EvalRecord]] = {}
     for record in records:
         if record.named:
             by_eval.setdefault(record.name, []).append(record)
-    for eval_name, runs in by_eval.items():
-        counted = [r for r in runs if r.outcome != "skipped"] or runs[:1]  # skipped runs left out
-        for eval_variable in EVAL_VARIABLES:
-            # Interned: each configuration's run of a suite names the same variables.
-            name = sys.intern(eval_name + eval_variable.suffix)
-            if name in run_wide:
-                continue  # an eval named like a run-wide variable must not replace it
-            values[name], reason = _mean_over_runs(counted, eval_variable)
-            if reason:
-                reasons[name] = reason
+    return by_eval
+
+
+def _eval_row(runs: list[EvalRecord]) -> tuple[tuple[Value, ...], tuple[str | None, ...]]:
+    """One eval's per-eval variables over its runs, in :data:`EVAL_VARIABLES` order, and the
+    reason each has none."""
+    counted = [r for r in runs if r.outcome != "skipped"] or runs[:1]  # skipped runs left out
+    if len(counted) > 1:
+        pairs = [_mean_over_runs(counted, variable) for variable in EVAL_VARIABLES]
+        return tuple(value for value, _ in pairs), tuple(reason for _, reason in pairs)
+    record = counted[0]  # most evals: _mean_over_runs's one run, without a call per variable
+    pairs = [variable.compute(record) for variable in EVAL_VARIABLES]
+    values = tuple(None if value is None else value / 1 for value, _ in pairs)  # a float, as a mean is
+    return values, tuple(None if value is not None else reason for value, reason in pairs)
+
+
+def _add_check_scores(
+    records: Sequence[EvalRecord], taken: Container[str], values: dict[str, Value], reasons: dict[str, str]
+) -> None:
+    """``<name>_score`` of each named check into ``values``, unless ``taken`` has that name."""
     for check_name in sorted({name for record in records for name in record.check_names}):
         name = check_name + CHECK_SCORE_SUFFIX
-        if name in values:
+        if name in taken:
             continue  # a collision refused at collection; never replace another variable
         values[name], reason = check_score(records, check_name)
         if reason:
             reasons[name] = reason
-    return values, reasons
+
+
+def _distinct_names(eval_names: Collection[str], run_wide: Collection[str]) -> bool:
+    """Whether the per-eval variables of ``eval_names`` each have a name of their own, none a
+    run-wide one's: ``e + s1 == f + s2`` for evals ``e``, ``f`` means ``f`` is ``e`` plus a part
+    ``x`` of suffix ``s1`` that ends in suffix ``s2`` (``x_cost`` beside ``x``, and
+    ``a_structure`` beside ``a``: ``a_structure_score``)."""
+    taken = set(eval_names)
+    if len(taken) != len(eval_names):
+        return False
+    suffixes = [variable.suffix for variable in EVAL_VARIABLES]
+    if any(
+        name.endswith(suffix) and name[: len(name) - len(suffix)] in taken
+        for name in run_wide
+        for suffix in suffixes
+    ):
+        return False
+    parts = _SUFFIX_PARTS
+    return not any(name.endswith(part) and name[: -len(part)] in taken for name in taken for part in parts)
 
 
 CHECK_SCORE_SUFFIX = "_score"
@@ -382,7 +472,10 @@ def _mean_over_runs(counted: Sequence[EvalRecord], variable: EvalVariable) -> Re
 def variable_clash(name: str, run_names: Iterable[str] | None = None) -> str | None:
     """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one
     (``run_names``: the session's run-wide variables; the built-ins by default)."""
-    run = set(run_variable_names() if run_names is None else run_names)
+    if isinstance(run_names, set | frozenset):
+        run = run_names  # a set already (one per suite, not per eval)
+    else:
+        run = set(run_variable_names() if run_names is None else run_names)
     if name in run:
         return f"eval name {name!r} is a run-wide score formula variable"
     clashes = [v for v in eval_variable_names(name) if v in run]

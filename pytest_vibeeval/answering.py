@@ -37,6 +37,8 @@ def response_excerpt(text: str, log: str | None = None) -> tuple[str, int | None
 
 def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
     """The steps with secret values removed from their command lines."""
+    if not redact.secrets:  # nothing to remove: no copies
+        return list(steps)
     return [step.model_copy(update={"argv": [redact(a) or "" for a in step.argv]}) for step in steps]
 
 

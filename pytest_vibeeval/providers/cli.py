@@ -184,7 +184,8 @@ class CliProvider:
         except CommandNotFound as exc:
             raise ProviderError(str(exc)) from None
         finally:  # a long prompt went through a file: the agent has read it, keep it masked
-            mask_file(request.workdir / STDIN_FILE, self.renderer.used_secrets)
+            if self.renderer.used_secrets:  # without secrets there is nothing to mask
+                mask_file(request.workdir / STDIN_FILE, self.renderer.used_secrets)
         step = StepRecord(
             phase="agent",
             name=self.config_id,

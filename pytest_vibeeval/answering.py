@@ -16,7 +16,7 @@ from .loading.templates import Redactor
 from .models import Configuration
 from .pricing import CostSource, cost_of, price_for
 from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
-from .results import CheckRecord, EvalRecord, StepRecord
+from .results import CheckRecord, StepRecord
 
 # A longer answer is recorded as its head and tail: the record travels to the controller and into
 # the results file and reports, and the rubric reads it, none of which should hold 200 MB.
@@ -37,6 +37,8 @@ def response_excerpt(text: str, log: str | None = None) -> tuple[str, int | None
 
 def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
     """The steps with secret values removed from their command lines."""
+    if not redact.secrets:  # nothing to remove: no copies
+        return list(steps)
     return [step.model_copy(update={"argv": [redact(a) or "" for a in step.argv]}) for step in steps]
 
 
@@ -134,21 +136,22 @@ def answer_fields(
 def check_answer(
     checks: tuple[CheckNode, ...],
     response: ProviderResponse,
-    answered: EvalRecord,
+    fields: dict[str, Any],
     judge: Judge | None,
     prompt: str,
     workdir: Path,
 ) -> tuple[bool | None, list[CheckResult]]:
-    """Run ``checks`` on ``response`` (its measures as ``answered`` records them); raises
-    :class:`JudgeError` or :class:`CheckError` when a check cannot run."""
+    """Run ``checks`` on ``response`` (its measures as its record's ``fields`` from
+    :func:`answer_fields` hold them); raises :class:`JudgeError` or :class:`CheckError` when a check
+    cannot run."""
     seen = Response(
         response.text,
         response.output_tokens,
         judge.decide if judge else None,
         tool_calls=tuple(response.tool_calls or ()),
         tool_calls_reported=response.tool_calls is not None,
-        cost=answered.cost,
-        latency=answered.latency,
+        cost=fields["cost"],
+        latency=fields["latency"],
         input_tokens=response.input_tokens,
         prompt=prompt,
         workdir=workdir,

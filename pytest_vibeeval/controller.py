@@ -85,11 +85,12 @@ class ControllerSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Take our records off the report; the JUnit properties are added at the end."""
+        nodeid = report.nodeid  # read once: recent pytest makes it anew on every access
         if report.failed:
-            self.failed_nodeids.add(report.nodeid)
+            self.failed_nodeids.add(nodeid)
         ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]
         crashed = report.when not in ("setup", "call", "teardown")
-        if not ours and not (crashed and report.nodeid.split("::")[0].endswith(SOURCE_SUFFIXES)):
+        if not ours and not (crashed and nodeid.split("::")[0].endswith(SOURCE_SUFFIXES)):
             return
         aggregator = self.state.aggregator
         info: RunInfo | None = None
@@ -97,10 +98,10 @@ class ControllerSession:
         for key, value in ours:
             if key == RESULT_PROPERTY:
                 record = received(value, str)  # its JSON waits unparsed in the aggregator's spool
-            elif not aggregator.has_info(report.nodeid):  # the item's first report: read it once
+            elif not aggregator.has_info(nodeid):  # the item's first report: read it once
                 info = received(value, RunInfo.from_json)
         aggregator.add_report(
-            report.nodeid,
+            nodeid,
             report.when or "",
             report.outcome,
             info,

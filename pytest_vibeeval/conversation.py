@@ -68,7 +68,7 @@ def run_conversation(
         failure: str | None = None
         exchange.entered("checks", f"turn {number}/{len(prompts)}")
         try:
-            verdict, results = check_answer(turn_checks, response, answered, judge, prompt, request.workdir)
+            verdict, results = check_answer(turn_checks, response, fields, judge, prompt, request.workdir)
         except (JudgeError, CheckError) as exc:
             verdict, results, failure = None, [], redact(str(exc)) or ""
         checked = [check_record(r, redact) for r in results]

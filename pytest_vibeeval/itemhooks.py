@@ -142,7 +142,9 @@ class ItemHooks:
         report = yield
         if not isinstance(item, EvalItem):
             return report
-        _mask_report(report, self.state.renderer.redactor())
+        redact = self.state.renderer.redactor()
+        if redact.secrets:  # without secrets masking changes nothing
+            _mask_report(report, redact)
         stopped = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
         if stopped and call.when in ("setup", "call"):  # failed, or xfailed: the item's own marker
             _record_unfinished(item, report)

@@ -7,14 +7,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .results import EvalRecord, StepRecord
 
 
-@dataclass(frozen=True)
-class Phase:
+class Phase(NamedTuple):  # a tuple: made twice for every item, faster than a frozen dataclass
     name: str  # workspace | agent | build | grade | checks
     detail: str  # the step's or configuration's name, where there is one
     started: float  # time.monotonic()

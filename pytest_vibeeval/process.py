@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from .bounded_read import UnreadableFile, read_end, read_start
 from .reaping import Orphans
@@ -174,6 +173,32 @@ def _prefilled_pipe(data: bytes) -> int | None:
     return read_end
 
 
+_OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC  # as open(path, "wb")
+
+
+def _output_descriptor(path: Path, files: list[int]) -> int:
+    """``path`` created (or emptied) for writing; its descriptor is added to ``files``."""
+    fd = os.open(path, _OUTPUT_FLAGS, 0o666)
+    files.append(fd)
+    return fd
+
+
+def _stdin_descriptor(text: str | None, stdout_path: Path, files: list[int]) -> int:
+    """What the child reads: ``text`` in a prefilled pipe, or when too long for one in the
+    ``.stdin`` file beside ``stdout_path``; /dev/null (subprocess.DEVNULL) without text. A
+    descriptor made here is added to ``files``."""
+    if text is None:
+        return subprocess.DEVNULL
+    data = text.encode("utf-8")
+    fd = _prefilled_pipe(data)
+    if fd is None:
+        path = stdout_path.with_suffix(".stdin")
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    files.append(fd)
+    return fd
+
+
 def run_command(
     argv: Sequence[str],
     *,
@@ -218,7 +243,7 @@ def run_command(
             raise CommandNotFound(args[0], "not an executable file")
         raise CommandNotFound(args[0], "looked in PATH")
     out = Path(output_dir)
-    if not out.is_dir():
+    if os.fspath(output_dir) != cwd_str and not out.is_dir():  # the cwd was just checked
         out.mkdir(parents=True, exist_ok=True)
     stdout_path = out / f"{name}.stdout"
     stderr_path = out / f"{name}.stderr"
@@ -227,8 +252,8 @@ def run_command(
     orphans = Orphans()
     child_env = None if env is None else dict(env)
     with orphans:
-        proc, timed_out, start = _run(args, executable, cwd_str, child_env, stdin_text, out, name, limit,
-                                      orphans, timeout, grace)  # fmt: skip
+        proc, timed_out, start = _run(args, executable, cwd_str, child_env, stdin_text,
+                                      (stdout_path, stderr_path), limit, orphans, timeout, grace)  # fmt: skip
         duration = time.monotonic() - start
     return CommandResult(
         argv=args,
@@ -247,39 +272,32 @@ def _run(
     cwd_str: str,
     env: dict[str, str] | None,
     stdin_text: str | None,
-    out: Path,
-    name: str,
+    outputs: tuple[Path, Path],
     limit: ProcessLimit | None,
     orphans: Orphans,
     timeout: float | None,
     grace: float,
 ) -> tuple[subprocess.Popen[bytes], bool, float]:
     """Start the command, wait for it, kill its group and reap it; (the process, whether it timed
-    out, when it started: time.monotonic())."""
+    out, when it started: time.monotonic()). ``outputs``: the stdout and stderr files."""
+    stdout_path, stderr_path = outputs
+    program = os.path.abspath(executable)
     proc: subprocess.Popen[bytes] | None = None
     start = time.monotonic()
-    stdout_path, stderr_path = out / f"{name}.stdout", out / f"{name}.stderr"
     try:
-        # The parent's copies of the file handles are closed as soon as the child has its own.
-        with contextlib.ExitStack() as files:
-            stdin: IO[bytes] | int = subprocess.DEVNULL
-            if stdin_text is not None:
-                data = stdin_text.encode("utf-8")
-                pipe_end = _prefilled_pipe(data)
-                if pipe_end is not None:
-                    stdin = files.enter_context(os.fdopen(pipe_end, "rb"))
-                else:
-                    stdin_path = out / f"{name}.stdin"
-                    stdin_path.write_bytes(data)
-                    stdin = files.enter_context(stdin_path.open("rb"))
-            stdout = files.enter_context(stdout_path.open("wb"))
-            stderr = files.enter_context(stderr_path.open("wb"))
+        # Plain descriptors, not file objects: each of those costs more system calls. The parent's
+        # copies are closed as soon as the child has its own.
+        files: list[int] = []
+        try:
+            stdin = _stdin_descriptor(stdin_text, stdout_path, files)
+            stdout = _output_descriptor(stdout_path, files)
+            stderr = _output_descriptor(stderr_path, files)
             start = time.monotonic()
             orphans.starting()
             try:
                 proc = subprocess.Popen(
-                    limit.wrap([os.path.abspath(executable), *args[1:]]) if limit else args,
-                    executable=None if limit else os.path.abspath(executable),
+                    limit.wrap([program, *args[1:]]) if limit else args,
+                    executable=None if limit else program,
                     cwd=cwd_str,
                     env=env,
                     stdin=stdin,
@@ -294,6 +312,9 @@ def _run(
                 if exc.errno != errno.E2BIG:
                     raise
                 raise ArgumentsTooLong(args[0], _too_long_reason(args)) from exc
+        finally:
+            for fd in files:
+                os.close(fd)
         timed_out = _wait(proc, timeout, grace)
     finally:
         if proc is not None:

@@ -52,21 +52,37 @@ def _prctl() -> Callable[..., int] | None:
 _PRCTL = _prctl()
 
 
-def _subreaper(on: bool | None = None) -> bool:
-    """Whether this process is a child subreaper; with ``on``, make it one (or not) first."""
+def _subreaper() -> bool:
+    """Whether this process is a child subreaper."""
     if _PRCTL is None:
         return False
-    if on is not None:
-        _PRCTL(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
     value = ctypes.c_int(0)
     _PRCTL(PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)
     return bool(value.value)
 
 
+def _make_subreaper(on: bool) -> None:
+    """Make this process a child subreaper, or no longer one."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+
+
+def _read_proc(path: str) -> str:
+    """The text of a ``/proc`` file: fewer system calls than ``Path.read_text`` (its size is 0)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace")  # a process name may be any bytes
+
+
 def _stat(pid: int) -> tuple[str, int, int, int] | None:
     """(state, parent pid, flags, start time in clock ticks) of ``pid``, or None when it is gone."""
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        text = _read_proc(f"/proc/{pid}/stat")
     except OSError:
         return None
     fields = text.rpartition(")")[2].split()  # the name before it may hold spaces and parentheses
@@ -108,7 +124,7 @@ def _children() -> list[int]:
     me = os.getpid()
     try:
         tasks = os.listdir(f"/proc/{me}/task")
-        return [int(p) for t in tasks for p in Path(f"/proc/{me}/task/{t}/children").read_text().split()]
+        return [int(p) for t in tasks for p in _read_proc(f"/proc/{me}/task/{t}/children").split()]
     except OSError:  # a kernel without the children files: the slow way
         return [pid for pid in _all_pids() if (found := _stat(pid)) is not None and found[1] == me]
 
@@ -170,7 +186,7 @@ class Orphans:
     def __enter__(self) -> Orphans:
         self._was_subreaper = _subreaper()
         if not self._was_subreaper:
-            _subreaper(True)
+            _make_subreaper(True)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -178,7 +194,7 @@ class Orphans:
             self.reap()
         finally:
             if not self._was_subreaper:
-                _subreaper(False)
+                _make_subreaper(False)
 
     def reap(self) -> None:
         if _PRCTL is None or self.since is None:

@@ -43,15 +43,18 @@ class ItemVerdict:
 
 
 def render_value(value: Any, renderer: Renderer) -> Any:
-    """Fill templates in every string inside a check value (str, pydantic model, or dataclass)."""
+    """Fill templates in every string inside a check value (str, pydantic model, or dataclass). A
+    string or dataclass without templates is returned as it is; a model is always a copy (with every
+    field marked as set, which check types may rely on)."""
     if isinstance(value, str):
         return renderer.render(value)
     if isinstance(value, BaseModel):
         return value.model_copy(update={k: render_value(v, renderer) for k, v in value.__dict__.items()})
     if is_dataclass(value) and not isinstance(value, type):
-        return replace(
-            value, **{f.name: render_value(getattr(value, f.name), renderer) for f in fields(value)}
-        )
+        values = {f.name: getattr(value, f.name) for f in fields(value)}
+        rendered = {name: render_value(field, renderer) for name, field in values.items()}
+        changed = any(rendered[name] is not values[name] for name in values)
+        return replace(value, **rendered) if changed else value
     return value
 
 
@@ -61,7 +64,8 @@ def render_checks(checks: tuple[CheckNode, ...], renderer: Renderer) -> tuple[Ch
         if isinstance(node, AnyOf):
             out.append(replace(node, children=render_checks(node.children, renderer)))
         elif node.type.template_fields:
-            out.append(replace(node, value=render_value(node.value, renderer)))
+            value = render_value(node.value, renderer)
+            out.append(node if value is node.value else replace(node, value=value))
         else:
             out.append(node)
     return tuple(out)
@@ -169,16 +173,18 @@ def run_prompt_eval(
         )
         return record, ItemVerdict("error", message)
     judge = judge_of(prompt)
-    answered = base.model_copy(update=answer_fields(response, latency, configuration, model, redact))
+    # The record is copied once with everything: each copy of its many fields costs.
+    answered = answer_fields(response, latency, configuration, model, redact)
     entered("checks", "")
     try:
         verdict, results = check_answer(checks, response, answered, judge, prompt, workdir)
     except (JudgeError, CheckError) as exc:
         message = redact(str(exc)) or ""
         judge_cost = judge.cost if judge else None
-        update = {"outcome": "error", "message": message, "judge_cost": judge_cost}
-        return answered.model_copy(update=update), ItemVerdict("error", message)
+        update = {**answered, "outcome": "error", "message": message, "judge_cost": judge_cost}
+        return base.model_copy(update=update), ItemVerdict("error", message)
     checked: dict[str, Any] = {
+        **answered,
         "judge_cost": judge.cost if judge else None,
         "checks": [check_record(r, redact) for r in results],
     }
@@ -188,8 +194,8 @@ def run_prompt_eval(
     elif verdict:
         outcome, note = "passed", None
     else:  # the message reads the checked record: made twice only for a failure
-        outcome, note = "failed", failure_message(answered.model_copy(update=checked))
-    record = answered.model_copy(update={**checked, "outcome": outcome, "message": note})
+        outcome, note = "failed", failure_message(base.model_copy(update=checked))
+    record = base.model_copy(update={**checked, "outcome": outcome, "message": note})
     return record, ItemVerdict(outcome, note)
 
 

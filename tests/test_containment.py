@@ -37,6 +37,7 @@ from pytest_vibeeval.masking import (
 )
 from pytest_vibeeval.models import Configuration
 from pytest_vibeeval.providers import PromptRequest
+from pytest_vibeeval.providers.agent_env import AllowedEnvironment, allowed_environment
 from pytest_vibeeval.providers.cli import CliProvider
 from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
@@ -613,6 +614,33 @@ def test_the_environment_is_scanned_again_only_when_it_changed() -> None:
     finally:
         del os.environ["VIBE_SECRET_WATCHED"]
     assert watch.secrets(os.environ, ["PLAIN_NAME"]) is not None  # a removed variable: changed
+
+
+def test_the_agents_environment_follows_every_change_of_the_live_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    patterns = ["PATH", "VIBE_ALLOWED_*"]
+    allowed = AllowedEnvironment(patterns)
+
+    def expected() -> list[tuple[str, str]]:
+        return list(allowed_environment(os.environ, patterns).items())
+
+    given = allowed(os.environ)
+    assert list(given.items()) == expected()
+    given["VIBE_ALLOWED_BY_CALLER"] = "added"  # every call gives a dict of its own
+    assert list(allowed(os.environ).items()) == expected()
+    monkeypatch.setenv("VIBE_ALLOWED_ONE", "1")
+    monkeypatch.setenv("VIBE_NOT_ALLOWED", "2")
+    assert list(allowed(os.environ).items()) == expected() and ("VIBE_ALLOWED_ONE", "1") in expected()
+    monkeypatch.setenv("VIBE_ALLOWED_ONE", "changed")
+    assert allowed(os.environ)["VIBE_ALLOWED_ONE"] == "changed"
+    monkeypatch.delenv("VIBE_ALLOWED_ONE")
+    assert "VIBE_ALLOWED_ONE" not in allowed(os.environ)
+    # pytest changes its variable for every phase: given only where a pattern lets it through
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "another item (call)")
+    assert "PYTEST_CURRENT_TEST" not in allowed(os.environ)
+    passed_through = AllowedEnvironment(["PYTEST_*"])
+    assert passed_through(os.environ)["PYTEST_CURRENT_TEST"] == "another item (call)"
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "yet another item (call)")
+    assert passed_through(os.environ)["PYTEST_CURRENT_TEST"] == "yet another item (call)"
 
 
 @XDIST_MODES

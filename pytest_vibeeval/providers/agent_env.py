@@ -41,6 +41,34 @@ def allowed_environment(environ: Mapping[str, str], patterns: Iterable[str]) -> 
     return {name: value for name, value in environ.items() if allowed(name)}
 
 
+class AllowedEnvironment:
+    """:func:`allowed_environment` of a live environment (``os.environ``), filtered again only when
+    it changed: an agent starts for every eval, and decoding every variable each time costs more
+    than comparing the raw byte mapping."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.patterns = tuple(patterns)
+        self._allowed = _matcher(self.patterns)
+        self._seen: list[tuple[bytes, bytes]] | None = None
+        self._filtered: dict[str, str] = {}
+
+    def __call__(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The allowed variables of ``environ``, in its order: a new dict each time."""
+        raw = getattr(environ, "_data", None)  # os.environ's undecoded variables
+        if not isinstance(raw, dict) or self._allowed(CURRENT_TEST):
+            return allowed_environment(environ, self.patterns)
+        # pytest changes PYTEST_CURRENT_TEST for every phase of every item; it is not let through
+        seen = [item for item in raw.items() if item[0] != _CURRENT_TEST_RAW]
+        if seen != self._seen:
+            self._filtered = allowed_environment(environ, self.patterns)
+            self._seen = seen
+        return dict(self._filtered)
+
+
+CURRENT_TEST = "PYTEST_CURRENT_TEST"
+_CURRENT_TEST_RAW = CURRENT_TEST.encode()  # os.environ's raw keys are bytes on POSIX
+
+
 @functools.lru_cache(maxsize=256)
 def _matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
     """Whether a name matches one of ``patterns``: one regular expression for them all, made once

@@ -14,7 +14,7 @@ from ..process import ArgumentsTooLong, CommandNotFound, resolve_executable, run
 from ..reaping import marked
 from ..results import StepRecord
 from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
-from .agent_env import allowed_environment, allowed_names
+from .agent_env import AllowedEnvironment, allowed_names
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
 from .cli_mcp import (
     CliMcp,
@@ -62,6 +62,7 @@ class CliProvider:
         self.config_dir = str(config_dir)
         cli = config.cli.replace(CONFIG_DIR, self.config_dir)
         self.executable = str(Path(self.config_dir, cli)) if "/" in cli and not os.path.isabs(cli) else cli
+        self._allowed_environment = AllowedEnvironment(allowed_names(config))
 
     def _expand(self, text: str, values: Mapping[str, str] | None = None) -> str:
         """``text`` with its templates filled and its placeholders (``${CONFIG_DIR}`` and those
@@ -89,7 +90,7 @@ class CliProvider:
 
     def _env(self) -> dict[str, str]:
         """The allowlisted variables of this process's environment and the configuration's ``env``."""
-        env = allowed_environment(os.environ, allowed_names(self.config))
+        env = self._allowed_environment(os.environ)
         env.update({key: self._expand(value) for key, value in self.config.env.items()})
         return env
 
@@ -183,7 +184,8 @@ class CliProvider:
         except CommandNotFound as exc:
             raise ProviderError(str(exc)) from None
         finally:  # a long prompt went through a file: the agent has read it, keep it masked
-            mask_file(request.workdir / STDIN_FILE, self.renderer.used_secrets)
+            if self.renderer.used_secrets:  # without secrets there is nothing to mask
+                mask_file(request.workdir / STDIN_FILE, self.renderer.used_secrets)
         step = StepRecord(
             phase="agent",
             name=self.config_id,

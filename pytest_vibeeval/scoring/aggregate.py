@@ -57,7 +57,9 @@ class Aggregator:
         wasxfail: bool,
     ) -> None:
         """One report of an item; ``record``: its finished record, or that record's JSON."""
-        item = self.items.setdefault(nodeid, _Item(info))
+        item = self.items.get(nodeid)
+        if item is None:
+            item = self.items[nodeid] = _Item(info)
         item.info = item.info or info
         if isinstance(record, str):
             item.record = self.spool.add(record)

@@ -49,7 +49,12 @@ class Markdown:
     blocks: tuple[CodeBlock, ...]
 
 
-@lru_cache(maxsize=16)
+# The readings of one answer are cached by its text, as the Markdown split is: the rubric reads
+# an answer several times (its errors for accuracy and for error_rate), and answers often repeat.
+CACHED_ANSWERS = 16
+
+
+@lru_cache(maxsize=CACHED_ANSWERS)
 def split_markdown(output: str) -> Markdown:
     """Split ``output`` into prose and fenced code blocks (an unclosed fence runs to the end)."""
     prose: list[str] = []
@@ -159,6 +164,7 @@ def has_next_steps(output: str) -> bool:
     return NEXT_STEPS.search(split_markdown(output).prose) is not None
 
 
+@lru_cache(maxsize=CACHED_ANSWERS)
 def completeness_tenths(output: str, task: Task) -> int:
     return (
         3 * has_direct_answer(output)
@@ -283,6 +289,7 @@ def has_syntax_errors(output: str) -> bool:
     return bool(syntax_errors(output))
 
 
+@lru_cache(maxsize=CACHED_ANSWERS)
 def count_output_errors(output: str) -> int:
     """Error lines in the prose: lines matching the tool log's ``FAILURE_PATTERN`` (a traceback header,
     ``<Name>Error:`` / ``<Name>Exception:``, ``error:`` / ``fatal:``). A Python traceback counts once: its
@@ -309,6 +316,7 @@ def has_obvious_errors(output: str) -> bool:
     return count_output_errors(output) > 0 or has_refusal(output)
 
 
+@lru_cache(maxsize=CACHED_ANSWERS)
 def accuracy_tenths(output: str, passed: bool) -> int:
     return 4 * (not has_syntax_errors(output)) + 3 * (not has_obvious_errors(output)) + 3 * passed
 

@@ -57,6 +57,15 @@ class ControllerSession:
             node.workerinput[RESUME_INPUT] = state.resume.to_json()
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """xdist controller: a worker collected eval items, so the reports will need the scoring
+        machinery. Made now, before any item runs, not at the first report: imported then, it held
+        up the reports queued behind it, and an interrupt could end the session before an item's
+        first report was read (its record then missing from the results)."""
+        if any(nodeid.split("::", 1)[0].endswith(SOURCE_SUFFIXES) for nodeid in ids):
+            self.state.aggregator  # noqa: B018 (made, with its modules, on first access)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """xdist controller: remember a usage error a worker found during its collection, and a
         worker that was lost (it crashed, e.g. killed by the item it ran)."""

@@ -141,19 +141,24 @@ def test_importing_the_plugin_leaves_the_heavy_modules_out() -> None:
     assert json.loads(out.stdout) == []
 
 
-def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Path) -> None:
-    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
+def session_modules(folder: Path, args: list[str], witness: str, watched: tuple[str, ...]) -> list[object]:
+    """A pytest session on ``folder`` in a fresh interpreter: its exit code, whether ``witness``
+    was imported, and which of ``watched`` were."""
     code = (
         "import json, sys, pytest\n"
-        f"code = pytest.main([{str(tmp_path)!r}, '-q', '-p', 'no:cacheprovider'])\n"
-        "configured = 'pytest_vibeeval.controller' in sys.modules\n"  # the plugin did run
-        f"loaded = sorted(set({list(NOT_WITHOUT_EVALS)!r}) & set(sys.modules))\n"
-        "print(json.dumps([int(code), configured, loaded]))"
+        f"code = pytest.main([{str(folder)!r}, '-q', '-p', 'no:cacheprovider', *{args!r}])\n"
+        f"witnessed = {witness!r} in sys.modules\n"
+        f"loaded = sorted(set({list(watched)!r}) & set(sys.modules))\n"
+        "print(json.dumps([int(code), witnessed, loaded]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
-    )
-    assert json.loads(out.stdout.splitlines()[-1]) == [0, True, []]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=folder)
+    return list(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Path) -> None:
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
+    # the controller module shows the plugin did run
+    assert session_modules(tmp_path, [], "pytest_vibeeval.controller", NOT_WITHOUT_EVALS) == [0, True, []]
 
 
 # What the xdist controller, which collects and runs nothing, must not import: the items' machinery.
@@ -175,17 +180,9 @@ def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> 
         "configurations:\n  c: {python: 'app:answer'}\n",
         encoding="utf-8",
     )
-    code = (
-        "import json, sys, pytest\n"
-        f"code = pytest.main([{str(tmp_path)!r}, '-q', '-p', 'no:cacheprovider', '-n', '2'])\n"
-        "scored = 'pytest_vibeeval.scoring.aggregate' in sys.modules\n"  # the controller took records
-        f"loaded = sorted(set({list(NOT_ON_THE_CONTROLLER)!r}) & set(sys.modules))\n"
-        "print(json.dumps([int(code), scored, loaded]))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
-    )
-    assert json.loads(out.stdout.splitlines()[-1]) == [0, True, []]
+    # the aggregator's module shows the controller took records
+    scored = "pytest_vibeeval.scoring.aggregate"
+    assert session_modules(tmp_path, ["-n", "2"], scored, NOT_ON_THE_CONTROLLER) == [0, True, []]
 
 
 def test_the_package_imports_its_exported_names_when_first_used() -> None:

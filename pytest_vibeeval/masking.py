@@ -15,7 +15,9 @@ import base64
 import functools
 import html
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -131,13 +133,35 @@ def mask(text: str, secrets: frozenset[str]) -> str:
     return pattern.sub(MASK, text)
 
 
+MASKED_FILE_LIMIT = 1 << 26  # bytes: a prompt file larger than this is not one the plugin wrote
+
+
 def mask_file(path: Path, secrets: Iterable[str]) -> None:
     """Rewrite the text file ``path`` with its secrets masked (nothing when it is not there or
-    holds none): a copy kept for people once the program that needed the raw values is done."""
+    holds none): a copy kept for people once the program that needed the raw values is done.
+
+    The agent could have replaced the file: only the regular file itself is rewritten, through
+    the descriptor it was read from. A symlink (never followed), a file with other hard links, a
+    FIFO or device, or a file grown past any prompt is no longer the copy the plugin wrote, and is
+    left alone: rewriting it could change a file outside the workspace."""
     try:
-        text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # missing, a symlink, a folder, not writable
         return
-    masked = mask(text, frozenset(secrets))
-    if masked != text:
-        path.write_text(masked, encoding="utf-8", errors="surrogateescape")
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > MASKED_FILE_LIMIT:
+            return
+        data = os.pread(fd, info.st_size + 1, 0)
+        text = data.decode("utf-8", "surrogateescape")
+        masked = mask(text, frozenset(secrets))
+        if masked != text:
+            os.ftruncate(fd, 0)
+            view = memoryview(masked.encode("utf-8", "surrogateescape"))
+            offset = 0
+            while offset < len(view):
+                offset += os.pwrite(fd, view[offset:], offset)
+    except OSError:
+        return
+    finally:
+        os.close(fd)

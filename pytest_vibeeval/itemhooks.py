@@ -18,7 +18,7 @@ from .items import EvalItem
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
 from .stash import get_state
-from .transport import RESULT_PROPERTY, attach_record, longrepr_text
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, attach_record, longrepr_text
 
 if TYPE_CHECKING:
     from .loading.templates import Redactor
@@ -102,6 +102,7 @@ class ItemHooks:
         self.config = config
         self.state = get_state(config)
         self.board = ProgressBoard(self.state.lock_dir)  # what this process runs now (live progress)
+        self.in_worker = hasattr(config, "workerinput")  # an xdist worker: reports travel as JSON
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -138,7 +139,8 @@ class ItemHooks:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """The record travels on the call report only: the teardown report would copy it again
-        (responses can be megabytes) for the controller to parse twice."""
+        (responses can be megabytes) for the controller to parse twice. Under xdist the item's
+        run info travels on its setup report only: the controller reads it once."""
         report = yield
         if not isinstance(item, EvalItem):
             return report
@@ -150,6 +152,8 @@ class ItemHooks:
             _record_unfinished(item, report)
         if call.when == "call":
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
+        elif call.when == "setup" and self.in_worker:
+            item.user_properties[:] = [p for p in item.user_properties if p[0] != RUN_PROPERTY]
         _skip_at_eval_line(item, report)
         return report
 

@@ -4,6 +4,7 @@ Ctrl-C writes the results of what finished."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -54,6 +55,43 @@ def test_three_gateways_give_the_serial_results(pytester: pytest.Pytester) -> No
     result.assert_outcomes(passed=24)
     assert "[gw2]" in result.stdout.str() or "3 workers" in result.stdout.str()
     assert comparable(load_json(serial)) == comparable(load_json(spread))
+
+
+# On each worker: which of our properties each report of each item leaves with.
+PROPERTIES_CONFTEST = """
+import json, os
+
+
+WORKER = []
+
+
+def pytest_configure(config):
+    WORKER.append(hasattr(config, "workerinput"))
+
+
+def pytest_runtest_logreport(report):
+    if not WORKER[0]:
+        return  # the controller
+    keys = sorted(k for k, _ in report.user_properties if k.startswith("vibeeval_"))
+    with open(f"properties-{os.getpid()}.jsonl", "a") as out:
+        out.write(json.dumps([report.nodeid, report.when, keys]) + "\\n")
+"""
+
+
+def test_under_xdist_an_items_run_info_travels_once_and_its_record_once(pytester: pytest.Pytester) -> None:
+    make_suite(pytester)
+    write(pytester.path / "conftest.py", PROPERTIES_CONFTEST)
+    out = pytester.path / "results.json"
+    run(pytester, "-n", "2", "--vibe-results", str(out), subprocess=True).assert_outcomes(passed=24)
+    sent = [
+        json.loads(line)
+        for path in pytester.path.glob("properties-*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    assert len(sent) == 72  # 24 items, three reports each, logged on the workers that ran them
+    expected = {"setup": ["vibeeval_run"], "call": ["vibeeval_result"], "teardown": []}
+    assert all(keys == expected[when] for _, when, keys in sent), sent
+    assert len(evals_by_nodeid(load_json(out))) == 24  # and the controller still read every run info
 
 
 @pytest.mark.parametrize("workers", [["-n", "2"], ["--tx", "2*popen", "--dist", "load"]], ids=["n2", "tx"])

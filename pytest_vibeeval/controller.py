@@ -100,9 +100,13 @@ class ControllerSession:
         ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]
         crashed = report.when not in ("setup", "call", "teardown")
         # Under xdist an item's run info comes on its setup report only: a later report without
-        # properties (a skip in the call) still counts for an item already known.
-        known = self.state.aggregated() and self.state.aggregator.has_info(nodeid)
-        if not ours and not known and not (crashed and nodeid.split("::")[0].endswith(SOURCE_SUFFIXES)):
+        # properties (a skip in the call) still counts for an item already known (looked up only
+        # for a report without them).
+        if (
+            not ours
+            and not (crashed and nodeid.split("::")[0].endswith(SOURCE_SUFFIXES))
+            and not (self.state.aggregated() and self.state.aggregator.has_info(nodeid))
+        ):
             return
         aggregator = self.state.aggregator
         info: RunInfo | None = None

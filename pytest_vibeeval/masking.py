@@ -23,6 +23,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
+from .positional_io import write_all_at
+
 SECRET_NAME_GLOBS = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*")
 MIN_MASKED_LENGTH = 6
 MASK = "[secret]"
@@ -157,10 +159,7 @@ def mask_file(path: Path, secrets: Iterable[str]) -> None:
         masked = mask(text, frozenset(secrets))
         if masked != text:
             os.ftruncate(fd, 0)
-            view = memoryview(masked.encode("utf-8", "surrogateescape"))
-            offset = 0
-            while offset < len(view):
-                offset += os.pwrite(fd, view[offset:], offset)
+            write_all_at(fd, masked.encode("utf-8", "surrogateescape"), 0)
     except OSError:
         return
     finally:

@@ -4,12 +4,12 @@ controller would otherwise hold one per item for the whole session (about 4.5 KB
 
 from __future__ import annotations
 
-import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any, TypeVar, overload
 
+from ..positional_io import read_exactly_at, write_all_at
 from ..results import EvalRecord
 
 T = TypeVar("T")
@@ -46,7 +46,7 @@ class RecordSpool:
         try:
             if self._file is None:
                 self._file = tempfile.TemporaryFile(prefix="vibeeval-records-", buffering=0)  # noqa: SIM115 (kept open)
-            _write_at(self._file.fileno(), self._pending, self._written)
+            write_all_at(self._file.fileno(), self._pending, self._written)
         except OSError:
             self._in_memory = True
             return
@@ -61,32 +61,12 @@ class RecordSpool:
             data = bytes(self._pending[start - self._written : end - self._written])
         else:
             assert self._file is not None
-            data = _read_at(self._file.fileno(), start, end - start)
+            data = read_exactly_at(self._file.fileno(), start, end - start)
         return EvalRecord.model_validate_json(data)
 
     def resolve(self, entry: EvalRecord | int) -> EvalRecord:
         """``entry`` itself, or the record at that index."""
         return self.read(entry) if isinstance(entry, int) else entry
-
-
-def _write_at(fd: int, data: bytes | bytearray, start: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, start)
-        view, start = view[written:], start + written
-
-
-def _read_at(fd: int, start: int, size: int) -> bytes:
-    """``size`` bytes of ``fd`` from ``start``."""
-    pieces = []
-    while size:
-        piece = os.pread(fd, size, start)
-        if not piece:
-            raise OSError(f"the record spool ended {size} bytes early")
-        pieces.append(piece)
-        start += len(piece)
-        size -= len(piece)
-    return b"".join(pieces)
 
 
 class OnDemand(Sequence[T]):

@@ -17,7 +17,7 @@ from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
 from .itemhooks import USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import suite_like_files
-from .pytest_private import load_conftests
+from .pytest_private import load_conftests, queued_worker_reports
 from .stash import get_state, rootdir_relative
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
 
@@ -84,6 +84,12 @@ class ControllerSession:
         live = start_live_status(self.config, state.lock_dir, state.settings.progress_interval)
         try:
             result = yield
+        except KeyboardInterrupt:
+            # Reports that reached the controller before the interrupt are results of items that
+            # finished: read them as the loop would have (every plugin sees them), then end.
+            for report in queued_worker_reports(self.config):
+                self.config.hook.pytest_runtest_logreport(report=report)
+            raise
         finally:
             if live is not None:
                 stop_live_status(self.config, live)

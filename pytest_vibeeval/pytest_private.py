@@ -10,6 +10,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from queue import Empty
 from typing import Any, TextIO
 
 import pytest
@@ -123,3 +124,24 @@ def load_conftests(config: pytest.Config, folder: Path) -> None:
         config.rootpath,
         consider_namespace_packages=bool(config.getini("consider_namespace_packages")),
     )
+
+
+def queued_worker_reports(config: pytest.Config) -> list[pytest.TestReport]:
+    """xdist controller: take the test reports its workers sent that wait unread in its event queue.
+
+    xdist's loop reads one event at a time; once an interrupt ends it, the events still queued are
+    never read, so an item that finished on its worker would count as cut short. There is no public
+    API for them: xdist's ``DSession`` keeps ``("testreport", {"node": ..., "rep": ...})`` events in
+    its ``queue``. Other events (scheduling, a worker's end) no longer matter and are dropped."""
+    queue = getattr(config.pluginmanager.getplugin("dsession"), "queue", None)
+    reports: list[pytest.TestReport] = []
+    while queue is not None:
+        try:
+            name, kwargs = queue.get_nowait()
+        except Empty:
+            break
+        report = kwargs.get("rep") if name == "testreport" else None
+        if isinstance(report, pytest.TestReport):
+            report.node = kwargs.get("node")  # type: ignore[attr-defined]  # as xdist sets it
+            reports.append(report)
+    return reports

@@ -131,3 +131,65 @@ def test_an_interrupted_run_is_never_a_baseline(pytester: pytest.Pytester, xdist
     compared.assert_outcomes(passed=2)
     baseline = load_json(interrupted)["runs"][0]["baseline"]
     assert (baseline["baseline"], baseline["score"]) == (".vibeeval/results/latest.json", 100.0)
+
+
+QUEUED_REPORT_CONFTEST = """
+import os, signal
+
+CONFIG = None
+FIRED = []
+
+
+def pytest_configure(config):
+    global CONFIG
+    CONFIG = config
+
+
+def pytest_runtest_logreport(report):
+    # The xdist controller, at the first eval's teardown report: once the other eval's teardown
+    # report is queued (unread), press Ctrl-C, as a user could at that very moment.
+    if hasattr(CONFIG, "workerinput") or report.when != "teardown" or FIRED:
+        return
+    FIRED.append(report.nodeid)
+    queue = CONFIG.pluginmanager.getplugin("dsession").queue
+
+    def other_teardown_queued():
+        return any(
+            name == "testreport" and kw["rep"].when == "teardown" and kw["rep"].nodeid != report.nodeid
+            for name, kw in queue.queue
+        )
+
+    with queue.not_empty:
+        assert queue.not_empty.wait_for(other_teardown_queued, timeout=120)
+    os.kill(os.getpid(), signal.SIGINT)
+"""
+
+
+def test_reports_queued_on_the_xdist_controller_at_an_interrupt_are_kept(
+    pytester: pytest.Pytester,
+) -> None:
+    """Ctrl-C on the xdist controller while an eval's reports wait in its queue: that eval finished
+    on its worker, so its result is kept, not reported cut short ("not finished")."""
+    write(pytester.path / "conftest.py", QUEUED_REPORT_CONFTEST)
+    write(
+        pytester.path / "q.eval.yaml",
+        """
+        metadata: {name: q, model: m}
+        configurations:
+          app: {python: "q_app:answer"}
+        evals:
+          - {name: a, prompt: quick, checks: [{match: "*quick*"}]}
+          - {name: b, prompt: quick, checks: [{match: "*quick*"}]}
+        """,
+    )
+    write(pytester.path / "q_app.py", "def answer(prompt):\n    return prompt\n")
+    result = run(pytester, "-v", "-p", "no:randomly", xdist=["-n", "2"])
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    files = list((pytester.path / ".vibeeval" / "results").glob("2*.json"))
+    assert len(files) == 1, output
+    data = load_json(files[0])
+    assert data["interrupted"] is True, output
+    outcomes = {nodeid: record["outcome"] for nodeid, record in evals_by_nodeid(data).items()}
+    assert outcomes == {"q.eval.yaml::a[app]": "passed", "q.eval.yaml::b[app]": "passed"}, output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output

@@ -46,3 +46,24 @@ def test_the_private_api_the_plugin_uses_is_there(pytester: pytest.Pytester) -> 
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
     found = json.loads((pytester.path / "probe.json").read_text())
     assert found == dict.fromkeys(found, True) and len(found) == 7, found
+
+
+XDIST_PROBE = """
+import json, pathlib, queue
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller
+        dsession = session.config.pluginmanager.getplugin("dsession")
+        found = {"queue": isinstance(getattr(dsession, "queue", None), queue.Queue)}
+        pathlib.Path("probe.json").write_text(json.dumps(found))
+"""
+
+
+def test_the_private_xdist_api_the_plugin_uses_is_there(pytester: pytest.Pytester) -> None:
+    """xdist's controller keeps its workers' events in ``DSession.queue`` (read on an interrupt)."""
+    pytester.makeconftest(XDIST_PROBE)
+    pytester.makepyfile(test_probe="def test_probe():\n    pass\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-q")
+    found = json.loads((pytester.path / "probe.json").read_text())
+    assert found == {"queue": True}, found

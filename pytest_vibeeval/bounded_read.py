@@ -7,6 +7,8 @@ import os
 import stat
 from pathlib import Path
 
+from .positional_io import read_at_most_at
+
 
 class UnreadableFile(Exception):
     """Why the file was not read; the message does not repeat the path (callers name it)."""
@@ -92,16 +94,7 @@ def _open_regular(path: Path) -> tuple[int, int]:
 
 def _read(fd: int, offset: int, limit: int) -> bytes:
     """At most ``limit`` bytes from ``offset`` on."""
-    chunks: list[bytes] = []
-    left = limit
     try:
-        while left > 0:
-            chunk = os.pread(fd, min(left, 2**24), offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-            left -= len(chunk)
+        return read_at_most_at(fd, offset, limit)
     except OSError as exc:
         raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None
-    return b"".join(chunks)

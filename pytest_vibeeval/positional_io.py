@@ -14,14 +14,23 @@ def write_all_at(fd: int, data: bytes | bytearray, offset: int) -> None:
         view, offset = view[written:], offset + written
 
 
-def read_exactly_at(fd: int, offset: int, size: int) -> bytes:
-    """``size`` bytes from ``offset``; OSError if the file ends before."""
+def read_at_most_at(fd: int, offset: int, limit: int, chunk: int = 2**24) -> bytes:
+    """At most ``limit`` bytes from ``offset`` on (fewer where the file ends), asking for at most
+    ``chunk`` bytes a call (a huge limit never makes one huge read buffer)."""
     pieces = []
-    while size:
-        piece = os.pread(fd, size, offset)
+    while limit > 0:
+        piece = os.pread(fd, min(limit, chunk), offset)
         if not piece:
-            raise OSError(f"the file ended {size} bytes early")
+            break
         pieces.append(piece)
         offset += len(piece)
-        size -= len(piece)
+        limit -= len(piece)
     return b"".join(pieces)
+
+
+def read_exactly_at(fd: int, offset: int, size: int) -> bytes:
+    """``size`` bytes from ``offset``; OSError if the file ends before."""
+    data = read_at_most_at(fd, offset, size)
+    if len(data) < size:
+        raise OSError(f"the file ended {size - len(data)} bytes early")
+    return data

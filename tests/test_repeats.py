@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_vibeeval.results import EvalRecord, Outcome
+from pytest_vibeeval.results import EvalRecord, EvalStats, Outcome
 from pytest_vibeeval.scoring.repeats import (
     MeanCI,
     aggregate_scores,
@@ -16,6 +16,7 @@ from pytest_vibeeval.scoring.repeats import (
     pass_hat_k,
     recency_order,
     remove_outliers,
+    stats_from_counts,
     t_critical_975,
 )
 
@@ -95,6 +96,32 @@ def test_eval_stats_status() -> None:
 def test_eval_stats_takes_xfail_outcomes_as_they_are() -> None:
     stats = eval_stats("e", records("failed", "passed", xfail=True), None)
     assert (stats.runs, stats.passed, stats.status) == (2, 1, "failed")
+
+
+def test_stats_of_the_same_counts_are_made_once_and_handed_out_as_copies() -> None:
+    first = stats_from_counts("a", 3, 2, 0.5)
+    first.pass_at_k["1"] = 0.0  # a plugin changing one eval's stats changes no other's
+    second = stats_from_counts("b", 3, 2, 0.5)
+    assert second == EvalStats(
+        name="b",
+        runs=3,
+        passed=2,
+        pass_rate=2 / 3,
+        pass_at_k={"1": pass_at_k(3, 2, 1), "2": pass_at_k(3, 2, 2), "3": pass_at_k(3, 2, 3)},
+        pass_hat_k={"1": pass_hat_k(3, 2, 1), "2": pass_hat_k(3, 2, 2), "3": pass_hat_k(3, 2, 3)},
+        min_pass_rate=0.5,
+        status="passed",
+        passed_by_rate=True,
+    )
+    assert second.model_fields_set == EvalStats.model_fields.keys()
+    assert stats_from_counts("c", 0, 0, None).model_fields_set == {
+        "name",
+        "runs",
+        "passed",
+        "pass_rate",
+        "min_pass_rate",
+        "status",
+    }
 
 
 def test_remove_outliers_keeps_recency_order() -> None:

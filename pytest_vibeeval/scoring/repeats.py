@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -76,33 +76,36 @@ def run_counts(records: Sequence[EvalRecord]) -> tuple[int, int]:
 
 def stats_from_counts(name: str, runs: int, passed: int, min_pass_rate: float | None) -> EvalStats:
     """:func:`eval_stats` from its counts: the runs that were not skipped and those that passed."""
+    # A copy of the stats made once per counts: the controller makes every eval's stats anew each
+    # time they are read (see ``aggregate._eval_stats``), and validating them cost twice the copy.
     if runs == 0:
         return EvalStats(
             name=name, runs=0, passed=0, pass_rate=None, min_pass_rate=min_pass_rate, status="skipped"
         )
-    rate = passed / runs
-    all_passed = passed == runs
-    by_rate = not all_passed and min_pass_rate is not None and rate >= min_pass_rate
-    return EvalStats(
-        name=name,
-        runs=runs,
-        passed=passed,
-        pass_rate=rate,
-        pass_at_k=dict(_pass_k(pass_at_k, runs, passed)),
-        pass_hat_k=dict(_pass_k(pass_hat_k, runs, passed)),
-        min_pass_rate=min_pass_rate,
-        status="passed" if all_passed or by_rate else "failed",
-        passed_by_rate=by_rate,
+    made = _stats_of_counts(runs, passed, min_pass_rate)
+    return made.model_copy(
+        update={"name": name, "pass_at_k": dict(made.pass_at_k), "pass_hat_k": dict(made.pass_hat_k)}
     )
 
 
 @functools.cache
-def _pass_k(
-    estimate: Callable[[int, int, int], float], runs: int, passed: int
-) -> tuple[tuple[str, float], ...]:
-    """k → ``estimate(runs, passed, k)`` for k = 1 … runs, computed once per counts: the stats of
-    every eval are made again each time they are read (see ``aggregate._eval_stats``)."""
-    return tuple((str(k), estimate(runs, passed, k)) for k in range(1, runs + 1))
+def _stats_of_counts(runs: int, passed: int, min_pass_rate: float | None) -> EvalStats:
+    """:func:`stats_from_counts` of evals that ran, without a name (kept: never handed out, only
+    copied)."""
+    rate = passed / runs
+    all_passed = passed == runs
+    by_rate = not all_passed and min_pass_rate is not None and rate >= min_pass_rate
+    return EvalStats(
+        name="",
+        runs=runs,
+        passed=passed,
+        pass_rate=rate,
+        pass_at_k={str(k): pass_at_k(runs, passed, k) for k in range(1, runs + 1)},
+        pass_hat_k={str(k): pass_hat_k(runs, passed, k) for k in range(1, runs + 1)},
+        min_pass_rate=min_pass_rate,
+        status="passed" if all_passed or by_rate else "failed",
+        passed_by_rate=by_rate,
+    )
 
 
 def remove_outliers(scores: Sequence[float], fraction: float = 0.1) -> list[float]:

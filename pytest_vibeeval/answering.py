@@ -8,15 +8,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .checks import CheckNode, CheckResult, Response, run_checks
-from .judge import Judge
 from .loading.templates import Redactor
 from .models import Configuration
 from .pricing import CostSource, cost_of, price_for
 from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
 from .results import CheckRecord, StepRecord
+
+if TYPE_CHECKING:
+    from .judge import Judge
 
 # A longer answer is recorded as its head and tail: the record travels to the controller and into
 # the results file and reports, and the rubric reads it, none of which should hold 200 MB.
@@ -84,6 +86,8 @@ def judge_maker(
     def judge_of(prompt: str) -> Judge | None:
         if judge_provider is None:
             return None
+        from .judge import Judge  # the llm_judge machinery: imported when a suite has a judge
+
         judge_id, provider_of_judge = judge_provider
         return Judge(provider_of_judge, judge_id, model, prompt, suite, eval_id, workdir)
 

@@ -72,6 +72,10 @@ class CheckError(Exception):
     """A check could not run (e.g. a custom check raised): the eval errors with this message."""
 
 
+class JudgeError(Exception):
+    """The judge could not give a verdict (it failed, or answered something else)."""
+
+
 Evaluator = Callable[[Any, Response], Verdict]
 
 

@@ -17,8 +17,8 @@ from .answering import (
     response_excerpt,
     undecided_message,
 )
+from .check_api import JudgeError
 from .checks import CheckError, CheckNode
-from .judge import JudgeError
 from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .check_api import Verdict, against_threshold
+from .check_api import JudgeError, Verdict, against_threshold
 from .checks import JudgeArgs
 from .providers import PromptRequest, Provider, ProviderError
 from .results import JudgeRecord
@@ -40,10 +40,6 @@ SCORE_FORMAT = '{"score": 0–1, "reasoning": …}'
 _FENCED = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.DOTALL)
 SHOWN = 200
 _MAX_STARTS = 50  # `{` positions tried as the start of the object
-
-
-class JudgeError(Exception):
-    """The judge could not give a verdict (it failed, or answered something else)."""
 
 
 def judge_prompt(criteria: str, prompt: str, response: str, label: str = "CRITERIA") -> str:

@@ -23,9 +23,9 @@ from .answering import (
     response_excerpt,
     undecided_message,
 )
+from .check_api import JudgeError
 from .checks import AnyOf, CheckError, CheckNode, named_checks
 from .conversation import run_conversation
-from .judge import JudgeError
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
 # The modules that are pytest's side of the plugin: hooks, collectors, items, fixtures, outputs
 # written through pytest's objects.
@@ -183,6 +185,29 @@ def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> 
     # the aggregator's module shows the controller took records
     scored = "pytest_vibeeval.scoring.aggregate"
     assert session_modules(tmp_path, ["-n", "2"], scored, NOT_ON_THE_CONTROLLER) == [0, True, []]
+
+
+# What collecting and running a suite of `python:` evals with plain checks must not import: the
+# other kinds' providers and parsers, and the llm_judge machinery.
+NOT_FOR_A_PYTHON_SUITE = (
+    *NOT_AT_START,
+    "pytest_vibeeval.judge",
+    "pytest_vibeeval.providers.parsers",
+)
+
+
+@pytest.mark.parametrize("args", [["--collect-only"], []], ids=["collect-only", "run"])
+def test_a_python_suite_leaves_the_other_kinds_machinery_out(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "app.py").write_text("def answer(prompt):\n    return 'yes'\n", encoding="utf-8")
+    (tmp_path / "one.eval.yaml").write_text(
+        "metadata: {name: one, model: m}\n"
+        "evals:\n  - {name: e, prompt: p, checks: [{match: 'yes'}]}\n"
+        "configurations:\n  c: {python: 'app:answer'}\n",
+        encoding="utf-8",
+    )
+    # the runner's module shows the eval file was collected
+    witness = "pytest_vibeeval.runner"
+    assert session_modules(tmp_path, args, witness, NOT_FOR_A_PYTHON_SUITE) == [0, True, []]
 
 
 def test_the_package_imports_its_exported_names_when_first_used() -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..loading.templates import Redactor, Renderer
 from ..models import Configuration
 from .base import PromptRequest, Provider, ProviderError, ProviderResponse
-from .parsers import Parser
 from .python_callable import PythonProvider
+
+if TYPE_CHECKING:
+    from .parsers import Parser
 
 
 @dataclass(frozen=True)

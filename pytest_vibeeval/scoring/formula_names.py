@@ -19,6 +19,7 @@ With ``known=None`` no name is known: only brackets make names, and a hyphen is 
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import re
 from collections.abc import Collection
@@ -112,7 +113,11 @@ class _Scanner:
             prefix += "_"
         self.prefix = prefix
         self.by_name: dict[str, str] = {}
-        self.max_parts = max((name.count("-") + 1 for name in known or ()), default=1)
+
+    @functools.cached_property
+    def max_parts(self) -> int:
+        """The most hyphen-joined parts of a known name (a scan of every eval's variables)."""
+        return max((name.count("-") + 1 for name in self.known or ()), default=1)
 
     def emit(self, raw: str) -> None:
         self.source.append(raw)
@@ -208,7 +213,8 @@ class _Scanner:
     def readings(self, run: str, call: bool) -> list[Reading]:
         """Every way to read ``run`` as variables and numbers joined by minus (at most a few)."""
         parts = run.split("-")
-        longest = max(self.max_parts, 2)  # a number has at most one hyphen (1e-3)
+        # A number has at most one hyphen (1e-3); a run of at most two parts never needs max_parts.
+        longest = max(self.max_parts, 2) if len(parts) > 2 else 2
         empty: Reading = ()
         prefixes: list[list[Reading]] = [[empty]] + [[] for _ in parts]
         for end in range(1, len(parts) + 1):

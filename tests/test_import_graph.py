@@ -174,14 +174,19 @@ NOT_ON_THE_CONTROLLER = (
 )
 
 
-def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> None:
-    (tmp_path / "app.py").write_text("def answer(prompt):\n    return 'yes'\n", encoding="utf-8")
-    (tmp_path / "one.eval.yaml").write_text(
+def one_python_eval(folder: Path) -> None:
+    """A suite of one eval answered by a `python:` function, and that function."""
+    (folder / "app.py").write_text("def answer(prompt):\n    return 'yes'\n", encoding="utf-8")
+    (folder / "one.eval.yaml").write_text(
         "metadata: {name: one, model: m}\n"
         "evals:\n  - {name: e, prompt: p, checks: [{match: 'yes'}]}\n"
         "configurations:\n  c: {python: 'app:answer'}\n",
         encoding="utf-8",
     )
+
+
+def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> None:
+    one_python_eval(tmp_path)
     # the aggregator's module shows the controller took records
     scored = "pytest_vibeeval.scoring.aggregate"
     assert session_modules(tmp_path, ["-n", "2"], scored, NOT_ON_THE_CONTROLLER) == [0, True, []]
@@ -198,13 +203,7 @@ NOT_FOR_A_PYTHON_SUITE = (
 
 @pytest.mark.parametrize("args", [["--collect-only"], []], ids=["collect-only", "run"])
 def test_a_python_suite_leaves_the_other_kinds_machinery_out(tmp_path: Path, args: list[str]) -> None:
-    (tmp_path / "app.py").write_text("def answer(prompt):\n    return 'yes'\n", encoding="utf-8")
-    (tmp_path / "one.eval.yaml").write_text(
-        "metadata: {name: one, model: m}\n"
-        "evals:\n  - {name: e, prompt: p, checks: [{match: 'yes'}]}\n"
-        "configurations:\n  c: {python: 'app:answer'}\n",
-        encoding="utf-8",
-    )
+    one_python_eval(tmp_path)
     # the runner's module shows the eval file was collected
     witness = "pytest_vibeeval.runner"
     assert session_modules(tmp_path, args, witness, NOT_FOR_A_PYTHON_SUITE) == [0, True, []]

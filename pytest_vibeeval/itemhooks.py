@@ -4,12 +4,14 @@ report only; an unfinished record for an item that stopped without one)."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
+from .backstop import Backstop
 from .collection_gc import settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
@@ -96,13 +98,42 @@ def http_key_names(items: list[pytest.Item]) -> set[str]:
 
 
 class ItemHooks:
-    """Where items run: the progress board and the items' reports."""
+    """Where items run: the timeout backstop, the progress board and the items' reports."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.state = get_state(config)
         self.board = ProgressBoard(self.state.lock_dir)  # what this process runs now (live progress)
         self.in_worker = hasattr(config, "workerinput")  # an xdist worker: reports travel as JSON
+        self.backstop = Backstop()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        """An eval item's timeout backstop covers its setup, call and teardown. Where no SIGALRM
+        timer can be armed, pytest-timeout's thread method (which ends the process) stands in."""
+        if not isinstance(item, EvalItem):
+            return (yield)
+        seconds = item.backstop_s
+        armed = self.backstop.arm(item, seconds, functools.partial(_backstop_expired, seconds))
+        if not armed and self.config.pluginmanager.hasplugin("timeout"):
+            item.add_marker(pytest.mark.timeout(seconds, method="thread"))
+        try:
+            return (yield)
+        finally:
+            self.backstop.disarm()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
+        """pytest-timeout (a global ``--timeout``) leaves alone an item the backstop times."""
+        return True if self.backstop.owner is item else None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
+        return True if self.backstop.owner is item else None
+
+    def pytest_enter_pdb(self) -> None:
+        """Someone debugging an item is not a hung item."""
+        self.backstop.disarm()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -156,6 +187,11 @@ class ItemHooks:
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RUN_PROPERTY]
         _skip_at_eval_line(item, report)
         return report
+
+
+def _backstop_expired(seconds: float) -> NoReturn:
+    __tracebackhide__ = True
+    pytest.fail(f"Timeout (>{seconds}s) from the vibeeval backstop")
 
 
 def _mask_report(report: pytest.TestReport, redact: Redactor) -> None:

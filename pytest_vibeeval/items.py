@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import shutil
-import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,7 +67,7 @@ class EvalItem(pytest.Function):
         if plan.group:
             self.add_marker(pytest.mark.xdist_group(name=plan.group))  # --dist loadgroup: one worker
         state = get_state(self.config)
-        self.add_marker(_timeout_mark(plan.timeout_s + state.settings.timeout_margin))
+        self.backstop_s = plan.timeout_s + state.settings.timeout_margin  # see .backstop
         info = plan.info
         self.user_properties.append((RUN_PROPERTY, attach(self.config, info, info.to_json)))
         self.reused: EvalRecord | None = None
@@ -122,14 +121,6 @@ class EvalItem(pytest.Function):
 def _mark(name: str) -> pytest.MarkDecorator:
     """``pytest.mark.<name>``, made once: items of a large suite would each make it again."""
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
-
-
-@functools.cache
-def _timeout_mark(seconds: float) -> pytest.MarkDecorator:
-    """pytest-timeout's mark for an item's backstop. The signal method raises in the item, so its
-    finally blocks kill the commands it started and the item still reports; the thread method (no
-    SIGALRM) ends the whole process."""
-    return pytest.mark.timeout(seconds, method="signal" if hasattr(signal, "SIGALRM") else "thread")
 
 
 def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:

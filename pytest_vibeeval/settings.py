@@ -256,7 +256,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "vibe_timeout_margin",
-        "seconds the pytest-timeout backstop of every eval item adds to its own command timeouts",
+        "seconds the timeout backstop of every eval item adds to its own command timeouts",
         default="30",
     )
     parser.addini(

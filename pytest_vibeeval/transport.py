@@ -97,7 +97,7 @@ def received(value: object, parse: Callable[[str], T]) -> T:
 
 
 def longrepr_text(report: Any) -> str | None:
-    """A report's failure text, led by the exception line (e.g. a pytest-timeout ``Failed: Timeout``)."""
+    """A report's failure text, led by the exception line (e.g. the backstop's ``Failed: Timeout``)."""
     if report.longrepr is None:
         return None
     if isinstance(report.longrepr, tuple):

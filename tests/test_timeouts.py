@@ -1,12 +1,14 @@
-"""The pytest-timeout backstop every eval item carries: when it fires the item still has a result
-(an error naming the phase it was in), it is a failed test case in the JUnit XML, the other items
-run on, and no process it started is left behind."""
+"""The timeout backstop every eval item carries: when it fires the item still has a result (an
+error naming the phase it was in), it is a failed test case in the JUnit XML, the other items run
+on, and no process it started is left behind. It does not need pytest-timeout, and a global
+``--timeout`` does not replace it."""
 
 from __future__ import annotations
 
 import os
 import signal
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
@@ -20,22 +22,27 @@ def answer(prompt):
     return "ok"
 """
 
+HANG_SUITE = """
+metadata: {name: hang, model: m}
+configurations:
+  app: {python: "app:answer", timeout: 1000}
+evals:
+  - {name: stuck, prompt: hang, checks: [{match: ok}]}
+  - {name: fine, prompt: fine, checks: [{match: ok}]}
+"""
+
+
+def write_hang_project(path: Path) -> None:
+    """Two evals of a ``python:`` answer, one of which hangs; a backstop of 2 s (1 s of the
+    configuration's timeout, 1 s of margin)."""
+    write(path / "app.py", HANGING_APP)
+    write(path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 1\n")
+    write(path / "hang.eval.yaml", HANG_SUITE)
+
 
 @XDIST_MODES
 def test_a_hung_prompt_eval_reports_its_phase(pytester: pytest.Pytester, xdist: list[str]) -> None:
-    write(pytester.path / "app.py", HANGING_APP)
-    write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 1\n")
-    write(
-        pytester.path / "hang.eval.yaml",
-        """
-        metadata: {name: hang, model: m}
-        configurations:
-          app: {python: "app:answer", timeout: 1000}
-        evals:
-          - {name: stuck, prompt: hang, checks: [{match: ok}]}
-          - {name: fine, prompt: fine, checks: [{match: ok}]}
-        """,
-    )
+    write_hang_project(pytester.path)
     out = pytester.path / "results.json"
     junit = pytester.path / "junit.xml"
     result = run(pytester, "--vibe-results", str(out), f"--junitxml={junit}", xdist=xdist)
@@ -44,12 +51,38 @@ def test_a_hung_prompt_eval_reports_its_phase(pytester: pytest.Pytester, xdist: 
     stuck = records["hang.eval.yaml::stuck[app]"]
     assert stuck["outcome"] == "error"
     assert stuck["message"].startswith("stopped in the agent phase (app, "), stuck["message"]
-    assert "Timeout (>2.0s) from pytest-timeout" in stuck["message"]
+    assert "Timeout (>2.0s) from the vibeeval backstop" in stuck["message"]
     assert records["hang.eval.yaml::fine[app]"]["outcome"] == "passed"
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
     assert cases["stuck[app]"].find("failure") is not None
     assert cases["fine[app]"].find("failure") is None
 
+
+@pytest.mark.parametrize(
+    ("options", "xdist"),
+    [(["-p", "no:timeout"], []), (["--timeout=600"], ["-n", "2"])],
+    ids=["without-pytest-timeout", "global-timeout-xdist"],
+)
+def test_the_backstop_stands_alone(pytester: pytest.Pytester, options: list[str], xdist: list[str]) -> None:
+    write_hang_project(pytester.path)
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out), *options, xdist=xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    stuck = evals_by_nodeid(load_json(out))["hang.eval.yaml::stuck[app]"]
+    assert "Timeout (>2.0s) from the vibeeval backstop" in stuck["message"]
+
+
+def test_without_sigalrm_pytest_timeouts_thread_method_stands_in(pytester: pytest.Pytester) -> None:
+    write_hang_project(pytester.path)
+    write(pytester.path / "conftest.py", "import pytest_vibeeval.backstop as b\nb.HAS_SIGALRM = False\n")
+    result = run(pytester, subprocess=True)
+    assert result.ret == 1  # the thread method ends the whole process
+    result.stdout.fnmatch_lines(["*+ Timeout +*"])
+
+
+# Unique to this process: the copies of a test that other xdist workers run at the same time
+# have sleeps of their own, which this one must neither count nor kill.
+SLEEP_SECONDS = f"4242.{os.getpid()}"
 
 WORKSPACE_CONFTEST = """
 import pathlib
@@ -60,20 +93,21 @@ from pytest_vibeeval.process import run_command
 def vibe_workspace(vibe_workdir):
     # A preparation that hangs in a command (a slow clone, say): the backstop must end it.
     (vibe_workdir / "workspace").mkdir()
-    run_command(["sleep", "4242"], cwd=vibe_workdir, output_dir=vibe_workdir, name="prep", timeout=600)
+    sleep = ["sleep", "SLEEP_SECONDS"]
+    run_command(sleep, cwd=vibe_workdir, output_dir=vibe_workdir, name="prep", timeout=600)
     return vibe_workdir / "workspace"
 """
 
 
 def sleepers() -> list[int]:
-    """Processes still running ``sleep 4242``."""
+    """Processes still running this process's ``sleep SLEEP_SECONDS``."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if handle.read().split(b"\0")[:2] == [b"sleep", b"4242"]:
+                if handle.read().split(b"\0")[:2] == [b"sleep", SLEEP_SECONDS.encode()]:
                     found.append(int(entry))
         except OSError:
             continue
@@ -84,7 +118,7 @@ def sleepers() -> list[int]:
 def test_a_hung_workspace_leaves_no_process_behind(pytester: pytest.Pytester, xdist: list[str]) -> None:
     for pid in sleepers():  # from an earlier, broken run of this test
         os.kill(pid, signal.SIGKILL)
-    write(pytester.path / "conftest.py", WORKSPACE_CONFTEST)
+    write(pytester.path / "conftest.py", WORKSPACE_CONFTEST.replace("SLEEP_SECONDS", SLEEP_SECONDS))
     write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 1\n")
     write(pytester.path / "template" / "a.txt", "a\n")
     write(pytester.path / "grading" / "b.txt", "b\n")
@@ -110,7 +144,7 @@ def test_a_hung_workspace_leaves_no_process_behind(pytester: pytest.Pytester, xd
     record = evals_by_nodeid(load_json(out))["code.eval.yaml::slow-prep[agent]"]
     assert record["outcome"] == "error"
     assert record["message"].startswith("stopped in the workspace phase (slow-prep, "), record["message"]
-    assert "Timeout (>3.0s) from pytest-timeout" in record["message"]  # 1 s agent + 1 s step + 1 s
+    assert "Timeout (>3.0s) from the vibeeval backstop" in record["message"]  # 1 s agent + 1 s step + 1 s
     assert sleepers() == []
 
 

@@ -146,7 +146,7 @@ StepName = Annotated[str, AfterValidator(_step_name)]
 
 def _cap_timeout(value: int) -> int:
     """A timeout beyond :data:`MAX_TIMEOUT_MS` means "no practical limit": capped, so that no wait
-    (``poll``, ``setitimer``, the pytest-timeout backstop) receives a number it cannot hold."""
+    (``poll``, ``setitimer``, the item's timeout backstop) receives a number it cannot hold."""
     return min(value, MAX_TIMEOUT_MS)
 
 

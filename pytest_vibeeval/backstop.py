@@ -2,7 +2,7 @@
 call and teardown) that raises in the item when it expires, so the item's own ``finally`` blocks
 kill the commands it started and the item still reports.
 
-It is armed and disarmed with two system calls each, where a timeout mark per item would be parsed
+It is armed and disarmed with a few system calls, where a timeout mark per item would be parsed
 again and again. Where ``SIGALRM`` cannot be used (a platform without it, a thread other than the
 main one) :meth:`Backstop.arm` says so and the caller falls back to another timer."""
 
@@ -12,11 +12,13 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 HAS_SIGALRM = hasattr(signal, "SIGALRM")
+RETRY_S = 0.05  # how soon an alarm that came where it may not raise looks again
 _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
@@ -24,28 +26,42 @@ class Backstop:
     """One process's backstop timer; at most one item is armed at a time.
 
     A timer that was already running when the backstop was armed (an outer test's own timeout, say)
-    is paused while the item runs and resumes afterwards with the time it had left; the signal
-    handler that was installed is put back."""
+    is paused while the item runs and resumes afterwards with the time it had left (and its
+    interval); the signal handler that was installed is put back."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.owner: object | None = None  # what the timer is armed for
         self._expire: Callable[[], None] | None = None
+        self._may_fire: Callable[[FrameType | None], bool] | None = None
         self._previous_handler: _Handler = None
-        self._previous_delay = 0.0
+        self._previous_timer = (0.0, 0.0)  # (delay, interval) of the paused timer
         self._armed_at = 0.0
 
-    def arm(self, owner: object, seconds: float, expire: Callable[[], None]) -> bool:
+    def arm(
+        self,
+        owner: object,
+        seconds: float,
+        expire: Callable[[], None],
+        may_fire: Callable[[FrameType | None], bool] | None = None,
+    ) -> bool:
         """Call ``expire`` (which should raise) in the main thread once ``seconds`` have passed,
-        unless :meth:`disarm` comes first. False when no ``SIGALRM`` timer can be armed here."""
+        unless :meth:`disarm` comes first. ``may_fire(frame)``, given the interrupted frame, says
+        whether it may raise there; when not, the alarm comes back every :data:`RETRY_S` seconds
+        until it may. False when no ``SIGALRM`` timer can be armed here."""
         if not HAS_SIGALRM or threading.current_thread() is not threading.main_thread():
             return False
         self.disarm()
-        self._expire = expire
-        self._previous_handler = signal.signal(signal.SIGALRM, self._on_alarm)
+        # The outer timer is paused before the handler changes, and signal.signal runs the
+        # handlers of pending signals first: an alarm of the outer timer reaches its own handler,
+        # never ours. Nothing is recorded until the swap is done (that handler may raise).
+        paused = signal.setitimer(signal.ITIMER_REAL, 0)
+        previous = signal.signal(signal.SIGALRM, self._on_alarm)
+        self._previous_handler, self._previous_timer = previous, paused
         self._armed_at = self._clock()
-        self._previous_delay = signal.setitimer(signal.ITIMER_REAL, seconds)[0]
+        self._expire, self._may_fire = expire, may_fire
         self.owner = owner
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         return True
 
     def disarm(self) -> None:
@@ -53,18 +69,23 @@ class Backstop:
         if self.owner is None:
             return
         self.owner = None
-        self._expire = None
+        self._expire = self._may_fire = None
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self._previous_handler or signal.SIG_DFL)
-        if self._previous_delay:
+        delay, interval = self._previous_timer
+        if delay:
             # At least a microsecond: a timer that ran out meanwhile fires now rather than never.
             elapsed = self._clock() - self._armed_at
-            signal.setitimer(signal.ITIMER_REAL, max(self._previous_delay - elapsed, 1e-6))
+            signal.setitimer(signal.ITIMER_REAL, max(delay - elapsed, 1e-6), interval)
 
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         expire = self._expire
-        if expire is not None and not being_debugged():
-            expire()
+        if expire is None or being_debugged():
+            return  # disarmed meanwhile, or a person at a breakpoint: not a hung item
+        if self._may_fire is not None and not self._may_fire(frame):
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+            return
+        expire()
 
 
 _DEBUGGER_MODULES = frozenset({"bdb", "pdb", "pydevd", "_pydevd_bundle", "pydevd_frame_evaluator"})
@@ -80,3 +101,27 @@ def being_debugged() -> bool:
             return True
     monitoring = getattr(sys, "monitoring", None)  # Python 3.12+: debuggers such as debugpy
     return monitoring is not None and monitoring.get_tool(monitoring.DEBUGGER_ID) is not None
+
+
+def innermost(frame: FrameType | None, codes: tuple[object, ...]) -> object | None:
+    """Which of ``codes`` runs in ``frame`` or the nearest of its callers that runs one of them."""
+    while frame is not None:
+        if frame.f_code in codes:
+            return frame.f_code
+        frame = frame.f_back
+    return None
+
+
+def other_threads_stacks() -> str:
+    """The stacks of the other threads :mod:`threading` started, most recent call last (empty when
+    there is none): where the rest of a hung item was when its backstop fired. Threads started
+    below :mod:`threading` (xdist's channel to its controller) are left out."""
+    me = threading.get_ident()
+    names = {thread.ident: thread.name for thread in threading.enumerate() if thread.ident != me}
+    frames = sys._current_frames()
+    parts = [
+        f"Thread {name}:\n{''.join(traceback.format_stack(frames[ident]))}"
+        for ident, name in names.items()
+        if ident in frames
+    ]
+    return "\n".join(parts)

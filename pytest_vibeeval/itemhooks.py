@@ -5,13 +5,15 @@ report only; an unfinished record for an item that stopped without one)."""
 from __future__ import annotations
 
 import functools
+import sys
 import time
+import warnings
 from collections.abc import Generator
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from .backstop import Backstop
+from .backstop import Backstop, other_threads_stacks
 from .collection_gc import settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
@@ -19,6 +21,7 @@ from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
 from .items import EvalItem
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
+from .pytest_private import in_runtest_phase
 from .stash import get_state
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, attach_record, longrepr_text
 
@@ -106,21 +109,33 @@ class ItemHooks:
         self.board = ProgressBoard(self.state.lock_dir)  # what this process runs now (live progress)
         self.in_worker = hasattr(config, "workerinput")  # an xdist worker: reports travel as JSON
         self.backstop = Backstop()
+        self.warned_no_backstop = False
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    @pytest.hookimpl(wrapper=True)  # inside pytest's warning capture, outside pytest-timeout's timer
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        """An eval item's timeout backstop covers its setup, call and teardown. Where no SIGALRM
-        timer can be armed, pytest-timeout's thread method (which ends the process) stands in."""
+        """An eval item's timeout backstop covers its setup, call and teardown (it raises only
+        inside one of them: an exception in the report hooks between them would end the session).
+        Where no SIGALRM timer can be armed, pytest-timeout's thread method (which ends the
+        process) stands in."""
         if not isinstance(item, EvalItem):
             return (yield)
         seconds = item.backstop_s
-        armed = self.backstop.arm(item, seconds, functools.partial(_backstop_expired, seconds))
-        if not armed and self.config.pluginmanager.hasplugin("timeout"):
-            item.add_marker(pytest.mark.timeout(seconds, method="thread"))
+        expire = functools.partial(_backstop_expired, seconds)
+        if not self.backstop.arm(item, seconds, expire, in_runtest_phase):
+            self._fall_back(item, seconds)
         try:
             return (yield)
         finally:
             self.backstop.disarm()
+
+    def _fall_back(self, item: EvalItem, seconds: float) -> None:
+        """pytest-timeout's thread method for ``item``, or a warning (once) that it has no backstop."""
+        plugins = self.config.pluginmanager
+        if plugins.has_plugin("timeout") or plugins.has_plugin("pytest_timeout"):
+            item.add_marker(pytest.mark.timeout(seconds, method="thread"))
+        elif not self.warned_no_backstop:
+            self.warned_no_backstop = True
+            warnings.warn(NO_BACKSTOP, stacklevel=1)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
@@ -189,8 +204,19 @@ class ItemHooks:
         return report
 
 
+NO_BACKSTOP = pytest.PytestWarning(
+    "eval items run without their timeout backstop: SIGALRM cannot be used here and pytest-timeout "
+    "is not loaded (it stands in with its thread method); a hung `python:` answer will not be stopped"
+)
+
+
 def _backstop_expired(seconds: float) -> NoReturn:
+    """Fail the item; where it has other threads, their stacks go to its captured stderr (they
+    show with the failure), since the traceback shows this thread's alone."""
     __tracebackhide__ = True
+    stacks = other_threads_stacks()
+    if stacks:
+        sys.stderr.write(f"vibeeval backstop: the other threads when it fired:\n{stacks}")
     pytest.fail(f"Timeout (>{seconds}s) from the vibeeval backstop")
 
 

@@ -11,9 +11,13 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from queue import Empty
+from types import FrameType
 from typing import Any, TextIO
 
 import pytest
+from _pytest.runner import runtestprotocol
+
+from .backstop import innermost
 
 
 def structure_node_id(item: pytest.Item) -> None:
@@ -145,3 +149,20 @@ def queued_worker_reports(config: pytest.Config) -> list[pytest.TestReport]:
             report.node = kwargs.get("node")  # type: ignore[attr-defined]  # as xdist sets it
             reports.append(report)
     return reports
+
+
+_PHASE_CODE = pytest.CallInfo.from_call.__func__.__code__  # type: ignore[attr-defined]
+_PROTOCOL_CODE = runtestprotocol.__code__
+
+
+def in_runtest_phase(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside the setup, call or teardown of the innermost item running,
+    where an exception becomes that phase's report; in the report hooks around them it would end
+    the session instead.
+
+    No API says which phase is running. pytest runs each through ``CallInfo.from_call`` (public,
+    but that the runner calls it for every phase is an implementation detail) from the private
+    ``runtestprotocol``, where the search stops: a pytest run inside a test (``pytester``) has the
+    outer test's phase further up."""
+    found = innermost(frame, (_PHASE_CODE, _PROTOCOL_CODE))
+    return found is _PHASE_CODE

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_vibeeval.backstop import Backstop
+from pytest_vibeeval.backstop import Backstop, other_threads_stacks
 
 
 class Expired(Exception):
@@ -100,3 +100,67 @@ def test_it_cannot_be_armed_outside_the_main_thread(quiet_alarm: None) -> None:
     thread.join()
     assert armed == [False]
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+
+
+def test_a_repeating_timer_keeps_its_interval(quiet_alarm: None) -> None:
+    signal.setitimer(signal.ITIMER_REAL, 500.0, 250.0)
+    backstop = Backstop()
+    assert backstop.arm("item", 1.0, expire)
+    assert signal.getitimer(signal.ITIMER_REAL)[1] == 0  # the item's timer does not repeat
+    backstop.disarm()
+    delay, interval = signal.getitimer(signal.ITIMER_REAL)
+    assert 490 < delay <= 500.0 and interval == 250.0
+
+
+def test_the_outer_timer_is_paused_before_the_handler_changes(quiet_alarm: None) -> None:
+    """Otherwise an alarm of the outer timer due while arming would reach the item's handler and
+    fail the item (or, before its protocol began, end the session)."""
+
+    def outer(signum: int, frame: object) -> None:
+        raise AssertionError("the outer timer's alarm is not expected while the item runs")
+
+    seen: list[tuple[float, object]] = []
+
+    def clock() -> float:  # read while arming, after the handler changed
+        seen.append((signal.getitimer(signal.ITIMER_REAL)[0], signal.getsignal(signal.SIGALRM)))
+        return 0.0
+
+    signal.signal(signal.SIGALRM, outer)
+    signal.setitimer(signal.ITIMER_REAL, 500.0)
+    backstop = Backstop(clock=clock)
+    assert backstop.arm("item", 100.0, expire)
+    assert seen[0][0] == 0  # the outer timer was paused already
+    assert seen[0][1] is not outer
+    backstop.disarm()
+    assert signal.getsignal(signal.SIGALRM) is outer
+
+
+def test_an_alarm_where_it_may_not_fire_comes_back_until_it_may(quiet_alarm: None) -> None:
+    asked: list[bool] = []
+
+    def may_fire(frame: object) -> bool:
+        asked.append(len(asked) >= 2)  # not the first two times
+        return asked[-1]
+
+    backstop = Backstop()
+    assert backstop.arm("item", 0.01, expire, may_fire)
+    with pytest.raises(Expired):
+        while True:
+            signal.pause()  # returns after each alarm that did not fire
+    assert asked == [False, False, True]
+    backstop.disarm()
+
+
+def test_the_other_threads_stacks_name_them_and_leave_this_one_out() -> None:
+    assert other_threads_stacks() == "" or "MainThread" not in other_threads_stacks()
+    release = threading.Event()
+    helper = threading.Thread(target=release.wait, name="waiting-helper")
+    helper.start()
+    try:
+        stacks = other_threads_stacks()
+    finally:
+        release.set()
+        helper.join()
+    assert "Thread waiting-helper:\n" in stacks
+    assert "in wait" in stacks
+    assert "test_the_other_threads_stacks_name_them" not in stacks  # this thread's own stack

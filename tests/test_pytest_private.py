@@ -67,3 +67,44 @@ def test_the_private_xdist_api_the_plugin_uses_is_there(pytester: pytest.Pyteste
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-q")
     found = json.loads((pytester.path / "probe.json").read_text())
     assert found == {"queue": True}, found
+
+
+PHASE_PROBE = """
+import json, pathlib, sys
+import pytest
+from pytest_vibeeval.pytest_private import in_runtest_phase
+
+SEEN = {}
+
+@pytest.fixture
+def phases():
+    SEEN["setup"] = in_runtest_phase(sys._getframe())
+    yield
+    SEEN["teardown"] = in_runtest_phase(sys._getframe())
+
+def pytest_runtest_logreport(report):
+    SEEN["logreport"] = SEEN.get("logreport", False) or in_runtest_phase(sys._getframe())
+
+def pytest_runtest_logfinish():
+    SEEN["logfinish"] = in_runtest_phase(sys._getframe())
+    pathlib.Path("probe.json").write_text(json.dumps(SEEN))
+"""
+
+
+def test_where_an_items_phases_run_can_be_told(pytester: pytest.Pytester) -> None:
+    """pytest runs each phase of an item through ``CallInfo.from_call``, called by the private
+    ``runtestprotocol``: the timeout backstop raises only inside a phase."""
+    pytester.makeconftest(PHASE_PROBE)
+    pytester.makepyfile(
+        test_probe="""
+        import sys
+        from conftest import SEEN
+        from pytest_vibeeval.pytest_private import in_runtest_phase
+
+        def test_probe(phases):
+            SEEN["call"] = in_runtest_phase(sys._getframe())
+        """
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    found = json.loads((pytester.path / "probe.json").read_text())
+    assert found == {"setup": True, "call": True, "teardown": True, "logreport": False, "logfinish": False}

@@ -84,6 +84,86 @@ def test_without_sigalrm_pytest_timeouts_thread_method_stands_in(pytester: pytes
 # have sleeps of their own, which this one must neither count nor kill.
 SLEEP_SECONDS = f"4242.{os.getpid()}"
 
+REPORT_HOOK_CONFTEST = """
+import signal
+
+RUNS_ITEMS = True  # not an xdist controller, which sees the reports too
+
+def pytest_configure(config):
+    global RUNS_ITEMS
+    RUNS_ITEMS = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+
+def pytest_runtest_logreport(report):
+    if RUNS_ITEMS and report.when == "setup" and "stuck" in report.nodeid:
+        signal.pause()  # a report hook still busy when the backstop's time is up
+"""
+
+
+@XDIST_MODES
+def test_the_backstop_waits_out_the_report_hooks(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """An exception in a report hook would end the session (INTERNALERROR): the backstop raises
+    only in setup, call or teardown, here the call that follows the slow hook."""
+    write_hang_project(pytester.path)
+    write(pytester.path / "conftest.py", REPORT_HOOK_CONFTEST)
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    stuck = evals_by_nodeid(load_json(out))["hang.eval.yaml::stuck[app]"]
+    assert stuck["message"].startswith("stopped in the agent phase (app, "), stuck["message"]
+    assert "Timeout (>2.0s) from the vibeeval backstop" in stuck["message"]
+
+
+THREADED_APP = """
+import threading
+
+def answer(prompt):
+    if prompt == "hang":
+        helper = threading.Thread(target=wait_for_ever, name="stuck-helper", daemon=True)
+        helper.start()
+        helper.join()
+    return "ok"
+
+def wait_for_ever():
+    threading.Event().wait(120)
+"""
+
+
+@XDIST_MODES
+def test_a_timeout_shows_where_the_other_threads_were(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    write_hang_project(pytester.path)
+    write(pytester.path / "app.py", THREADED_APP)
+    result = run(pytester, xdist=xdist, subprocess=True)  # the helper thread ends with the process
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*Captured stderr call*",
+            "vibeeval backstop: the other threads when it fired:",
+            "Thread stuck-helper:",
+        ]
+    )
+    assert "in wait_for_ever" in result.stdout.str()
+
+
+def test_without_sigalrm_or_pytest_timeout_it_warns(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "conftest.py", "import pytest_vibeeval.backstop as b\nb.HAS_SIGALRM = False\n")
+    write(pytester.path / "app.py", "def answer(prompt):\n    return 'ok'\n")
+    write(
+        pytester.path / "ok.eval.yaml",
+        """
+        metadata: {name: ok, model: m}
+        configurations:
+          app: {python: "app:answer"}
+        evals:
+          - {name: a, prompt: a, checks: [{match: ok}]}
+          - {name: b, prompt: b, checks: [{match: ok}]}
+        """,
+    )
+    result = run(pytester, "-p", "no:timeout", subprocess=True)
+    result.assert_outcomes(passed=2, warnings=1)  # once, not once per item
+    result.stdout.fnmatch_lines(["*eval items run without their timeout backstop*"])
+
+
 WORKSPACE_CONFTEST = """
 import pathlib
 import pytest

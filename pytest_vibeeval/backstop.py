@@ -19,6 +19,7 @@ from typing import Any
 
 HAS_SIGALRM = hasattr(signal, "SIGALRM")
 RETRY_S = 0.05  # how soon an alarm that came where it may not raise looks again
+RETRY_FOR_S = 10.0  # how long it keeps looking before it raises wherever it is
 _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
@@ -37,6 +38,7 @@ class Backstop:
         self._previous_handler: _Handler = None
         self._previous_timer = (0.0, 0.0)  # (delay, interval) of the paused timer
         self._armed_at = 0.0
+        self._refused_since: float | None = None  # when the alarm first came where it may not raise
 
     def arm(
         self,
@@ -48,7 +50,9 @@ class Backstop:
         """Call ``expire`` (which should raise) in the main thread once ``seconds`` have passed,
         unless :meth:`disarm` comes first. ``may_fire(frame)``, given the interrupted frame, says
         whether it may raise there; when not, the alarm comes back every :data:`RETRY_S` seconds
-        until it may. False when no ``SIGALRM`` timer can be armed here."""
+        until it may, or for :data:`RETRY_FOR_S` seconds at most: then it raises where it is (a
+        hook that hangs must not hang the session). False when no ``SIGALRM`` timer can be
+        armed here."""
         if not HAS_SIGALRM or threading.current_thread() is not threading.main_thread():
             return False
         self.disarm()
@@ -59,7 +63,7 @@ class Backstop:
         previous = signal.signal(signal.SIGALRM, self._on_alarm)
         self._previous_handler, self._previous_timer = previous, paused
         self._armed_at = self._clock()
-        self._expire, self._may_fire = expire, may_fire
+        self._expire, self._may_fire, self._refused_since = expire, may_fire, None
         self.owner = owner
         signal.setitimer(signal.ITIMER_REAL, seconds)
         return True
@@ -68,8 +72,8 @@ class Backstop:
         """Stop the timer (nothing happens when it is not armed) and put back what was there."""
         if self.owner is None:
             return
-        self.owner = None
-        self._expire = self._may_fire = None
+        self._expire = None  # first: an alarm that comes from here on does nothing
+        self.owner = self._may_fire = None
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self._previous_handler or signal.SIG_DFL)
         delay, interval = self._previous_timer
@@ -83,8 +87,12 @@ class Backstop:
         if expire is None or being_debugged():
             return  # disarmed meanwhile, or a person at a breakpoint: not a hung item
         if self._may_fire is not None and not self._may_fire(frame):
-            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
-            return
+            now = self._clock()
+            if self._refused_since is None:
+                self._refused_since = now
+            if now - self._refused_since < RETRY_FOR_S:
+                signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+                return
         expire()
 
 
@@ -103,21 +111,20 @@ def being_debugged() -> bool:
     return monitoring is not None and monitoring.get_tool(monitoring.DEBUGGER_ID) is not None
 
 
-def innermost(frame: FrameType | None, codes: tuple[object, ...]) -> object | None:
-    """Which of ``codes`` runs in ``frame`` or the nearest of its callers that runs one of them."""
-    while frame is not None:
-        if frame.f_code in codes:
-            return frame.f_code
-        frame = frame.f_back
-    return None
+OWN_THREAD_PREFIX = "vibeeval-"  # the names of the plugin's own threads (its progress board)
 
 
 def other_threads_stacks() -> str:
     """The stacks of the other threads :mod:`threading` started, most recent call last (empty when
-    there is none): where the rest of a hung item was when its backstop fired. Threads started
-    below :mod:`threading` (xdist's channel to its controller) are left out."""
+    there is none): where the rest of a hung item was when its backstop fired. The plugin's own
+    threads and those started below :mod:`threading` (xdist's channel to its controller) are
+    left out."""
     me = threading.get_ident()
-    names = {thread.ident: thread.name for thread in threading.enumerate() if thread.ident != me}
+    names = {
+        thread.ident: thread.name
+        for thread in threading.enumerate()
+        if thread.ident != me and not thread.name.startswith(OWN_THREAD_PREFIX)
+    }
     frames = sys._current_frames()
     parts = [
         f"Thread {name}:\n{''.join(traceback.format_stack(frames[ident]))}"

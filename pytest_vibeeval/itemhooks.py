@@ -121,7 +121,10 @@ class ItemHooks:
             return (yield)
         seconds = item.backstop_s
         expire = functools.partial(_backstop_expired, seconds)
-        if not self.backstop.arm(item, seconds, expire, in_runtest_phase):
+        # The frame that called this hook stays on the stack for the whole protocol: what lies
+        # above it (a test this session runs inside) is not this item's.
+        may_fire = functools.partial(in_runtest_phase, stop=sys._getframe(1))
+        if not self.backstop.arm(item, seconds, expire, may_fire):
             self._fall_back(item, seconds)
         try:
             return (yield)

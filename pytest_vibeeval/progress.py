@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from .backstop import OWN_THREAD_PREFIX
 from .bounded_read import UnreadableFile, read_bounded
 
 PROGRESS_DIR = "progress"
@@ -164,7 +165,7 @@ class LiveStatus:
         self.lock = threading.RLock()  # pytest may write from a hook inside another one
         self.shown = False  # a status line is on the screen
         self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="vibeeval-progress", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=f"{OWN_THREAD_PREFIX}progress", daemon=True)
 
     def start(self) -> None:
         self.thread.start()

@@ -15,9 +15,6 @@ from types import FrameType
 from typing import Any, TextIO
 
 import pytest
-from _pytest.runner import runtestprotocol
-
-from .backstop import innermost
 
 
 def structure_node_id(item: pytest.Item) -> None:
@@ -152,17 +149,24 @@ def queued_worker_reports(config: pytest.Config) -> list[pytest.TestReport]:
 
 
 _PHASE_CODE = pytest.CallInfo.from_call.__func__.__code__  # type: ignore[attr-defined]
-_PROTOCOL_CODE = runtestprotocol.__code__
+_PHASES = frozenset({"setup", "call", "teardown"})
 
 
-def in_runtest_phase(frame: FrameType | None) -> bool:
-    """Whether ``frame`` runs inside the setup, call or teardown of the innermost item running,
-    where an exception becomes that phase's report; in the report hooks around them it would end
-    the session instead.
+def in_runtest_phase(frame: FrameType | None, stop: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside the setup, call or teardown of an item, in the function the
+    phase runs, below ``stop`` (the frame that called the item's protocol): there an exception
+    becomes the phase's report, anywhere else (a report hook, pytest's timing around the phase) it
+    would end the session.
 
-    No API says which phase is running. pytest runs each through ``CallInfo.from_call`` (public,
-    but that the runner calls it for every phase is an implementation detail) from the private
-    ``runtestprotocol``, where the search stops: a pytest run inside a test (``pytester``) has the
-    outer test's phase further up."""
-    found = innermost(frame, (_PHASE_CODE, _PROTOCOL_CODE))
-    return found is _PHASE_CODE
+    No API says which phase is running. pytest runs each phase's function through
+    ``CallInfo.from_call(func, when)`` (public, but that the runner does so for every phase is an
+    implementation detail); ``stop`` keeps an outer test's phase (a pytest run inside a test, as
+    ``pytester`` makes) out of the search."""
+    while frame is not None and frame is not stop:
+        caller = frame.f_back
+        if caller is not None and caller.f_code is _PHASE_CODE:
+            local = caller.f_locals
+            func = local.get("func")
+            return local.get("when") in _PHASES and getattr(func, "__code__", frame.f_code) is frame.f_code
+        frame = caller
+    return False

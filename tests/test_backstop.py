@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_vibeeval.backstop import Backstop, other_threads_stacks
+from pytest_vibeeval.backstop import OWN_THREAD_PREFIX, RETRY_FOR_S, Backstop, other_threads_stacks
 
 
 class Expired(Exception):
@@ -164,3 +164,31 @@ def test_the_other_threads_stacks_name_them_and_leave_this_one_out() -> None:
     assert "Thread waiting-helper:\n" in stacks
     assert "in wait" in stacks
     assert "test_the_other_threads_stacks_name_them" not in stacks  # this thread's own stack
+
+
+def test_an_alarm_that_never_may_fire_raises_where_it_is_after_a_while(quiet_alarm: None) -> None:
+    now = [0.0]
+
+    def may_fire(frame: object) -> bool:
+        now[0] += RETRY_FOR_S / 2  # each refusal comes half the patience later
+        return False
+
+    backstop = Backstop(clock=lambda: now[0])
+    assert backstop.arm("item", 0.01, expire, may_fire)
+    with pytest.raises(Expired):
+        while True:
+            signal.pause()
+    assert now[0] > RETRY_FOR_S  # refused until the patience ran out
+    backstop.disarm()
+
+
+def test_the_plugins_own_threads_are_left_out_of_the_stacks() -> None:
+    release = threading.Event()
+    own = threading.Thread(target=release.wait, name=OWN_THREAD_PREFIX + "progress")
+    own.start()
+    try:
+        stacks = other_threads_stacks()
+    finally:
+        release.set()
+        own.join()
+    assert OWN_THREAD_PREFIX not in stacks

@@ -78,15 +78,15 @@ SEEN = {}
 
 @pytest.fixture
 def phases():
-    SEEN["setup"] = in_runtest_phase(sys._getframe())
+    SEEN["setup"] = in_runtest_phase(sys._getframe(), None)
     yield
-    SEEN["teardown"] = in_runtest_phase(sys._getframe())
+    SEEN["teardown"] = in_runtest_phase(sys._getframe(), None)
 
 def pytest_runtest_logreport(report):
-    SEEN["logreport"] = SEEN.get("logreport", False) or in_runtest_phase(sys._getframe())
+    SEEN["logreport"] = SEEN.get("logreport", False) or in_runtest_phase(sys._getframe(), None)
 
 def pytest_runtest_logfinish():
-    SEEN["logfinish"] = in_runtest_phase(sys._getframe())
+    SEEN["logfinish"] = in_runtest_phase(sys._getframe(), None)
     pathlib.Path("probe.json").write_text(json.dumps(SEEN))
 """
 
@@ -102,7 +102,7 @@ def test_where_an_items_phases_run_can_be_told(pytester: pytest.Pytester) -> Non
         from pytest_vibeeval.pytest_private import in_runtest_phase
 
         def test_probe(phases):
-            SEEN["call"] = in_runtest_phase(sys._getframe())
+            SEEN["call"] = in_runtest_phase(sys._getframe(), None)
         """
     )
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")

@@ -151,16 +151,20 @@ def test_an_alarm_where_it_may_not_fire_comes_back_until_it_may(quiet_alarm: Non
     backstop.disarm()
 
 
-def test_the_other_threads_stacks_name_them_and_leave_this_one_out() -> None:
-    assert other_threads_stacks() == "" or "MainThread" not in other_threads_stacks()
+def stacks_while_waiting(name: str) -> str:
+    """:func:`other_threads_stacks` while a thread called ``name`` waits."""
     release = threading.Event()
-    helper = threading.Thread(target=release.wait, name="waiting-helper")
+    helper = threading.Thread(target=release.wait, name=name)
     helper.start()
     try:
-        stacks = other_threads_stacks()
+        return other_threads_stacks()
     finally:
         release.set()
         helper.join()
+
+
+def test_the_other_threads_stacks_name_them_and_leave_this_one_out() -> None:
+    stacks = stacks_while_waiting("waiting-helper")
     assert "Thread waiting-helper:\n" in stacks
     assert "in wait" in stacks
     assert "test_the_other_threads_stacks_name_them" not in stacks  # this thread's own stack
@@ -183,12 +187,4 @@ def test_an_alarm_that_never_may_fire_raises_where_it_is_after_a_while(quiet_ala
 
 
 def test_the_plugins_own_threads_are_left_out_of_the_stacks() -> None:
-    release = threading.Event()
-    own = threading.Thread(target=release.wait, name=OWN_THREAD_PREFIX + "progress")
-    own.start()
-    try:
-        stacks = other_threads_stacks()
-    finally:
-        release.set()
-        own.join()
-    assert OWN_THREAD_PREFIX not in stacks
+    assert OWN_THREAD_PREFIX not in stacks_while_waiting(OWN_THREAD_PREFIX + "progress")

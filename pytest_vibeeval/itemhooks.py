@@ -208,8 +208,9 @@ class ItemHooks:
 
 
 NO_BACKSTOP = pytest.PytestWarning(
-    "eval items run without their timeout backstop: SIGALRM cannot be used here and pytest-timeout "
-    "is not loaded (it stands in with its thread method); a hung `python:` answer will not be stopped"
+    "eval items run without their timeout backstop: SIGALRM cannot be used here and pytest-timeout, "
+    "whose thread method would stand in, is not loaded, so a hung `python:` answer will not be "
+    "stopped; load pytest-timeout (drop `-p no:timeout`) to have one"
 )
 
 

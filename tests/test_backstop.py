@@ -52,7 +52,7 @@ def test_disarming_stops_the_timer_and_puts_the_handler_back(quiet_alarm: None) 
     signal.signal(signal.SIGALRM, previous)
     backstop = Backstop()
     assert backstop.arm("item", 100.0, expire)
-    assert 99 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100
+    assert 50 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100  # roomy: a loaded machine may stall
     assert signal.getsignal(signal.SIGALRM) is not previous
     backstop.disarm()
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0

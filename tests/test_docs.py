@@ -107,6 +107,26 @@ def test_every_option_the_docs_name_is_an_option_of_the_plugin() -> None:
     assert not unknown, f"options that pytest --help does not list: {unknown}"
 
 
+def test_the_option_table_of_the_running_page_lists_every_option() -> None:
+    """docs/running.md is where the README sends readers for "every option"."""
+    table = (DOCS / "running.md").read_text(encoding="utf-8").split("\n\n", 2)[1]
+    listed = set(OPTION.findall(table))
+    missing = sorted(_registered_options() - listed)
+    assert not missing, f"options missing from docs/running.md's table: {missing}"
+
+
+def test_the_results_format_names_every_field_a_results_file_has() -> None:
+    """Every field of every record in the results file appears in docs/results-format.md's outline."""
+    from pytest_vibeeval import results
+
+    text = (DOCS / "results-format.md").read_text(encoding="utf-8")
+    outline = set(re.findall(r'"([a-z_0-9]+)"', FENCE.findall(text)[0]))
+    models = [m for m in vars(results).values() if isinstance(m, type) and issubclass(m, results.Record)]
+    assert results.ResultsFile in models and results.TurnRecord in models
+    missing = sorted(f"{m.__name__}.{field}" for m in models for field in m.model_fields if field not in outline)
+    assert not missing, f"fields missing from docs/results-format.md: {missing}"
+
+
 def test_the_readme_is_a_front_page_whose_test_command_is_what_ci_runs() -> None:
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 250

@@ -102,7 +102,9 @@ def test_runner_repository_example_scores_by_the_runners_rules(
     [oracle], [nop], [sloppy] = (runs[config_id]["evals"] for config_id in ("oracle", "nop", "sloppy"))
 
     def vybes(config_id: str) -> float:
-        return float(runs[config_id]["variables"]["word-stats_vybes"])
+        run = runs[config_id]
+        assert (run["score_preset"], run["score"]) == ("vybes", run["variables"]["word-stats_vybes"])
+        return float(run["variables"]["word-stats_vybes"])
 
     # the oracle: every step of the grading package passes, full marks (100 × multiplier 2 × 5/5)
     assert oracle["outcome"] == "passed", oracle["message"]

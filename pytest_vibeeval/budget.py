@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 LEDGER_NAME = "spent.ledger"
+NOT_STARTED = "not started: --vibe-max-cost"  # how the skip of an item the budget held back begins
 
 
 class Budget:
@@ -49,5 +50,11 @@ class Budget:
             return None
         spent = self.spent()
         if spent >= self.limit:
-            return f"not started: --vibe-max-cost ${self.limit:g} reached (spent ${spent:.4f})"
+            return f"{NOT_STARTED} ${self.limit:g} reached (spent ${spent:.4f})"
         return None
+
+    def stop_reason(self) -> str | None:
+        """Why evals may have been held back (said of a run in which some were), or None."""
+        if self.limit is None or self.spent() < self.limit:
+            return None
+        return f"stopped starting evals at --vibe-max-cost ${self.limit:g}"

@@ -62,8 +62,17 @@ class ControllerSession:
         machinery. Made now, before any item runs, not at the first report: imported then, it held
         up the reports queued behind it, and an interrupt could end the session before an item's
         first report was read (its record then missing from the results)."""
-        if any(nodeid.split("::", 1)[0].endswith(SOURCE_SUFFIXES) for nodeid in ids):
-            self.state.aggregator  # noqa: B018 (made, with its modules, on first access)
+        self._select(ids)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """A serial run: the eval items it selected (an xdist controller collects nothing)."""
+        self._select([item.nodeid for item in session.items])
+
+    def _select(self, nodeids: list[str]) -> None:
+        """Remember which eval items the session selected: one that never reports did not run."""
+        selected = frozenset(nodeid for nodeid in nodeids if _is_eval(nodeid))
+        if selected:
+            self.state.aggregator.selected = selected
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -110,7 +119,7 @@ class ControllerSession:
         # for a report without them).
         if (
             not ours
-            and not (crashed and nodeid.split("::")[0].endswith(SOURCE_SUFFIXES))
+            and not (crashed and _is_eval(nodeid))
             and not (self.state.aggregated() and self.state.aggregator.has_info(nodeid))
         ):
             return
@@ -146,6 +155,8 @@ class ControllerSession:
         stopped = stop_reason(session)
         signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
         interrupted = (exitstatus == pytest.ExitCode.INTERRUPTED or signalled is not None) and stopped is None
+        if not interrupted:
+            stopped = stopped or state.budget.stop_reason()
         if interrupted:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
             if signalled is not None:
@@ -175,8 +186,11 @@ class ControllerSession:
 
         state = self.state
         self._load_suite_conftests()
-        runs = state.aggregator.runs(interrupted, stopped)
+        aggregator = state.aggregator
+        runs = aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
+        if stopped and not aggregator.cut_short(interrupted, stopped):
+            stopped = None  # every selected item ran before the session stopped: a complete run
         results = build_results(
             runs,
             state.started_at,
@@ -392,6 +406,10 @@ def uncollected_suites_hint(config: pytest.Config) -> list[str]:
         f"(pytest {rootdir_relative(found[0], config.rootpath)}), or with an ini line "
         "vibe_patterns = *.yaml",
     ]
+
+
+def _is_eval(nodeid: str) -> bool:
+    return nodeid.split("::", 1)[0].endswith(SOURCE_SUFFIXES)
 
 
 def stop_reason(session: pytest.Session) -> str | None:

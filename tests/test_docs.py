@@ -123,7 +123,8 @@ def test_the_results_format_names_every_field_a_results_file_has() -> None:
     outline = set(re.findall(r'"([a-z_0-9]+)"', FENCE.findall(text)[0]))
     models = [m for m in vars(results).values() if isinstance(m, type) and issubclass(m, results.Record)]
     assert results.ResultsFile in models and results.TurnRecord in models
-    missing = sorted(f"{m.__name__}.{field}" for m in models for field in m.model_fields if field not in outline)
+    fields = [f"{model.__name__}.{field}" for model in models for field in model.model_fields]
+    missing = sorted(name for name in fields if name.split(".")[1] not in outline)
     assert not missing, f"fields missing from docs/results-format.md: {missing}"
 
 

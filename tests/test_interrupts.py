@@ -86,6 +86,8 @@ def assert_kept_as_partial(pytester: pytest.Pytester, returncode: int, output: s
     assert not (folder / "latest.json").exists(), output
     assert not (pytester.path / ".vibeeval" / "history.jsonl").exists(), output
     assert "Run Summary" in output
+    assert "note: the session was interrupted: 2 of 3 evals ran; " in output, output
+    assert "evals were selected" not in output, output  # nothing was deselected
     assert "Traceback" not in output and "INTERNALERROR" not in output, output
 
 

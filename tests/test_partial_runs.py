@@ -99,3 +99,91 @@ def test_maxfail_is_named_and_resume_latest_finds_the_partial_run(pytester: pyte
     resumed = run(pytester, "--vibe-resume", "-p", "no:randomly", "more.eval.yaml")
     resumed.assert_outcomes(passed=1, failed=1)
     assert "Resumed: 2 eval(s) reused" in "\n".join(run_summary(resumed))
+
+
+@XDIST_MODES
+def test_a_run_in_which_every_eval_ran_before_maxfail_stopped_it_is_complete(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """--maxfail as a safety valve: its last failure on the last item leaves nothing unrun."""
+    make_suite(pytester.path, first="ok")
+    write(
+        pytester.path / "part.eval.yaml",
+        """
+        metadata: {name: part, model: m}
+        configurations:
+          app: {python: "partial_app:answer"}
+        evals:
+          - {name: a, prompt: ok, checks: [{equals: "yes"}]}
+          - {name: b, prompt: fail, checks: [{equals: "yes"}]}
+        """,
+    )
+    result = run(pytester, *xdist, "--maxfail", "1", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    summary = "\n".join(run_summary(result))
+    assert "the session stopped" not in summary and "partial" not in summary, summary
+    latest = load_json(results_folder(pytester.path) / "latest.json")
+    assert latest["stopped_early"] is None
+    assert len((pytester.path / ".vibeeval" / "history.jsonl").read_text().splitlines()) == 1
+
+
+def test_only_the_run_with_evals_left_unrun_is_partial(pytester: pytest.Pytester) -> None:
+    make_suite(pytester.path)  # part: a fails first, then b, c, d never start under -x
+    write(
+        pytester.path / "done.eval.yaml",
+        """
+        metadata: {name: done, model: m}
+        configurations:
+          app: {python: "partial_app:answer"}
+        evals:
+          - {name: e, prompt: ok, checks: [{equals: "yes"}]}
+        """,
+    )
+    result = run(pytester, "-x", "-p", "no:randomly", "done.eval.yaml", "part.eval.yaml")
+    lines = run_summary(result)
+    stopped = [line for line in lines if "the session stopped" in line]
+    assert stopped == [
+        "note: the session stopped after the first failure (-x): 1 of 4 evals ran; success_pct and the "
+        "score are over those only, and this run is no baseline"
+    ], lines
+    assert "evals were selected" not in "\n".join(lines)
+
+
+BUDGET_APP = """
+def answer(prompt):
+    return {"response": prompt, "cost": 0.01}
+"""
+
+
+@XDIST_MODES
+def test_a_run_cut_short_by_max_cost_is_partial_and_its_gate_is_not_judged(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(pytester.path / "budget_app.py", BUDGET_APP)
+    write(
+        pytester.path / "spend.eval.yaml",
+        """
+        metadata: {name: spend, model: m}
+        configurations:
+          app: {python: "budget_app:answer"}
+        score: {formula: success_pct, min: 50}
+        evals: [EVALS]
+        """.replace(
+            "EVALS", ", ".join(f"{{name: e{i}, prompt: good, checks: [contains: good]}}" for i in range(8))
+        ),
+    )
+    run(pytester, *xdist).assert_outcomes(passed=8)
+    latest = results_folder(pytester.path) / "latest.json"
+    before = latest.read_text()
+
+    result = run(pytester, *xdist, "--vibe-max-cost", "0.025", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the gate cannot pass on a part of the suite
+    summary = "\n".join(run_summary(result))
+    assert "GATE FAILED" in summary and "not judged: the session stopped starting evals at" in summary
+    assert "note: the session stopped starting evals at --vibe-max-cost $0.025: " in summary
+    assert "latest.json not replaced: this run is partial" in summary
+    assert latest.read_text() == before
+    [partial] = sorted(results_folder(pytester.path).glob("2*.json"), key=lambda p: p.stat().st_mtime_ns)[-1:]
+    data = load_json(partial)
+    assert data["stopped_early"] == "stopped starting evals at --vibe-max-cost $0.025"
+    assert data["runs"][0]["gate"]["passed"] is False

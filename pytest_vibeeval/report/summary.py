@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..budget import NOT_STARTED
 from ..results import CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
 from ..scoring.variables import BUILTIN_RUN_VARIABLES, check_variable_names
 from .format import MISSING, decimal, failed_check, money, run_title, score, seconds
 
-BUDGET_SKIP = "not started: --vibe-max-cost"
 # The metrics the run block shows on lines of their own.
 BUILTIN_METRICS = frozenset({v.name for v in BUILTIN_RUN_VARIABLES if v.metric} | {"errors", "skipped"})
 
@@ -297,7 +297,7 @@ def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
         return []
     records = [record for run in runs for record in run.evals]
     spent = sum(record.cost or 0.0 for record in records if not record.cached)  # --vibe-cache: not now
-    held = sum(1 for r in records if r.outcome == "skipped" and BUDGET_SKIP in (r.message or ""))
+    held = sum(1 for r in records if r.outcome == "skipped" and NOT_STARTED in (r.message or ""))
     line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost)"
     return [line + (f"; {held} eval(s) not started" if held else "")]
 

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..budget import NOT_STARTED
 from ..extensions import Extensions, builtin_extensions
 from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
@@ -45,6 +46,9 @@ class Aggregator:
     extensions: Extensions = field(default_factory=builtin_extensions)
     items: dict[str, _Item] = field(default_factory=dict)
     spool: RecordSpool = field(default_factory=RecordSpool)
+    # The eval items the session selected (after -k, -m, --lf…), as node ids; None: not known. An
+    # item among them that never reported did not run: its run is partial.
+    selected: frozenset[str] | None = None
 
     def add_report(
         self,
@@ -80,12 +84,31 @@ class Aggregator:
     def runs(self, interrupted: bool = False, stopped: str | None = None) -> list[RunRecord]:
         """The runs of every item reported so far; ``interrupted``: items that started but left no
         verdict were cut short by the interruption (skipped, saying so), not failures; ``stopped``:
-        why the session ended before every selected item ran (-x, --maxfail), said in each run."""
+        why the session may have ended before every selected item ran (-x, --maxfail,
+        --vibe-max-cost), said in each run where some did not run: that run is partial."""
         groups: dict[tuple[str, str], list[tuple[RunInfo, str, _Item]]] = {}
         for nodeid, item in self.items.items():
             info = item.info or _info_from_nodeid(nodeid, self._known_infos(), self.extensions)
             groups.setdefault(info.key(), []).append((info, nodeid, item))
-        return [self._run(items, interrupted, stopped) for _, items in sorted(groups.items())]
+        unreported: dict[tuple[str, str], set[str]] = {}
+        for nodeid in self._unreported():
+            key, eval_id = _run_key(nodeid, groups)
+            unreported.setdefault(key, set()).add(eval_id)
+        return [
+            self._run(items, interrupted, stopped, unreported.get(key, set()))
+            for key, items in sorted(groups.items())
+        ]
+
+    def _unreported(self) -> list[str]:
+        """The selected items that never reported (the session ended before they started)."""
+        return [nodeid for nodeid in self.selected or () if nodeid not in self.items]
+
+    def cut_short(self, interrupted: bool, stopped: str | None) -> bool:
+        """Whether a selected item did not run to a verdict: it never started, --vibe-max-cost held
+        it back, or the session's end (``interrupted``, ``stopped``) cut it short."""
+        return bool(self._unreported()) or any(
+            _held(item, interrupted, stopped) for item in self.items.values()
+        )
 
     def _known_infos(self) -> Iterable[RunInfo]:
         return (item.info for item in self.items.values() if item.info)
@@ -137,16 +160,24 @@ class Aggregator:
         return record
 
     def _run(
-        self, items: list[tuple[RunInfo, str, _Item]], interrupted: bool, stopped: str | None
+        self,
+        items: list[tuple[RunInfo, str, _Item]],
+        interrupted: bool,
+        stopped: str | None,
+        unreported: set[str],
     ) -> RunRecord:
         """One run, its records parsed for as long as it is built; its ``evals`` read them again
-        from the spool when asked for (a record the end of the session made stays an object)."""
+        from the spool when asked for (a record the end of the session made stays an object).
+        ``unreported``: the evals of its selected items that never reported."""
         entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]] = []
+        not_run = set(unreported)  # evals with an item that did not run to a verdict
+        ran_names: set[str] = set()  # evals with an item that did
         for info, nodeid, item in items:
             sent = self.spool.read(item.record) if isinstance(item.record, int) else item.record
             record = self._final_record(nodeid, item, sent, info, interrupted, stopped)
             kept = item.record if isinstance(item.record, int) and record is sent else record
             entries.append((info, record, kept))
+            (not_run if _held(item, interrupted, stopped) else ran_names).add(record.name)
         in_suite_order = sorted(
             entries, key=lambda e: (e[0].eval_index < 0, e[0].eval_index, e[1].repeat, e[1].nodeid)
         )
@@ -158,13 +189,16 @@ class Aggregator:
             records, ext.run_variables.values(), errors, _formula_reads(info, ext.formula_presets)
         )
         notes = []
-        selected = len({r.name for r in records})
-        if stopped:
+        names = {r.name for r in records}
+        selected = len(names | unreported)
+        why = stopped or ("was interrupted" if interrupted else None)
+        partial = f"the session {why}" if not_run and why else None
+        if partial:
             notes.append(
-                f"the session {stopped}: {selected} of {info.suite_evals} evals ran; "
+                f"{partial}: {len(ran_names)} of {selected} evals ran; "
                 "success_pct and the score are over those only, and this run is no baseline"
             )
-        elif selected < info.suite_evals:
+        if selected < info.suite_evals:
             notes.append(
                 f"{selected} of {info.suite_evals} evals were selected; "
                 "success_pct and the score are over the selected evals only"
@@ -175,7 +209,7 @@ class Aggregator:
                 f"{len(skipped)} eval(s) skipped and not counted: "
                 + "; ".join(sorted({(r.message or "skipped").splitlines()[0] for r in skipped}))
             )
-        score, score_error, shown = _score(info, values, reasons, ext)
+        score, score_error, shown = _score(info, values, reasons, ext, partial)
         stats = _eval_stats(in_suite_order)
         repeat_fields: dict[str, object] = {}
         if info.repeats > 1:
@@ -198,7 +232,7 @@ class Aggregator:
             input_digest=info.input_digest,
             score_breakdown=shown,
             score_names=formula_names(info, values, ext.formula_presets),
-            gate=gate_record(score, score_error, info.score_min, info.score_max),
+            gate=gate_record(score, score_error, info.score_min, info.score_max, partial),
             metrics=metrics,
             variables={},
             variable_errors=errors,
@@ -215,15 +249,23 @@ class Aggregator:
 
 
 def _score(
-    info: RunInfo, values: Mapping[str, float | None], reasons: dict[str, str], ext: Extensions
+    info: RunInfo,
+    values: Mapping[str, float | None],
+    reasons: dict[str, str],
+    ext: Extensions,
+    partial: str | None = None,
 ) -> tuple[float | None, str | None, str | None]:
-    """The run's score, why it is null, and its breakdown."""
+    """The run's score, why it is null, and its breakdown (``partial``: why not every selected
+    eval ran, if so)."""
     try:
         formula = _parse(info, values, ext.formula_presets)
     except FormulaError as exc:
         return None, exc.reason, None
+    absent = "the eval did not run in this run (deselected?)"
+    if partial:
+        absent = f"not in this run: {partial} before it ran"
     for name in {name for name in formula.names if name not in values}:
-        reasons[name] = "the eval did not run in this run (deselected?)"
+        reasons[name] = absent
     score, score_error = evaluate(formula, values, reasons)
     return score, score_error, _breakdown(formula, values)
 
@@ -340,13 +382,21 @@ def _score_near(score: float, bound: float) -> str:
 
 
 def gate_record(
-    score: float | None, score_error: str | None, low: float | None, high: float | None
+    score: float | None,
+    score_error: str | None,
+    low: float | None,
+    high: float | None,
+    partial: str | None = None,
 ) -> GateRecord | None:
     """Whether ``score`` passes the gate [low, high] (both inclusive, either optional); None when
-    neither bound is set. A null score fails a gate: the run could not be judged."""
+    neither bound is set. A null score fails a gate: the run could not be judged; so does a partial
+    run (``partial``: why not every selected eval ran), whose score covers only what ran."""
     if low is None and high is None:
         return None
     bounds = _bounds(low, high)
+    if partial:
+        message = f"not judged: {partial} before every selected eval ran; the gate ({bounds}) needs them all"
+        return GateRecord(min=low, max=high, passed=False, message=message)
     if score is None:
         why = f" ({score_error})" if score_error else ""
         message = f"score is null{why}; the gate ({bounds}) needs a score"
@@ -371,11 +421,32 @@ def _bounded(text: str, limit: int = 20) -> str:
 
 
 def _split_nodeid(nodeid: str) -> tuple[str, str, str]:
-    """``path::eval[config]`` → (path, eval, config); an xdist ``@group`` suffix is dropped."""
+    """``path::eval[config]`` → (path, eval, config); an xdist ``@group`` suffix is dropped. The
+    configuration is the last bracket: a dataset row's eval is ``eval[row]``."""
     source, _, rest = nodeid.partition("::")
     rest = rest.partition("@")[0]
-    eval_id, _, config = rest.partition("[")
+    eval_id, _, config = rest.rpartition("[")
     return source, eval_id, config.rstrip("]")
+
+
+def _run_key(nodeid: str, runs: Mapping[tuple[str, str], object]) -> tuple[tuple[str, str], str]:
+    """The run (source, configuration) and the eval of an item known only by its node id; a
+    repeated item's configuration part ``config-rN`` belongs to ``config``'s run."""
+    source, eval_id, config = _split_nodeid(nodeid)
+    repeated = _REPEAT_SUFFIX.match(config)
+    if (source, config) not in runs and repeated and (source, repeated[1]) in runs:
+        config = repeated[1]
+    return (source, config), eval_id
+
+
+def _held(item: _Item, interrupted: bool, stopped: str | None) -> bool:
+    """Whether a reported item did not run to a verdict: --vibe-max-cost held it back, or it left
+    no result because the session ended (``interrupted``, ``stopped``) while it ran."""
+    if item.record is not None or item.failed_phase is not None:
+        return False
+    if item.skipped is not None:
+        return NOT_STARTED in item.skipped
+    return interrupted or stopped is not None
 
 
 def _info_from_nodeid(nodeid: str, known: Iterable[RunInfo], ext: Extensions) -> RunInfo:

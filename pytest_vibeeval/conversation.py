@@ -21,7 +21,7 @@ from .check_api import JudgeError
 from .checks import CheckError, CheckNode
 from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
-from .results import CheckRecord, EvalRecord, TurnRecord
+from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked
 
 
 def run_conversation(
@@ -113,17 +113,28 @@ def _plus(total: float | None, value: float | None) -> float | None:
     return value if total is None else total if value is None else total + value
 
 
+def _known_sum(total: float | None, value: float | None, first: bool) -> float | None:
+    """A total over the turns: unknown (None) as soon as one turn's value is."""
+    if first:
+        return value
+    return None if total is None or value is None else total + value
+
+
 def _add(record: EvalRecord, turn: TurnRecord, answered: EvalRecord) -> EvalRecord:
-    """``record`` with ``turn``'s measures added: sums, the latest answer, all checks, steps and
-    tool calls in order."""
-    tokens_in = _plus(record.input_tokens, turn.input_tokens)
-    tokens_out = _plus(record.output_tokens, turn.output_tokens)
+    """``record`` with ``turn``'s measures added: sums (unknown once a turn's is), the latest
+    answer, all checks, steps and tool calls in order."""
+    first = turn.turn == 1
+    tokens_in = _known_sum(record.input_tokens, turn.input_tokens, first)
+    tokens_out = _known_sum(record.output_tokens, turn.output_tokens, first)
+    judge_cost = record.judge_cost
+    if judges_asked(turn.checks):  # a turn without an llm_judge check adds nothing to know
+        judge_cost = _known_sum(judge_cost, turn.judge_cost, not judges_asked(record.checks))
     return record.model_copy(
         update={
             "latency": _plus(record.latency, turn.latency),
-            "cost": _plus(record.cost, turn.cost),
+            "cost": _known_sum(record.cost, turn.cost, first),
             "cost_source": record.cost_source or answered.cost_source,
-            "judge_cost": _plus(record.judge_cost, turn.judge_cost),
+            "judge_cost": judge_cost,
             "input_tokens": None if tokens_in is None else int(tokens_in),
             "output_tokens": None if tokens_out is None else int(tokens_out),
             "response": turn.response,

@@ -131,8 +131,9 @@ class Judge:
     suite: str
     eval_id: str
     workdir: Path
-    cost: float | None = None
+    cost: float | None = None  # None: no judge asked yet, or one whose cost is unknown
     calls: int = 0
+    unpriced: int = 0  # judges asked that reported no cost: the total is unknown
 
     def unavailable_reason(self) -> str | None:
         reason = self.provider.unavailable_reason()
@@ -167,8 +168,9 @@ class Judge:
         except ProviderError as exc:
             raise JudgeError(f"{self._who(model)} failed: {exc.message}") from None
         latency = answer.latency if answer.latency is not None else time.perf_counter() - started
-        if answer.cost is not None:
-            self.cost = (self.cost or 0.0) + answer.cost
+        if answer.cost is None:
+            self.unpriced += 1
+        self.cost = None if self.unpriced else (self.cost or 0.0) + (answer.cost or 0.0)
         score: float | None = None
         if graded:
             score, reasoning = parse_score(answer.text, self._who(model))

@@ -164,6 +164,11 @@ class CheckRecord(Record):
     children: list[CheckRecord] = Field(default_factory=list, description="an `or` check's alternatives")
 
 
+def judges_asked(checks: Iterable[CheckRecord]) -> int:
+    """How many judges the ``checks`` (and their alternatives) asked."""
+    return sum(len(check.judges) + judges_asked(check.children) for check in checks)
+
+
 class SubtaskModule(Record):
     """One results file of the grade steps, counted as a module (the unified runner's breakdown)."""
 
@@ -195,7 +200,10 @@ class TurnRecord(Record):
     cost: float | None = Field(default=None, description="USD; None when nobody reported it")
     input_tokens: int | None = Field(default=None, description="as the provider reported them")
     output_tokens: int | None = Field(default=None, description="as the provider reported them")
-    judge_cost: float | None = Field(default=None, description="USD this turn's llm_judge checks cost")
+    judge_cost: float | None = Field(
+        default=None,
+        description="USD this turn's llm_judge checks cost; None: no judge asked, or one reported no cost",
+    )
     cached: bool = Field(default=False, description="answered from the response cache (--vibe-cache)")
     checks: list[CheckRecord] = Field(default_factory=list, description="this turn's checks' verdicts")
     tool_calls: list[ToolCallRecord] = Field(
@@ -219,7 +227,9 @@ class EvalRecord(Record):
         "shipped price table (an estimate)",
     )
     judge_cost: float | None = Field(
-        default=None, description="USD the llm_judge checks' judge cost (not part of `cost`)"
+        default=None,
+        description="USD the llm_judge checks' judges cost (not part of `cost`); None: no judge asked, "
+        "or one reported no cost",
     )
     input_tokens: int | None = Field(
         default=None, description="input (prompt) tokens as the provider reported them; None: not reported"

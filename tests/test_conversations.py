@@ -438,3 +438,32 @@ def test_the_shipped_suite_schema_agrees_on_turns() -> None:
     assert not valid({"turns": [{"prompt": "Hi", "checks": [{"contain": "a"}]}]})
     assert not valid({"turns": [{"prompt": "Hi"}], "workspace": "w", "grading": "g"})
     assert not valid({"name": "plain"})  # neither prompt nor turns
+
+
+HALF_PRICED = """
+def chat(prompt, context):
+    usage = {} if context.turn == 2 else {"cost": 0.5, "input_tokens": 10, "output_tokens": 10}
+    return {"response": "fine " + prompt, **usage}
+"""
+
+
+@XDIST_MODES
+def test_a_total_over_the_turns_is_unknown_when_a_turn_reported_none(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Never a partial sum: one turn without a cost makes the eval's cost, and the run's, unknown."""
+    write(pytester.path / "half_app.py", HALF_PRICED)
+    fine = [{"contains": "fine"}]
+    turns = [{"prompt": "hi", "checks": fine}, {"prompt": "again", "checks": fine}]
+    evals = [{"name": "conv", "turns": turns}, {"name": "single", "prompt": "yo", "checks": fine}]
+    suite(pytester.path, {"app": {"python": "half_app:chat"}}, evals, score={"formula": "total_cost * 100"})
+    result, by_name = results(pytester, xdist)
+    result.assert_outcomes(passed=2)
+    conv = by_name["conv"]
+    assert [(t["cost"], t["output_tokens"]) for t in conv["turns"]] == [(0.5, 10), (None, None)]
+    assert (conv["cost"], conv["input_tokens"], conv["output_tokens"]) == (None, None, None)
+    assert by_name["single"]["cost"] == 0.5
+    [run_record] = load_json(pytester.path / "results.json")["runs"]
+    assert run_record["metrics"]["total_cost"] is None and run_record["score"] is None
+    assert "cost unknown for 1 of 2 evals (conv)" in run_record["score_error"]
+    assert "Total Cost: n/a (reported by 1 of 2 evals)" in run_summary(result)

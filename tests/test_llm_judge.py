@@ -156,3 +156,52 @@ def test_the_judges_cost_is_summed_apart(pytester: pytest.Pytester, server: Chat
     assert sut["metrics"]["total_judge_cost"] == USAGE["cost"]  # one judge call
     assert sut["metrics"]["total_cost"] == pytest.approx(2 * USAGE["cost"])  # the two answers only
     result.stdout.fnmatch_lines(["Judge Cost: $0.00042 (llm_judge; not in Total Cost)"])
+
+
+JUDGES_APP = """
+import json
+
+
+def answer(prompt, context=None):
+    if "RUBRIC" in prompt:  # a judge: the one named `unpriced` reports no cost
+        out = {"response": json.dumps({"score": 0.9, "reasoning": "ok"})}
+        if context.model != "unpriced":
+            out["cost"] = 0.1
+        return out
+    return {"response": prompt, "cost": 0.01}
+"""
+
+
+@XDIST_MODES
+def test_the_judge_cost_is_unknown_when_a_judge_reported_none(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Never a partial sum: an eval whose judges include one without a cost has an unknown judge
+    cost, and so has the run; an eval without llm_judge checks does not count."""
+    write(pytester.path / "judges_app.py", JUDGES_APP)
+    write(
+        pytester.path / "j.eval.yaml",
+        """
+        metadata: {name: j, model: m}
+        judge: grader
+        evals:
+          - {name: both, prompt: x, checks: [{llm_judge: {rubric: r, judges: [priced, unpriced]}}]}
+          - {name: priced, prompt: y, checks: [{llm_judge: {rubric: r, judges: [priced]}}]}
+          - {name: none, prompt: z, checks: [{contains: z}]}
+        score: {formula: total_judge_cost * 100}
+        configurations:
+          app: {python: "judges_app:answer"}
+          grader: {python: "judges_app:answer"}
+        default_configurations: [app]
+        """,
+    )
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=3)
+    [run_record] = load_json(results)["runs"]
+    records = {r["name"]: r for r in run_record["evals"]}
+    assert [j["cost"] for j in records["both"]["checks"][0]["judges"]] == [0.1, None]
+    assert records["both"]["judge_cost"] is None
+    assert records["priced"]["judge_cost"] == pytest.approx(0.1)
+    assert records["none"]["judge_cost"] is None
+    assert run_record["metrics"]["total_judge_cost"] is None and run_record["score"] is None
+    assert "judge cost unknown for 1 of 2 judged evals (both)" in run_record["score_error"]

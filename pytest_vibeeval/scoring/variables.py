@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from ..check_api import raised_at
 from ..registry import RunVariables
-from ..results import EvalRecord
+from ..results import EvalRecord, judges_asked
 from .record_values import (
     Reasoned,
     Value,
@@ -134,10 +134,15 @@ for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("ma
 
 
 def _judge_cost(records: Sequence[EvalRecord]) -> Reasoned:
-    asked = [r.judge_cost for r in ran(records) if r.judge_cost is not None]
-    if not asked:
-        return None, "no eval's llm_judge judge reported a cost"
-    return float(sum(asked)), None
+    """The judges' total, known only when every eval that asked one knows what its judges cost."""
+    judged = [r for r in ran(records) if r.judge_cost is not None or judges_asked(r.checks)]
+    if not judged:
+        return None, "no eval asked an llm_judge judge"
+    unknown = [r.name for r in judged if r.judge_cost is None]
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (", …" if len(unknown) > 3 else "")
+        return None, f"judge cost unknown for {len(unknown)} of {len(judged)} judged evals ({shown})"
+    return float(sum(r.judge_cost or 0.0 for r in judged)), None
 
 
 _BUILTIN.append(

@@ -182,7 +182,7 @@ class ControllerSession:
     def _finish(self, session: pytest.Session, interrupted: bool, stopped: str | None) -> None:
         """Build and write the results, run the writers, gates and baseline (see sessionfinish)."""
         from .report.junit import add_gate_cases, add_suite_properties
-        from .report.resultsfile import build_results, write_results
+        from .report.resultsfile import ResultsNotWritten, build_results, write_results
 
         state = self.state
         self._load_suite_conftests()
@@ -201,7 +201,14 @@ class ControllerSession:
         if state.baseline is not None:
             results = self._compare(results)
             runs = state.runs = list(results.runs)
-        state.results_written = write_results(results, state.settings.results, self.config.rootpath)
+        try:
+            state.results_written = write_results(results, state.settings.results, self.config.rootpath)
+        except ResultsNotWritten as exc:
+            state.results_written = exc.written
+            self.notes.append(str(exc))
+        except OSError as exc:  # not even the default folder under the rootdir
+            state.results_written = []
+            self.notes.append(f"results not written: {exc}")
         written = state.results_written[0] if state.results_written else None
         for lines in self.config.hook.pytest_vibeeval_write_results(
             config=self.config, results=results, results_path=written

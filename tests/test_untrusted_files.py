@@ -133,24 +133,73 @@ def _touching_suite(pytester: pytest.Pytester) -> Path:
     return ran
 
 
-@pytest.mark.parametrize("where", ["folder", "under-a-file"])
+@pytest.mark.parametrize("where", ["folder", "under-a-file", "name-too-long", "under-a-long-name"])
+@pytest.mark.parametrize("option", ["--vibe-results", "--vibe-html"])
 def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
-    pytester: pytest.Pytester, where: str
+    pytester: pytest.Pytester, where: str, option: str
 ) -> None:
     write(pytester.path / "rec_app.py", APP)
     ran = _touching_suite(pytester)
     (pytester.path / "out").mkdir()
     write(pytester.path / "plain", "a file\n")
-    target = "out" if where == "folder" else "plain/results.json"
-    result = run(pytester, "--vibe-results", target, "--vibe-history=")
+    long = "a" * 300
+    target = {
+        "folder": "out",
+        "under-a-file": "plain/results.json",
+        "name-too-long": f"out/{long}.json",
+        "under-a-long-name": f"new/{long}/r.json",  # its folders do not exist yet
+    }[where]
+    result = run(pytester, option, target, "--vibe-history=")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    expected = (
-        f"*--vibe-results: {pytester.path / 'out'} is a folder; name a file in it, e.g. *"
-        if where == "folder"
-        else f"*--vibe-results: {pytester.path / 'plain'} is not a folder, so * cannot be created*"
-    )
+    expected = {
+        "folder": f"*{option}: {pytester.path / 'out'} is a folder; name a file in it, e.g. *",
+        "under-a-file": f"*{option}: {pytester.path / 'plain'} is not a folder, so * cannot be created*",
+        "name-too-long": f"*{option}: * cannot be created: a name in it has 305 bytes, at most * allowed",
+        "under-a-long-name": f"*{option}: * cannot be created: a name in it has 300 bytes, at most *",
+    }[where]
     result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert not ran.exists()  # found before any agent ran, not after the whole run
+
+
+MOVING_APP = """
+import pathlib
+
+
+def answer(prompt):  # the results folder named on the command line becomes a file meanwhile
+    out = pathlib.Path("out")
+    if out.is_dir():
+        out.rmdir()
+        out.write_text("in the way")
+    return "hi"
+"""
+
+
+@XDIST_MODES
+def test_results_that_cannot_be_written_at_the_end_go_to_the_default_folder(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(pytester.path / "moving_app.py", MOVING_APP)
+    write(
+        pytester.path / "m.eval.yaml",
+        """
+        metadata: {name: m, model: m}
+        configurations:
+          app: {python: "moving_app:answer"}
+        evals:
+          - {name: a, prompt: hi, checks: [{equals: hi}]}
+        """,
+    )
+    (pytester.path / "out").mkdir()
+    result = run(pytester, "--vibe-results", "out/r.json", "--vibe-history=", xdist=xdist)
+    result.assert_outcomes(passed=1)
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "Run Summary" in output
+    [kept] = (pytester.path / ".vibeeval" / "results").glob("2*.json")
+    result.stdout.fnmatch_lines([f"results not written to {pytester.path / 'out' / 'r.json'}: * instead"])
+    assert f"they are in {kept} instead" in output
+    assert json.loads(kept.read_text())["runs"][0]["evals"][0]["outcome"] == "passed"
+    assert not (pytester.path / ".vibeeval" / "results" / "latest.json").exists()  # asked for elsewhere
 
 
 @XDIST_MODES

@@ -45,13 +45,27 @@ def copy_atomic(source: Path, path: Path) -> None:
 
 
 def unwritable_reason(path: Path) -> str | None:
-    """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, no
-    write permission), or None; checked before a run, so that its results are not lost at the end."""
+    """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
+    name too long, no write permission), or None; checked before a run, so that its results are not
+    lost at the end."""
+    try:
+        return _unwritable_reason(path)
+    except OSError as exc:  # e.g. a name too long for the file system even to look it up
+        return f"{path} cannot be written: {exc.strerror or exc}"
+
+
+def _unwritable_reason(path: Path) -> str | None:
+    folder = path.parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent  # the folders write_atomic would create
+    if folder.is_dir():
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+        for name in path.relative_to(folder).parts:
+            size = len(os.fsencode(name))
+            if size > longest:
+                return f"{path} cannot be created: a name in it has {size} bytes, at most {longest} allowed"
     if path.is_dir():
         return f"{path} is a folder; name a file in it, e.g. {path / 'results.json'}"
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent  # the folders write_atomic would create
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
     target = path if path.exists() else folder
@@ -137,12 +151,33 @@ def results_json(results: ResultsFile) -> Iterator[str]:
     yield "\n"
 
 
+class ResultsNotWritten(Exception):
+    """The results could not be written where asked; ``written``: where they are instead."""
+
+    def __init__(self, wanted: Path, error: OSError, written: list[Path]) -> None:
+        super().__init__(wanted, error, written)
+        self.wanted, self.error, self.written = wanted, error, written
+
+    def __str__(self) -> str:
+        where = f"; they are in {self.written[0]} instead" if self.written else ""
+        return f"results not written to {self.wanted}: {self.error.strerror or self.error}{where}"
+
+
 def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:
     """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and, for a
-    complete run, ``latest.json`` (a partial run never replaces it)."""
-    if explicit is not None:
+    complete run, ``latest.json`` (a partial run never replaces it). When ``explicit`` cannot be
+    written after all (checked before the run, but the disk may change), the results go to the
+    timestamped file and :class:`ResultsNotWritten` says so: a run's results are never lost."""
+    if explicit is None:
+        return _write_default(results, rootdir)
+    try:
         write_atomic(explicit, results_json(results))
-        return [explicit]
+    except OSError as exc:
+        raise ResultsNotWritten(explicit, exc, _write_default(results, rootdir, latest=False)) from None
+    return [explicit]
+
+
+def _write_default(results: ResultsFile, rootdir: Path, latest: bool = True) -> list[Path]:
     folder = rootdir / DEFAULT_DIR
     stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
     stamped = folder / f"{stamp}.json"
@@ -151,7 +186,7 @@ def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) ->
         n += 1
         stamped = folder / f"{stamp}-{n}.json"
     write_atomic(stamped, results_json(results))
-    if results.partial:
+    if results.partial or not latest:
         return [stamped]
     copy_atomic(stamped, folder / "latest.json")
     return [stamped, folder / "latest.json"]

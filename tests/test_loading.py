@@ -234,6 +234,35 @@ def test_json_duplicate_keys_are_not_hidden_by_the_json_fallback(tmp_path: Path)
     assert_problem(info.value, 4, "duplicate key 'a' (first defined on line 3)")
 
 
+def test_json_values_are_the_json_parsers_with_the_yaml_parsers_lines(tmp_path: Path) -> None:
+    """YAML 1.1 reads ``1e3`` as text; a JSON file means the number (sent as one to a server)."""
+    path = tmp_path / "cli-config.json"
+    path.write_text('{\n  "http": {\n    "params": {"max_tokens": 1e3, "seed": 4.2E1, "n": 2}\n  }\n}\n')
+    doc = load_document(path)
+    assert doc.data == {"http": {"params": {"max_tokens": 1000.0, "seed": 42.0, "n": 2}}}
+    assert doc.line_of(("http", "params", "seed")) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ('{\n  "a": 1,\n}\n', 3, "invalid JSON: Expecting property name enclosed in double quotes"),
+        ('{"a": NaN}', None, "invalid JSON: NaN is not a JSON value"),
+        ('{"a": 1,\n "a": 2}', 2, "duplicate key 'a' (first defined on line 1)"),
+    ],
+    ids=["trailing-comma", "nan", "duplicate-key"],
+)
+def test_what_json_does_not_allow_is_an_error(
+    tmp_path: Path, text: str, line: int | None, problem: str
+) -> None:
+    path = tmp_path / "cli-config.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_document(path)
+    [found] = info.value.problems
+    assert found.line == line and problem in info.value.render(), info.value.render()
+
+
 def test_invalid_json(tmp_path: Path) -> None:
     path = tmp_path / "cli-config.json"
     path.write_text('{\n  "configurations": {,}\n}\n')

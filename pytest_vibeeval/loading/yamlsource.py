@@ -339,9 +339,9 @@ def parse_yaml(path: Path, text: str) -> Document:
 
 
 def load_document(path: Path) -> Document:
-    """Read a ``.yaml``/``.yml``/``.json`` file. JSON is read by the YAML parser for line numbers,
-    falling back to the JSON parser for the few JSON texts YAML cannot parse. Problems found in
-    parsed YAML (duplicate keys, alias bombs) are errors for JSON too, not reasons to fall back."""
+    """Read a ``.yaml``/``.yml``/``.json`` file. A JSON file's values are the JSON parser's (YAML 1.1
+    would read ``1e3`` as text, and accept a trailing comma); the YAML parser reads it too, for
+    its line numbers and duplicate keys, unless it cannot (``\\/``): then it has no line numbers."""
     try:
         text = read_text_bounded(path, MAX_INPUT_BYTES)
     except UnicodeDecodeError as exc:
@@ -357,15 +357,38 @@ def load_document(path: Path) -> Document:
             line=1,
             hint='save the file as UTF-8 with at most one BOM (an editor\'s "UTF-8" without BOM is best)',
         )
-    if path.suffix.lower() != ".json":
+    if path.suffix.lower() != ".json" or not text.strip():
         return parse_yaml(path, text)
     try:
-        return parse_yaml(path, text)
+        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError.single(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except _JsonProblem as exc:
+        with contextlib.suppress(YamlSyntaxError):
+            parse_yaml(path, text)  # says the same with the line, where it can read the file
+        raise InputError.single(path, f"invalid JSON: {exc}") from None
+    try:
+        located = parse_yaml(path, text)
     except YamlSyntaxError:
-        try:
-            return Document(path, json.loads(text))
-        except json.JSONDecodeError as exc:
-            raise InputError.single(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+        return Document(path, data)
+    return Document(path, data, located.lines)
+
+
+class _JsonProblem(ValueError):
+    """What the JSON parser accepts but a JSON file must not hold."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _JsonProblem(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def _no_constant(name: str) -> Any:
+    raise _JsonProblem(f"{name} is not a JSON value")
 
 
 def yaml_kind(value: Any) -> str:

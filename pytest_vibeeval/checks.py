@@ -29,7 +29,7 @@ from .check_api import (
     quote,
 )
 from .custom_checks import CUSTOM_CHECKS
-from .patterns import compile_pattern, is_regex_pattern, pattern_matches
+from .patterns import broken_regex, compile_pattern, is_regex_pattern, pattern_matches
 from .results import JudgeRecord
 from .structural_checks import STRUCTURAL_CHECKS
 
@@ -197,6 +197,19 @@ def _valid_regex(value: str) -> str:
 
 RegexStr = Annotated[NonEmptyStr, AfterValidator(_valid_regex)]
 
+
+def _valid_pattern(value: str) -> str:
+    problem = broken_regex(value)
+    if problem:
+        raise ValueError(
+            f"reads as a regular expression but is not a valid one ({problem}); fix it, or write a "
+            "glob without regex constructs (`*` for any text)"
+        )
+    return value
+
+
+PatternStr = Annotated[NonEmptyStr, AfterValidator(_valid_pattern)]
+
 NOT_YET = "is not available in this version of pytest-vibeeval; the eval is skipped instead of guessed"
 
 
@@ -210,12 +223,12 @@ BUILTIN_CHECKS: tuple[CheckType, ...] = (
         [
             CheckType(
                 "match",
-                NonEmptyStr,
+                PatternStr,
                 _match,
                 "the whole response matches a glob (`*` = any text), or a regex is found in it; "
                 "case-insensitive",
             ),
-            CheckType("not_match", NonEmptyStr, _not_match, "the opposite of match"),
+            CheckType("not_match", PatternStr, _not_match, "the opposite of match"),
             CheckType("min_tokens", TokenCount, _min_tokens, "response has at least N tokens"),
             CheckType("max_tokens", TokenCount, _max_tokens, "response has at most N tokens"),
             CheckType(

@@ -21,6 +21,23 @@ def is_regex_pattern(pattern: str) -> bool:
     return True
 
 
+# A ``*`` that no regex construct repeats (``.*``, ``)*``, ``]*``, ``}*``): a glob's "any text".
+_GLOB_STAR = re.compile(r"(?<![.)\]}\\])\*")
+
+
+def broken_regex(pattern: str) -> str | None:
+    """Why ``pattern``, written as a regular expression (regex constructs, no glob ``*``), does
+    not compile; None when it compiles or is a glob. Read as a glob instead, such a pattern would
+    match nothing, and a ``not_match`` with it would always pass."""
+    if not REGEX_MARKERS.search(pattern) or _GLOB_STAR.search(pattern):
+        return None
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return str(exc)
+    return None
+
+
 @lru_cache(maxsize=4096)
 def compile_pattern(pattern: str) -> re.Pattern[str]:
     """Case-insensitive matcher of a pattern: a glob where ``*`` is any run of characters, or a regex."""

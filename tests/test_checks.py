@@ -349,6 +349,32 @@ def test_regex_searches_case_sensitively() -> None:
     assert missing.message == "regex 'zzz' not found in the response"
 
 
+@pytest.mark.parametrize("check", ["match", "not_match"])
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [("(?P<x", "missing >"), ("^(foo", "missing )"), (".*[z-a].*", "bad character range"), ("x{2", None)],
+)
+def test_a_pattern_written_as_a_broken_regex_is_refused(
+    check: str, pattern: str, problem: str | None
+) -> None:
+    """Read as a glob, it would match nothing (and a not_match with it would always pass)."""
+    found = REGISTRY.get(check)
+    assert found is not None
+    if problem is None:  # no regex construct: a literal glob
+        assert found.adapter.validate_python(pattern) == pattern
+        return
+    expected = f"reads as a regular expression but is not a valid one ({problem}"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        found.adapter.validate_python(pattern)
+
+
+@pytest.mark.parametrize("pattern", ["*(?)*", "*[a-z]*", "*price: $*", "a*(?"])
+def test_a_glob_with_regex_characters_stays_a_glob(pattern: str) -> None:
+    match = REGISTRY.get("match")
+    assert match is not None and match.adapter.validate_python(pattern) == pattern
+    assert not is_regex_pattern(pattern)
+
+
 def test_regex_rejects_an_invalid_expression() -> None:
     regex = REGISTRY.get("regex")
     assert regex is not None

@@ -120,7 +120,7 @@ def _output_rules(schema: JsonSchema) -> None:
 def _eval_rules(schema: JsonSchema) -> None:
     """``checks`` from the check registry; a coding-agent eval (``workspace`` and ``grading``) has no
     checks, a prompt eval needs them and none of the coding-agent keys, and a conversation has
-    ``turns`` (at least one) instead of ``prompt`` and ``checks``."""
+    ``turns`` (at least one, and one with checks) instead of ``prompt`` and ``checks``."""
     properties = schema["properties"]
     properties["checks"] = {
         "anyOf": [{"$ref": CHECKS_REF}, {"type": "null"}],
@@ -139,7 +139,7 @@ def _eval_rules(schema: JsonSchema) -> None:
     single["properties"] = {**single["properties"], "checks": {"not": {"type": "null"}}}
     conversation = {
         "required": ["turns"],
-        "properties": {"turns": {"type": "array", "minItems": 1}},
+        "properties": {"turns": {"type": "array", "minItems": 1, "contains": {"required": ["checks"]}}},
         "not": {"anyOf": [{"required": ["prompt"]}, {"required": ["checks"]}]},
     }
     schema["else"] = {
@@ -154,6 +154,12 @@ def _turn_rules(schema: JsonSchema) -> None:
         "$ref": CHECKS_REF,
         "description": schema["properties"]["checks"].get("description", ""),
     }
+
+
+def _some(mapping: JsonSchema) -> None:
+    """A mapping that, given at all, must not be empty."""
+    assert mapping["type"] == "object", mapping
+    mapping["minProperties"] = 1
 
 
 MODEL_RULES: dict[type[BaseModel], Callable[[JsonSchema], None]] = {
@@ -284,6 +290,7 @@ def suite_schema(registry: CheckRegistry | None = None) -> JsonSchema:
     defs = schema["$defs"]
     _eval_rules(defs["EvalSpec"])  # after pydantic, which refuses references it did not make
     _turn_rules(defs["TurnSpec"])
+    _some(schema["properties"]["configurations"]["anyOf"][0])
     _merge_defs(defs, check_definitions(registry or CheckRegistry()))
     return _finish(
         schema,
@@ -300,7 +307,9 @@ def cli_config_schema() -> JsonSchema:
 
 def eval_config_schema() -> JsonSchema:
     """``eval-config.json``: the coding-agent evaluations of a config folder."""
-    return _finish(_generated(EvalConfigFile), "pytest-vibeeval eval-config.json", "the evaluations")
+    schema = _generated(EvalConfigFile)
+    _some(schema["properties"]["evaluations"])
+    return _finish(schema, "pytest-vibeeval eval-config.json", "the evaluations")
 
 
 def command_registry_schema() -> JsonSchema:

@@ -194,3 +194,35 @@ def test_a_suites_default_configurations_pick_among_a_cli_config_json(pytester: 
     )
     result = run(pytester, "--collect-only", "-q")
     assert "own.eval.yaml: default configuration 'd' is not defined" in result.stdout.str()
+
+
+@XDIST_MODES
+@pytest.mark.parametrize("kind", ["folder", "broken-link", "link-loop"])
+def test_a_cli_config_json_that_is_no_readable_file_is_an_error_not_skipped(
+    pytester: pytest.Pytester, kind: str, xdist: list[str]
+) -> None:
+    """Skipping it would run the suite on the implicit OpenRouter configuration (or a parent
+    folder's cli-config.json): another model than the one configured."""
+    write(
+        pytester.path / "s.eval.yaml",
+        """
+        metadata: {name: s, model: x}
+        evals:
+          - {name: a, prompt: hi, checks: [{match: "*4*"}]}
+        """,
+    )
+    config = pytester.path / "cli-config.json"
+    if kind == "folder":
+        config.mkdir()
+    else:
+        config.symlink_to("missing.json" if kind == "broken-link" else "cli-config.json")
+    result = run(pytester, "--vibe-history=", xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    problem = {
+        "folder": "cannot read it: not a regular file but a folder",
+        "broken-link": "cannot read the file: No such file or directory",
+        "link-loop": "cannot read it: Too many levels of symbolic links",
+    }[kind]
+    assert f"cli-config.json: {problem}" in output, output
+    assert "openrouter" not in output and "OPENROUTER_API_KEY" not in output, output

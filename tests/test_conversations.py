@@ -283,12 +283,21 @@ def test_cli_configurations_that_cannot_continue_a_session_skip_with_the_reason(
             "evals[0].turns[0].checks[0]: unknown check 'contain'",
         ),
         (
-            "    turns:\n      - prompt: Hi {{row.x}}\n",
+            "    turns:\n      - prompt: Hi {{row.x}}\n        checks: [{contains: a}]\n",
             5,
             "{{row.x}} has no row here",
         ),
+        ("    turns:\n      - prompt: Hi\n      - prompt: And?\n", 3, "no turn has `checks`"),
     ],
-    ids=["prompt-and-turns", "empty", "no-prompt", "eval-checks", "bad-check", "row-without-rows"],
+    ids=[
+        "prompt-and-turns",
+        "empty",
+        "no-prompt",
+        "eval-checks",
+        "bad-check",
+        "row-without-rows",
+        "no-checks",
+    ],
 )
 def test_bad_turns_are_collection_errors_with_file_and_line(
     pytester: pytest.Pytester, eval_yaml: str, line: int, message: str
@@ -430,7 +439,8 @@ def test_the_shipped_suite_schema_agrees_on_turns() -> None:
         return validator.is_valid({"metadata": {"name": "s", "model": "m"}, "evals": [eval_spec]})
 
     assert valid({"turns": [{"prompt": "Hi"}, {"prompt": "And?", "checks": [{"contains": "a"}]}]})
-    assert valid({"turns": [{"prompt": "Hi {{row.x}}"}], "rows": [{"x": 1}]})
+    assert valid({"turns": [{"prompt": "Hi {{row.x}}", "checks": [{"contains": "a"}]}], "rows": [{"x": 1}]})
+    assert not valid({"turns": [{"prompt": "Hi"}, {"prompt": "And?"}]})  # it would pass whatever
     assert not valid({"prompt": "Hi", "turns": [{"prompt": "Hello"}]})
     assert not valid({"turns": []})
     assert not valid({"turns": [{"checks": [{"contains": "a"}]}]})

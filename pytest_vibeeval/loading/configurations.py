@@ -7,6 +7,7 @@ walking up from the suite's folder to the rootdir. Without either, the suite has
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,9 @@ class ConfigFileCache:
         if key not in self._nearest:
             found = None
             for candidate in (folder, *folder.parents):
-                if (candidate / CLI_CONFIG_NAME).is_file():
+                # Anything of that name counts (a folder, a broken link): reading it then says
+                # what is wrong, where skipping it would run the suite on another configuration.
+                if os.path.lexists(candidate / CLI_CONFIG_NAME):
                     found = candidate / CLI_CONFIG_NAME
                     break
                 if candidate == rootdir or rootdir not in candidate.parents:

@@ -98,8 +98,15 @@ class EvalConfigFile(StrictModel):
 
     @field_validator("evaluations")
     @classmethod
-    def _no_id_is_another_ones_variable(cls, value: dict[str, WorkspaceEval]) -> dict[str, WorkspaceEval]:
-        """``x_cost`` beside ``x``: a formula's ``x_cost`` would be both (the error names the key)."""
+    def _some_and_no_id_is_another_ones_variable(
+        cls, value: dict[str, WorkspaceEval]
+    ) -> dict[str, WorkspaceEval]:
+        """At least one evaluation, and none whose id is another one's variable: ``x_cost`` beside
+        ``x`` (a formula's ``x_cost`` would be both; the error names the key)."""
+        if not value:  # a config folder that runs nothing, without a word
+            raise PydanticCustomError(
+                "empty_evaluations", "`evaluations` is empty; an eval-config.json needs at least one", {}
+            )
         clashes = eval_name_clashes(value)
         if clashes:  # one error for the mapping: the first clash
             name, owner, variable = clashes[0]

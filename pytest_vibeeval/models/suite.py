@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import (
     Field,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -154,6 +155,13 @@ class EvalSpec(CodingFields):
                 "move the eval's `checks` into the turn whose answer they check",
                 {},
             )
+        if not any("checks" in turn.model_fields_set for turn in self.turns):
+            raise PydanticCustomError(
+                "unchecked_turns",
+                "no turn has `checks`: the conversation would pass whatever the answers; give the "
+                "turn whose answer matters its checks (`{prompt: …, checks: […]}`)",
+                {},
+            )
         return self
 
     @model_validator(mode="after")
@@ -232,6 +240,19 @@ class SuiteFile(StrictModel):
         description="how prompts are answered, by configuration id; default: the nearest cli-config.json, "
         "else OpenRouter with metadata.model",
     )
+
+    @field_validator("configurations")
+    @classmethod
+    def _some_configurations(cls, value: dict[str, Configuration] | None) -> dict[str, Configuration] | None:
+        if value is not None and not value:  # left empty, it would silently mean "the default"
+            raise PydanticCustomError(
+                "empty_configurations",
+                "`configurations` is empty; define at least one, or remove the key to use the nearest "
+                "cli-config.json (else OpenRouter with metadata.model)",
+                {},
+            )
+        return value
+
     default_configurations: list[ConfigId] | None = Field(
         default=None,
         description="the configuration ids run without --vibe-config, the suite's own or a "

@@ -21,12 +21,14 @@ from .check_api import (
     CheckError,
     CheckName,
     CheckType,
+    JudgeError,
     NonEmptyStr,
     Response,
     Verdict,
     against_threshold,
     count_tokens,
     quote,
+    raised_at,
 )
 from .custom_checks import CUSTOM_CHECKS
 from .patterns import broken_regex, compile_pattern, is_regex_pattern, pattern_matches
@@ -276,7 +278,19 @@ class Check:
     def run(self, response: Response) -> CheckResult:
         if self.type.evaluate is None:
             return CheckResult(self.type.name, None, self.type.unavailable or "not available", name=self.name)
-        verdict = self.type.evaluate(self.value, response)
+        try:
+            verdict = self.type.evaluate(self.value, response)
+        except (CheckError, JudgeError):
+            raise
+        except Exception as exc:  # a plugin's check type (or a bug): the eval errors, saying where
+            raise CheckError(
+                f"check {self.type.name!r} raised {type(exc).__name__}: {exc}{raised_at(exc)}"
+            ) from None
+        if not isinstance(verdict, Verdict):
+            raise CheckError(
+                f"check {self.type.name!r} returned {verdict!r}; a check type's evaluate returns a "
+                "pytest_vibeeval.Verdict(passed, message)"
+            )
         return CheckResult(
             self.type.name,
             verdict.passed,

@@ -7,7 +7,7 @@ Registered only where that happens: never on an xdist worker."""
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -210,10 +210,7 @@ class ControllerSession:
             state.results_written = []
             self.notes.append(f"results not written: {exc}")
         written = state.results_written[0] if state.results_written else None
-        for lines in self.config.hook.pytest_vibeeval_write_results(
-            config=self.config, results=results, results_path=written
-        ):
-            self.writer_lines.extend(lines or ())
+        self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
         add_gate_cases(self.config, runs)
         self._apply_gates(session, runs)
@@ -225,6 +222,25 @@ class ControllerSession:
                 f"latest.json not replaced: this run is partial ({results.stopped_early}), so it is no "
                 "baseline and enters no history"
             )
+
+    def _run_writers(self, kwargs: dict[str, Any]) -> None:
+        """Each ``pytest_vibeeval_write_results`` implementation in pluggy's order, on its own: one
+        that raises is reported in the Run Summary, and the others, the gates and pytest's own
+        reports still run (a failed hook call would end the session's reporting there)."""
+        from .check_api import raised_at
+
+        hook = self.config.hook.pytest_vibeeval_write_results
+        for impl in reversed(hook.get_hookimpls()):
+            try:
+                given = {name: kwargs[name] for name in impl.argnames}
+                lines = cast("list[str] | None", impl.function(**given))
+            except Exception as exc:
+                where = raised_at(exc)
+                self.writer_lines.append(
+                    f"result writer {impl.plugin_name} failed: {type(exc).__name__}: {exc}{where}"
+                )
+                continue
+            self.writer_lines.extend(lines or ())
 
     def _compare(self, results: ResultsFile) -> ResultsFile:
         """The results with each run compared with the baseline's same suite × configuration."""

@@ -218,3 +218,63 @@ def test_result_writer_example(pytester: pytest.Pytester, xdist: list[str]) -> N
         "suite,configuration,score",
         "write,app,100.0",
     ]
+
+
+BROKEN_PLUGIN = """
+import pytest
+from pytest_vibeeval import CheckType
+
+
+def _raises(value, response):
+    return {}["missing"]
+
+
+def _says_yes(value, response):
+    return True
+
+
+@pytest.hookimpl
+def pytest_vibeeval_register_checks(registry):
+    registry.register(CheckType("crashes", str, _raises, "raises"))
+    registry.register(CheckType("says_yes", str, _says_yes, "returns no Verdict"))
+
+
+@pytest.hookimpl
+def pytest_vibeeval_write_results(config, results, results_path):
+    raise OSError("disk full")
+"""
+
+
+@XDIST_MODES
+def test_a_plugin_that_raises_errors_the_eval_or_its_writer_not_the_session(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A third-party check type that raises or returns no Verdict errors its eval with a message
+    naming the check and where (the answer's latency kept); a result writer that raises is a line
+    of the Run Summary, and pytest's own summary, the other writers and the results still come."""
+    write(pytester.path / "app.py", APP)
+    write(pytester.path / "vibe_broken.py", BROKEN_PLUGIN)
+    pytester.syspathinsert()
+    write(
+        pytester.path / "broken.eval.yaml",
+        """
+        metadata: {name: broken, model: m}
+        configurations: {app: {python: "app:answer"}}
+        evals:
+          - {name: crashes, prompt: hi, checks: [{crashes: x}]}
+          - {name: says-yes, prompt: hi, checks: [{says_yes: x}]}
+          - {name: fine, prompt: hi, checks: [{contains: hello}]}
+        """,
+    )
+    result = run(pytester, "-p", "vibe_broken", "--vibe-results", "r.json", xdist=xdist)
+    result.assert_outcomes(passed=1, failed=2)
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "pytest_vibeeval/" not in output, output
+    records = {r["name"]: r for r in evals_by_nodeid(load_json(pytester.path / "r.json")).values()}
+    crashed, said = records["crashes"], records["says-yes"]
+    assert crashed["outcome"] == "error" and crashed["latency"] is not None
+    assert crashed["message"].startswith("check 'crashes' raised KeyError: 'missing' (at vibe_broken.py:6)")
+    assert said["message"].startswith("check 'says_yes' returned True; a check type's evaluate returns a ")
+    result.stdout.fnmatch_lines(
+        ["*short test summary info*", "*Run Summary*", "result writer vibe_broken failed: OSError: disk*"]
+    )

@@ -100,7 +100,10 @@ class RecordingProvider(Wrapping):
         response = self.inner.answer(request)
         if response.latency is None:  # replays report the latency measured now
             response = replace(response, latency=time.perf_counter() - started)
-        self.store.save(self.config_id, self.model or request.model, request, response)
+        try:
+            self.store.save(self.config_id, self.model or request.model, request, response)
+        except OSError as exc:  # the folder checked at the start is gone, full or read-only now
+            raise ProviderError(f"--vibe-record: the answer could not be stored: {exc}") from None
         return response
 
 

@@ -3,6 +3,7 @@ once into a :class:`Settings`, validated, with a usage error that names the opti
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,16 @@ class Settings:
             raise pytest.UsageError("--vibe-record and --vibe-replay exclude each other: record, then replay")
         if replay and not Path(replay).is_dir():
             raise pytest.UsageError(f"--vibe-replay: {replay} is not a folder of recorded answers")
+        if record:  # made now: a folder it cannot be is found before any answer is lost
+            folder = Path(record).absolute()
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise pytest.UsageError(
+                    f"--vibe-record: cannot make the folder {folder}: {exc.strerror}"
+                ) from None
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise pytest.UsageError(f"--vibe-record: {folder} is not writable")
         fail_on_regression = _flag(config, "vibe_fail_on_regression")
         baseline = _text(config, "vibe_baseline")
         if baseline is None and fail_on_regression:
@@ -99,7 +110,7 @@ class Settings:
             mcp_urls=tuple(mcp_urls.items()),
             sandbox_mode=sandbox_mode,
             sandbox_writable=tuple(
-                Path(p).expanduser().absolute() for p in config.getini("vibe_sandbox_writable")
+                _expanded(p, "vibe_sandbox_writable (ini)") for p in config.getini("vibe_sandbox_writable")
             ),
             keep_workspaces=_flag(config, "vibe_keep_workspaces"),
             workspace_ignore=tuple(config.getini("vibe_workspace_ignore")),
@@ -325,6 +336,14 @@ def add_options(parser: pytest.Parser) -> None:
 def _text(config: pytest.Config, name: str) -> str | None:
     """A text option: the command line, else the ini value; empty counts as not given."""
     return config.getoption(name) or config.getini(name) or None
+
+
+def _expanded(value: str, option: str) -> Path:
+    """``value`` with ``~`` or ``~user`` expanded, absolute; a UsageError when it cannot be."""
+    try:
+        return Path(value).expanduser().absolute()
+    except RuntimeError as exc:  # ~user of no such user, or no home folder
+        raise pytest.UsageError(f"{option}: cannot expand {value!r}: {exc}") from None
 
 
 def _absolute(value: str | None) -> Path | None:

@@ -104,3 +104,46 @@ def test_record_and_replay_together_are_a_usage_error(pytester: pytest.Pytester)
     result.stderr.fnmatch_lines(["*--vibe-record and --vibe-replay exclude each other*"])
     result = run(pytester, "--vibe-replay", "nowhere")
     result.stderr.fnmatch_lines(["*--vibe-replay: nowhere is not a folder of recorded answers*"])
+
+
+def test_a_record_folder_that_cannot_be_made_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "plain", "a file\n")
+    result = run(pytester, "--vibe-record", "plain/answers")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*--vibe-record: cannot make the folder {pytester.path / 'plain' / 'answers'}: *"]
+    )
+
+
+LOSING_APP = """
+import pathlib
+import shutil
+
+
+def answer(prompt):  # the record folder becomes a file meanwhile
+    store = pathlib.Path("answers")
+    if store.is_dir():
+        shutil.rmtree(store)
+        store.write_text("in the way")
+    return "hi"
+"""
+
+
+@XDIST_MODES
+def test_an_answer_that_cannot_be_stored_errors_its_eval_saying_why(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(pytester.path / "losing_app.py", LOSING_APP)
+    write(
+        pytester.path / "l.eval.yaml",
+        """
+        metadata: {name: l, model: m}
+        configurations: {app: {python: "losing_app:answer"}}
+        evals: [{name: a, prompt: hi, checks: [{equals: hi}]}]
+        """,
+    )
+    result = run(pytester, "--vibe-record", "answers", xdist=xdist)
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "Traceback" not in output and "pytest_vibeeval/" not in output, output
+    result.stdout.fnmatch_lines(["*--vibe-record: the answer could not be stored: *"])

@@ -442,3 +442,12 @@ def test_is_link_cycle(tmp_path: Path) -> None:
     # a/b/sibling -> other, other/back -> a: the walk reaches a again through two links.
     assert is_link_cycle(tmp_path / "a" / "b" / "sibling" / "back")
     assert not is_link_cycle(tmp_path / "other" / "back")
+
+
+def test_a_writable_folder_naming_an_unknown_user_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    make_config_dir(pytester.path)
+    pytester.makeini("[pytest]\nvibe_sandbox_writable = ~no-such-user-here/cache\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*vibe_sandbox_writable (ini): cannot expand '~no-such-user-here/cache': *"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

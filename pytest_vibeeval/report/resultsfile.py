@@ -50,7 +50,7 @@ def unwritable_reason(path: Path) -> str | None:
     lost at the end."""
     try:
         return _unwritable_reason(path)
-    except OSError as exc:  # e.g. a name too long for the file system even to look it up
+    except OSError as exc:  # e.g. a path too long for the file system even to look it up
         return f"{path} cannot be written: {exc.strerror or exc}"
 
 
@@ -58,7 +58,7 @@ def _unwritable_reason(path: Path) -> str | None:
     folder = path.parent
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent  # the folders write_atomic would create
-    if folder.is_dir():
+    if folder.is_dir():  # before anything looks the path up: a name too long fails that
         longest = os.pathconf(folder, "PC_NAME_MAX")
         for name in path.relative_to(folder).parts:
             size = len(os.fsencode(name))

@@ -6,6 +6,7 @@ build on it without an import circle.
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 from collections.abc import Callable
@@ -120,6 +121,22 @@ def raised_at(exc: BaseException) -> str:
     was raised right where it was caught)."""
     frames = traceback.extract_tb(exc.__traceback__)
     return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if len(frames) > 1 else ""
+
+
+_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+
+
+def users_frames(exc: BaseException, limit: int = 3) -> str:
+    """The traceback of ``exc`` as Python prints it, with only the last ``limit`` frames outside
+    pytest-vibeeval (those are the user's code); empty when every frame is the plugin's (the call
+    itself failed, e.g. the function takes other arguments)."""
+    frames = [
+        frame for frame in traceback.extract_tb(exc.__traceback__) if not frame.filename.startswith(_PACKAGE)
+    ]
+    if not frames:
+        return ""
+    shown = "".join(traceback.format_list(frames[-limit:]))
+    return f"Traceback (most recent call last):\n{shown}{''.join(traceback.format_exception_only(exc))}"
 
 
 def quote(text: str, limit: int = 60) -> str:

@@ -282,7 +282,7 @@ class Check:
             verdict = self.type.evaluate(self.value, response)
         except (CheckError, JudgeError):
             raise
-        except Exception as exc:  # a plugin's check type (or a bug): the eval errors, saying where
+        except (Exception, SystemExit) as exc:  # a plugin's check type (or a bug): the eval errors
             raise CheckError(
                 f"check {self.type.name!r} raised {type(exc).__name__}: {exc}{raised_at(exc)}"
             ) from None

@@ -109,7 +109,7 @@ def _python(check: PythonCheck, response: Response) -> Verdict:
         raise CheckError(str(exc)) from None
     try:
         value = function(response)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise CheckError(
             f"python check {check.function} raised {type(exc).__name__}: {exc}{raised_at(exc)}"
         ) from None

@@ -31,7 +31,7 @@ def import_target(target: str, folder: Path, used_by: str) -> Callable[..., Any]
         sys.path.insert(0, where)
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise ImportProblem(
             f"cannot import {module_name!r} for {used_by} (looked in {where} and sys.path): "
             f"{type(exc).__name__}: {exc}"

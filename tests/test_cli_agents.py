@@ -534,3 +534,59 @@ def test_timeouts_beyond_a_week_count_as_a_week(pytester: pytest.Pytester) -> No
 def test_step_names_must_match_entirely(name: str) -> None:
     with pytest.raises(ValidationError, match="step name"):
         TypeAdapter(StepName).validate_python(name)
+
+
+EXITING_APP = """
+import sys
+
+
+def exits(prompt):
+    sys.exit(3)
+
+
+def no_arguments():
+    return "never"
+
+
+def deep(prompt):
+    return helper(prompt)
+
+
+def helper(prompt):
+    raise LookupError("not in the catalogue: " + prompt)
+"""
+
+
+@XDIST_MODES
+def test_a_python_answer_that_exits_or_cannot_be_called_errors_with_the_users_frames_only(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(pytester.path / "vibe_exiting_app.py", EXITING_APP)
+    write(
+        pytester.path / "exits.eval.yaml",
+        """
+        metadata: {name: exits, model: m}
+        configurations:
+          exits: {python: "vibe_exiting_app:exits"}
+          no-arguments: {python: "vibe_exiting_app:no_arguments"}
+          deep: {python: "vibe_exiting_app:deep"}
+        evals: [{name: q, prompt: tea, checks: [{contains: tea}]}]
+        """,
+    )
+    result = run(pytester, "--vibe-results", "r.json", xdist=xdist)
+    result.assert_outcomes(failed=3)
+    output = result.stdout.str() + result.stderr.str()
+    assert "pytest_vibeeval" not in output.replace("plugins: vibeeval", ""), output
+    records = {
+        r["nodeid"].split("[")[1][:-1]: r
+        for r in evals_by_nodeid(load_json(pytester.path / "r.json")).values()
+    }
+    assert all(record["outcome"] == "error" for record in records.values())
+    assert records["exits"]["message"].startswith("vibe_exiting_app:exits raised SystemExit: 3\nTraceback")
+    assert records["no-arguments"]["message"] == (
+        "vibe_exiting_app:no_arguments raised TypeError: no_arguments() takes 0 positional arguments but 1 "
+        "was given"
+    )
+    deep = records["deep"]["message"]
+    assert deep.startswith("vibe_exiting_app:deep raised LookupError: not in the catalogue: tea\nTraceback")
+    assert "in deep\n" in deep and "in helper\n" in deep

@@ -14,13 +14,13 @@ import contextlib
 import hashlib
 import inspect
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..check_api import users_frames
 from ..models import Configuration
 from ..pyimport import ImportProblem, import_target, local_module_source
 from ..results import ToolCallRecord
@@ -123,11 +123,10 @@ class PythonProvider:
         function = self.function()
         try:
             value = function(request.prompt, request) if self.takes_context() else function(request.prompt)
-        except Exception as exc:
-            frames = traceback.format_exception(exc, limit=-3)
-            raise ProviderError(
-                f"{self.target} raised {type(exc).__name__}: {exc}\n{''.join(frames)}"
-            ) from None
+        except (Exception, SystemExit) as exc:  # the user's code: sys.exit() in it is an error too
+            frames = users_frames(exc)
+            message = f"{self.target} raised {type(exc).__name__}: {exc}"
+            raise ProviderError(f"{message}\n{frames}" if frames else message) from None
         return self._response(value)
 
     def _response(self, value: Any) -> ProviderResponse:

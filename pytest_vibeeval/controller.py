@@ -196,7 +196,7 @@ class ControllerSession:
             state.started_at,
             interrupted,
             state.load_errors,
-            stopped or ("interrupted" if interrupted else None),
+            stopped or ("interrupted" if interrupted else None) or _not_loaded(state.load_errors),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -429,6 +429,12 @@ def uncollected_suites_hint(config: pytest.Config) -> list[str]:
         f"(pytest {rootdir_relative(found[0], config.rootpath)}), or with an ini line "
         "vibe_patterns = *.yaml",
     ]
+
+
+def _not_loaded(load_errors: list[str]) -> str | None:
+    """Why a session whose suite files did not all load is partial: their evals did not run, so
+    its results must not become the baseline (a file of no runs would make every run "new")."""
+    return f"{len(load_errors)} suite file(s) failed to load" if load_errors else None
 
 
 def _is_eval(nodeid: str) -> bool:

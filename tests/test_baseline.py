@@ -137,7 +137,9 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
         run_record("gone", 50.0),
     ]
     new_runs += [
-        run_record("flips", 79.0, {"a": "failed", "b": "error", "c": "passed", "d": "passed", "e": "failed"}),
+        run_record(
+            "flips", 79.0, {"a": "failed", "b": "error", "c": "passed", "d": "passed", "e": "skipped"}
+        ),
         run_record("noscore", None, score_error="division by zero in success_pct / total"),
         run_record("fresh", 90.0),
         run_record("plus6", 50.0, configuration="other"),  # same suite, a configuration the baseline lacks
@@ -167,7 +169,7 @@ def test_compare_results_flips_and_exploration(files: tuple[Path, Path]) -> None
     base, new = files
     comparison = compare_results(load_baseline(new), load_baseline(base), str(base))
     record = next(r for run, r in comparison.pairs if run.suite == "flips")
-    # a and b passed and now fail (error counts as a failure); c failed and now passes; e was skipped.
+    # a and b passed and now fail (error counts as a failure); c failed and now passes; e is skipped.
     assert record.pass_to_fail == ["a", "b"]
     assert record.fail_to_pass == ["c"]
     # delta -1 is exploration, rejected because evals broke.
@@ -187,6 +189,23 @@ def test_compare_results_new_and_incomparable(files: tuple[Path, Path]) -> None:
     assert (incomparable.label, incomparable.accepted, incomparable.delta) == ("incomparable", None, None)
     assert incomparable.score == 70.0
     assert incomparable.reason == "this run has no score (division by zero in success_pct / total)"
+
+
+def test_incomparable_when_the_scores_are_over_different_evals() -> None:
+    """A baseline run with -k (or before an eval was added, or with an eval skipped) scored other
+    evals: its score is no yardstick, whatever the delta."""
+    full = run_record("s", 60.0, {"a": "passed", "b": "passed", "c": "failed", "d": "failed", "e": "passed"})
+    subset = run_record("s", 100.0, {"a": "passed", "b": "passed"})
+    record = compare_run(full, subset, "b")
+    assert (record.label, record.accepted, record.delta) == ("incomparable", None, None)
+    assert record.reason == "the scores are over different evals: 3 eval(s) ran in this run only (c, d, e)"
+    assert (record.pass_to_fail, record.fail_to_pass) == ([], [])  # the evals both ran still compare
+    back = compare_run(subset, full, "b")
+    assert back.reason == "the scores are over different evals: 3 eval(s) ran in the baseline only (c, d, e)"
+    skipped = run_record(
+        "s", 100.0, {"a": "passed", "b": "passed", "c": "skipped", "d": "skipped", "e": "skipped"}
+    )
+    assert compare_run(full, skipped, "b").label == "incomparable"
 
 
 def test_incomparable_when_both_lack_a_score() -> None:

@@ -193,3 +193,30 @@ def test_a_report_path_that_cannot_be_written_is_a_usage_error_before_the_run(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert "--vibe-html" in result.stderr.str()
+
+
+@XDIST_MODES
+def test_a_baseline_over_other_evals_is_incomparable_and_a_broken_suite_is_no_baseline(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A run of some evals (-k, --vibe-eval) is no yardstick for the full run after it. A session whose
+    suite did not load leaves latest.json alone (its file of no runs would make every run "new")."""
+    make_suite(pytester)
+    set_state(pytester, 0.0, fail=("c",))
+    assert run(pytester, "--vibe-eval", "a,b", xdist=xdist).ret == 0  # 100: latest.json
+    result = run(pytester, "--vibe-baseline", "latest", "--vibe-fail-on-regression", xdist=xdist)
+    assert result.ret == 1  # c fails: the failure, not a regression, fails the session
+    summary = "\n".join(run_summary(result))
+    assert "incomparable: the scores are over different evals: 1 eval(s) ran in this run only (c)" in summary
+    assert "regressed" not in summary
+    latest = pytester.path / ".vibeeval" / "results" / "latest.json"
+    before = latest.read_text()
+
+    (pytester.path / "base.eval.yaml").write_text("metadata: {name: base\n", encoding="utf-8")
+    broken = run(pytester, xdist=xdist)
+    assert broken.ret != pytest.ExitCode.OK
+    assert (
+        "latest.json not replaced: this run is partial (1 suite file(s) failed to load)"
+        in broken.stdout.str()
+    )
+    assert latest.read_text() == before

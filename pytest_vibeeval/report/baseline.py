@@ -12,7 +12,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -152,12 +152,26 @@ def eval_outcomes(run: RunRecord) -> dict[str, bool]:
     return outcomes
 
 
-def _flips(run: RunRecord, base: RunRecord) -> tuple[list[str], list[str]]:
-    now, then = eval_outcomes(run), eval_outcomes(base)
+def _flips(now: dict[str, bool], then: dict[str, bool]) -> tuple[list[str], list[str]]:
     common = now.keys() & then.keys()
     pass_to_fail = sorted(name for name in common if then[name] and not now[name])
     fail_to_pass = sorted(name for name in common if not then[name] and now[name])
     return pass_to_fail, fail_to_pass
+
+
+def _other_evals(only_now: Collection[str], only_then: Collection[str]) -> str:
+    """Why two runs' scores do not compare: the evals that ran in one of them only."""
+
+    def shown(names: Collection[str]) -> str:
+        ordered = sorted(names)
+        return ", ".join(ordered[:3]) + (", …" if len(ordered) > 3 else "")
+
+    parts = []
+    if only_then:
+        parts.append(f"{len(only_then)} eval(s) ran in the baseline only ({shown(only_then)})")
+    if only_now:
+        parts.append(f"{len(only_now)} eval(s) ran in this run only ({shown(only_now)})")
+    return "the scores are over different evals: " + "; ".join(parts)
 
 
 def _noscore(run: RunRecord) -> str:
@@ -189,13 +203,16 @@ def compare_run(run: RunRecord, base: RunRecord | None, baseline_path: str) -> B
             accepted=None,
             reason=f"the baseline has no run of {run.source} against {run.configuration}",
         )
-    pass_to_fail, fail_to_pass = _flips(run, base)
+    now, then = eval_outcomes(run), eval_outcomes(base)
+    pass_to_fail, fail_to_pass = _flips(now, then)
     delta: float | None = None
     label: Decision = "incomparable"
     accepted: bool | None = None
     if run.score is None or base.score is None:
         pairs = (("this run", run), ("the baseline", base))
         reason = "; ".join(f"{who} has no score ({_noscore(r)})" for who, r in pairs if r.score is None)
+    elif now.keys() != then.keys():  # the scores are over different evals (-k, -m, a new eval)
+        reason = _other_evals(now.keys() - then.keys(), then.keys() - now.keys())
     elif not math.isfinite(run.score - base.score):
         reason = f"the delta is not a number ({run.score} - {base.score})"
     else:

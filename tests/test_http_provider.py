@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from chat_server import USAGE, ChatServer
-from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, run_of, write
+from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, run_of, run_summary, write
 
 from pytest_vibeeval.models import Configuration
 from pytest_vibeeval.providers import PromptRequest, ProviderError
@@ -322,3 +322,42 @@ def test_every_server_behaviour_through_real_runs(
     assert all(records[k]["outcome"] == "error" for k in ("unauthorized", "missing", "garbage"))
     tries = Counter(r["body"]["model"] for r in server.requests)
     assert (tries["v/ratelimit"], tries["v/flaky"], tries["v/unauthorized"]) == (2, 2, 1)
+
+
+@XDIST_MODES
+def test_a_base_url_template_is_filled_when_the_eval_runs_and_cached_as_written(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """A conftest.py that starts a model server on a free port exports its address; answers are
+    cached under the URL as written, so the next session's port still finds them."""
+    configurations = {
+        "local": {"http": {"base_url": "{{var('model_url')}}", "api_key_env": ""}, "model": "v/ok"}
+    }
+    suite(pytester.path, [{"name": "q", "prompt": "hi", "checks": [{"match": "*"}]}], configurations)
+    missing = run(pytester, "-rs", xdist=xdist)
+    missing.assert_outcomes(skipped=1)
+    missing.stdout.fnmatch_lines(["*configuration 'local': http.base_url: *model_url*"])
+
+    url = server.url
+    first = run(pytester, "--vibe-var", f"model_url={url}", "--vibe-cache", xdist=xdist)
+    first.assert_outcomes(passed=1)
+    assert len(server.requests) == 1
+    moved = url.replace("127.0.0.1", "localhost")  # another address of the same server: a new "port"
+    second = run(pytester, "--vibe-var", f"model_url={moved}", "--vibe-cache", xdist=xdist)
+    second.assert_outcomes(passed=1)
+    assert len(server.requests) == 1  # answered from the cache
+    assert " from cache, 0 asked (.vibeeval/cache)" in "\n".join(run_summary(second))
+
+
+def test_a_base_url_without_a_scheme_fails_at_once_without_retries(
+    pytester: pytest.Pytester, server: ChatServer
+) -> None:
+    address = server.url.removeprefix("http://")
+    configurations = {"local": {"http": {"base_url": address, "api_key_env": ""}, "model": "v/ok"}}
+    suite(pytester.path, [{"name": "q", "prompt": "hi", "checks": [{"match": "*"}]}], configurations)
+    result = run(pytester, "--vibe-results", "r.json")
+    result.assert_outcomes(failed=1)
+    [record] = evals_by_nodeid(load_json(pytester.path / "r.json")).values()
+    assert record["message"].startswith(f"invalid URL '{address}/chat/completions': ")
+    assert "check `http.base_url`" in record["message"] and "attempts" not in record["message"]
+    assert server.requests == []

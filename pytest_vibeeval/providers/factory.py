@@ -45,7 +45,9 @@ def make_provider(spec: ProviderSpec) -> Provider:
     if config is None or config.kind == "http":
         from .http import HttpProvider  # httpx costs a tenth of a second: imported when used
 
-        return HttpProvider(spec.config_id, config, spec.renderer.used_secrets, spec.lock_dir)
+        return HttpProvider(
+            spec.config_id, config, spec.renderer.used_secrets, spec.lock_dir, renderer=spec.renderer
+        )
     if config.kind == "cli":
         from .cli import CliProvider  # the agent CLI's process machinery: imported when used
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from ..loading.templates import MissingValue, Renderer
 from ..models import Configuration, HttpSpec
 from ..slots import Slots
 from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, without_token
@@ -76,6 +77,7 @@ class HttpProvider:
         secrets: set[str],
         lock_dir: Path | None,
         sleep: Callable[[float], None] = time.sleep,
+        renderer: Renderer | None = None,
     ) -> None:
         self.config_id = config_id
         self.config = config
@@ -84,7 +86,13 @@ class HttpProvider:
         self.sleep = sleep
         spec = self.spec
         self.openrouter = spec.base_url is None
-        self.base_url = (spec.base_url or os.environ.get(OPENROUTER_BASE_ENV) or OPENROUTER_URL).rstrip("/")
+        self.renderer = renderer
+        # As written: {{var()}} templates are filled when the URL is used (the environment a
+        # conftest.py set then), and answers are cached under the URL as written (a port that
+        # changes every session does not change the answer).
+        self.written_url = (spec.base_url or os.environ.get(OPENROUTER_BASE_ENV) or OPENROUTER_URL).rstrip(
+            "/"
+        )
         if spec.api_key_env is not None:
             self.key_env: str | None = spec.api_key_env or None
         else:
@@ -100,7 +108,18 @@ class HttpProvider:
             self.slots = Slots(lock_dir, f"http-{config_id}", spec.max_concurrency)
         self._client: httpx.Client | None = None
 
+    @property
+    def base_url(self) -> str:
+        """The endpoint's base URL, its templates filled (MissingValue when one has no value)."""
+        if self.renderer is None or "{{" not in self.written_url:
+            return self.written_url
+        return self.renderer.render(self.written_url).rstrip("/")
+
     def unavailable_reason(self) -> str | None:
+        try:
+            self.base_url  # noqa: B018 (a template without a value skips the eval, saying which)
+        except MissingValue as exc:
+            return f"configuration {self.config_id!r}: http.base_url: {exc}"
         if self.key_env and not os.environ.get(self.key_env):
             return f"set {self.key_env}: configuration {self.config_id!r} calls {self.base_url}"
         return None
@@ -135,7 +154,7 @@ class HttpProvider:
         temperature, params), the extra headers, the configuration's settings and the MCP server."""
         return {
             "kind": "http",
-            "url": f"{self.base_url}/chat/completions",
+            "url": f"{self.written_url}/chat/completions",
             "body": self.body(request),
             "headers": self.spec.headers,
             "configuration": self.config.model_dump(mode="json") if self.config is not None else None,
@@ -189,7 +208,7 @@ class HttpProvider:
             wait: float | None = None
             try:
                 response = self._fetch(url, body)
-            except httpx.InvalidURL as exc:  # a malformed base_url: no retry can help
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:  # no retry can help
                 raise ProviderError(f"invalid URL {url!r}: {exc}; check `http.base_url`") from None
             except httpx.TimeoutException:
                 problem = f"no answer from {url} within {self.timeout_s:g} s"

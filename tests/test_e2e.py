@@ -361,12 +361,17 @@ def test_xfail_eval_that_fails(pytester: pytest.Pytester, xdist: list[str]) -> N
     assert "Success Rate: 50.0% (1/2)" in run_summary(result)
 
 
-def test_xfail_eval_that_passes_fails_strictly(pytester: pytest.Pytester) -> None:
+@XDIST_MODES
+def test_xfail_eval_that_passes_fails_strictly(pytester: pytest.Pytester, xdist: list[str]) -> None:
     write(pytester.path / "vibe_xf_app.py", APP)
     write(pytester.path / "xf.eval.yaml", XFAIL_SUITE.replace("*blue*", "*green*"))
-    result = run(pytester)
+    result = run(pytester, xdist=xdist)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*XPASS(strict)*the app answers green*"])
+    # the Run Summary names the eval that failed the session
+    assert any(
+        line.startswith("  XPASS  ") and "its `xfail:` says it fails" in line for line in run_summary(result)
+    )
 
 
 @XDIST_MODES

@@ -72,13 +72,19 @@ def run_block(
     if run.baseline is not None:
         lines.append(baseline_line(run))
     lines.extend(f"note: {note}" for note in run.notes)
-    failed = [r for r in run.evals if r.outcome in ("failed", "error")]
+    # An xfail eval that passed is a strict XPASS: pytest fails the session for it, so say which.
+    failed = [r for r in run.evals if r.outcome in ("failed", "error") or (r.xfail and r.outcome == "passed")]
     for record in failed[:10]:
+        which = f"{record.name} (r{record.repeat})" if record.repeat else record.name
+        if record.outcome == "passed":
+            lines.append(
+                f"  XPASS  {which}: passed, but its `xfail:` says it fails (strict: the session fails)"
+            )
+            continue
         first = (record.message or "").splitlines()
         why = first[0] if record.outcome == "error" and first else _first_failed_check(record)
         if record.subtasks_total is not None:
             why += f" (subtasks {record.subtasks_passed}/{record.subtasks_total})"
-        which = f"{record.name} (r{record.repeat})" if record.repeat else record.name
         lines.append(f"  {record.outcome.upper():6} {which}: {why}")
     if len(failed) > 10:
         lines.append(f"  … and {len(failed) - 10} more")

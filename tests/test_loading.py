@@ -676,6 +676,26 @@ def test_template_without_quotes(tmp_path: Path) -> None:
     assert_problem(err, 5, "evals[0].prompt: malformed template '{{var(x)}}'", "write {{var('name')}}")
 
 
+def test_an_unclosed_template_is_an_error(tmp_path: Path) -> None:
+    """Left as it is, it would reach the model as written, and the eval pass or fail on that."""
+    err = fails(tmp_path, HEAD + "  - prompt: \"Hi {{var('zz')\"\n    checks: [{match: x}]\n")
+    assert_problem(err, 5, "evals[0].prompt: unclosed template \"{{var('zz')\": end it with }}")
+
+
+def test_a_misspelt_placeholder_in_args_is_an_error(tmp_path: Path) -> None:
+    """``${MODLE}`` would reach the CLI as it is; a ``${…}`` close to no placeholder may be the CLI's."""
+    text = (
+        HEAD
+        + '  - {prompt: p, checks: [{match: x}]}\nconfigurations:\n  a: {cli: echo, args: ["${MODLE}"]}\n'
+    )
+    err = fails(tmp_path, text)
+    assert_problem(err, 7, "configurations.a.args: unknown placeholder ${MODLE} (did you mean '${MODEL}'?)")
+    fine = (
+        HEAD + '  - {prompt: p, checks: [{match: x}]}\nconfigurations:\n  a: {cli: echo, args: ["${HOME}"]}\n'
+    )
+    assert load_suite(write(tmp_path, fine)).configurations is not None
+
+
 def test_malformed_template_in_a_pattern(tmp_path: Path) -> None:
     err = fails(tmp_path, HEAD + "  - prompt: p\n    checks:\n      - match: \"*{{secret('x'}}*\"\n")
     assert_problem(err, 7, "evals[0].checks[0].match: malformed template")

@@ -61,12 +61,20 @@ def test_template_parsing(text: str, func: str, name: str) -> None:
         ("{{VAR('x')}}", "unknown template function 'VAR'"),
         ("{{var('')}}", "empty name in template"),
         ("{{var('  ')}}", "empty name in template"),
+        ("{{var('x')", "unclosed template \"{{var('x') b\": end it with }}"),
+        ("{{ secret(", "unclosed template '{{ secret( b': end it with }}"),
+        ("{{row.city", "unclosed template '{{row.city"),
     ],
 )
 def test_template_problems(text: str, message: str) -> None:
     problems = template_problems(f"a {text} b")
     assert len(problems) == 1
     assert message in problems[0]
+
+
+@pytest.mark.parametrize("text", ["Explain {{ in Jinja", "a }} b {{", "{{var('x')}} then {{"])
+def test_braces_that_start_no_template_are_text(text: str) -> None:
+    assert template_problems(text) == []
 
 
 def test_every_problem_in_a_text_is_reported() -> None:

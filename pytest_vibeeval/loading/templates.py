@@ -79,7 +79,15 @@ def template_problems(text: str) -> list[str]:
             )
         elif not parsed["name"].strip():
             problems.append(f"empty name in template {match.group(0)!r}")
+    unclosed = _UNCLOSED.search(text, max(text.rfind("}}"), 0))
+    if unclosed is not None:  # it would reach the model as it is written
+        start = text[unclosed.start() : unclosed.start() + 40]
+        problems.append(f"unclosed template {start!r}: end it with }}}}")
     return problems
+
+
+# The start of a template after the last ``}}`` of a text: one that was meant and never closed.
+_UNCLOSED = re.compile(r"\{\{\s*(?:(?:var|secret)\s*\(|row\.)")
 
 
 def has_templates(text: str) -> bool:

@@ -3,6 +3,8 @@ the unified runner's cli-config.json."""
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -181,6 +183,26 @@ def _relative_file(value: str) -> str:
     return value
 
 
+ARG_PLACEHOLDERS = ("${MODEL}", "${SYSTEM_PROMPT}", "${PROMPT}", "${CONFIG_DIR}")
+PLACEHOLDER = re.compile(r"\$\{[A-Z_]+\}")  # in args: ARG_PLACEHOLDERS are replaced
+
+
+def _known_placeholders(args: list[str]) -> list[str]:
+    """A misspelt placeholder (``${MODLE}``) would reach the CLI as it is: refuse one that is close
+    to a known one (another ``${…}`` may be meant for the CLI itself)."""
+    names = [placeholder[2:-1] for placeholder in ARG_PLACEHOLDERS]
+    for arg in args:
+        for found in PLACEHOLDER.findall(arg):
+            close = [] if found in ARG_PLACEHOLDERS else difflib.get_close_matches(found[2:-1], names, 1, 0.8)
+            if close:
+                raise PydanticCustomError(
+                    "unknown_placeholder",
+                    "unknown placeholder {found} (did you mean '{close}'?); the placeholders are {known}",
+                    {"found": found, "close": f"${{{close[0]}}}", "known": ", ".join(ARG_PLACEHOLDERS)},
+                )
+    return args
+
+
 class Configuration(StrictModel):
     """How prompts are answered: an executable (``cli``) or a Python callable (``python``).
 
@@ -219,7 +241,7 @@ class Configuration(StrictModel):
         description="a human-readable label, shown beside the id in the Run Summary and reports",
     )
     description: str | None = Field(default=None, description="a human-readable note; informational only")
-    args: list[str] = Field(
+    args: Annotated[list[str], AfterValidator(_known_placeholders)] = Field(
         default_factory=list,
         description="the executable's arguments; `${MODEL}`, `${SYSTEM_PROMPT}`, `${PROMPT}` and "
         "`${CONFIG_DIR}` (the defining file's folder) are replaced",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..loading.templates import MissingValue, Renderer
 from ..masking import mask_file
-from ..models import Configuration
+from ..models.configuration import PLACEHOLDER, Configuration
 from ..process import ArgumentsTooLong, CommandNotFound, resolve_executable, run_command
 from ..reaping import marked
 from ..results import StepRecord
@@ -37,7 +36,6 @@ CONFIG_DIR = "${CONFIG_DIR}"
 PROMPT = "${PROMPT}"
 AGENT_STEM = "agent"  # its output files: agent.stdout, agent.stderr and a long prompt's agent.stdin
 STDIN_FILE = f"{AGENT_STEM}.stdin"
-PLACEHOLDER = re.compile(r"\$\{[A-Z_]+\}")
 
 
 class CliProvider:

@@ -15,11 +15,26 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, TypeAdapter
+from pydantic import BeforeValidator, Field, StringConstraints, TypeAdapter
+from pydantic_core import PydanticCustomError
 
 from .results import JudgeRecord, ToolCallRecord
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _no_flag(value: object) -> object:
+    """pydantic reads ``true`` as the number 1; in a check's count it is a YAML slip."""
+    if isinstance(value, bool):
+        raise PydanticCustomError(
+            "flag_count",
+            "a count is a whole number, not {value} (YAML reads yes/no/on/off/true/false as booleans)",
+            {"value": str(value).lower()},
+        )
+    return value
+
+
+Count = Annotated[int, Field(ge=0), BeforeValidator(_no_flag)]  # of tokens, of tool calls
 # A check's own name, spelled as eval names are (it is used in score formulas: `<name>_score`).
 CheckName = Annotated[
     str,

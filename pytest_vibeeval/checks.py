@@ -21,6 +21,7 @@ from .check_api import (
     CheckError,
     CheckName,
     CheckType,
+    Count,
     JudgeError,
     NonEmptyStr,
     Response,
@@ -47,7 +48,7 @@ __all__ = [
     "pattern_matches",
 ]
 
-TokenCount = Annotated[int, Field(ge=0)]
+TokenCount = Count
 
 
 class SemanticArgs(BaseModel):

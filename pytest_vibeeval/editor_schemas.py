@@ -7,7 +7,8 @@ registry), the field validators (step names, tags, presets, parsers, ...) and th
 
 Known gaps, which only the loader reports: numbers written as strings (``timeout: "30000"``, accepted
 by pydantic's lax mode, are flagged here), ``score.min`` greater than ``score.max``, duplicate eval
-names, Python regular expressions that do not compile, malformed ``{{var()}}`` templates, score
+names, Python regular expressions that do not compile (a ``regex``, or a ``match`` pattern written
+as one), malformed or unclosed ``{{var()}}`` templates, misspelt ``${…}`` placeholders, score
 formulas, and references to other things (configurations, steps, files and folders). The shipped
 suite schema knows the built-in check types and output parsers only; :func:`suite_schema` takes a
 registry with a plugin's checks.

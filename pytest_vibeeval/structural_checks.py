@@ -22,14 +22,13 @@ from pydantic import (
     model_validator,
 )
 
-from .check_api import CheckType, NonEmptyStr, Response, Verdict, quote
+from .check_api import CheckType, Count, NonEmptyStr, Response, Verdict, quote
 from .dotted import MISSING, lookup
 from .patterns import pattern_matches
 from .results import ToolCallRecord
 
 # The pydantic validation context key holding the suite's folder (files named by checks are in it).
 SUITE_DIR_CONTEXT = "vibeeval_suite_dir"
-Count = Annotated[int, Field(ge=0)]
 Limit = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 

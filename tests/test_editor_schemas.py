@@ -415,6 +415,7 @@ REJECTED_EVALS = {
     "checks as text": ("- {prompt: p, checks: '*x*'}", "must be a list or {or: [...]}"),
     "check as text": ("- {prompt: p, checks: ['*x*']}", "exactly one key (found text)"),
     "empty pattern": ("- {prompt: p, checks: [{match: ''}]}", "must not be empty"),
+    "count given as yes": ("- {prompt: p, checks: [{max_tokens: yes}]}", "a count is a whole number"),
     "check without value": ("- {prompt: p, checks: [{match: null}]}", "valid string"),
     "threshold above one": (
         "- {prompt: p, checks: [{semantic: {expected: e, threshold: 1.5}}]}",
@@ -476,6 +477,9 @@ GAPS = {
     "score bounds out of order": ("suite", HEAD + PROMPT_EVAL + "score: {min: 2, max: 1}\n"),
     "duplicate eval names": ("suite", HEAD + PROMPT_EVAL.replace("- ", "- name: a\n    ") * 2),
     "regex that does not compile": ("suite", HEAD + "  - prompt: p\n    checks: [{regex: '(x'}]\n"),
+    "pattern that is a broken regex": ("suite", HEAD + "  - prompt: p\n    checks: [{not_match: '^(x'}]\n"),
+    "unclosed template": ("suite", HEAD + "  - prompt: \"{{var('x')\"\n    checks: [{match: x}]\n"),
+    "misspelt placeholder": ("suite", HEAD + PROMPT_EVAL + "configurations: {a: {cli: x, args: [${MODL}]}}"),
     "malformed template": ("suite", HEAD + "  - prompt: \"{{var(x)}}\"\n    checks: [{match: x}]\n"),
     "undefined default configuration": ("cli-config", '{"configurations": {"a": {"name": "A", "cli": "x"}}, '
                                                        '"defaultConfigurations": ["b"]}'),

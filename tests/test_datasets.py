@@ -307,6 +307,11 @@ BAD_INPUTS = {
         ["cases.jsonl:3: row 2: a row is a JSON object, not a list"],
     ),
     "jsonl invalid": ("cases.jsonl", '{"id": "a",\n', ["cases.jsonl:1: row 1: invalid JSON*"]),
+    "jsonl duplicate key": (
+        "cases.jsonl",
+        '{"id": "a", "answer": "4"}\n{"id": "b", "answer": "4", "answer": "5"}\n',
+        ["cases.jsonl:2: row 2: invalid JSON: duplicate key 'answer'"],
+    ),
     "yaml row not a mapping": (
         "cases.yaml",
         "- {id: a, country: France, answer: Paris}\n- just text\n",

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..bounded_read import UnreadableFile, read_bounded
 from ..errors import InputError, Problem
-from .yamlsource import Document, parse_yaml, yaml_kind
+from .yamlsource import Document, JsonProblem, no_json_constant, parse_yaml, unique_json_keys, yaml_kind
 
 MAX_DATASET_BYTES = 256 * 2**20  # far beyond any eval dataset; a mistaken path to a dump fails fast
 MAX_ROWS = 100_000  # each row is an item on every worker: more is a mistake, not a benchmark
@@ -152,7 +152,10 @@ def _jsonl_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
             problems.append(_too_many(line))
             return
         try:
-            value = json.loads(line_text)
+            value = json.loads(line_text, object_pairs_hook=unique_json_keys, parse_constant=no_json_constant)
+        except JsonProblem as exc:
+            problems.append(Problem(f"row {number}: invalid JSON: {exc}", line=line))
+            continue
         except json.JSONDecodeError as exc:
             problems.append(
                 Problem(

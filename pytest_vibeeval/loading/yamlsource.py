@@ -360,10 +360,10 @@ def load_document(path: Path) -> Document:
     if path.suffix.lower() != ".json" or not text.strip():
         return parse_yaml(path, text)
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        data = json.loads(text, object_pairs_hook=unique_json_keys, parse_constant=no_json_constant)
     except json.JSONDecodeError as exc:
         raise InputError.single(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-    except _JsonProblem as exc:
+    except JsonProblem as exc:
         with contextlib.suppress(YamlSyntaxError):
             parse_yaml(path, text)  # says the same with the line, where it can read the file
         raise InputError.single(path, f"invalid JSON: {exc}") from None
@@ -374,21 +374,21 @@ def load_document(path: Path) -> Document:
     return Document(path, data, located.lines)
 
 
-class _JsonProblem(ValueError):
+class JsonProblem(ValueError):
     """What the JSON parser accepts but a JSON file must not hold."""
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise _JsonProblem(f"duplicate key {key!r}")
+            raise JsonProblem(f"duplicate key {key!r}")
         seen[key] = value
     return seen
 
 
-def _no_constant(name: str) -> Any:
-    raise _JsonProblem(f"{name} is not a JSON value")
+def no_json_constant(name: str) -> Any:
+    raise JsonProblem(f"{name} is not a JSON value")
 
 
 def yaml_kind(value: Any) -> str:

@@ -6,8 +6,9 @@ Registered only where that happens: never on an xdist worker."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, cast
+import functools
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
 from .itemhooks import USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
-from .loading.suite_files import suite_like_files
+from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import load_conftests, queued_worker_reports
 from .stash import get_state, rootdir_relative
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
@@ -44,6 +45,7 @@ class ControllerSession:
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
+        self._sources: dict[str, bool] = {}  # a worker's collected file: one this plugin collects?
         read_baseline(config)
         read_resume(config)
 
@@ -62,17 +64,32 @@ class ControllerSession:
         machinery. Made now, before any item runs, not at the first report: imported then, it held
         up the reports queued behind it, and an interrupt could end the session before an item's
         first report was read (its record then missing from the results)."""
-        self._select(ids)
+        self._select(frozenset(nodeid for nodeid in ids if self._collected_by_us(nodeid)))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A serial run: the eval items it selected (an xdist controller collects nothing)."""
-        self._select([item.nodeid for item in session.items])
+        from .items import EvalItem
 
-    def _select(self, nodeids: list[str]) -> None:
+        self._select(frozenset(item.nodeid for item in session.items if isinstance(item, EvalItem)))
+
+    def _select(self, selected: frozenset[str]) -> None:
         """Remember which eval items the session selected: one that never reports did not run."""
-        selected = frozenset(nodeid for nodeid in nodeids if _is_eval(nodeid))
         if selected:
             self.state.aggregator.selected = selected
+
+    def _collected_by_us(self, nodeid: str) -> bool:
+        """Whether the file of ``nodeid`` (collected by an xdist worker) is one this plugin collects:
+        another plugin's YAML tests never report as evals, so they must not count as unrun."""
+        source = nodeid.split("::", 1)[0]
+        known = self._sources.get(source)
+        if known is None:
+            config = self.config
+            path = config.rootpath / source
+            here = config.invocation_params.dir
+            given = any((here / arg.split("::")[0]).absolute() == path for arg in config.args)
+            kind = collected_kind(path, source, self.state.settings.patterns, given)
+            known = self._sources[source] = kind in ("config", "suite")
+        return known
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -119,7 +136,7 @@ class ControllerSession:
         # for a report without them).
         if (
             not ours
-            and not (crashed and _is_eval(nodeid))
+            and not (crashed and _may_be_eval(nodeid))
             and not (self.state.aggregated() and self.state.aggregator.has_info(nodeid))
         ):
             return
@@ -187,10 +204,10 @@ class ControllerSession:
         state = self.state
         self._load_suite_conftests()
         aggregator = state.aggregator
-        runs = aggregator.runs(interrupted, stopped)
-        state.runs = list(runs)
         if stopped and not aggregator.cut_short(interrupted, stopped):
             stopped = None  # every selected item ran before the session stopped: a complete run
+        runs = aggregator.runs(interrupted, stopped)
+        state.runs = list(runs)
         results = build_results(
             runs,
             state.started_at,
@@ -230,17 +247,23 @@ class ControllerSession:
         from .check_api import raised_at
 
         hook = self.config.hook.pytest_vibeeval_write_results
-        for impl in reversed(hook.get_hookimpls()):
-            try:
-                given = {name: kwargs[name] for name in impl.argnames}
-                lines = cast("list[str] | None", impl.function(**given))
-            except Exception as exc:
-                where = raised_at(exc)
-                self.writer_lines.append(
-                    f"result writer {impl.plugin_name} failed: {type(exc).__name__}: {exc}{where}"
+        impls = hook.get_hookimpls()
+        calls: list[tuple[str, Callable[[], list[Any]]]]
+        if any(impl.hookwrapper or impl.wrapper for impl in impls):  # wrappers need pluggy's own call
+            calls = [("result writers", lambda: [line for lines in hook(**kwargs) for line in lines or ()])]
+        else:
+            calls = [
+                (
+                    f"result writer {impl.plugin_name}",
+                    functools.partial(_lines, impl.function, impl.argnames, kwargs),
                 )
-                continue
-            self.writer_lines.extend(lines or ())
+                for impl in reversed(impls)
+            ]
+        for who, call in calls:
+            try:
+                self.writer_lines.extend(str(line) for line in call())
+            except Exception as exc:
+                self.writer_lines.append(f"{who} failed: {type(exc).__name__}: {exc}{raised_at(exc)}")
 
     def _compare(self, results: ResultsFile) -> ResultsFile:
         """The results with each run compared with the baseline's same suite × configuration."""
@@ -431,13 +454,18 @@ def uncollected_suites_hint(config: pytest.Config) -> list[str]:
     ]
 
 
+def _lines(function: Any, argnames: tuple[str, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """What one result writer returned, as a list (made here, so that its errors are its own)."""
+    return list(function(**{name: kwargs[name] for name in argnames}) or ())
+
+
 def _not_loaded(load_errors: list[str]) -> str | None:
     """Why a session whose suite files did not all load is partial: their evals did not run, so
     its results must not become the baseline (a file of no runs would make every run "new")."""
     return f"{len(load_errors)} suite file(s) failed to load" if load_errors else None
 
 
-def _is_eval(nodeid: str) -> bool:
+def _may_be_eval(nodeid: str) -> bool:
     return nodeid.split("::", 1)[0].endswith(SOURCE_SUFFIXES)
 
 

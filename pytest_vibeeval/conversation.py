@@ -4,6 +4,7 @@ errors the conversation stops: later turns are recorded as ``not_run``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from .answering import (
@@ -81,8 +82,8 @@ def run_conversation(
             stopped = True
         elif verdict is None:
             turn = turn.model_copy(update={"outcome": "skipped", "message": undecided_message(results)})
+        record = _add(record, turn, answered, turns)
         turns.append(turn)
-        record = _add(record, turn, answered)
         history = (*history, (USER, prompt), (ASSISTANT, response.text))
         session = response.session_id
     return _verdict(record.model_copy(update={"turns": turns}))
@@ -120,15 +121,22 @@ def _known_sum(total: float | None, value: float | None, first: bool) -> float |
     return None if total is None or value is None else total + value
 
 
-def _add(record: EvalRecord, turn: TurnRecord, answered: EvalRecord) -> EvalRecord:
-    """``record`` with ``turn``'s measures added: sums (unknown once a turn's is), the latest
-    answer, all checks, steps and tool calls in order."""
+def _judged(turn: TurnRecord) -> bool:
+    """Whether the turn asked a judge (one that failed leaves a cost but no check)."""
+    return turn.judge_cost is not None or bool(judges_asked(turn.checks))
+
+
+def _add(
+    record: EvalRecord, turn: TurnRecord, answered: EvalRecord, earlier: Sequence[TurnRecord]
+) -> EvalRecord:
+    """``record`` with ``turn``'s measures added (``earlier``: the turns added before): sums
+    (unknown once a turn's is), the latest answer, all checks, steps and tool calls in order."""
     first = turn.turn == 1
     tokens_in = _known_sum(record.input_tokens, turn.input_tokens, first)
     tokens_out = _known_sum(record.output_tokens, turn.output_tokens, first)
     judge_cost = record.judge_cost
-    if judges_asked(turn.checks):  # a turn without an llm_judge check adds nothing to know
-        judge_cost = _known_sum(judge_cost, turn.judge_cost, not judges_asked(record.checks))
+    if _judged(turn):  # a turn without an llm_judge check adds nothing to know
+        judge_cost = _known_sum(judge_cost, turn.judge_cost, not any(map(_judged, earlier)))
     return record.model_copy(
         update={
             "latency": _plus(record.latency, turn.latency),

@@ -8,7 +8,6 @@ in every process (idle where nothing is collected or run)."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shutil
 import tempfile
@@ -23,11 +22,11 @@ from . import builtins
 from .budget import Budget
 from .collection_gc import thaw
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
-from .filenames import EVAL_CONFIG_NAME, SUITE_SUFFIXES, YAML_SUFFIXES
+from .filenames import YAML_SUFFIXES
 from .itemhooks import CollectionHooks, ItemHooks
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
-from .loading.suite_files import has_evals
+from .loading.suite_files import collected_kind
 from .loading.templates import Renderer, TemplateValues
 from .settings import Settings, add_options
 from .stash import STATE_KEY, get_state, rootdir_relative
@@ -131,24 +130,19 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
-    name = file_path.name
-    if name == EVAL_CONFIG_NAME:
+    config = parent.config
+    rel = rootdir_relative(file_path, config.rootpath)
+    given = file_path.name.endswith(YAML_SUFFIXES) and parent.session.isinitpath(file_path)
+    kind = collected_kind(file_path, rel, get_state(config).settings.patterns, given)
+    if kind == "config":
         from .collect import EvalConfigCollector
 
         return EvalConfigCollector.from_parent(parent, path=file_path)
-    if not name.endswith(YAML_SUFFIXES):
-        return None
-    if name.endswith(SUITE_SUFFIXES) or parent.session.isinitpath(file_path):
-        from .collect import SuiteCollector
-
-        return SuiteCollector.from_parent(parent, path=file_path)
-    patterns = get_state(parent.config).settings.patterns
-    rel = rootdir_relative(file_path, parent.config.rootpath)
-    if not any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) for p in patterns):
-        return None
-    if not has_evals(file_path):  # a broad pattern's docker-compose.yaml: not a suite, not an error
+    if kind == "no-evals":  # a broad pattern's docker-compose.yaml: not a suite, not an error
         note = f"{rel} matches vibe_patterns but has no top-level `evals:`: not a suite, not collected"
         warnings.warn(VibeevalNote(note), stacklevel=1)
+        return None
+    if kind is None:
         return None
     from .collect import SuiteCollector
 

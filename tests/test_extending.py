@@ -278,3 +278,41 @@ def test_a_plugin_that_raises_errors_the_eval_or_its_writer_not_the_session(
     result.stdout.fnmatch_lines(
         ["*short test summary info*", "*Run Summary*", "result writer vibe_broken failed: OSError: disk*"]
     )
+
+
+WRAPPING_WRITERS = """
+import pytest
+
+
+class Wrapper:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_vibeeval_write_results(self, config, results, results_path):
+        lines = yield
+        return [*lines, ["wrapped"]]
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(Wrapper(), "wrapper-plugin")
+
+
+def pytest_vibeeval_write_results(config, results, results_path):
+    return ["plain writer"]
+"""
+
+
+@XDIST_MODES
+def test_result_writers_wrapped_by_a_plugin_still_write(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    write(pytester.path / "app.py", APP)
+    write(pytester.path / "conftest.py", WRAPPING_WRITERS)
+    write(
+        pytester.path / "w.eval.yaml",
+        """
+        metadata: {name: w, model: m}
+        configurations: {app: {python: "app:answer"}}
+        evals: [{name: greets, prompt: hi, checks: [{contains: hello}]}]
+        """,
+    )
+    result = run(pytester, xdist=xdist)
+    result.assert_outcomes(passed=1)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["plain writer", "wrapped"])

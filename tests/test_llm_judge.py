@@ -205,3 +205,46 @@ def test_the_judge_cost_is_unknown_when_a_judge_reported_none(
     assert records["none"]["judge_cost"] is None
     assert run_record["metrics"]["total_judge_cost"] is None and run_record["score"] is None
     assert "judge cost unknown for 1 of 2 judged evals (both)" in run_record["score_error"]
+
+
+FAILING_JUDGE_APP = """
+def answer(prompt):
+    return "yes"
+
+
+def grader(prompt, request):
+    if request.model == "bad":
+        raise RuntimeError("judge down")
+    return {"response": '{"score": 0.9, "reasoning": "ok"}', "cost": 0.5}
+"""
+
+
+@XDIST_MODES
+def test_what_judges_cost_before_one_failed_counts_in_a_conversation_too(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(pytester.path / "failing_judge_app.py", FAILING_JUDGE_APP)
+    write(
+        pytester.path / "fj.eval.yaml",
+        """
+        metadata: {name: fj, model: m}
+        judge: grader
+        configurations:
+          app: {python: "failing_judge_app:answer"}
+          grader: {python: "failing_judge_app:grader"}
+        default_configurations: [app]
+        evals:
+          - name: conv
+            turns:
+              - {prompt: hi, checks: [{equals: "yes"}]}
+              - {prompt: again, checks: [{llm_judge: {rubric: fine, judges: [good, bad]}}]}
+          - {name: single, prompt: hi, checks: [{llm_judge: {rubric: fine, judges: [good, bad]}}]}
+        """,
+    )
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(failed=2)
+    [run_record] = load_json(results)["runs"]
+    records = {r["name"]: r for r in run_record["evals"]}
+    assert records["conv"]["outcome"] == records["single"]["outcome"] == "error"
+    assert records["conv"]["judge_cost"] == records["single"]["judge_cost"] == 0.5  # the good judge's
+    assert run_record["metrics"]["total_judge_cost"] == 1.0

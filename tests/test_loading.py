@@ -263,6 +263,13 @@ def test_what_json_does_not_allow_is_an_error(
     assert found.line == line and problem in info.value.render(), info.value.render()
 
 
+def test_a_json_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    """Windows editors and PowerShell write one; JSON.parse-minded parsers refuse it, we do not."""
+    path = tmp_path / "cli-config.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1e3}\n')
+    assert load_document(path).data == {"a": 1000.0}
+
+
 def test_invalid_json(tmp_path: Path) -> None:
     path = tmp_path / "cli-config.json"
     path.write_text('{\n  "configurations": {,}\n}\n')
@@ -690,10 +697,9 @@ def test_a_misspelt_placeholder_in_args_is_an_error(tmp_path: Path) -> None:
     )
     err = fails(tmp_path, text)
     assert_problem(err, 7, "configurations.a.args: unknown placeholder ${MODLE} (did you mean '${MODEL}'?)")
-    fine = (
-        HEAD + '  - {prompt: p, checks: [{match: x}]}\nconfigurations:\n  a: {cli: echo, args: ["${HOME}"]}\n'
-    )
-    assert load_suite(write(tmp_path, fine)).configurations is not None
+    fine = HEAD + '  - {prompt: p, checks: [{match: x}]}\nconfigurations:\n  a: {cli: sh, args: [-c, "%s"]}\n'
+    for script in ("${HOME}", "MODE=fast; echo ${MODE} ${MODELS}", "${PROMT}"):  # a shell's, or not close
+        assert load_suite(write(tmp_path, fine % script)).configurations is not None
 
 
 def test_malformed_template_in_a_pattern(tmp_path: Path) -> None:

@@ -187,3 +187,36 @@ def test_a_run_cut_short_by_max_cost_is_partial_and_its_gate_is_not_judged(
     data = load_json(partial)
     assert data["stopped_early"] == "stopped starting evals at --vibe-max-cost $0.025"
     assert data["runs"][0]["gate"]["passed"] is False
+
+
+YAML_TESTS = """
+import pytest
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.suffix == ".yaml" and file_path.name.startswith("test_"):
+        return YamlFile.from_parent(parent, path=file_path)
+
+
+class YamlFile(pytest.File):
+    def collect(self):
+        yield YamlItem.from_parent(self, name="fails")
+
+
+class YamlItem(pytest.Item):
+    def runtest(self):
+        raise AssertionError("this YAML test fails")
+"""
+
+
+@XDIST_MODES
+def test_another_plugins_yaml_tests_are_not_unrun_evals(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """The pytest docs' YAML collector beside a suite: its items never report as evals, so a
+    session in which every eval ran is complete, whatever -x stopped."""
+    make_suite(pytester.path, first="ok")
+    write(pytester.path / "conftest.py", YAML_TESTS)
+    write(pytester.path / "test_other.yaml", "anything: 1\n")
+    result = run(pytester, *xdist, "--maxfail", "1", "-p", "no:randomly")
+    result.assert_outcomes(passed=4, failed=1)
+    assert "partial" not in "\n".join(run_summary(result))
+    assert load_json(results_folder(pytester.path) / "latest.json")["stopped_early"] is None

@@ -4,12 +4,14 @@ suite-like files it did not collect (vibecheck's ``*.yaml`` are collected as ``*
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from ..bounded_read import UnreadableFile, read_start
+from ..filenames import EVAL_CONFIG_NAME, SUITE_SUFFIXES, YAML_SUFFIXES
 
 PEEK_BYTES = 64 * 1024  # a suite names its top-level keys long before this
 MAX_FILES_SCANNED = 5000
@@ -62,3 +64,19 @@ def _walk(root: Path) -> Iterable[Path]:
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
         for name in sorted(files):
             yield Path(folder) / name
+
+
+def collected_kind(path: Path, rel: str, patterns: Iterable[str], given: bool) -> str | None:
+    """How pytest-vibeeval collects ``path`` (``rel``: as the node ids show it; ``given``: named on
+    the command line): ``"config"`` (an eval-config.json), ``"suite"``, ``"no-evals"`` (a file
+    ``vibe_patterns`` names that has no top-level ``evals:``: not a suite), or None (not ours)."""
+    name = path.name
+    if name == EVAL_CONFIG_NAME:
+        return "config"
+    if not name.endswith(YAML_SUFFIXES):
+        return None
+    if name.endswith(SUITE_SUFFIXES) or given:
+        return "suite"
+    if not any(fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(name, pattern) for pattern in patterns):
+        return None
+    return "suite" if has_evals(path) else "no-evals"

@@ -360,7 +360,9 @@ def load_document(path: Path) -> Document:
     if path.suffix.lower() != ".json" or not text.strip():
         return parse_yaml(path, text)
     try:
-        data = json.loads(text, object_pairs_hook=unique_json_keys, parse_constant=no_json_constant)
+        data = json.loads(
+            text.removeprefix("\ufeff"), object_pairs_hook=unique_json_keys, parse_constant=no_json_constant
+        )
     except json.JSONDecodeError as exc:
         raise InputError.single(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     except JsonProblem as exc:

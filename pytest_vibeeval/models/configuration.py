@@ -3,7 +3,6 @@ the unified runner's cli-config.json."""
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
@@ -183,22 +182,37 @@ def _relative_file(value: str) -> str:
     return value
 
 
+def _one_slip(word: str, known: str) -> bool:
+    """Whether ``word`` is ``known`` with one letter changed or two neighbours swapped."""
+    if word == known or len(word) != len(known):
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(word, known, strict=True)) if a != b]
+    if len(diff) == 1:
+        return True
+    first, second = diff[0], diff[-1]
+    return (
+        len(diff) == 2
+        and second == first + 1
+        and word[first] == known[second]
+        and word[second] == known[first]
+    )
+
+
 ARG_PLACEHOLDERS = ("${MODEL}", "${SYSTEM_PROMPT}", "${PROMPT}", "${CONFIG_DIR}")
 PLACEHOLDER = re.compile(r"\$\{[A-Z_]+\}")  # in args: ARG_PLACEHOLDERS are replaced
 
 
 def _known_placeholders(args: list[str]) -> list[str]:
-    """A misspelt placeholder (``${MODLE}``) would reach the CLI as it is: refuse one that is close
-    to a known one (another ``${…}`` may be meant for the CLI itself)."""
-    names = [placeholder[2:-1] for placeholder in ARG_PLACEHOLDERS]
+    """A misspelt placeholder (``${MODLE}``) would reach the CLI as it is: refuse one a letter
+    or two swapped letters away from a known one. Any other ``${…}`` may be a shell's (``sh -c``)."""
     for arg in args:
         for found in PLACEHOLDER.findall(arg):
-            close = [] if found in ARG_PLACEHOLDERS else difflib.get_close_matches(found[2:-1], names, 1, 0.8)
-            if close:
+            close = next((known for known in ARG_PLACEHOLDERS if _one_slip(found, known)), None)
+            if close is not None:
                 raise PydanticCustomError(
                     "unknown_placeholder",
                     "unknown placeholder {found} (did you mean '{close}'?); the placeholders are {known}",
-                    {"found": found, "close": f"${{{close[0]}}}", "known": ", ".join(ARG_PLACEHOLDERS)},
+                    {"found": found, "close": close, "known": ", ".join(ARG_PLACEHOLDERS)},
                 )
     return args
 

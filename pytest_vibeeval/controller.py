@@ -279,9 +279,10 @@ class ControllerSession:
 
     def _apply_regressions(self, session: pytest.Session, runs: list[RunRecord]) -> None:
         """--vibe-fail-on-regression: a run that regressed against the baseline fails the session."""
+        from .report.baseline import regressed as worse
         from .report.format import run_title
 
-        regressed = [run for run in runs if run.baseline is not None and run.baseline.label == "regression"]
+        regressed = [run for run in runs if run.baseline is not None and worse(run.baseline)]
         if not (self.state.settings.fail_on_regression and regressed):
             return
         if session.exitstatus == pytest.ExitCode.OK:

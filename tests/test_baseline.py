@@ -20,6 +20,7 @@ from pytest_vibeeval.report.baseline import (
     eval_outcomes,
     load_baseline,
     read_history,
+    regressed,
     resolve_baseline,
 )
 from pytest_vibeeval.results import (
@@ -202,6 +203,9 @@ def test_incomparable_when_the_scores_are_over_different_evals() -> None:
     assert (record.pass_to_fail, record.fail_to_pass) == ([], [])  # the evals both ran still compare
     back = compare_run(subset, full, "b")
     assert back.reason == "the scores are over different evals: 3 eval(s) ran in the baseline only (c, d, e)"
+    assert not regressed(record) and not regressed(back)
+    broke = compare_run(run_record("s", 60.0, {"a": "failed", "c": "passed"}), subset, "b")
+    assert (broke.label, broke.pass_to_fail) == ("incomparable", ["a"]) and regressed(broke)
     skipped = run_record(
         "s", 100.0, {"a": "passed", "b": "passed", "c": "skipped", "d": "skipped", "e": "skipped"}
     )

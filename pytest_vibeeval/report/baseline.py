@@ -247,8 +247,14 @@ class Comparison:
 
     @property
     def regressions(self) -> list[RunRecord]:
-        """The new runs labelled ``regression``."""
-        return [run for run, record in self.pairs if record.label == "regression"]
+        """The new runs that regressed (see :func:`regressed`)."""
+        return [run for run, record in self.pairs if regressed(record)]
+
+
+def regressed(record: BaselineRecord) -> bool:
+    """A run labelled ``regression``, or an ``incomparable`` one (other evals ran, or a score is
+    null) in which an eval both ran went from pass to fail: what --vibe-fail-on-regression fails."""
+    return record.label == "regression" or (record.label == "incomparable" and bool(record.pass_to_fail))
 
 
 def compare_results(new: ResultsFile, base: ResultsFile, baseline_path: str) -> Comparison:

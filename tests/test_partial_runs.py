@@ -220,3 +220,13 @@ def test_another_plugins_yaml_tests_are_not_unrun_evals(pytester: pytest.Pyteste
     result.assert_outcomes(passed=4, failed=1)
     assert "partial" not in "\n".join(run_summary(result))
     assert load_json(results_folder(pytester.path) / "latest.json")["stopped_early"] is None
+
+
+@XDIST_MODES
+def test_repeated_items_left_unrun_count_for_their_run(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester.path)  # a fails first: the other repeats never start
+    result = run(pytester, *xdist, "-x", "--vibe-repeat", "2", "-p", "no:randomly")
+    summary = "\n".join(run_summary(result))
+    assert "the session stopped after the first failure (-x): " in summary
+    assert " of 4 evals ran;" in summary, summary
+    assert "evals were selected" not in summary

@@ -429,13 +429,18 @@ def _split_nodeid(nodeid: str) -> tuple[str, str, str]:
     return source, eval_id, config.rstrip("]")
 
 
-def _run_key(nodeid: str, runs: Mapping[tuple[str, str], object]) -> tuple[tuple[str, str], str]:
+def _run_key(
+    nodeid: str, runs: Mapping[tuple[str, str], list[tuple[RunInfo, str, _Item]]]
+) -> tuple[tuple[str, str], str]:
     """The run (source, configuration) and the eval of an item known only by its node id; a
-    repeated item's configuration part ``config-rN`` belongs to ``config``'s run."""
+    repeated item's configuration part ``config-rN`` belongs to ``config``'s run when that run
+    is repeated (else ``config-r1`` may be a configuration's own id)."""
     source, eval_id, config = _split_nodeid(nodeid)
     repeated = _REPEAT_SUFFIX.match(config)
-    if (source, config) not in runs and repeated and (source, repeated[1]) in runs:
-        config = repeated[1]
+    if (source, config) not in runs and repeated:
+        base = runs.get((source, repeated[1]), ())
+        if any(info.repeats > 1 for info, _, _ in base):
+            config = repeated[1]
     return (source, config), eval_id
 
 

@@ -128,7 +128,9 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     fail it as the verdict says."""
     state = get_state(item.config)
     state.budget.add(None if record.cached else record.cost)  # a cached answer cost nothing now
-    update = {"xfail": item.plan.expected_failure is not None, **_row_fields(item.plan, state)}
+    # Under --runxfail pytest ignores the mark: the eval is then reported (and recorded) as any other.
+    expected = item.plan.expected_failure is not None and not item.config.option.runxfail
+    update = {"xfail": expected, **_row_fields(item.plan, state)}
     if any(getattr(record, field) != value for field, value in update.items()):
         record = record.model_copy(update=update)
     item.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))

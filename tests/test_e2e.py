@@ -372,6 +372,11 @@ def test_xfail_eval_that_passes_fails_strictly(pytester: pytest.Pytester, xdist:
     assert any(
         line.startswith("  XPASS  ") and "its `xfail:` says it fails" in line for line in run_summary(result)
     )
+    # under --runxfail the mark is ignored: the eval is an eval like any other
+    ignored = run(pytester, "--runxfail", "--vibe-results", "r.json", xdist=xdist)
+    ignored.assert_outcomes(passed=2)
+    assert not any("XPASS" in line for line in run_summary(ignored))
+    assert not any(r["xfail"] for r in evals_by_nodeid(load_json(pytester.path / "r.json")).values())
 
 
 @XDIST_MODES

@@ -479,7 +479,7 @@ GAPS = {
     "regex that does not compile": ("suite", HEAD + "  - prompt: p\n    checks: [{regex: '(x'}]\n"),
     "pattern that is a broken regex": ("suite", HEAD + "  - prompt: p\n    checks: [{not_match: '^(x'}]\n"),
     "unclosed template": ("suite", HEAD + "  - prompt: \"{{var('x')\"\n    checks: [{match: x}]\n"),
-    "placeholder typo": ("suite", HEAD + PROMPT_EVAL + 'configurations: {a: {cli: x, args: ["${MODL}"]}}'),
+    "placeholder typo": ("suite", HEAD + PROMPT_EVAL + 'configurations: {a: {cli: x, args: ["${MODLE}"]}}'),
     "malformed template": ("suite", HEAD + "  - prompt: \"{{var(x)}}\"\n    checks: [{match: x}]\n"),
     "undefined default configuration": ("cli-config", '{"configurations": {"a": {"name": "A", "cli": "x"}}, '
                                                        '"defaultConfigurations": ["b"]}'),

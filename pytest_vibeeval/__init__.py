@@ -69,9 +69,9 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # found directly from now on
-    return value
+    # Not cached here: pytest's in-process runs (pytester) drop the modules a run imported, and a
+    # cached name would then be another class than the one the next run's plugin checks against.
+    return getattr(importlib.import_module(module, __name__), name)
 
 
 def __dir__() -> list[str]:

@@ -9,9 +9,11 @@ in every process (idle where nothing is collected or run)."""
 from __future__ import annotations
 
 import os
+import reprlib
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -90,9 +92,30 @@ def pytest_configure(config: pytest.Config) -> None:
         (config.hook.pytest_vibeeval_register_run_variables, extensions.run_variables),
     ):
         try:
-            hook.call_historic(kwargs={"registry": registry})
+            hook.call_historic(result_callback=_refuse_returned(hook.name), kwargs={"registry": registry})
+        except RegistrationError as exc:
+            raise pytest.UsageError(str(exc)) from None
         except ValueError as exc:  # a name registered twice, a preset that is no formula (FormulaError)
             raise pytest.UsageError(f"{hook.name}: {exc}") from None
+
+
+class RegistrationError(ValueError, pytest.Collector.CollectError):
+    """A register hook's mistake: a usage error at start-up; from a conftest.py met during
+    collection (pluggy calls historic hooks as it registers), that folder's collection error,
+    shown without a traceback."""
+
+
+def _refuse_returned(hook_name: str) -> Callable[[object], None]:
+    """A register hook adds by calling ``registry.register``; pluggy discards what an
+    implementation returns, so a return value means entries that were meant but not registered."""
+
+    def refuse(returned: object) -> None:
+        raise RegistrationError(
+            f"{hook_name}: an implementation returned {reprlib.repr(returned)}, which is ignored:"
+            " call registry.register(...) for each entry inside the hook, and return nothing"
+        )
+
+    return refuse
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

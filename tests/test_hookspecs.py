@@ -80,3 +80,46 @@ def test_registering_a_built_in_name_is_an_error(pytester: pytest.Pytester) -> N
         ["ERROR: pytest_vibeeval_register_checks: check type 'match' is already registered"]
     )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+RETURNS_A_LIST = """
+from pytest_vibeeval import CheckType, Verdict
+
+
+def pytest_vibeeval_register_checks(registry):
+    return [CheckType("starts_with", str, lambda prefix, response: Verdict(True, "ok"), "starts with")]
+"""
+
+
+def test_a_register_hook_that_returns_its_entries_is_an_error(pytester: pytest.Pytester) -> None:
+    """pluggy discards what a hook returns: returning the check types instead of registering them
+    would leave the suite's checks unknown, with no word of why."""
+    write(pytester.path / "conftest.py", RETURNS_A_LIST)
+    write(pytester.path / "app.py", "def answer(prompt):\n    return 'Hello'\n")
+    write(pytester.path / "custom.eval.yaml", SUITE)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: pytest_vibeeval_register_checks: an implementation returned [[]CheckType(*)],"
+            " which is ignored: call registry.register(...) for each entry inside the hook, and return*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+@XDIST_MODES
+def test_a_conftest_met_during_collection_that_returns_entries_fails_its_folder(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A conftest.py below the start folders is registered during collection, where pluggy calls
+    the historic hook for it: its folder is a collection error, without a traceback."""
+    write(pytester.path / "suites" / "conftest.py", RETURNS_A_LIST)
+    write(pytester.path / "suites" / "app.py", "def answer(prompt):\n    return 'Hello'\n")
+    write(pytester.path / "suites" / "custom.eval.yaml", SUITE)
+    result = run(pytester, xdist=xdist, subprocess=bool(xdist))
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)  # xdist's: 1
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting suites*", "pytest_vibeeval_register_checks: an implementation returned *"]
+    )
+    assert "Traceback" not in result.stdout.str() and "plugin.py" not in result.stdout.str()

@@ -409,7 +409,7 @@ def test_python_configurations(pytester: pytest.Pytester, xdist: list[str]) -> N
             "bad-type": {"python": "vibe_agents_app:bad_type"},
             "bad-keys": {"python": "vibe_agents_app:bad_keys"},
             "raises": {"python": "vibe_agents_app:raises"},
-            "no-module": {"python": "vibe_no_such_module_q7x:answer"},
+            "no-module": {"python": "vibe_agents_app.missing:answer"},  # found at run time only
             "no-function": {"python": "vibe_agents_app:nope"},
         },
     )
@@ -439,7 +439,7 @@ def test_python_configurations(pytester: pytest.Pytester, xdist: list[str]) -> N
         "vibe_agents_app:raises raised ValueError: the model went away: kaboom-123"
     )
     assert messages["no-module"].startswith(
-        "cannot import 'vibe_no_such_module_q7x' for configuration 'no-module'"
+        "cannot import 'vibe_agents_app.missing' for configuration 'no-module'"
     )
     assert "ModuleNotFoundError" in messages["no-module"]
     assert messages["no-function"] == "'vibe_agents_app' has no callable 'nope' (configuration 'no-function')"
@@ -447,9 +447,31 @@ def test_python_configurations(pytester: pytest.Pytester, xdist: list[str]) -> N
         [
             "*returned int; return a str or a dict*",
             "*raised ValueError: the model went away: kaboom-123*",
-            "*cannot import 'vibe_no_such_module_q7x'*",
+            "*cannot import 'vibe_agents_app.missing'*",
         ]
     )
+
+
+@XDIST_MODES
+def test_a_python_module_that_is_nowhere_fails_collection(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A top-level module neither beside the suite nor importable is looked up (not imported) at
+    collection: the suite fails there, naming the closest local module, instead of every item
+    erroring."""
+    folder = pytester.path / "evals"
+    write(folder / "vibe_agents_app.py", PYTHON_APP)
+    suite(folder, {"typo": {"python": "vibe_agent_app:with_dict"}, "json": {"python": "json:dumps"}})
+    result = run(pytester, xdist=xdist)
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)  # xdist: 1
+    result.stdout.fnmatch_lines(
+        [
+            "evals/agents.eval.yaml: configuration 'typo': python module 'vibe_agent_app' of"
+            " 'vibe_agent_app:with_dict' is neither in the suite's folder (*evals) nor importable"
+            " (did you mean 'vibe_agents_app'?): check the name, or install the package that provides it"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
 
 
 @XDIST_MODES

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..check_api import users_frames
+from ..errors import did_you_mean
 from ..models import Configuration
 from ..pyimport import ImportProblem, import_target, local_module_source
 from ..results import ToolCallRecord
@@ -176,7 +178,8 @@ class PythonProvider:
 
 
 def module_name_clash(seen: dict[str, Path], target: str, folder: Path) -> str | None:
-    """Why ``target``'s module cannot be used from ``folder`` in this session, or None.
+    """Why ``target``'s module cannot be used from ``folder`` in this session, or None: it is
+    nowhere to be found, or its name is another suite folder's module's.
 
     Python imports a module name once per process, so two suite folders that each hold their
     own ``app.py`` would be answered by whichever was imported first. Checked at collection,
@@ -186,7 +189,7 @@ def module_name_clash(seen: dict[str, Path], target: str, folder: Path) -> str |
     module_name = target.partition(":")[0]
     local = local_module_source(folder, module_name)
     if local is None:
-        return None  # an installed module: the same everywhere
+        return _not_found(target, folder)  # else an installed module: the same everywhere
     local = local.resolve()
     claimed = seen.setdefault(module_name, local)
     if claimed == local:
@@ -195,4 +198,23 @@ def module_name_clash(seen: dict[str, Path], target: str, folder: Path) -> str |
         f"python module {module_name!r} of {target!r} is {local}, but another suite of this "
         f"session uses a module of the same name from {claimed}; Python imports a module name "
         "once per process: give the modules distinct names"
+    )
+
+
+def _not_found(target: str, folder: Path) -> str | None:
+    """Why ``target``'s top-level module can be found neither in ``folder`` nor on the import path,
+    or None. Only looked up, never imported: collection runs no user code (a dotted name's package
+    is imported when an item first runs, and its own errors are that item's)."""
+    top = target.partition(":")[0].split(".")[0]
+    if local_module_source(folder, top) is not None:
+        return None
+    try:
+        if importlib.util.find_spec(top) is not None:
+            return None
+    except (ImportError, ValueError):
+        return None  # a module object that lies about itself: leave it to the import
+    stems = {p.stem for p in folder.glob("*.py")} | {p.parent.name for p in folder.glob("*/__init__.py")}
+    return (
+        f"python module {top!r} of {target!r} is neither in the suite's folder ({folder}) nor importable"
+        f"{did_you_mean(top, sorted(stems))}: check the name, or install the package that provides it"
     )

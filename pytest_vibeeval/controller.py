@@ -167,8 +167,9 @@ class ControllerSession:
         self.nothing_collected = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
         if not (state.aggregated() or state.load_errors):
             return
-        if self.config.option.collectonly:
-            return  # nothing ran: no results to write
+        option = self.config.option
+        if option.collectonly or getattr(option, "setuponly", False) or getattr(option, "setupplan", False):
+            return  # no eval ran (--setup-plan/--setup-only run fixtures only): no results to write
         stopped = stop_reason(session)
         signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
         interrupted = (exitstatus == pytest.ExitCode.INTERRUPTED or signalled is not None) and stopped is None

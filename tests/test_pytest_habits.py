@@ -129,3 +129,17 @@ def test_k_matches_eval_and_configuration_names(
     make_suite(pytester.path)
     result = run(pytester, "-k", expression, xdist=xdist)
     assert set(ran(result)) == expected
+
+
+@MODES
+@pytest.mark.parametrize("option", ["--setup-plan", "--setup-only"])
+def test_setup_plan_and_setup_only_score_and_write_nothing(
+    pytester: pytest.Pytester, xdist: list[str], option: str
+) -> None:
+    """pytest runs no test body under --setup-plan/--setup-only: no eval ran, so there is no run
+    to score, no results file and no latest.json a baseline could be taken from."""
+    make_suite(pytester.path)
+    result = run(pytester, option, xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK
+    assert "Run Summary" not in result.stdout.str()
+    assert not (pytester.path / ".vibeeval").exists()

@@ -18,7 +18,7 @@ from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
 from .itemhooks import USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
-from .pytest_private import load_conftests, queued_worker_reports
+from .pytest_private import keep_group_suffix, load_conftests, queued_worker_reports
 from .stash import get_state, rootdir_relative
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
 
@@ -127,6 +127,8 @@ class ControllerSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Take our records off the report; the JUnit properties are added at the end."""
         nodeid = report.nodeid  # read once: recent pytest makes it anew on every access
+        if "@" in nodeid:
+            keep_group_suffix(report)
         if report.failed:
             self.failed_nodeids.add(nodeid)
         ours = [(k, v) for k, v in report.user_properties if k in (RUN_PROPERTY, RESULT_PROPERTY)]

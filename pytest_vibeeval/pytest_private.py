@@ -33,6 +33,24 @@ def structure_node_id(item: pytest.Item) -> None:
         item._id = parse(str(node_id))
 
 
+def keep_group_suffix(report: pytest.TestReport) -> None:
+    """Keep xdist's ``@group`` suffix out of a report's parsed params (pytest 9.2).
+
+    Under ``--dist loadgroup`` an item of a grouped configuration is ``essay[my-app]@my-app``
+    (xdist groups by what follows the last ``@`` after the last ``]``). pytest 9.2 parses the
+    id the controller receives into the params ``my-app]@my-app``, and where it rebuilds the
+    string from them (the short test summary, JUnit names) shows ``essay[my-app]@my-app]``. A
+    structured id with the whole last part as its name prints as it was sent; its string, which
+    ``--lf`` stores, is unchanged. ``_id`` is the private slot behind ``nodeid``."""
+    node_id = getattr(report, "_id", None)
+    if node_id is None or getattr(node_id, "params", None) is None:
+        return
+    text = str(node_id)
+    if text.rfind("@") > text.rfind("]") and "::" in text:
+        names = tuple(text.split("::")[1:])
+        report._id = type(node_id)(path=node_id.path, names=names)  # type: ignore[attr-defined]
+
+
 def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any:
     """The fixture closure of ``func`` for every item of ``collector``'s file.
 

@@ -145,8 +145,15 @@ def test_a_configuration_group_runs_on_one_worker_with_loadgroup(pytester: pytes
         "evals:\n" + evals,
     )
     out = pytester.path / "results.json"
-    result = run(pytester, "-n", "2", "--dist", "loadgroup", "--vibe-results", str(out), subprocess=True)
+    result = run(
+        pytester, "-n", "2", "--dist", "loadgroup", "-rA", "--vibe-results", str(out), subprocess=True
+    )
     result.assert_outcomes(passed=16)
+    # the ids print as collected (pytest 9.2 would rebuild them as e0[limited]@limited])
+    result.stdout.fnmatch_lines_random(
+        ["PASSED grp.eval.yaml::e0[[]limited]@limited", "PASSED grp.eval.yaml::e0[[]free]"]
+    )
+    assert "@limited]" not in result.stdout.str()
     records = evals_by_nodeid(load_json(out))
     limited = {r["response"].split()[-1] for n, r in records.items() if "[limited]" in n}
     assert len(limited) == 1 and limited != {"-"}  # one worker ran every eval of the group, in turn

@@ -48,7 +48,7 @@ def keep_group_suffix(report: pytest.TestReport) -> None:
     text = str(node_id)
     if text.rfind("@") > text.rfind("]") and "::" in text:
         names = tuple(text.split("::")[1:])
-        report._id = type(node_id)(path=node_id.path, names=names)  # type: ignore[attr-defined]
+        report._id = type(node_id)(path=node_id.path, names=names)
 
 
 def shared_fixtureinfo(collector: pytest.File, func: Callable[..., None]) -> Any:

@@ -209,6 +209,7 @@ def test_corpus_files_collect_by_suffix_too(pytester: pytest.Pytester) -> None:
     for path in valid_files():
         shutil.copyfile(path, pytester.path / (path.stem + ".eval.yaml"))
     (pytester.path / "cli-config.json").write_text(json.dumps(CLI_CONFIG), encoding="utf-8")
+    (pytester.path / "standin.py").write_text(STAND_IN, encoding="utf-8")
     result = pytester.runpytest("--collect-only", "-q", *BASE_ARGS)
     assert result.ret == pytest.ExitCode.OK
     total = sum(eval_count(path) for path in valid_files())

@@ -71,12 +71,6 @@ class SuiteCollector(pytest.File):
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
         config_ids = select(configs.ids(), configs.defaults, state.settings.configs)
-        for config_id in config_ids:
-            python = configs.configurations[config_id].python if config_id in configs.configurations else None
-            clash = module_name_clash(state.python_modules, python, self.path.parent) if python else None
-            if clash:
-                message = f"configuration {config_id!r}: {clash}"
-                raise self.CollectError(InputError.single(self.path, message).render(rootpath))
         state.suites_collected += 1
         state.known_configs.update(configs.ids())
         state.known_evals.update(case.eval_name or case.id for case in suite.evals)
@@ -97,6 +91,12 @@ class SuiteCollector(pytest.File):
             )
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
+        for config_id in config_ids:
+            python = configs.configurations[config_id].python if config_id in configs.configurations else None
+            clash = module_name_clash(state.python_modules, python, self.path.parent) if python else None
+            if clash:
+                message = f"configuration {config_id!r}: {clash}"
+                raise self.CollectError(InputError.single(self.path, message).render(rootpath))
         yield from make_items(self, plans)
 
 

@@ -143,7 +143,10 @@ def run_prompt_eval(
             if mcp:
                 mcp = {k: renderer.render(v) if isinstance(v, str) else v for k, v in mcp.items()}
     except MissingValue as exc:
-        return base.model_copy(update={"message": str(exc)}), ItemVerdict("skipped", str(exc))
+        # The eval itself cannot be asked: an error, as in vibecheck, so that it counts against
+        # the score instead of leaving it (a configuration's own missing values skip, above).
+        message = str(exc)
+        return base.model_copy(update={"outcome": "error", "message": message}), ItemVerdict("error", message)
     if mcp:
         if mcp.get("authorization_token"):
             renderer.used_secrets.add(mcp["authorization_token"])  # a literal token is a secret too

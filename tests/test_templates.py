@@ -337,21 +337,20 @@ def test_secret_in_a_check_pattern_is_redacted(
     assert SECRET not in (pytester.path / "results.json").read_text()
 
 
-def test_missing_var_skips_with_how_to_set_it(
+def test_missing_var_errors_with_how_to_set_it(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _make_templated_suite(pytester)
     monkeypatch.setenv("VIBE_SECRET_TOKEN", SECRET)
     monkeypatch.delenv("VIBE_VAR_WHO", raising=False)
-    result = pytester.runpytest(*BASE_ARGS, "-rs")
-    result.assert_outcomes(skipped=2)
-    out = result.stdout.str()
-    skip_lines = [line for line in result.stdout.lines if line.startswith("SKIPPED")]
-    assert skip_lines, out
-    for line in skip_lines:
-        assert "template var 'who' has no value" in line
-        assert "--vibe-var who=VALUE" in line
-        assert "VIBE_VAR_WHO" in line
+    result = pytester.runpytest(*BASE_ARGS, "--vibe-results", "results.json")
+    result.assert_outcomes(failed=2)
+    records = json.loads((pytester.path / "results.json").read_text())["runs"][0]["evals"]
+    assert {r["outcome"] for r in records} == {"error"}
+    for record in records:
+        assert record["message"].startswith("template var 'who' has no value")
+        assert "--vibe-var who=VALUE" in record["message"]
+        assert "VIBE_VAR_WHO" in record["message"]
 
 
 def test_a_missing_var_and_secret_are_reported_together(
@@ -361,71 +360,54 @@ def test_a_missing_var_and_secret_are_reported_together(
     _make_templated_suite(pytester)
     monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
     monkeypatch.delenv("VIBE_VAR_WHO", raising=False)
-    result = pytester.runpytest(*BASE_ARGS, "-rs", "--vibe-allow-all-skipped")
-    result.assert_outcomes(skipped=2)
+    result = pytester.runpytest(*BASE_ARGS)
+    result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
-        ["SKIPPED*2 template values are missing: var 'who' (*VIBE_VAR_WHO*); secret 'token' (*_TOKEN)"]
+        ["*ERROR*2 template values are missing: var 'who' (*VIBE_VAR_WHO*); secret 'token' (*_TOKEN)"]
     )
 
 
-def test_missing_secret_skips(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_secret_errors(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     _make_templated_suite(pytester)
     monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
-    result = pytester.runpytest(*BASE_ARGS, "-rs", "--vibe-var", "who=World")
-    result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["SKIPPED*set the environment variable VIBE_SECRET_TOKEN*"])
+    result = pytester.runpytest(*BASE_ARGS, "--vibe-var", "who=World")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*ERROR*set the environment variable VIBE_SECRET_TOKEN*"])
 
 
 @XDIST_MODES
-def test_a_session_where_every_eval_skipped_fails_and_says_what_to_set(
+def test_an_eval_whose_value_is_missing_counts_against_the_score(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
-    """vibecheck fails a suite whose values are missing; a run where nothing ran is not green."""
-    _make_templated_suite(pytester)
-    monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
-    monkeypatch.delenv("VIBE_VAR_WHO", raising=False)
-    result = pytester.runpytest(*BASE_ARGS, *xdist)
-    result.assert_outcomes(skipped=2)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(
-        [
-            "NOTHING RAN: all 2 selected eval(s) were skipped, so the session fails "
-            "(--vibe-allow-all-skipped accepts that). What to set:",
-            "  2 × 2 template values are missing: var 'who' (*VIBE_VAR_WHO*); secret 'token' (*)",
-        ]
-    )
-    allowed = pytester.runpytest(*BASE_ARGS, *xdist, "--vibe-allow-all-skipped")
-    allowed.assert_outcomes(skipped=2)
-    assert allowed.ret == pytest.ExitCode.OK
-    assert "NOTHING RAN" not in allowed.stdout.str()
-    pytester.makeini("[pytest]\nvibe_allow_all_skipped = true\n")
-    assert pytester.runpytest(*BASE_ARGS, *xdist).ret == pytest.ExitCode.OK
-
-
-def test_a_session_where_some_evals_ran_passes_with_the_others_skipped(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _make_templated_suite(pytester)
+    """vibecheck fails an evaluation whose variable or secret has no value. Skipped, it would
+    leave the score: a gate of 100 passed with one of two evals never asked."""
+    pytester.makepyfile(echo_templates=ECHO)
     pytester.makefile(
         ".eval.yaml",
-        plain=textwrap.dedent(
-            """\
-            metadata: {name: plain, model: m}
+        mixed=textwrap.dedent(
+            """            metadata: {name: mixed, model: m}
             configurations:
               echo: {python: "echo_templates:answer"}
+            score: {formula: success_pct, min: 100}
             evals:
-              - prompt: say hi
-                checks:
-                  - match: "*hi*"
+              - name: plain
+                prompt: say hi
+                checks: [{match: "*hi*"}]
+              - name: project
+                prompt: "about {{var('project_name')}}"
+                checks: [{match: "*about*"}]
             """
         ),
     )
-    monkeypatch.delenv("VIBE_SECRET_TOKEN", raising=False)
-    monkeypatch.delenv("VIBE_VAR_WHO", raising=False)
-    result = pytester.runpytest(*BASE_ARGS)
-    result.assert_outcomes(passed=1, skipped=2)
-    assert result.ret == pytest.ExitCode.OK
-    assert "NOTHING RAN" not in result.stdout.str()
+    monkeypatch.delenv("VIBE_VAR_PROJECT_NAME", raising=False)
+    result = pytester.runpytest(*BASE_ARGS, *xdist, "--vibe-results", "results.json")
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines_random(
+        ["Success Rate: 50.0% (1/2)", "Gate: FAILED: score 50.00 is below min 100*"]
+    )
+    (run,) = json.loads((pytester.path / "results.json").read_text())["runs"]
+    assert run["score"] == 50.0
 
 
 def test_values_from_env_and_ini(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -196,6 +196,15 @@ def test_eval_root_is_the_repository_root_in_the_runners_layout(tmp_path: Path) 
     assert (by_hand.layout, by_hand.evaluations["calc"].prompt_file) == ("repository", calc.prompt_file)
 
 
+def test_a_byte_order_mark_does_not_change_the_layout(tmp_path: Path) -> None:
+    """An editor's "UTF-8 with BOM" eval-config.json loads as without, EVAL_ROOT included."""
+    config = make_repository(tmp_path)
+    path = config / "eval-config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    loaded = load_config_dir(config, {})
+    assert (loaded.eval_root, loaded.layout) == (tmp_path, "repository")
+
+
 def test_eval_root_is_the_evals_folder_in_the_seeds_layout(tmp_path: Path) -> None:
     config = make_repository(tmp_path / "x")
     evals = config.parent

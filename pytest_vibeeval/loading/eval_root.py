@@ -99,7 +99,7 @@ def named_paths(path: Path) -> list[str]:
     """The raw ``workspace`` and ``grading`` strings of ``path``'s evaluations (none if it cannot be
     read: its problems are reported when it is loaded)."""
     try:
-        data = json.loads(read_bounded(path, MAX_INPUT_BYTES).decode("utf-8"))
+        data = json.loads(read_bounded(path, MAX_INPUT_BYTES).decode("utf-8-sig"))
     except (OSError, ValueError, UnreadableFile):
         return []
     evaluations = data.get("evaluations") if isinstance(data, dict) else None

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PYTHON, load_json, run, run_of, write
-from test_workspace_evals import make_config_dir
+from helpers import PYTHON, XDIST_MODES, agent, load_json, run, run_of, write, write_cli_config
+from test_workspace_evals import ORACLE, make_config_dir
 
 from pytest_vibeeval.results import EvalRecord, StepRecord
 from pytest_vibeeval.scoring.formula import BUILTIN_PRESETS, evaluate, parse_formula
@@ -197,6 +197,41 @@ def test_grade_step_junit_gives_partial_credit(pytester: pytest.Pytester) -> Non
     assert variables["mul_vybes"] == 300.0  # no vybes block, no subtasks, passed: 100 × 3 × 1 × 1
     assert variables["vybes_score"] == pytest.approx(225.0)  # (150 + 300) / 2
     result.stdout.fnmatch_lines(["Subtasks: 75.0% (3/4 from 1 of 2 evals)"])
+
+
+@XDIST_MODES
+def test_an_agent_that_fails_after_its_work_is_still_graded(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The unified runner runs the build and grade steps whatever the agent's exit code: an agent
+    that crashed after writing the solution fails its item, but its subtasks still count."""
+    script = write(pytester.path / "steps" / "junit_step.py", JUNIT_STEP)
+    config = make_config_dir(
+        pytester.path, {"junit": {"command": PYTHON, "args": [str(script)], "timeout": 60000}}
+    )
+    data = load_json(config / "eval-config.json")
+    data["evaluations"]["add"]["gradeSteps"].append("junit")
+    write(config / "eval-config.json", json.dumps(data))
+    crasher = agent(pytester.path / "agents", "crasher.py", ORACLE + "sys.exit(3)\n")
+    solutions = str(pytester.path / "evals" / "solutions")
+    write_cli_config(
+        config / "cli-config.json",
+        {"configurations": {"crasher": {"cli": PYTHON, "args": [crasher, solutions]}}},
+    )
+    results_path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-eval", "add", "--vibe-results", str(results_path), xdist=xdist)
+    result.assert_outcomes(failed=1)
+    (record,) = run_of(load_json(results_path), "crasher")["evals"]
+    assert [(s["phase"], s["name"], s["exit_code"]) for s in record["steps"]] == [
+        ("agent", "crasher", 3),
+        ("build", "compile", 0),
+        ("grade", "public", 0),
+        ("grade", "hidden", 0),
+        ("grade", "junit", 0),
+    ]
+    assert record["message"].startswith("agent step 'crasher' exited with code 3")
+    assert (record["subtasks_passed"], record["subtasks_total"]) == (3, 4)
+    assert set(record["phase_durations"]) >= {"agent", "build", "grade"}
 
 
 def test_results_in_dependency_and_dot_folders_are_not_counted(tmp_path: Path) -> None:

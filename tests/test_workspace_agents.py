@@ -113,14 +113,22 @@ def test_hanging_agent_tree_is_killed_at_the_configuration_timeout(
     for config_id in ("hangs", "stubborn"):
         record = records[NODE.format("add", config_id)]
         assert record["outcome"] == "failed"
-        assert record["message"] == f"agent step {config_id!r} timed out after 1.5 s"
-        (step,) = record["steps"]  # nothing ran after the agent
+        # the runner still builds and grades what the agent left (here: nothing, so grading fails)
+        assert record["message"] == (
+            f"agent step {config_id!r} timed out after 1.5 s\n(grade steps 'public', 'hidden' failed too)"
+        )
+        step, *after = record["steps"]
+        assert [(s["phase"], s["name"]) for s in after] == [
+            ("build", "compile"),
+            ("grade", "public"),
+            ("grade", "hidden"),
+        ]
         assert (step["phase"], step["name"]) == ("agent", config_id)
         assert step["timed_out"] is True and step["exit_code"] is None
         assert 1.5 <= step["duration"] < 30
         assert record["latency"] == step["duration"]
         assert record["sandbox"] == "none"
-        assert list(record["phase_durations"]) == ["workspace", "agent"]
+        assert list(record["phase_durations"]) == ["workspace", "agent", "build", "grade"]
         assert_tree_gone(Path(step["cwd"]) / PID_FILE)
     result.stdout.fnmatch_lines_random(  # the failure reports
         ["agent step 'hangs' timed out after 1.5 s", "agent step 'stubborn' timed out after 1.5 s"]
@@ -311,7 +319,11 @@ def test_emptied_workspace_and_binary_garbage_fail_cleanly(
     for problem in ("add", "mul"):
         failing = rec(problem, "garbage-fail")
         assert failing["outcome"] == "failed"
-        assert [s["exit_code"] for s in failing["steps"]] == [3]
+        # graded all the same: its agent's exit code first, then the build and grade steps
+        assert failing["steps"][0]["exit_code"] == 3
+        assert {s["phase"] for s in failing["steps"][1:]} == (
+            {"build", "grade"} if problem == "add" else {"grade"}
+        )
         message = failing["message"]
         assert message.startswith("agent step 'garbage-fail' exited with code 3\nlast 40 lines of stdout")
         assert "\ufffd" in message and "last 40 lines of stderr" in message

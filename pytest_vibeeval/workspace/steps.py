@@ -339,10 +339,11 @@ def run_workspace_eval(
     """Write ``prompt.md`` into the prepared ``workspace``, run the agent and then every build step
     there, then every grade step in a grading copy: in the ``seed`` layout ``workdir/grading`` (the
     grading folder copied over the workspace), in the ``repository`` layout a copy of the grading
-    folder beside it with the workspace in its ``workspace/`` (see :mod:`.layout`). A failing agent
-    stops the eval; failing build steps do not stop the grading. The item passes only if every step
-    exits 0. After the grade steps the results files they wrote give the subtask counts
-    (``subtask_globs``; in the repository layout the modules of ``workspace/results/``).
+    folder beside it with the workspace in its ``workspace/`` (see :mod:`.layout`). A failing or
+    timed-out agent, like a failing build step, does not stop the build and grading (the runner
+    grades what it left, for partial credit); the item passes only if every step exits 0. After
+    the grade steps the results files they wrote give the subtask counts (``subtask_globs``; in
+    the repository layout the modules of ``workspace/results/``).
     ``discard`` is given the grading copy once it is done with."""
     latency: float | None = None
     durations: dict[str, float] = {}
@@ -358,10 +359,14 @@ def run_workspace_eval(
     started = time.perf_counter()
     try:
         write_prompt(evaluation, shared_instructions, workspace)
-        latency = commands.run_agent(agent, workspace).duration
+        failures: list[StepFailed] = []
+        try:
+            latency = commands.run_agent(agent, workspace).duration
+        except StepFailed as exc:  # the runner grades what a failed or timed-out agent left too
+            latency = exc.step.duration
+            failures.append(exc)
         durations["agent"] = time.perf_counter() - started
         phase, started = "build", time.perf_counter()
-        failures: list[StepFailed] = []
         for name in evaluation.build_steps:
             try:
                 commands.run("build", name, workspace)

@@ -10,6 +10,7 @@ only by being copied, never linked.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -60,7 +61,7 @@ def bwrap_argv(
     """``argv`` wrapped in bwrap: everything read-only; a private, empty ``/tmp`` in which only the
     ``visible`` folders appear (read-only); ``hidden`` folders emptied; its own pid namespace (the
     whole tree dies with it), and its own network namespace (only a loopback of its own) unless
-    ``network``; ``workspace`` and ``writable`` folders writable."""
+    ``network``; ``workspace`` and ``writable`` folders writable; no capabilities, also as root."""
     wrapped = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     bound: list[Path] = []
     for folder in visible:
@@ -76,6 +77,8 @@ def bwrap_argv(
     for folder in (workspace, *writable):
         wrapped += ["--bind", str(folder), str(folder)]
     wrapped += ["--unshare-pid", *([] if network else ["--unshare-net"]), "--die-with-parent"]
+    if os.getuid() == 0:  # bwrap keeps root's capabilities (remount /, mknod) unless told
+        wrapped += ["--cap-drop", "ALL"]
     wrapped += ["--chdir", str(workspace), "--", *argv]
     return wrapped
 

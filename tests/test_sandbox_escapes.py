@@ -1,0 +1,95 @@
+"""What a sandboxed agent or step cannot do, even when the plugin runs as root (the usual CI
+container): regain privileges (remount ``/`` writable, make device files)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import PYTHON, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.workspace.sandbox import bwrap_problem
+
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}")
+
+# Reports its effective capabilities, then tries to remount / writable, to make a device file in
+# its working folder and to write the file named by its first argument (outside the sandbox's
+# writable folders); prints one PROBE line.
+PROBE = """
+import json, os, subprocess, sys
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+remount = subprocess.run(["mount", "-o", "remount,bind,rw", "/"], capture_output=True, text=True)
+report = {"cap_eff": status["CapEff"].strip(), "remount": remount.returncode}
+try:
+    os.mknod("null", 0o20666, os.makedev(1, 3))
+    report["mknod"] = "made"
+except OSError as exc:
+    report["mknod"] = type(exc).__name__
+try:
+    with open(sys.argv[1], "w") as handle:
+        handle.write("pwned")
+    report["outside"] = "written"
+except OSError as exc:
+    report["outside"] = type(exc).__name__
+print("PROBE " + json.dumps(report), flush=True)
+"""
+
+
+def _coding_suite(
+    root: Path, configuration: dict[str, Any], commands: dict[str, Any], **steps: list[str]
+) -> None:
+    write(root / "ws" / "README.md", "the workspace\n")
+    (root / "grading").mkdir(exist_ok=True)
+    step_keys = "".join(f"\n    {key}: {json.dumps(names)}" for key, names in steps.items())
+    write(
+        root / "esc.eval.yaml",
+        f"""
+metadata: {{name: esc, model: m}}
+configurations:
+  c: {json.dumps(configuration)}
+commands: {json.dumps(commands)}
+evals:
+  - name: a
+    prompt: do it
+    workspace: ws
+    grading: grading{step_keys}
+""",
+    )
+
+
+def _probes(log: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in Path(log).read_text().splitlines() if line.startswith("PROBE ")]
+
+
+@needs_bwrap
+def test_sandboxed_agents_and_steps_have_no_capabilities_even_as_root(pytester: pytest.Pytester) -> None:
+    marker = Path.home() / f"vibe-cap-escape-{os.getpid()}"
+    probe = write(pytester.path / "probe.py", PROBE)
+    step = {"command": PYTHON, "args": [str(probe), str(marker)]}
+    _coding_suite(
+        pytester.path,
+        {"cli": PYTHON, "args": [str(probe), str(marker)]},
+        {"build-probe": step, "grade-probe": step},
+        build_steps=["build-probe"],
+        grade_steps=["grade-probe"],
+    )
+    results = pytester.path / "results.json"
+    try:
+        run(pytester, "--vibe-sandbox", "bwrap", "--vibe-results", results).assert_outcomes(passed=1)
+        record = evals_by_nodeid(load_json(results))["esc.eval.yaml::a[c]"]
+        assert record["sandbox"] == "bwrap"
+        reports = [report for step in record["steps"] for report in _probes(step["log"])]
+        assert len(reports) == 3  # the agent, the build step, the grade step
+        for report in reports:
+            assert report == {
+                "cap_eff": "0000000000000000",
+                "remount": 32,  # mount(8): permission denied
+                "mknod": "PermissionError",
+                "outside": "OSError",
+            }
+        assert not marker.exists()
+    finally:
+        marker.unlink(missing_ok=True)

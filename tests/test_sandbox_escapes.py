@@ -1,5 +1,6 @@
-"""What a sandboxed agent or step cannot do, even when the plugin runs as root (the usual CI
-container): regain privileges (remount ``/`` writable, make device files)."""
+"""What a coding eval's agent, steps and workspace template cannot make happen: a sandboxed agent
+or step regain privileges as root (the usual CI container: remount ``/`` writable, make device
+files); a template's ``prompt.md`` link get the prompt written through it."""
 
 from __future__ import annotations
 
@@ -93,3 +94,30 @@ def test_sandboxed_agents_and_steps_have_no_capabilities_even_as_root(pytester: 
         assert not marker.exists()
     finally:
         marker.unlink(missing_ok=True)
+
+
+SHOW_PROMPT = "print(open('prompt.md').read())"
+
+
+def test_a_prompt_md_link_in_the_template_is_replaced_not_written_through(pytester: pytest.Pytester) -> None:
+    victim = write(pytester.path / "victim.txt", "precious\n")
+    _coding_suite(pytester.path, {"cli": PYTHON, "args": ["-c", SHOW_PROMPT]}, {})
+    (pytester.path / "ws" / "prompt.md").symlink_to(victim)
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-sandbox", "none", "--vibe-results", results).assert_outcomes(passed=1)
+    assert victim.read_text() == "precious\n"
+    record = evals_by_nodeid(load_json(results))["esc.eval.yaml::a[c]"]
+    assert Path(record["steps"][0]["log"]).read_text() == "do it\n\n"
+
+
+def test_a_prompt_md_folder_in_the_template_is_a_clear_failure(pytester: pytest.Pytester) -> None:
+    _coding_suite(pytester.path, {"cli": PYTHON, "args": ["-c", SHOW_PROMPT]}, {})
+    (pytester.path / "ws" / "prompt.md").mkdir()
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-sandbox", "none", "--vibe-results", results).assert_outcomes(failed=1)
+    record = evals_by_nodeid(load_json(results))["esc.eval.yaml::a[c]"]
+    assert record["message"] == (
+        f"the prompt is not written: {pytester.path / 'ws' / 'prompt.md'} is a folder; the prompt goes "
+        "to prompt.md in the workspace: rename or remove that folder in the template"
+    )
+    assert record["steps"] == []

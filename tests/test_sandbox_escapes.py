@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +123,55 @@ def test_a_prompt_md_folder_in_the_template_is_a_clear_failure(pytester: pytest.
         "to prompt.md in the workspace: rename or remove that folder in the template"
     )
     assert record["steps"] == []
+
+
+# Reads the hidden test directly and through git, from the repository given as its first argument
+# and, in the worktree case, from the main repository given as its second.
+GIT_PEEK = """
+import subprocess, sys
+for root in sys.argv[1:]:
+    try:
+        print("direct:", open(root + "/grading/hidden_test.py").read())
+    except OSError as exc:
+        print("direct:", type(exc).__name__)
+    for argv in (["git", "-C", root, "show", "HEAD:grading/hidden_test.py"],
+                 ["git", "-C", root, "log", "-p", "--all"]):
+        shown = subprocess.run(argv, capture_output=True, text=True)
+        print("git:", shown.returncode, shown.stdout, shown.stderr)
+"""
+HIDDEN_TEST = "assert 'secret-expected-4711'\n"
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True, capture_output=True
+    )
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("checkout", ["repository", "worktree"])
+def test_hidden_tests_cannot_be_read_through_git(pytester: pytest.Pytester, checkout: str) -> None:
+    main = pytester.path / "main"
+    peek = write(pytester.path / "peek.py", GIT_PEEK)
+    _coding_suite(main, {"cli": PYTHON, "args": [str(peek)]}, {})
+    write(main / "grading" / "hidden_test.py", HIDDEN_TEST)
+    _git(main, "init", "-q")
+    _git(main, "add", "-A")
+    _git(main, "commit", "-q", "-m", "suite")
+    project, roots = main, [str(main)]
+    if checkout == "worktree":
+        project = pytester.path / "linked"
+        _git(main, "worktree", "add", "-q", str(project))
+        shutil.rmtree(main / "grading")  # only its history has the hidden test now
+        roots = [str(project), str(main)]
+    configuration = {"cli": PYTHON, "args": [str(peek), *roots]}
+    _coding_suite(project, configuration, {})
+    results = project / "results.json"
+    args = ("--vibe-sandbox", "bwrap", "--vibe-results", results, "--rootdir", project, project)
+    run(pytester, *args).assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(results))["esc.eval.yaml::a[c]"]
+    log = Path(record["steps"][0]["log"]).read_text()
+    assert log.count("direct: FileNotFoundError") == len(roots)
+    assert log.count("git: 128 ") == 2 * len(roots)  # not a git repository
+    assert "secret-expected" not in log

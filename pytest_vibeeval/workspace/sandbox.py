@@ -59,9 +59,10 @@ def bwrap_argv(
     network: bool = True,
 ) -> list[str]:
     """``argv`` wrapped in bwrap: everything read-only; a private, empty ``/tmp`` in which only the
-    ``visible`` folders appear (read-only); ``hidden`` folders emptied; its own pid namespace (the
-    whole tree dies with it), and its own network namespace (only a loopback of its own) unless
-    ``network``; ``workspace`` and ``writable`` folders writable; no capabilities, also as root."""
+    ``visible`` folders appear (read-only); ``hidden`` folders (and files) emptied; its own pid
+    namespace (the whole tree dies with it), and its own network namespace (only a loopback of its
+    own) unless ``network``; ``workspace`` and ``writable`` folders writable; no capabilities, also
+    as root."""
     wrapped = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     bound: list[Path] = []
     for folder in visible:
@@ -74,6 +75,8 @@ def bwrap_argv(
     for folder in hidden:
         if folder.is_dir():
             wrapped += ["--tmpfs", str(folder)]
+        elif folder.is_file():  # a worktree's .git file
+            wrapped += ["--ro-bind", "/dev/null", str(folder)]
     for folder in (workspace, *writable):
         wrapped += ["--bind", str(folder), str(folder)]
     wrapped += ["--unshare-pid", *([] if network else ["--unshare-net"]), "--die-with-parent"]

@@ -175,3 +175,26 @@ def test_hidden_tests_cannot_be_read_through_git(pytester: pytest.Pytester, chec
     assert log.count("direct: FileNotFoundError") == len(roots)
     assert log.count("git: 128 ") == 2 * len(roots)  # not a git repository
     assert "secret-expected" not in log
+
+
+@needs_bwrap
+def test_an_agent_and_a_step_found_on_path_under_tmp_run_in_the_sandbox(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the project, in a folder of the private /tmp: visible read-only, as they were found."""
+    tools = tmp_path_factory.mktemp("tools")
+    folders = [tools / "agent-bin", tools / "step-bin"]  # apart: each must be shown on its own
+    for folder, name in zip(folders, ("fake-agent-cli", "fake-step-tool"), strict=True):
+        write(folder / name, f"#!/bin/sh\necho {name} ran\n").chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([*map(str, folders), os.environ["PATH"]]))
+    _coding_suite(
+        pytester.path,
+        {"cli": "fake-agent-cli"},
+        {"tool": {"command": "fake-step-tool"}},
+        build_steps=["tool"],
+    )
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-sandbox", "bwrap", "--vibe-results", results).assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(results))["esc.eval.yaml::a[c]"]
+    logs = [Path(step["log"]).read_text() for step in record["steps"]]
+    assert logs == ["fake-agent-cli ran\n", "fake-step-tool ran\n"]

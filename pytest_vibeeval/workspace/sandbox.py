@@ -13,7 +13,7 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,6 +25,19 @@ INSTALL_HINT = (
 )
 PROBE_TIMEOUT_S = 10.0
 PRIVATE_TMP = Path("/tmp")
+
+
+def folders_of(paths: Iterable[str | None]) -> list[Path]:
+    """The folders holding those of ``paths`` that are absolute and exist, and holding their link
+    targets: what a sandbox must show for a command to reach them (an executable found on PATH)."""
+    return list(
+        dict.fromkeys(
+            folder
+            for path in paths
+            if path and os.path.isabs(path) and os.path.exists(path)
+            for folder in (Path(path).parent, Path(os.path.realpath(path)).parent)
+        )
+    )
 
 
 class SandboxUnavailable(Exception):

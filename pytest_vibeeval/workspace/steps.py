@@ -31,7 +31,7 @@ from ..results import EvalRecord, StepRecord, SubtaskModule
 from ..runner import ItemVerdict
 from .copying import copy_template, copy_tree
 from .layout import RESULTS_IN_WORKSPACE, WORKSPACE_IN_GRADING, grading_beside
-from .sandbox import Sandbox
+from .sandbox import Sandbox, folders_of
 from .step_network import step_network, writable_caches
 from .subtasks import (
     DEFAULT_SUBTASK_GLOBS,
@@ -213,11 +213,13 @@ class RegistryCommands:
         target = command.command
         if "/" in target and not os.path.isabs(target):
             target = str(cwd / target)
-        if resolve_executable(target, env) is None:
+        executable = resolve_executable(target, env)
+        if executable is None:
             raise CommandNotFound(
                 command.command, "not an executable file" if "/" in target else "looked in PATH"
             )
         agent = self.agent
+        visible = (*(agent.visible if agent is not None else ()), *folders_of([executable]))
         # A build step sees what the agent saw. A grade step is the grader's: it reads the whole
         # tree read-only, as the runner's grading packages reach into the repository by relative
         # paths (../../problems/<id>/...); it still writes only in its grading copy.
@@ -227,7 +229,7 @@ class RegistryCommands:
         wrapped = self.sandbox.wrap_step(
             argv,
             cwd,
-            agent.visible if agent is not None else (),
+            visible,
             hidden,
             network,
             writable_caches(home, argv) if network else (),

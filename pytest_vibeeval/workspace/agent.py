@@ -3,7 +3,6 @@ agent reported on stdout is read in. No pytest here."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,12 +11,14 @@ from typing import Any
 from ..loading.templates import Redactor
 from ..models import Configuration
 from ..plan import WorkspaceWork
+from ..process import resolve_executable
 from ..providers import PromptRequest
 from ..providers.cli import CliProvider
 from ..providers.parsers import Parser
 from ..results import EvalRecord
 from ..runner import redact_steps
 from .layout import hidden_from_agent
+from .sandbox import folders_of
 from .steps import INSTRUCTION, AgentCommand, agent_report
 
 
@@ -38,20 +39,16 @@ def agent_command(
     )
     stdin = INSTRUCTION if configuration.prompt_via == "stdin" else None
     argv = provider.argv(request)
+    env = provider.request_environment(workspace)
     # What the agent needs to see in a sandbox's private /tmp: the project, Python, the config
-    # folders, and the folders of the files its command line names (and of their link targets).
-    named = [
-        folder
-        for arg in argv
-        if os.path.isabs(arg) and os.path.exists(arg)
-        for folder in {Path(arg).parent, Path(os.path.realpath(arg)).parent}
-    ]
+    # folders, the executable as found on PATH, and the files its command line names.
+    named = folders_of([resolve_executable(argv[0], env), *argv])
     runner = work.runner
     visible = (project, Path(sys.prefix), Path(sys.base_prefix), runner.folder, runner.eval_root)
     return AgentCommand(
         config_id,
         argv,
-        provider.request_environment(workspace),
+        env,
         configuration.timeout_s,
         stdin,
         visible=tuple(dict.fromkeys((*visible, *named))),

@@ -27,6 +27,7 @@ WORKSPACE_IN_GRADING = "workspace"
 RESULTS_IN_WORKSPACE = "results"
 # Not copied into a workspace nor into a grading copy's workspace/, as the runner does.
 COPY_IGNORE: tuple[str, ...] = ("node_modules", "coverage")
+GIT_ENTRY = ".git"
 
 
 def is_temporary(path: Path) -> bool:
@@ -71,7 +72,8 @@ def hidden_from_agent(
     beside it, by hiding its parent where that holds nothing the agent needs) and every problem
     folder (a template's parent: other problems, other items' workspaces). A folder that holds one
     of ``keep`` (the config folder, the agent's own files) stays visible; ``workspace`` is bound
-    back inside a hidden problem folder by the sandbox."""
+    back inside a hidden problem folder by the sandbox. The git repositories holding them are
+    hidden too (``git show HEAD:<hidden test>`` would read them)."""
     keep = [Path(os.path.normpath(p)) for p in keep]
     hidden: list[Path] = []
     for grading in gradings:
@@ -81,5 +83,38 @@ def hidden_from_agent(
         problem = template.parent
         beside = _contains(problem, [workspace]) and not is_temporary(workspace.parent)
         hidden.append(template if _contains(problem, keep) or beside else problem)
+    hidden += git_stores(hidden)
     ordered = sorted(dict.fromkeys(hidden), key=lambda p: len(p.parts))
     return tuple(p for i, p in enumerate(ordered) if not any(p.is_relative_to(q) for q in ordered[:i]))
+
+
+def git_stores(folders: Iterable[Path]) -> list[Path]:
+    """The git repositories holding ``folders``, whose history has their files: the ``.git`` of every
+    folder above them and, where that is a file (a worktree, a submodule), the folders it leads to."""
+    stores: list[Path] = []
+    for folder in folders:
+        for above in dict.fromkeys((*folder.parents, *Path(os.path.realpath(folder)).parents)):
+            entry = above / GIT_ENTRY
+            if entry.is_dir():
+                stores.append(Path(os.path.realpath(entry)))
+            elif entry.is_file():
+                stores += [entry, *_linked_git_dirs(entry)]
+    return list(dict.fromkeys(stores))
+
+
+def _linked_git_dirs(entry: Path) -> list[Path]:
+    """The git folder a ``.git`` file names (``gitdir: …``) and the common one it shares with its
+    main worktree (its ``commondir``); none when the file cannot be read."""
+    try:
+        line = entry.read_text(encoding="utf-8", errors="replace")[:4096].partition("\n")[0]
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = Path(os.path.realpath(entry.parent / line.removeprefix("gitdir:").strip()))
+    found = [gitdir]
+    try:
+        common = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace")[:4096].strip()
+    except OSError:
+        return found
+    return [*found, Path(os.path.realpath(gitdir / common))] if common else found

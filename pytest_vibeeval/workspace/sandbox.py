@@ -10,9 +10,10 @@ only by being copied, never linked.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,6 +25,19 @@ INSTALL_HINT = (
 )
 PROBE_TIMEOUT_S = 10.0
 PRIVATE_TMP = Path("/tmp")
+
+
+def folders_of(paths: Iterable[str | None]) -> list[Path]:
+    """The folders holding those of ``paths`` that are absolute and exist, and holding their link
+    targets: what a sandbox must show for a command to reach them (an executable found on PATH)."""
+    return list(
+        dict.fromkeys(
+            folder
+            for path in paths
+            if path and os.path.isabs(path) and os.path.exists(path)
+            for folder in (Path(path).parent, Path(os.path.realpath(path)).parent)
+        )
+    )
 
 
 class SandboxUnavailable(Exception):
@@ -58,9 +72,10 @@ def bwrap_argv(
     network: bool = True,
 ) -> list[str]:
     """``argv`` wrapped in bwrap: everything read-only; a private, empty ``/tmp`` in which only the
-    ``visible`` folders appear (read-only); ``hidden`` folders emptied; its own pid namespace (the
-    whole tree dies with it), and its own network namespace (only a loopback of its own) unless
-    ``network``; ``workspace`` and ``writable`` folders writable."""
+    ``visible`` folders appear (read-only); ``hidden`` folders (and files) emptied; its own pid
+    namespace (the whole tree dies with it), and its own network namespace (only a loopback of its
+    own) unless ``network``; ``workspace`` and ``writable`` folders writable; no capabilities, also
+    as root."""
     wrapped = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     bound: list[Path] = []
     for folder in visible:
@@ -73,9 +88,13 @@ def bwrap_argv(
     for folder in hidden:
         if folder.is_dir():
             wrapped += ["--tmpfs", str(folder)]
+        elif folder.is_file():  # a worktree's .git file
+            wrapped += ["--ro-bind", "/dev/null", str(folder)]
     for folder in (workspace, *writable):
         wrapped += ["--bind", str(folder), str(folder)]
     wrapped += ["--unshare-pid", *([] if network else ["--unshare-net"]), "--die-with-parent"]
+    if os.getuid() == 0:  # bwrap keeps root's capabilities (remount /, mknod) unless told
+        wrapped += ["--cap-drop", "ALL"]
     wrapped += ["--chdir", str(workspace), "--", *argv]
     return wrapped
 

@@ -31,7 +31,7 @@ from ..results import EvalRecord, StepRecord, SubtaskModule
 from ..runner import ItemVerdict
 from .copying import copy_template, copy_tree
 from .layout import RESULTS_IN_WORKSPACE, WORKSPACE_IN_GRADING, grading_beside
-from .sandbox import Sandbox
+from .sandbox import Sandbox, folders_of
 from .step_network import step_network, writable_caches
 from .subtasks import (
     DEFAULT_SUBTASK_GLOBS,
@@ -119,7 +119,8 @@ def agent_report(
 def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, workspace: Path) -> Path:
     """``prompt.md``: the problem prompt, the workspace's ``problem.md`` and the shared
     instructions (those present), separated by blank lines; PromptFileError when one of them
-    cannot be read."""
+    cannot be read or the prompt cannot be written. A ``prompt.md`` the template holds is replaced,
+    never written through (a link to a file outside would get the prompt, secrets unmasked)."""
     parts = [evaluation.prompt]
     problem = workspace / PROBLEM_FILE
     if problem.exists() and not problem.is_dir():
@@ -127,7 +128,19 @@ def write_prompt(evaluation: ResolvedEval, shared_instructions: Path | None, wor
     if shared_instructions is not None:
         parts.append(_prompt_part(shared_instructions))
     path = workspace / PROMPT_FILE
-    path.write_text("\n\n".join(part.strip("\n") for part in parts) + "\n", encoding="utf-8")
+    text = "\n\n".join(part.strip("\n") for part in parts) + "\n"
+    try:
+        path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except IsADirectoryError:
+        raise PromptFileError(
+            f"the prompt is not written: {evaluation.workspace / PROMPT_FILE} is a folder; the prompt "
+            f"goes to {PROMPT_FILE} in the workspace: rename or remove that folder in the template"
+        ) from None
+    except OSError as exc:
+        raise PromptFileError(f"the prompt is not written: {path}: {exc.strerror or exc}") from None
     return path
 
 
@@ -200,11 +213,13 @@ class RegistryCommands:
         target = command.command
         if "/" in target and not os.path.isabs(target):
             target = str(cwd / target)
-        if resolve_executable(target, env) is None:
+        executable = resolve_executable(target, env)
+        if executable is None:
             raise CommandNotFound(
                 command.command, "not an executable file" if "/" in target else "looked in PATH"
             )
         agent = self.agent
+        visible = (*(agent.visible if agent is not None else ()), *folders_of([executable]))
         # A build step sees what the agent saw. A grade step is the grader's: it reads the whole
         # tree read-only, as the runner's grading packages reach into the repository by relative
         # paths (../../problems/<id>/...); it still writes only in its grading copy.
@@ -214,7 +229,7 @@ class RegistryCommands:
         wrapped = self.sandbox.wrap_step(
             argv,
             cwd,
-            agent.visible if agent is not None else (),
+            visible,
             hidden,
             network,
             writable_caches(home, argv) if network else (),

@@ -20,6 +20,8 @@ from pytest_vibeeval.models import CliConfigFile, Configuration
 from pytest_vibeeval.presets import AGENT_PRESETS
 from pytest_vibeeval.providers.output import OutputError, ParsedOutput
 from pytest_vibeeval.providers.parsers import BUILTIN_PARSERS, builtin_parsers, parse_with
+from pytest_vibeeval.results import ToolCallRecord
+from pytest_vibeeval.surrogates import model_json
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -511,6 +513,48 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     assert cut["message"].endswith("the output ends inside it: was the run cut off?")
     assert cut["tool_calls"] == [] and cut["response"] is None
     result.stdout.fnmatch_lines(["*output.parser 'codex': line 12 is not valid JSON*"])
+
+
+def cut_mid_emoji(text: str) -> str:
+    """What Node's JSON.stringify writes for a string cut inside an emoji: a lone surrogate escape."""
+    return text.replace("The answer is 42.", "The answer is 42. \\ud83d").replace(
+        "File does not exist.", "File does not exist. \\uD83D"
+    )
+
+
+@XDIST_MODES
+def test_a_lone_surrogate_in_agent_json_is_replaced(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """It cannot be written as UTF-8: kept, it lost the session's results (serially) or failed the
+    eval (under xdist)."""
+    script = write(pytester.path / "fake_agent.py", FAKE_AGENT)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    stream = variant(pytester.path, "claude-code/stream.jsonl", cut_mid_emoji, "stream.jsonl")
+    document = write(pytester.path / "answer.json", '{"answer": "42 \\udfff", "cost": 0.5}')
+    configurations = {
+        "claude": fake(pytester, "claude", stream, preset="claude-code"),
+        "plain": fake(pytester, "plain", document, output={"format": "json", "response": "answer"}),
+    }
+    suite = {
+        "metadata": {"name": "agents", "model": "m"},
+        "evals": [{"name": "ask", "prompt": PROMPT, "checks": [{"contains": "42"}]}],
+        "configurations": configurations,
+    }
+    write(pytester.path / "agents.eval.yaml", yaml.safe_dump(suite))
+    result = run(pytester, "--vibe-results", "results.json", xdist=xdist)
+    result.assert_outcomes(passed=2)
+    assert "Traceback" not in result.stdout.str()
+    records = evals_by_nodeid(load_json(pytester.path / "results.json"))
+    claude, plain = (records[f"agents.eval.yaml::ask[{name}]"] for name in ("claude", "plain"))
+    assert claude["response"] == "Fixed: `add` now returns a + b. The answer is 42. \ufffd"
+    assert claude["tool_calls"][1]["error"] == "<tool_use_error>File does not exist. \ufffd</tool_use_error>"
+    assert plain["response"] == "42 \ufffd"
+
+
+def test_a_record_holding_a_surrogate_is_still_written() -> None:
+    """Defense in depth: a string from elsewhere than JSON does not make the record unwritable."""
+    record = ToolCallRecord(tool="bash", success=False, error="cut \ud83d")
+    assert json.loads(model_json(record, indent=2))["error"] == "cut \ufffd"
+    assert model_json(ToolCallRecord(tool="bash")) == ToolCallRecord(tool="bash").model_dump_json()
 
 
 def test_the_samples_say_whether_they_are_hand_written() -> None:

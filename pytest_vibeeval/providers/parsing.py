@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ToolCallRecord
+from ..surrogates import loads
 from .base import as_measure
 
 ERROR_CHARS = 500
@@ -36,7 +37,7 @@ def json_events(path: Path) -> Iterator[dict[str, Any]]:
             if not line.startswith(b"{"):
                 continue
             try:
-                event = json.loads(line)
+                event = loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 cut = "" if raw.endswith(b"\n") else "; the output ends inside it: was the run cut off?"
                 raise Malformed(f"line {number} is not valid JSON ({exc}){cut}") from None
@@ -58,7 +59,7 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 def json_document(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        return loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise Malformed(f"the output is not valid JSON ({exc})") from None
 

@@ -4,11 +4,11 @@ reported, and the arguments that continue it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..models import Configuration
 from ..presets import AGENT_PRESETS, SESSION_ID, Resume
+from ..surrogates import loads
 
 # The id is in the first lines (claude-code's `system` event, codex's `thread.started`); a
 # transcript is read no further than this looking for it.
@@ -48,7 +48,7 @@ def reported_session(stdout: Path, resume: Resume) -> str | None:
         if resume.field.encode() not in line:
             continue
         try:
-            event = json.loads(line)
+            event = loads(line)
         except ValueError:
             continue
         if not isinstance(event, dict) or (resume.event and event.get("type") != resume.event):

@@ -29,7 +29,7 @@ from .mcp_tools import McpTarget
 from .output import OutputError
 from .parse_codex import own_sandbox_problem
 from .parsers import Parser, parse_agent_output
-from .sessions import reported_session, resume_args, resume_of
+from .sessions import reported_session, resume_args, resume_of, turn_tokens
 from .sessions import unsupported_reason as no_resume_reason
 
 CONFIG_DIR = "${CONFIG_DIR}"
@@ -226,15 +226,19 @@ class CliProvider:
                 raise ProviderError(failure, [step])
             if tool_calls is not None:
                 tool_calls = recorded_calls(way, target, tool_calls)
+        tokens = parsed.input_tokens, parsed.output_tokens
+        totals = tokens if resume is not None and resume.running_totals else None
+        if totals is not None and request.history:  # a continued session: this run's share
+            tokens = turn_tokens(totals, request.session_tokens)
         return ProviderResponse(
             parsed.text,
             parsed.cost,
-            parsed.input_tokens,
-            parsed.output_tokens,
+            *tokens,
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
             latency=parsed.latency,
             tool_calls=tool_calls,
             session_id=reported_session(result.stdout_path, resume) if resume else None,
+            session_tokens=totals,
         )
 
     def continuing(self, request: PromptRequest) -> tuple[str, ...]:

@@ -201,8 +201,41 @@ def test_empty_or_foreign_output(tmp_path: Path) -> None:
     text = tmp_path / "text"
     text.write_text("Sure! The answer is 42.\n", encoding="utf-8")
     assert "no `turn.completed` event among 0 JSON lines" in failure("codex", text)
-    assert "the output is not valid JSON (" in failure("gemini", text)
+    for parser in ("gemini", "llxprt"):  # as the others say it, not "not valid JSON (Expecting value…)"
+        assert "no `result` event among 0 JSON lines; the output ends early" in failure(parser, empty)
+        assert "no `result` event among 0 JSON lines" in failure(parser, text)
     assert "no `result` event among 12 JSON lines" in failure("claude-code", SAMPLES / "codex/events.jsonl")
+
+
+NOTICES = ("[dotenv@17.2.1] injecting env (0) from .env", "Loaded cached credentials.")
+
+
+@pytest.mark.parametrize("notice", NOTICES)
+@pytest.mark.parametrize(
+    ("parser", "sample"),
+    [
+        ("claude-code", "claude-code/stream.jsonl"),
+        ("claude-code", "claude-code/result.json"),
+        ("gemini", "gemini/stream.jsonl"),
+        ("gemini", "gemini/output.json"),
+        ("codex", "codex/events.jsonl"),
+    ],
+)
+def test_a_notice_before_the_json_is_passed_over(
+    tmp_path: Path, parser: str, sample: str, notice: str
+) -> None:
+    """Some CLIs (gemini-cli's `Loaded cached credentials.`, dotenv in a wrapper) print a line
+    before their JSON; one starting with `[` is not Claude Code's JSON array."""
+    noisy = variant(tmp_path, sample, lambda text: f"{notice}\n{text}")
+    assert parse_with(parser, noisy) == parse(parser, sample)
+
+
+def test_a_notice_before_claude_codes_json_array(tmp_path: Path) -> None:
+    lines = (SAMPLES / "claude-code/stream.jsonl").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "out.json"
+    array = json.dumps([json.loads(line) for line in lines], indent=1)
+    path.write_text(f"{NOTICES[0]}\n{array}", encoding="utf-8")
+    assert parse_with("claude-code", path) == parse("claude-code", "claude-code/stream.jsonl")
 
 
 def test_errors_the_agents_report() -> None:

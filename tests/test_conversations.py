@@ -506,3 +506,8 @@ def test_codex_running_totals_count_once(pytester: pytest.Pytester, xdist: list[
     assert [step["argv"][-3:] for step in recall["steps"][1:]] == [["resume", thread, "-"]] * 2
     assert [(t["input_tokens"], t["output_tokens"]) for t in recall["turns"]] == [(120, 30)] * 3
     assert (recall["input_tokens"], recall["output_tokens"]) == (360, 90)
+    # each turn's run keeps its own output, which its step's log names
+    logs = [Path(step["log"]) for step in recall["steps"]]
+    assert [log.name for log in logs] == ["agent.stdout", "agent.turn-2.stdout", "agent.turn-3.stdout"]
+    for number, log in enumerate(logs, start=1):
+        assert log.read_bytes() == (RECORDED_CODEX / f"resume-turn-{number}.jsonl").read_bytes()

@@ -35,7 +35,11 @@ from .sessions import unsupported_reason as no_resume_reason
 CONFIG_DIR = "${CONFIG_DIR}"
 PROMPT = "${PROMPT}"
 AGENT_STEM = "agent"  # its output files: agent.stdout, agent.stderr and a long prompt's agent.stdin
-STDIN_FILE = f"{AGENT_STEM}.stdin"
+
+
+def agent_stem(turn: int) -> str:
+    """The name of a run's output files: a conversation's later turns keep theirs beside the first's."""
+    return AGENT_STEM if turn <= 1 else f"{AGENT_STEM}.turn-{turn}"
 
 
 class CliProvider:
@@ -169,7 +173,7 @@ class CliProvider:
                 argv,
                 cwd=request.workdir,
                 output_dir=request.workdir,
-                name=AGENT_STEM,
+                name=agent_stem(request.turn),
                 env=marked({**self.request_environment(request.workdir), **mcp.env}),
                 timeout=self.config.timeout_s,
                 stdin_text=stdin,
@@ -183,7 +187,7 @@ class CliProvider:
             raise ProviderError(str(exc)) from None
         finally:  # a long prompt went through a file: the agent has read it, keep it masked
             if self.renderer.used_secrets:  # without secrets there is nothing to mask
-                mask_file(request.workdir / STDIN_FILE, self.renderer.used_secrets)
+                mask_file(request.workdir / f"{agent_stem(request.turn)}.stdin", self.renderer.used_secrets)
         step = StepRecord(
             phase="agent",
             name=self.config_id,

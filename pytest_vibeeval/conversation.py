@@ -38,13 +38,21 @@ def run_conversation(
     record = base
     history: tuple[tuple[str, str], ...] = ()
     session: str | None = None
+    session_tokens: tuple[int | None, int | None] | None = None
     stopped = False
     for number, (prompt, turn_checks) in enumerate(zip(prompts, checks, strict=True), start=1):
         shown = response_excerpt(redact(prompt) or "")[0]
         if stopped:
             turns.append(TurnRecord(turn=number, outcome="not_run", prompt=shown))
             continue
-        asked = replace(request, prompt=prompt, turn=number, history=history, session_id=session)
+        asked = replace(
+            request,
+            prompt=prompt,
+            turn=number,
+            history=history,
+            session_id=session,
+            session_tokens=session_tokens,
+        )
         exchange.entered("agent", f"{asked.configuration_id}, turn {number}/{len(prompts)}")
         try:
             response, latency = ask(exchange.provider, asked)
@@ -85,7 +93,7 @@ def run_conversation(
         record = _add(record, turn, answered, turns)
         turns.append(turn)
         history = (*history, (USER, prompt), (ASSISTANT, response.text))
-        session = response.session_id
+        session, session_tokens = response.session_id, response.session_tokens
     return _verdict(record.model_copy(update={"turns": turns}))
 
 

@@ -24,6 +24,7 @@ from .check_api import JudgeError, Verdict, against_threshold
 from .checks import JudgeArgs
 from .providers import PromptRequest, Provider, ProviderError
 from .results import JudgeRecord
+from .surrogates import loads
 
 JUDGE_SYSTEM_PROMPT = (
     "You are an impartial grader. Decide whether the RESPONSE to the PROMPT meets the CRITERIA. "
@@ -53,7 +54,7 @@ def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
     found: list[dict[str, Any]] = []
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCED.finditer(stripped))):
         try:
-            data = json.loads(candidate)
+            data = loads(candidate)
         except ValueError:
             continue
         if isinstance(data, dict):

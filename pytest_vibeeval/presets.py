@@ -22,11 +22,13 @@ SESSION_ID = "${SESSION_ID}"
 class Resume:
     """How a preset's CLI continues its session in a conversation's later turns: ``args`` go after
     the configuration's arguments, ``${SESSION_ID}`` replaced by the id the previous turn's output
-    reported in the JSON field ``field`` of a line (``event``: only in a line whose ``type`` is it)."""
+    reported in the JSON field ``field`` of a line (``event``: only in a line whose ``type`` is it).
+    ``running_totals``: a continuing run reports the tokens of the whole session so far, not its own."""
 
     args: tuple[str, ...]
     field: str
     event: str | None = None
+    running_totals: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,11 @@ AGENT_PRESETS: dict[str, Preset] = {
         mcp="codex",
         env=("OPENAI_*", "CODEX_*", *NETWORK_ENV),
         # `codex exec [options] resume ID -`: the thread.started event names the thread; `-` reads
-        # the prompt from stdin (exec's options stay before the subcommand, which lacks some).
-        resume=Resume(("resume", SESSION_ID, "-"), field="thread_id", event="thread.started"),
+        # the prompt from stdin (exec's options stay before the subcommand, which lacks some). Since
+        # 0.155 a resumed run's turn.completed usage is the whole session's (0.153 reported the turn's).
+        resume=Resume(
+            ("resume", SESSION_ID, "-"), field="thread_id", event="thread.started", running_totals=True
+        ),
     ),
     # Every item runs in a new folder, which headless gemini refuses as untrusted (exit 55) unless
     # told to trust it for the session.

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
+from .surrogates import model_json
+
 T = TypeVar("T")
 
 RUN_PROPERTY = "vibeeval_run"
@@ -88,7 +90,7 @@ def attach_record(config: Any, record: Any) -> Attached | str:
     """:func:`attach` for an item's finished record (a ``results.EvalRecord``): its JSON leaves out
     the fields at their defaults, so it travels at about half the size and the controller's parsed
     copy remembers fewer set fields (it keeps one per item until the session ends)."""
-    return attach(config, record, lambda: record.model_dump_json(exclude_defaults=True))
+    return attach(config, record, lambda: model_json(record, exclude_defaults=True))
 
 
 def received(value: object, parse: Callable[[str], T]) -> T:

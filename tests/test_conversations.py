@@ -477,3 +477,37 @@ def test_a_total_over_the_turns_is_unknown_when_a_turn_reported_none(
     assert run_record["metrics"]["total_cost"] is None and run_record["score"] is None
     assert "cost unknown for 1 of 2 evals (conv)" in run_record["score_error"]
     assert "Total Cost: n/a (reported by 1 of 2 evals)" in run_summary(result)
+
+
+RECORDED_CODEX = Path(__file__).parent / "samples" / "codex" / "recorded"
+# Prints what the real codex printed for each turn of a conversation (tests/samples/codex/recorded).
+CODEX_TURNS = f"""
+import sys
+prompt = sys.stdin.read()
+turn = 1 if "resume" not in sys.argv else 2 if "BRAVO" in prompt else 3
+with open(f"{RECORDED_CODEX}/resume-turn-{{turn}}.jsonl", encoding="utf-8") as handle:
+    sys.stdout.write(handle.read())
+"""
+
+
+@XDIST_MODES
+def test_codex_running_totals_count_once(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A resumed codex run reports the session's tokens so far: each turn records its own share
+    and the eval the session's total, not a sum of running totals (120 + 240 + 360)."""
+    script = agent(pytester.path, "codex_turns.py", CODEX_TURNS)
+    codex = {"preset": "codex", "cli": PYTHON, "args": [script, "exec", "--json"]}
+    words = ("ALPHA", "BRAVO", "CHARLIE")
+    turns = [{"prompt": f"Remember CODEWORD-{word}.", "checks": [{"contains": word}]} for word in words]
+    suite(pytester.path, {"codex": codex}, [{"name": "recall", "turns": turns}])
+    result, by_name = results(pytester, xdist)
+    result.assert_outcomes(passed=1)
+    recall = by_name["recall"]
+    thread = "01a21afc-32dc-7350-a3ea-be9f9f76fe9d"  # the recorded thread.started's
+    assert [step["argv"][-3:] for step in recall["steps"][1:]] == [["resume", thread, "-"]] * 2
+    assert [(t["input_tokens"], t["output_tokens"]) for t in recall["turns"]] == [(120, 30)] * 3
+    assert (recall["input_tokens"], recall["output_tokens"]) == (360, 90)
+    # each turn's run keeps its own output, which its step's log names
+    logs = [Path(step["log"]) for step in recall["steps"]]
+    assert [log.name for log in logs] == ["agent.stdout", "agent.turn-2.stdout", "agent.turn-3.stdout"]
+    for number, log in enumerate(logs, start=1):
+        assert log.read_bytes() == (RECORDED_CODEX / f"resume-turn-{number}.jsonl").read_bytes()

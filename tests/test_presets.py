@@ -20,6 +20,8 @@ from pytest_vibeeval.models import CliConfigFile, Configuration
 from pytest_vibeeval.presets import AGENT_PRESETS
 from pytest_vibeeval.providers.output import OutputError, ParsedOutput
 from pytest_vibeeval.providers.parsers import BUILTIN_PARSERS, builtin_parsers, parse_with
+from pytest_vibeeval.results import ToolCallRecord
+from pytest_vibeeval.surrogates import model_json
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -199,8 +201,41 @@ def test_empty_or_foreign_output(tmp_path: Path) -> None:
     text = tmp_path / "text"
     text.write_text("Sure! The answer is 42.\n", encoding="utf-8")
     assert "no `turn.completed` event among 0 JSON lines" in failure("codex", text)
-    assert "the output is not valid JSON (" in failure("gemini", text)
+    for parser in ("gemini", "llxprt"):  # as the others say it, not "not valid JSON (Expecting value…)"
+        assert "no `result` event among 0 JSON lines; the output ends early" in failure(parser, empty)
+        assert "no `result` event among 0 JSON lines" in failure(parser, text)
     assert "no `result` event among 12 JSON lines" in failure("claude-code", SAMPLES / "codex/events.jsonl")
+
+
+NOTICES = ("[dotenv@17.2.1] injecting env (0) from .env", "Loaded cached credentials.")
+
+
+@pytest.mark.parametrize("notice", NOTICES)
+@pytest.mark.parametrize(
+    ("parser", "sample"),
+    [
+        ("claude-code", "claude-code/stream.jsonl"),
+        ("claude-code", "claude-code/result.json"),
+        ("gemini", "gemini/stream.jsonl"),
+        ("gemini", "gemini/output.json"),
+        ("codex", "codex/events.jsonl"),
+    ],
+)
+def test_a_notice_before_the_json_is_passed_over(
+    tmp_path: Path, parser: str, sample: str, notice: str
+) -> None:
+    """Some CLIs (gemini-cli's `Loaded cached credentials.`, dotenv in a wrapper) print a line
+    before their JSON; one starting with `[` is not Claude Code's JSON array."""
+    noisy = variant(tmp_path, sample, lambda text: f"{notice}\n{text}")
+    assert parse_with(parser, noisy) == parse(parser, sample)
+
+
+def test_a_notice_before_claude_codes_json_array(tmp_path: Path) -> None:
+    lines = (SAMPLES / "claude-code/stream.jsonl").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "out.json"
+    array = json.dumps([json.loads(line) for line in lines], indent=1)
+    path.write_text(f"{NOTICES[0]}\n{array}", encoding="utf-8")
+    assert parse_with("claude-code", path) == parse("claude-code", "claude-code/stream.jsonl")
 
 
 def test_errors_the_agents_report() -> None:
@@ -511,6 +546,48 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     assert cut["message"].endswith("the output ends inside it: was the run cut off?")
     assert cut["tool_calls"] == [] and cut["response"] is None
     result.stdout.fnmatch_lines(["*output.parser 'codex': line 12 is not valid JSON*"])
+
+
+def cut_mid_emoji(text: str) -> str:
+    """What Node's JSON.stringify writes for a string cut inside an emoji: a lone surrogate escape."""
+    return text.replace("The answer is 42.", "The answer is 42. \\ud83d").replace(
+        "File does not exist.", "File does not exist. \\uD83D"
+    )
+
+
+@XDIST_MODES
+def test_a_lone_surrogate_in_agent_json_is_replaced(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """It cannot be written as UTF-8: kept, it lost the session's results (serially) or failed the
+    eval (under xdist)."""
+    script = write(pytester.path / "fake_agent.py", FAKE_AGENT)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    stream = variant(pytester.path, "claude-code/stream.jsonl", cut_mid_emoji, "stream.jsonl")
+    document = write(pytester.path / "answer.json", '{"answer": "42 \\udfff", "cost": 0.5}')
+    configurations = {
+        "claude": fake(pytester, "claude", stream, preset="claude-code"),
+        "plain": fake(pytester, "plain", document, output={"format": "json", "response": "answer"}),
+    }
+    suite = {
+        "metadata": {"name": "agents", "model": "m"},
+        "evals": [{"name": "ask", "prompt": PROMPT, "checks": [{"contains": "42"}]}],
+        "configurations": configurations,
+    }
+    write(pytester.path / "agents.eval.yaml", yaml.safe_dump(suite))
+    result = run(pytester, "--vibe-results", "results.json", xdist=xdist)
+    result.assert_outcomes(passed=2)
+    assert "Traceback" not in result.stdout.str()
+    records = evals_by_nodeid(load_json(pytester.path / "results.json"))
+    claude, plain = (records[f"agents.eval.yaml::ask[{name}]"] for name in ("claude", "plain"))
+    assert claude["response"] == "Fixed: `add` now returns a + b. The answer is 42. \ufffd"
+    assert claude["tool_calls"][1]["error"] == "<tool_use_error>File does not exist. \ufffd</tool_use_error>"
+    assert plain["response"] == "42 \ufffd"
+
+
+def test_a_record_holding_a_surrogate_is_still_written() -> None:
+    """Defense in depth: a string from elsewhere than JSON does not make the record unwritable."""
+    record = ToolCallRecord(tool="bash", success=False, error="cut \ud83d")
+    assert json.loads(model_json(record, indent=2))["error"] == "cut \ufffd"
+    assert model_json(ToolCallRecord(tool="bash")) == ToolCallRecord(tool="bash").model_dump_json()
 
 
 def test_the_samples_say_whether_they_are_hand_written() -> None:

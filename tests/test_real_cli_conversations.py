@@ -185,7 +185,9 @@ def test_claude_code_and_codex_continue_their_sessions(
         assert resumed not in argvs[0]
         session_ids = {argv[argv.index(resumed) + 1] for argv in argvs[1:]}
         assert len(session_ids) == 1 and re.fullmatch(r"[0-9a-f-]{36}", session_ids.pop())
-        assert record["input_tokens"] == sum(t["input_tokens"] for t in turns)
+        # each request reports USAGE_IN and USAGE_OUT: a turn's own, though codex reports the session's
+        assert [(t["input_tokens"], t["output_tokens"]) for t in turns] == [(USAGE_IN, USAGE_OUT)] * 3
+        assert (record["input_tokens"], record["output_tokens"]) == (3 * USAGE_IN, 3 * USAGE_OUT)
     if able_to_run:
         skipped = records["gemini"]
         assert skipped["outcome"] == "skipped" and skipped["steps"] == []

@@ -20,7 +20,8 @@ class PromptRequest:
     In a conversation (an eval's ``turns``) ``turn`` is this prompt's number (1, 2, …; 0 for a
     single prompt), ``history`` holds the earlier turns, oldest first, as ``(role, text)`` pairs:
     each user message and the answer to it; ``session_id`` is what the previous turn's agent CLI
-    reported, to continue its session."""
+    reported, to continue its session, and ``session_tokens`` the input and output tokens it
+    reported for the whole session so far (by a CLI that reports running totals)."""
 
     prompt: str
     model: str
@@ -34,6 +35,7 @@ class PromptRequest:
     turn: int = 0
     history: tuple[tuple[str, str], ...] = ()
     session_id: str | None = None
+    session_tokens: tuple[int | None, int | None] | None = None
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -57,6 +59,9 @@ class ProviderResponse:
     tool_calls: list[ToolCallRecord] | None = None
     cached: bool = False  # answered from the response cache (--vibe-cache), not asked now
     session_id: str | None = None  # the agent CLI's session, which a later turn continues
+    # The session's input and output tokens so far, as a CLI that reports running totals said;
+    # input_tokens and output_tokens are then this turn's share.
+    session_tokens: tuple[int | None, int | None] | None = None
 
 
 class ProviderError(Exception):

@@ -29,13 +29,17 @@ from .mcp_tools import McpTarget
 from .output import OutputError
 from .parse_codex import own_sandbox_problem
 from .parsers import Parser, parse_agent_output
-from .sessions import reported_session, resume_args, resume_of
+from .sessions import reported_session, resume_args, resume_of, turn_tokens
 from .sessions import unsupported_reason as no_resume_reason
 
 CONFIG_DIR = "${CONFIG_DIR}"
 PROMPT = "${PROMPT}"
 AGENT_STEM = "agent"  # its output files: agent.stdout, agent.stderr and a long prompt's agent.stdin
-STDIN_FILE = f"{AGENT_STEM}.stdin"
+
+
+def agent_stem(turn: int) -> str:
+    """The name of a run's output files: a conversation's later turns keep theirs beside the first's."""
+    return AGENT_STEM if turn <= 1 else f"{AGENT_STEM}.turn-{turn}"
 
 
 class CliProvider:
@@ -169,7 +173,7 @@ class CliProvider:
                 argv,
                 cwd=request.workdir,
                 output_dir=request.workdir,
-                name=AGENT_STEM,
+                name=agent_stem(request.turn),
                 env=marked({**self.request_environment(request.workdir), **mcp.env}),
                 timeout=self.config.timeout_s,
                 stdin_text=stdin,
@@ -183,7 +187,7 @@ class CliProvider:
             raise ProviderError(str(exc)) from None
         finally:  # a long prompt went through a file: the agent has read it, keep it masked
             if self.renderer.used_secrets:  # without secrets there is nothing to mask
-                mask_file(request.workdir / STDIN_FILE, self.renderer.used_secrets)
+                mask_file(request.workdir / f"{agent_stem(request.turn)}.stdin", self.renderer.used_secrets)
         step = StepRecord(
             phase="agent",
             name=self.config_id,
@@ -226,15 +230,19 @@ class CliProvider:
                 raise ProviderError(failure, [step])
             if tool_calls is not None:
                 tool_calls = recorded_calls(way, target, tool_calls)
+        tokens = parsed.input_tokens, parsed.output_tokens
+        totals = tokens if resume is not None and resume.running_totals else None
+        if totals is not None and request.history:  # a continued session: this run's share
+            tokens = turn_tokens(totals, request.session_tokens)
         return ProviderResponse(
             parsed.text,
             parsed.cost,
-            parsed.input_tokens,
-            parsed.output_tokens,
+            *tokens,
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
             latency=parsed.latency,
             tool_calls=tool_calls,
             session_id=reported_session(result.stdout_path, resume) if resume else None,
+            session_tokens=totals,
         )
 
     def continuing(self, request: PromptRequest) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ import httpx
 from ..loading.templates import MissingValue, Renderer
 from ..models import Configuration, HttpSpec
 from ..slots import Slots
+from ..surrogates import loads
 from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, without_token
 from .mcp_tools import McpTarget, answer_with_tools, sdk_missing_reason
 
@@ -223,7 +224,7 @@ class HttpProvider:
                 answered = str(response.url)  # after redirects: the URL that answered
                 if response.is_success:
                     try:
-                        return response.json()
+                        return loads(response.content)
                     except (json.JSONDecodeError, UnicodeDecodeError):
                         raise ProviderError(
                             f"{answered} answered {response.status_code} with a body that is not JSON: "
@@ -295,7 +296,7 @@ class _DeadlinePassed(Exception):
 def _server_message(response: httpx.Response) -> str:
     """The server's own error message (OpenAI style ``{"error": {"message": …}}``) or body excerpt."""
     try:
-        data = response.json()
+        data = loads(response.content)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return _excerpt(response.text)
     if isinstance(data, dict):

@@ -13,6 +13,7 @@ from ..dotted import MISSING as _MISSING
 from ..dotted import lookup
 from ..models import OutputSpec
 from ..results import ToolCallRecord
+from ..surrogates import loads
 from .base import as_measure
 
 # The most of an agent's stdout a parser reads: max_output_bytes, checked before, is normally far less.
@@ -61,7 +62,7 @@ def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:
         return ParsedOutput(read_output_text(path))
     if spec.format == "json":
         try:
-            data = json.loads(read_output(path))
+            data = loads(read_output(path))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise OutputError(
                 f"output is not valid JSON ({exc}); the configuration says `format: json`"
@@ -79,7 +80,7 @@ def _last_event(path: Path, spec: OutputSpec) -> Any:
         if not raw.startswith(b"{"):
             continue
         try:
-            event = json.loads(raw)
+            event = loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
         events += 1

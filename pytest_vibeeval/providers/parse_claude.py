@@ -13,9 +13,9 @@ from .parsing import (
     as_dict,
     checked_number,
     checked_total,
-    first_line,
     json_document,
     json_events,
+    json_start,
     no_final,
     shorten,
     text_of,
@@ -49,7 +49,7 @@ def parse_claude_code(path: Path) -> ParsedOutput:
     (``result``, ``total_cost_usd``, ``usage``, ``duration_ms``). Also reads ``--output-format
     json``: the single result object, or with ``--verbose`` the array of all messages."""
     events: Any = json_events(path)
-    if first_line(path).startswith(b"["):
+    if json_start(path).startswith(b"["):
         events = json_document(path)
         if not isinstance(events, list):
             raise Malformed("the output is not a JSON array of messages")

@@ -16,9 +16,9 @@ from .parsing import (
     as_dict,
     checked_number,
     checked_total,
-    first_line,
     json_document,
     json_events,
+    json_start,
     no_final,
     shorten,
 )
@@ -116,11 +116,13 @@ def parse_gemini(path: Path) -> ParsedOutput:
     ``tool_use`` / ``tool_result`` (``status``, ``error``; the duration from their timestamps)
     and the final ``result`` (``stats``: tokens, ``duration_ms``). Also reads ``--output-format
     json`` (``response``, ``stats.models``; tool calls only as counts per tool, so its records
-    carry no error or duration)."""
+    carry no error or duration). Notices before the JSON are passed over; output without any JSON
+    is read as a stream without its ``result`` event (empty: the run was cut off)."""
+    start = json_start(path)
     try:
-        first = json.loads(first_line(path))
+        first = json.loads(start)
     except (json.JSONDecodeError, UnicodeDecodeError):  # e.g. "{" of a pretty-printed document
         first = None
-    if isinstance(first, dict) and "type" in first:
+    if not start or (isinstance(first, dict) and "type" in first):
         return _gemini_stream(path)
     return _gemini_json(path)

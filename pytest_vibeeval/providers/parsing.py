@@ -4,11 +4,13 @@ they were found, tool-call bookkeeping, and :class:`Malformed` for output of the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..results import ToolCallRecord
+from ..surrogates import loads
 from .base import as_measure
 
 ERROR_CHARS = 500
@@ -36,18 +38,23 @@ def json_events(path: Path) -> Iterator[dict[str, Any]]:
             if not line.startswith(b"{"):
                 continue
             try:
-                event = json.loads(line)
+                event = loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 cut = "" if raw.endswith(b"\n") else "; the output ends inside it: was the run cut off?"
                 raise Malformed(f"line {number} is not valid JSON ({exc}){cut}") from None
             yield event
 
 
-def first_line(path: Path) -> bytes:
-    """The first line that is not blank, stripped."""
+# A line that opens a JSON object, or an array (of objects); not a notice such as `[dotenv@17.2.1] …`.
+_JSON_START = re.compile(rb"^[ \t]*(?:\{|\[[ \t]*(?:[{\]]|\r?$))", re.MULTILINE)
+
+
+def json_start(path: Path) -> bytes:
+    """The first line that opens a JSON object or array, stripped (notices before it are passed
+    over); empty when there is none."""
     with path.open("rb") as handle:
         for raw in handle:
-            if raw.strip():
+            if _JSON_START.match(raw):
                 return raw.strip()
     return b""
 
@@ -57,8 +64,11 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 
 def json_document(path: Path) -> Any:
+    """The JSON document of the output, from the first line that opens it (see :func:`json_start`)."""
+    data = path.read_bytes()
+    start = _JSON_START.search(data)
     try:
-        return json.loads(path.read_bytes())
+        return loads(data[start.start() :] if start and start.start() else data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise Malformed(f"the output is not valid JSON ({exc})") from None
 

@@ -4,11 +4,11 @@ reported, and the arguments that continue it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..models import Configuration
 from ..presets import AGENT_PRESETS, SESSION_ID, Resume
+from ..surrogates import loads
 
 # The id is in the first lines (claude-code's `system` event, codex's `thread.started`); a
 # transcript is read no further than this looking for it.
@@ -48,7 +48,7 @@ def reported_session(stdout: Path, resume: Resume) -> str | None:
         if resume.field.encode() not in line:
             continue
         try:
-            event = json.loads(line)
+            event = loads(line)
         except ValueError:
             continue
         if not isinstance(event, dict) or (resume.event and event.get("type") != resume.event):
@@ -57,6 +57,21 @@ def reported_session(stdout: Path, resume: Resume) -> str | None:
         if isinstance(found, str) and found:
             return found
     return None
+
+
+def turn_tokens(
+    totals: tuple[int | None, int | None], before: tuple[int | None, int | None] | None
+) -> tuple[int | None, int | None]:
+    """A continuing run's own input and output tokens: the session's ``totals`` less those of the
+    previous turn (``before``). A total below the earlier one is taken as the run's own (a CLI
+    version that reports it so); without the earlier totals the share is unknown."""
+    if before is None:
+        return None, None
+    shares = [
+        None if total is None or earlier is None else total - earlier if total >= earlier else total
+        for total, earlier in zip(totals, before, strict=True)
+    ]
+    return shares[0], shares[1]
 
 
 def resume_args(resume: Resume, session_id: str) -> tuple[str, ...]:

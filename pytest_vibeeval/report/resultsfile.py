@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..results import ResultsFile, RunRecord
+from ..surrogates import model_json
 
 DEFAULT_DIR = Path(".vibeeval") / "results"
 
@@ -110,15 +111,15 @@ def _spliced(model: BaseModel, depth: int) -> Iterator[str]:
     prefix = "  " * depth
     fields = [name for name in _SPLICED.get(type(model), ()) if getattr(model, name)]
     if not fields:  # a record or stats: nothing to splice, no copy to make
-        yield _indented(model.model_dump_json(indent=2), prefix)
+        yield _indented(model_json(model, indent=2), prefix)
         return
     emptied = model.model_copy(update={name: [] for name in fields})
-    text = _indented(emptied.model_dump_json(indent=2), prefix)
+    text = _indented(model_json(emptied, indent=2), prefix)
     heads = []
     for name in fields:
         head, found, text = text.partition(f'\n{prefix}  "{name}": []')  # a key of ``model``
         if not found:  # a pydantic that lays JSON out otherwise: the whole text at once, still correct
-            yield _indented(model.model_dump_json(indent=2), prefix)
+            yield _indented(model_json(model, indent=2), prefix)
             return
         heads.append(head)
     for head, name in zip(heads, fields, strict=True):
@@ -139,7 +140,7 @@ def _items(items: Iterable[BaseModel], depth: int) -> Iterator[str]:
                 yield separator
             yield from _spliced(item, depth)
         else:
-            yield separator + _indented(item.model_dump_json(indent=2), prefix)
+            yield separator + _indented(model_json(item, indent=2), prefix)
         separator = ",\n"
 
 

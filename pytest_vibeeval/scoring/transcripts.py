@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_vibeeval.results import ToolCallRecord, ToolStats, TranscriptRecord
+from pytest_vibeeval.surrogates import loads
 
 MAX_LINE_BYTES = 1024 * 1024
 """Longer log lines are skipped (and reported)."""
@@ -250,7 +251,7 @@ def _parse_line(raw: bytes, first: bool) -> _Line | None:
     if not text.strip():
         return None
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except RecursionError:
         raise _BadValue("JSON nested too deeply", "write one flat JSON object per line") from None
     except ValueError as exc:

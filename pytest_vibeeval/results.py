@@ -161,7 +161,14 @@ class CheckRecord(Record):
     judges: list[JudgeRecord] = Field(
         default_factory=list, description="`llm_judge`: each judge's answer, in the order asked"
     )
-    children: list[CheckRecord] = Field(default_factory=list, description="an `or` check's alternatives")
+    error: bool = Field(
+        default=False,
+        description="it could not run (a judge failed, a custom check raised); `message` says why",
+    )
+    children: list[CheckRecord] = Field(
+        default_factory=list,
+        description="an `or` check's alternatives, up to the first that passed (the later ones are not run)",
+    )
 
 
 def judges_asked(checks: Iterable[CheckRecord]) -> int:

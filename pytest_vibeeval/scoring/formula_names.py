@@ -166,12 +166,7 @@ class _Scanner:
             elif char in ")]":
                 depth -= 1
             signed = char == "-" and not (previous and (previous.isalnum() or previous in "_)]'\""))
-            if (
-                signed
-                or char.isalnum()
-                or char == "_"
-                or (char == "." and text[i + 1 : i + 2].isdigit())
-            ):
+            if signed or char.isalnum() or char == "_" or (char == "." and text[i + 1 : i + 2].isdigit()):
                 run = (_SIGNED_RUN if signed else _RUN).match(text, i)
                 if run:
                     self.rest = text[run.end() :].lstrip()
@@ -284,11 +279,13 @@ class _Scanner:
             return f"the number {group} (write {_with_point(group)})"
         said = _joined(
             reading,
-            lambda group, kind: group
-            if kind == "number"
-            else f"the variable {group!r}"
-            if _NUMBER.fullmatch(group)
-            else repr(group),
+            lambda group, kind: (
+                group
+                if kind == "number"
+                else f"the variable {group!r}"
+                if _NUMBER.fullmatch(group)
+                else repr(group)
+            ),
             " minus ",
             "negative {}",
             "what follows",

@@ -399,7 +399,10 @@ class RunRecord(Record):
     score: float | None = Field(
         description="the formula's score (with repeats, aggregated over repeat_scores); None: see score_error"
     )
-    score_formula: str = Field(description="the score formula as written (default success_pct)")
+    score_formula: str = Field(
+        description="the score formula as written, on one line (each run of whitespace one space; "
+        "default success_pct)"
+    )
     score_error: str | None = Field(
         description="why score is null (a variable without a value, a division by zero, …)"
     )

@@ -61,6 +61,7 @@ def check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
         score=result.score,
         name=result.name,
         judges=judges,
+        error=result.error,
         children=[check_record(child, redact) for child in result.children],
     )
 
@@ -146,8 +147,7 @@ def check_answer(
     workdir: Path,
 ) -> tuple[bool | None, list[CheckResult]]:
     """Run ``checks`` on ``response`` (its measures as its record's ``fields`` from
-    :func:`answer_fields` hold them); raises :class:`JudgeError` or :class:`CheckError` when a check
-    cannot run."""
+    :func:`answer_fields` hold them); raises :class:`ChecksError` when a check cannot run."""
     seen = Response(
         response.text,
         response.output_tokens,
@@ -187,6 +187,6 @@ def estimated_cost(
 def check_walk(checks: list[CheckRecord], depth: int, lines: list[str]) -> None:
     """Append a line per check (and per alternative of an ``or``) with its verdict to ``lines``."""
     for check in checks:
-        mark = {True: "PASS", False: "FAIL", None: "SKIP"}[check.passed]
+        mark = "ERROR" if check.error else {True: "PASS", False: "FAIL", None: "SKIP"}[check.passed]
         lines.append(f"{'  ' * depth}  {mark} {check.type}: {check.message}")
         check_walk(check.children, depth + 1, lines)

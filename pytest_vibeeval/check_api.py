@@ -91,6 +91,10 @@ class CheckError(Exception):
 class JudgeError(Exception):
     """The judge could not give a verdict (it failed, or answered something else)."""
 
+    def __init__(self, message: str, judges: tuple[JudgeRecord, ...] = ()) -> None:
+        super().__init__(message)
+        self.judges = judges  # the answers of the check's judges asked before the one that failed
+
 
 Evaluator = Callable[[Any, Response], Verdict]
 

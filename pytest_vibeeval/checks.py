@@ -1,9 +1,11 @@
 """Checks on a response: the built-in types, their registry, and three-valued evaluation.
 
 A check's verdict is ``True`` (passed), ``False`` (failed) or ``None`` (could not be decided here,
-e.g. a check type whose backend is not available). ``or`` passes when any child passes and fails
-only when every child fails; a list passes when every check passes and fails as soon as one fails.
-An eval whose verdict stays ``None`` is skipped with the reason, never passed.
+e.g. a check type whose backend is not available). ``or`` tries its children in order and stops at
+the first that passes; it fails only when every child fails. A list passes when every check passes
+and fails when one fails. An eval whose verdict stays ``None`` is skipped with the reason, never
+passed. A check that cannot run (a judge failed, a custom check raised) is an error result: it makes
+the eval an error unless an earlier alternative of its ``or`` passed or a later one passes.
 """
 
 from __future__ import annotations
@@ -281,14 +283,14 @@ class Check:
             return CheckResult(self.type.name, None, self.type.unavailable or "not available", name=self.name)
         try:
             verdict = self.type.evaluate(self.value, response)
-        except (CheckError, JudgeError):
-            raise
+        except JudgeError as exc:
+            return self._error(str(exc), exc.judges)
+        except CheckError as exc:
+            return self._error(str(exc))
         except (Exception, SystemExit) as exc:  # a plugin's check type (or a bug): the eval errors
-            raise CheckError(
-                f"check {self.type.name!r} raised {type(exc).__name__}: {exc}{raised_at(exc)}"
-            ) from None
+            return self._error(f"check {self.type.name!r} raised {type(exc).__name__}: {exc}{raised_at(exc)}")
         if not isinstance(verdict, Verdict):
-            raise CheckError(
+            return self._error(
                 f"check {self.type.name!r} returned {verdict!r}; a check type's evaluate returns a "
                 "pytest_vibeeval.Verdict(passed, message)"
             )
@@ -301,25 +303,33 @@ class Check:
             judges=verdict.judges,
         )
 
+    def _error(self, message: str, judges: tuple[JudgeRecord, ...] = ()) -> CheckResult:
+        return CheckResult(self.type.name, None, message, name=self.name, judges=judges, error=True)
+
 
 @dataclass(frozen=True)
 class AnyOf:
-    """``or: [...]``: passes when any child passes."""
+    """``or: [...]``: passes when any child passes; the children after the first that passes are
+    not run (their judges not asked), and not in the result."""
 
     children: tuple[CheckNode, ...]
     line: int | None = None
 
     def run(self, response: Response) -> CheckResult:
-        results = [child.run(response) for child in self.children]
-        verdicts = [r.passed for r in results]
-        passed: bool | None
-        if any(v is True for v in verdicts):
-            passed, message = True, "at least one alternative passed"
-        elif all(v is False for v in verdicts):
-            passed, message = False, "no alternative passed"
-        else:
-            passed, message = None, "no alternative passed and some could not be decided"
-        return CheckResult("or", passed, message, tuple(results))
+        results: list[CheckResult] = []
+        for child in self.children:
+            results.append(child.run(response))
+            if results[-1].passed is True:
+                ran, of = len(results), len(self.children)
+                rest = "; the later ones were not run" if ran < of else ""
+                return CheckResult("or", True, f"alternative {ran} of {of} passed{rest}", tuple(results))
+        errors = sum(r.error for r in results)
+        if errors:
+            message = f"no alternative passed and {errors} could not run"
+            return CheckResult("or", None, message, tuple(results), error=True)
+        if all(r.passed is False for r in results):
+            return CheckResult("or", False, "no alternative passed", tuple(results))
+        return CheckResult("or", None, "no alternative passed and some could not be decided", tuple(results))
 
 
 CheckNode = Check | AnyOf
@@ -334,6 +344,7 @@ class CheckResult:
     score: float | None = None  # 0–1, from a check that grades
     name: str | None = None  # the check's own name (its score is `<name>_score`)
     judges: tuple[JudgeRecord, ...] = ()  # llm_judge: each judge's answer
+    error: bool = False  # it could not run (``message`` says why): the eval errors unless decided
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "passed": self.passed, "message": self.message}
@@ -343,12 +354,22 @@ class CheckResult:
             data["name"] = self.name
         if self.judges:
             data["judges"] = [judge.model_dump() for judge in self.judges]
+        if self.error:
+            data["error"] = True
         if self.children:
             data["children"] = [child.to_json() for child in self.children]
         return data
 
+    def first_error(self) -> str | None:
+        """Why the first check (alternatives included) that could not run did not, or None."""
+        if not self.error:
+            return None
+        if not self.children:
+            return self.message
+        return next(filter(None, (child.first_error() for child in self.children)), None)
+
     def undecided_reasons(self) -> list[str]:
-        if self.passed is not None:
+        if self.passed is not None or self.error:
             return []
         if not self.children:
             return [self.message]
@@ -372,9 +393,22 @@ def any_uses_workdir(nodes: Sequence[CheckNode]) -> bool:
     )
 
 
+class ChecksError(Exception):
+    """A check could not run and nothing decided the eval without it: the eval errors with the
+    message, keeping every check's ``results``."""
+
+    def __init__(self, message: str, results: list[CheckResult]) -> None:
+        super().__init__(message)
+        self.results = results
+
+
 def run_checks(checks: Sequence[CheckNode], response: Response) -> tuple[bool | None, list[CheckResult]]:
-    """All checks must pass. Returns the overall verdict and each check's result."""
+    """All checks must pass. Returns the overall verdict and each check's result; raises
+    :class:`ChecksError` when one could not run."""
     results = [check.run(response) for check in checks]
+    error = next(filter(None, (r.first_error() for r in results)), None)
+    if error is not None:
+        raise ChecksError(error, results)
     verdicts = [r.passed for r in results]
     if any(v is False for v in verdicts):
         return False, results

@@ -18,8 +18,7 @@ from .answering import (
     response_excerpt,
     undecided_message,
 )
-from .check_api import JudgeError
-from .checks import CheckError, CheckNode
+from .checks import CheckNode, ChecksError
 from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked
@@ -78,8 +77,8 @@ def run_conversation(
         exchange.entered("checks", f"turn {number}/{len(prompts)}")
         try:
             verdict, results = check_answer(turn_checks, response, fields, judge, prompt, request.workdir)
-        except (JudgeError, CheckError) as exc:
-            verdict, results, failure = None, [], redact(str(exc)) or ""
+        except ChecksError as exc:
+            verdict, results, failure = None, exc.results, redact(str(exc)) or ""
         checked = [check_record(r, redact) for r in results]
         turn = turn.model_copy(update={"judge_cost": judge.cost if judge else None, "checks": checked})
         if failure is not None:

@@ -146,8 +146,13 @@ class Judge:
         if unavailable:
             return Verdict(None, unavailable)
         models: list[str | None] = [*args.judges] if args.judges else [None]
-        answers = tuple(self._ask(args, response, model) for model in models)
-        return combine(args, answers)
+        answers: list[JudgeRecord] = []
+        for model in models:
+            try:
+                answers.append(self._ask(args, response, model))
+            except JudgeError as exc:
+                raise JudgeError(str(exc), tuple(answers)) from None
+        return combine(args, tuple(answers))
 
     def _who(self, model: str | None) -> str:
         if model is None:

@@ -16,7 +16,7 @@ from .loading.configurations import ALL, IMPLICIT_ID, ConfigurationSet
 from .loading.suite import EvalCase, Suite
 from .models import DEFAULT_TIMEOUT_MS, Configuration, ScoreSpec
 from .resume import files_digest, input_digest
-from .scoring.formula import Formula
+from .scoring.formula import Formula, one_line
 from .transport import RunInfo
 
 if TYPE_CHECKING:  # eval-config.json's models: imported where a coding eval is planned
@@ -91,7 +91,7 @@ def run_info(
         source=source,
         configuration=config_id,
         configuration_name=configuration.name if configuration else None,
-        score_formula=score.formula,
+        score_formula=one_line(score.formula),
         eval_id=eval_id,
         named=named,
         suite_evals=suite_evals,

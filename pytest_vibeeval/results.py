@@ -161,7 +161,14 @@ class CheckRecord(Record):
     judges: list[JudgeRecord] = Field(
         default_factory=list, description="`llm_judge`: each judge's answer, in the order asked"
     )
-    children: list[CheckRecord] = Field(default_factory=list, description="an `or` check's alternatives")
+    error: bool = Field(
+        default=False,
+        description="it could not run (a judge failed, a custom check raised); `message` says why",
+    )
+    children: list[CheckRecord] = Field(
+        default_factory=list,
+        description="an `or` check's alternatives, up to the first that passed (the later ones are not run)",
+    )
 
 
 def judges_asked(checks: Iterable[CheckRecord]) -> int:
@@ -392,7 +399,10 @@ class RunRecord(Record):
     score: float | None = Field(
         description="the formula's score (with repeats, aggregated over repeat_scores); None: see score_error"
     )
-    score_formula: str = Field(description="the score formula as written (default success_pct)")
+    score_formula: str = Field(
+        description="the score formula as written, on one line (each run of whitespace one space; "
+        "default success_pct)"
+    )
     score_error: str | None = Field(
         description="why score is null (a variable without a value, a division by zero, …)"
     )

@@ -23,8 +23,7 @@ from .answering import (
     response_excerpt,
     undecided_message,
 )
-from .check_api import JudgeError
-from .checks import AnyOf, CheckError, CheckNode, named_checks
+from .checks import AnyOf, CheckNode, ChecksError, named_checks
 from .conversation import run_conversation
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
@@ -181,10 +180,17 @@ def run_prompt_eval(
     entered("checks", "")
     try:
         verdict, results = check_answer(checks, response, answered, judge, prompt, workdir)
-    except (JudgeError, CheckError) as exc:
+    except ChecksError as exc:
         message = redact(str(exc)) or ""
         judge_cost = judge.cost if judge else None
-        update = {**answered, "outcome": "error", "message": message, "judge_cost": judge_cost}
+        kept = [check_record(r, redact) for r in exc.results]
+        update = {
+            **answered,
+            "outcome": "error",
+            "message": message,
+            "judge_cost": judge_cost,
+            "checks": kept,
+        }
         return base.model_copy(update=update), ItemVerdict("error", message)
     checked: dict[str, Any] = {
         **answered,

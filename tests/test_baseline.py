@@ -257,6 +257,25 @@ def test_comparison_lines(files: tuple[Path, Path]) -> None:
     assert lines[-1] == "2 regression(s): minus3 × cfg, minus10 × cfg"
 
 
+@pytest.mark.parametrize(
+    ("now", "delta", "label", "reason"),
+    [
+        (77.001, -3.0, "regression", "delta -3.00 is -3 or below"),
+        (85.0049, 5.0, "marginal_improvement", "delta +5.00 is above 0, at most +5"),
+        (80.0015, 0.0015, "marginal_improvement", "delta +0.0015 is above 0, at most +5"),
+    ],
+)
+def test_the_label_is_decided_on_the_delta_as_shown(
+    now: float, delta: float, label: str, reason: str
+) -> None:
+    record = compare_run(run_record("s", now), run_record("s", 80.0), "b")
+    assert (record.delta, record.label, record.reason) == (delta, label, reason)
+    line = comparison_lines(
+        compare_results(results_file(run_record("s", now)), results_file(run_record("s", 80.0)), "b")
+    )[1]
+    assert f"(Δ {reason.split()[1]}) {label}" in line
+
+
 def test_comparison_lines_without_regression() -> None:
     same = results_file(run_record("s", 80.0))
     lines = comparison_lines(compare_results(same, same, "b.json"))

@@ -11,11 +11,13 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from pytest_vibeeval.check_api import JudgeError
 from pytest_vibeeval.checks import (
     BUILTIN_CHECKS,
     AnyOf,
     Check,
     CheckResult,
+    ChecksError,
     CheckType,
     NonEmptyStr,
     Response,
@@ -436,13 +438,65 @@ def test_list_of_passing_checks_passes_and_empty_list_passes() -> None:
 
 
 def test_any_of_passes_when_one_alternative_passes() -> None:
-    node = AnyOf((check("match", "*4*"), pending()))
+    node = AnyOf((pending(), check("match", "*4*")))
     result = node.run(Response("it is 4"))
     assert result.passed is True
     assert result.type == "or"
-    assert result.message == "at least one alternative passed"
-    assert [c.passed for c in result.children] == [True, None]
+    assert result.message == "alternative 2 of 2 passed"
+    assert [c.passed for c in result.children] == [None, True]
     assert result.undecided_reasons() == []
+
+
+def _broken(value: str, response: Response) -> Verdict:
+    raise JudgeError(f"llm_judge: the judge failed: {value}")
+
+
+BROKEN = CheckType("broken", NonEmptyStr, _broken, "a check whose judge fails")
+
+
+def broken(why: str = "down") -> Check:
+    return Check(BROKEN, why)
+
+
+def test_any_of_stops_at_the_first_alternative_that_passes() -> None:
+    """The alternatives after it are not run (a judge there is not asked, nor can its error matter)."""
+    result = AnyOf((check("match", "*hello*"), broken(), pending())).run(Response("hello there"))
+    assert result.passed is True and not result.error
+    assert result.message == "alternative 1 of 3 passed; the later ones were not run"
+    assert [c.type for c in result.children] == ["match"]
+
+
+def test_an_alternative_that_could_not_run_does_not_matter_when_a_later_one_passes() -> None:
+    verdict, [result] = run_checks([AnyOf((broken(), check("match", "*hello*")))], Response("hello"))
+    assert verdict is True and result.passed is True
+    assert [(c.passed, c.error) for c in result.children] == [(None, True), (True, False)]
+    assert result.children[0].message == "llm_judge: the judge failed: down"
+
+
+def test_an_or_whose_alternatives_fail_or_could_not_run_is_an_error_keeping_the_results() -> None:
+    with pytest.raises(ChecksError) as info:
+        run_checks([check("min_tokens", 1), AnyOf((check("match", "*bye*"), broken()))], Response("hi"))
+    assert str(info.value) == "llm_judge: the judge failed: down"
+    first, either = info.value.results
+    assert first.passed is True
+    assert (either.passed, either.error, either.message) == (
+        None,
+        True,
+        "no alternative passed and 1 could not run",
+    )
+    assert [(c.passed, c.error) for c in either.children] == [(False, False), (None, True)]
+    assert either.undecided_reasons() == []
+
+
+def test_a_list_with_a_check_that_could_not_run_is_an_error_keeping_the_results() -> None:
+    with pytest.raises(ChecksError) as info:
+        run_checks([check("match", "*bye*"), broken("first"), broken("second")], Response("hi"))
+    assert str(info.value) == "llm_judge: the judge failed: first"
+    assert [(r.type, r.passed, r.error) for r in info.value.results] == [
+        ("match", False, False),
+        ("broken", None, True),
+        ("broken", None, True),
+    ]
 
 
 def test_any_of_fails_only_when_every_alternative_fails() -> None:
@@ -477,7 +531,7 @@ def test_check_result_to_json() -> None:
     assert result.to_json() == {
         "type": "or",
         "passed": True,
-        "message": "at least one alternative passed",
+        "message": "alternative 1 of 1 passed",
         "children": [{"type": "match", "passed": True, "message": "pattern '*4*' matches the response"}],
     }
 

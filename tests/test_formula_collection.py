@@ -142,3 +142,28 @@ def test_an_evaluation_id_named_like_another_ones_variable_fails_collection(
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_a_formula_over_several_lines_is_shown_and_recorded_on_one_line(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "ml_app.py", "def answer(prompt):\n    return prompt\n")
+    write(
+        pytester.path / "ml.eval.yaml",
+        """
+        metadata: {name: ml, model: m}
+        configurations: {app: {python: "ml_app:answer"}}
+        evals:
+          - {name: critical-math, prompt: "4", checks: [{equals: "4"}]}
+        score:
+          formula: |
+            (critical-math  *  2
+             + success_pct) / 2
+        """,
+    )
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results, "--vibe-breakdown")
+    result.assert_outcomes(passed=1)
+    one_line = "(critical-math * 2 + success_pct) / 2"
+    result.stdout.fnmatch_lines([f"Score: 51.00 (formula: {one_line})", "  (1 * 2 + 100) / 2 = 51.00"])
+    [run_record] = json.loads(results.read_text(encoding="utf-8"))["runs"]
+    assert run_record["score_formula"] == one_line
+    assert run_record["score_breakdown"] == "(1 * 2 + 100) / 2"

@@ -265,6 +265,48 @@ def test_a_subtraction_without_spaces_of_a_hyphenated_name_is_rejected() -> None
     assert score("critical-math - 2") == (-1.0, None)
 
 
+HYPHEN_EDGES = frozenset({"a--b", "-x", "a-", "a", "b", "x"})
+
+
+@pytest.mark.parametrize(
+    ("formula", "run", "column", "readings"),
+    [
+        (
+            "a--b * 100",
+            "a--b",
+            0,
+            "the variable 'a--b' (write [a--b]) or as 'a-' minus 'b' (write [a-] - b) "
+            "or as 'a' minus negative 'b' (write a - -(b))",
+        ),
+        ("-x * 100", "-x", 0, "the variable '-x' (write [-x]) or as negative 'x' (write -(x))"),
+        ("1 - -x", "-x", 4, "the variable '-x' (write [-x]) or as negative 'x' (write -(x))"),
+        ("a- b", "a-", 0, "the variable 'a-' (write [a-]) or as 'a' minus what follows (write a - …)"),
+    ],
+)
+def test_names_with_leading_trailing_or_doubled_hyphens_read_two_ways_are_rejected(
+    formula: str, run: str, column: int, readings: str
+) -> None:
+    error = rejection(formula, HYPHEN_EDGES)
+    assert error.reason == f"{run!r} is ambiguous: it can be read as {readings}"
+    assert error.column == column
+    assert_caret(error)
+
+
+def test_names_with_leading_trailing_or_doubled_hyphens_are_read_as_written() -> None:
+    values = {"a--b": 0.0, "-x": 2.0, "a-": 3.0, "a": 1.0, "b": 1.0, "x": 5.0}
+
+    def value(text: str, known: frozenset[str]) -> float | None:
+        return evaluate(parse_formula(text, known), values, {})[0]
+
+    assert value("a--b * 100", frozenset({"a--b"})) == 0.0  # not `unknown variable 'b'`
+    assert value("-x * 100", frozenset({"-x"})) == 200.0
+    assert value("a- * 2", frozenset({"a-"})) == 6.0  # not a bare syntax error
+    assert value("a- * 2", HYPHEN_EDGES) == 6.0  # `a` minus `* 2` is no reading
+    # the spellings the messages offer mean what they say
+    assert value("[a--b] * 100 + a - -(b) + [-x] + -(x)", HYPHEN_EDGES) == -1.0
+    assert value("a - b", HYPHEN_EDGES) == 0.0 and value("-1 + 2*-x", frozenset({"x"})) == -11.0
+
+
 def test_an_eval_named_like_a_number_needs_brackets() -> None:
     known = KNOWN | {"2"}
     error = rejection("passed * 2", known)

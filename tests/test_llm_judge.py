@@ -57,6 +57,7 @@ def test_a_passing_verdict_passes_with_the_judges_reason(
         "children": [],
         "score": None,  # a plain verdict: no 0-1 score
         "name": None,
+        "error": False,
     }
     expected_prompt = f"CRITERIA:\n{CRITERIA}\n\nPROMPT:\nANSWER: Paris\n\nRESPONSE:\nParis\n"
     assert judged["model"] is None  # the judge configuration's own model
@@ -248,3 +249,52 @@ def test_what_judges_cost_before_one_failed_counts_in_a_conversation_too(
     assert records["conv"]["outcome"] == records["single"]["outcome"] == "error"
     assert records["conv"]["judge_cost"] == records["single"]["judge_cost"] == 0.5  # the good judge's
     assert run_record["metrics"]["total_judge_cost"] == 1.0
+
+
+@XDIST_MODES
+def test_a_judge_error_matters_only_when_no_other_check_decides(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """An `or` stops at its first passing alternative (a judge after it is not asked); a judge that
+    failed in an alternative a later one makes up for does not matter; an eval that errors keeps its
+    check results; what the judges asked cost counts either way."""
+    write(pytester.path / "failing_judge_app.py", FAILING_JUDGE_APP)
+    write(
+        pytester.path / "fo.eval.yaml",
+        """
+        metadata: {name: fo, model: m}
+        judge: grader
+        configurations:
+          app: {python: "failing_judge_app:answer"}
+          grader: {python: "failing_judge_app:grader"}
+        default_configurations: [app]
+        evals:
+          - {name: first, prompt: hi, checks: [{or: [{match: "*ye*"}, {llm_judge: {criteria: c}}]}]}
+          - name: later
+            prompt: hi
+            checks: [{or: [{llm_judge: {rubric: fine, judges: [good, bad]}}, {equals: "yes"}]}]
+          - {name: listed, prompt: hi, checks: [{match: "*no*"}, {llm_judge: {rubric: r, judges: [bad]}}]}
+        """,
+    )
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=2, failed=1)
+    [run_record] = load_json(results)["runs"]
+    records = {r["name"]: r for r in run_record["evals"]}
+    [either] = records["first"]["checks"]
+    assert (records["first"]["outcome"], either["passed"]) == ("passed", True)
+    assert [c["type"] for c in either["children"]] == ["match"]  # the judge was not asked
+    assert records["first"]["judge_cost"] is None
+    [either] = records["later"]["checks"]
+    assert records["later"]["outcome"] == "passed"
+    judged, equals = either["children"]
+    assert (judged["passed"], judged["error"], equals["passed"]) == (None, True, True)
+    assert judged["message"].startswith("llm_judge: the judge model 'bad' (configuration 'grader') failed")
+    assert [j["model"] for j in judged["judges"]] == ["good"]  # answered before 'bad' failed
+    assert records["later"]["judge_cost"] == 0.5
+    listed = records["listed"]
+    assert listed["outcome"] == "error" and "'bad'" in listed["message"]
+    assert [(c["type"], c["passed"], c["error"]) for c in listed["checks"]] == [
+        ("match", False, False),
+        ("llm_judge", None, True),
+    ]
+    assert run_record["metrics"]["total_judge_cost"] == 0.5

@@ -497,3 +497,9 @@ def test_formula_text_computes_the_same_score(signals: dict[str, float]) -> None
 )
 def test_grade_boundaries(score: float | None, letter: str | None) -> None:
     assert grade(score) == letter
+
+
+@pytest.mark.parametrize(("score", "letter"), [(89.997, "A+"), (89.995, "A+"), (89.994, "A"), (49.996, "D")])
+def test_the_grade_is_that_of_the_score_as_shown(score: float, letter: str) -> None:
+    """A mean of repeats such as 89.997 shows as 90.00: its grade is that of 90.00."""
+    assert grade(score) == letter

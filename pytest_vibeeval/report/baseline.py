@@ -21,12 +21,12 @@ from pydantic import ValidationError
 
 from ..bounded_read import UnreadableFile, file_kind, read_bounded, read_end
 from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
-from .format import run_title, score
+from .format import decimal, run_title, score, signed
 from .resultsfile import DEFAULT_DIR
 
 SIGNIFICANT = 5.0  # delta above this: significant_improvement
 EXPLORATION_FLOOR = -3.0  # delta above this (and at most 0): exploration; at or below: regression
-DELTA_DIGITS = 9  # deltas are rounded to this many decimals, so 85.1 - 80.1 is exactly 5
+DELTA_DIGITS = 9  # deltas are rounded to this many decimals first, so 85.1 - 80.1 is exactly 5
 SHOWN_ERRORS = 3  # validation errors quoted in a BaselineError
 MAX_RESULTS_BYTES = 1024 * 2**20  # a results file read as a baseline or to resume
 MAX_HISTORY_BYTES = 64 * 2**20  # of a history file, only the last this many bytes are read
@@ -179,7 +179,7 @@ def _noscore(run: RunRecord) -> str:
 
 
 def _reason(label: Decision, delta: float, pass_to_fail: Sequence[str]) -> str:
-    shown = f"delta {delta:+.2f}"
+    shown = f"delta {signed(delta)}"
     if label == "significant_improvement":
         return f"{shown} is above +{SIGNIFICANT:g}"
     if label == "marginal_improvement":
@@ -216,7 +216,8 @@ def compare_run(run: RunRecord, base: RunRecord | None, baseline_path: str) -> B
     elif not math.isfinite(run.score - base.score):
         reason = f"the delta is not a number ({run.score} - {base.score})"
     else:
-        delta = round(run.score - base.score, DELTA_DIGITS)
+        # decided as shown: -2.999 shows as -3.00, a regression
+        delta = float(decimal(round(run.score - base.score, DELTA_DIGITS)))
         label, accepted = decide(delta, bool(pass_to_fail))
         reason = _reason(label, delta, pass_to_fail)
     return BaselineRecord(
@@ -281,7 +282,7 @@ def run_line(run: RunRecord, record: BaselineRecord) -> str:
         text += f"incomparable: {record.reason}"
     else:
         verdict = "accepted" if record.accepted else "not accepted"
-        text += f"(Δ {record.delta:+.2f}) {record.label}, {verdict}"
+        text += f"(Δ {signed(record.delta)}) {record.label}, {verdict}"
     changes = (("pass→fail", record.pass_to_fail), ("fail→pass", record.fail_to_pass))
     flips = [f"{title}: {', '.join(names)}" for title, names in changes if names]
     return text + (" — " + "; ".join(flips) if flips else "")

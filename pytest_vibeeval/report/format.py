@@ -48,6 +48,12 @@ def decimal(value: Any, digits: int = 2, grouped: bool = False, missing: str = M
     return f"{found:{',' if grouped else ''}.{digits}f}"
 
 
+def signed(value: float) -> str:
+    """A difference as :func:`decimal` shows it, with its sign (``+1.20``, ``-3.00``)."""
+    text = decimal(value)
+    return text if text.startswith("-") else f"+{text}"
+
+
 def score(value: Any) -> str:
     """A score with two decimals (large ones in exponent form; small ones with two significant
     digits), or ``null``."""

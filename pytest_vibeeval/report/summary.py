@@ -10,7 +10,7 @@ from ..results import CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
 from ..scoring.variables import BUILTIN_RUN_VARIABLES, check_variable_names
-from .format import MISSING, decimal, failed_check, money, run_title, score, seconds
+from .format import MISSING, decimal, failed_check, money, run_title, score, seconds, signed
 
 # The metrics the run block shows on lines of their own.
 BUILTIN_METRICS = frozenset({v.name for v in BUILTIN_RUN_VARIABLES if v.metric} | {"errors", "skipped"})
@@ -19,10 +19,6 @@ BUILTIN_METRICS = frozenset({v.name for v in BUILTIN_RUN_VARIABLES if v.metric} 
 def _graded(run: RunRecord) -> str:
     """The score with its rubric grade beside it, where it has one."""
     return score(run.score) + (f" ({run.grade})" if run.grade else "")
-
-
-def _signed(value: float) -> str:
-    return f"{value:+.2f}"
 
 
 def formula_shown(run: RunRecord) -> str:
@@ -164,7 +160,7 @@ def baseline_line(run: RunRecord) -> str:
     base = run.baseline
     assert base is not None
     before = score(base.score)
-    delta = "" if base.delta is None else f" (Δ {_signed(base.delta)})"
+    delta = "" if base.delta is None else f" (Δ {signed(base.delta)})"
     line = f"Baseline: {before} → {score(run.score)}{delta} {base.label}"
     if base.accepted is not None and base.label == "exploration":
         line += " (kept)" if base.accepted else " (not kept)"

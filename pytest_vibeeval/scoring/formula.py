@@ -84,6 +84,11 @@ class Formula:
         return show_formula(self.text, self.canonical, self.preset)
 
 
+def one_line(text: str) -> str:
+    """A formula as one line: every run of whitespace (a `formula: |` block's newlines) one space."""
+    return " ".join(text.split())
+
+
 def show_formula(text: str, canonical: str | None, preset: str | None) -> str:
     """The formula as written; a preset with its expansion (``price_performance = success_pct / …``)."""
     if preset and canonical and canonical != text.strip():
@@ -105,7 +110,7 @@ def parse_formula(
     run); ``known`` still decides whether a hyphenated word is one name. ``presets``: the preset
     names a whole formula may be (the session's registry, or the built-ins).
     """
-    stripped = "".join(" " if c.isspace() else c for c in text.strip())
+    stripped = one_line(text)
     if not stripped:
         raise FormulaError(text, "the formula is empty")
     if len(stripped) > MAX_LENGTH:

@@ -11,6 +11,10 @@ formula and replaces every name Python cannot read with a placeholder identifier
   spaces whose operand is itself a hyphenated name (``critical-math-2``) is an error too: put spaces
   around a ``-`` that means minus.
 - ``a - b`` with spaces is always subtraction.
+- Eval names may also start or end with hyphens or double them (``-x``, ``a-``, ``a--b``): a run
+  takes leading hyphens where a minus sign would be unary, and trailing ones, and a hyphen that is
+  no part of a name reads as minus (``a--b``: ``a`` minus negative ``b``), so such a spelling with
+  two readings is an error too.
 
 With ``known=None`` no name is known: only brackets make names, and a hyphen is minus. That is how
 ``Formula.canonical`` (every such name bracketed) reads the same without the suite's eval names.
@@ -22,7 +26,7 @@ import ast
 import functools
 import keyword
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ..errors import did_you_mean
@@ -32,7 +36,9 @@ MAX_DEPTH = 32
 # One part of a hyphen-joined run: a word that starts with a digit (a number such as 1.5e or a name
 # such as 2fa), a number that starts with a point, or an identifier-like word.
 _PART = r"(?:\d\w*(?:\.\w*)?|\.\d\w*|[^\W\d]\w*)"
-_RUN = re.compile(rf"{_PART}(?:-{_PART})*")
+_RUN = re.compile(rf"{_PART}(?:-+{_PART})*-*")
+_SIGNED_RUN = re.compile(rf"-+{_PART}(?:-+{_PART})*-*")  # where a leading '-' would be unary
+_OPERAND_START = re.compile(r"[\w.(\[+-]")  # what may follow a minus sign
 _NAME = re.compile(r"[\w-]+")
 _BRACKET = re.compile(r"\[\s*([\w-]+)\s*\]")
 _NUMBER = re.compile(r"(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?")
@@ -42,7 +48,10 @@ _LANGUAGE_KEYWORDS = frozenset({"if", "else"})
 _OPERATOR_KEYWORDS = frozenset({"if", "else", "and", "or", "not", "in", "is", "lambda"})
 _MAX_READINGS = 8
 
-Reading = tuple[tuple[str, str], ...]  # (group, kind) with kind "name", "number" or "function"
+# (group, kind) with kind "name", "number" or "function", or "minus" for the empty group of a hyphen
+# that is a minus sign of its own (leading: unary; inside: a unary minus after a binary one;
+# trailing: a binary minus whose operand follows the run)
+Reading = tuple[tuple[str, str], ...]
 
 
 class FormulaError(ValueError):
@@ -113,6 +122,7 @@ class _Scanner:
             prefix += "_"
         self.prefix = prefix
         self.by_name: dict[str, str] = {}
+        self.rest = ""  # the text after the run being read
 
     @functools.cached_property
     def max_parts(self) -> int:
@@ -155,9 +165,11 @@ class _Scanner:
                     raise FormulaError(text, f"the formula nests deeper than {MAX_DEPTH} levels", i)
             elif char in ")]":
                 depth -= 1
-            if char.isalnum() or char == "_" or (char == "." and text[i + 1 : i + 2].isdigit()):
-                run = _RUN.match(text, i)
+            signed = char == "-" and not (previous and (previous.isalnum() or previous in "_)]'\""))
+            if signed or char.isalnum() or char == "_" or (char == "." and text[i + 1 : i + 2].isdigit()):
+                run = (_SIGNED_RUN if signed else _RUN).match(text, i)
                 if run:
+                    self.rest = text[run.end() :].lstrip()
                     if previous == "." and char != ".":
                         self.emit(run.group())  # an attribute name: rejected after parsing
                     else:
@@ -190,6 +202,13 @@ class _Scanner:
         if call and run in known and run not in self.functions:
             raise FormulaError(self.text, f"{run!r} is a variable and cannot be called", column)
         readings = self.readings(run, call)
+        if not readings and run.strip("-") != run:  # Python's reading of the hyphens at its ends
+            core = run.strip("-")
+            start = run.index(core)
+            self.emit(run[:start])
+            self.word(core, column + start, call and run.endswith(core))
+            self.emit(run[start + len(core) :])
+            return
         if len(readings) == 1 and (len(readings[0]) == 1 or not _hyphenated_name(readings[0])):
             self.emit_reading(readings[0], column)
         elif len(readings) > 1:
@@ -201,6 +220,8 @@ class _Scanner:
             self.unreadable(run, column, call)
 
     def kinds(self, group: str, last: bool, call: bool) -> list[str]:
+        if not group:  # a minus sign: trailing, only when an operand follows the run
+            return ["minus"] if not last or _OPERAND_START.match(self.rest) else []
         if last and call:
             return ["function"] if group in self.functions else []
         kinds = []
@@ -233,6 +254,8 @@ class _Scanner:
             if index:
                 self.emit("-")
                 column += 1
+            if kind == "minus":
+                continue
             if kind == "name" and not _plain_identifier(group):
                 self.emit_name(group, column, column + len(group))
             else:
@@ -241,8 +264,9 @@ class _Scanner:
 
     def written(self, group: str, kind: str) -> str:
         """How to write ``group`` (read as ``kind``) between spaced minus signs, unambiguously."""
+        plain_hyphens = not (group.startswith("-") or group.endswith("-") or "--" in group)
         if len(self.readings(group, call=False)) < 2 and (
-            kind != "name" or "-" in group or group.isidentifier()
+            kind != "name" or ("-" in group and plain_hyphens) or group.isidentifier()
         ):
             return group
         return f"[{group}]" if kind == "name" else _with_point(group)
@@ -253,20 +277,25 @@ class _Scanner:
             if kind == "name":
                 return f"the variable {group!r} (write [{group}])"
             return f"the number {group} (write {_with_point(group)})"
-        minus = " minus ".join(
-            group
-            if kind == "number"
-            else f"the variable {group!r}"
-            if _NUMBER.fullmatch(group)
-            else repr(group)
-            for group, kind in reading
+        said = _joined(
+            reading,
+            lambda group, kind: (
+                group
+                if kind == "number"
+                else f"the variable {group!r}"
+                if _NUMBER.fullmatch(group)
+                else repr(group)
+            ),
+            " minus ",
+            "negative {}",
+            "what follows",
         )
-        return f"{minus} (write {' - '.join(self.written(group, kind) for group, kind in reading)})"
+        return f"{said} (write {_joined(reading, self.written, ' - ', '-({})', '…')})"
 
     def unclear(self, run: str, reading: Reading, column: int) -> None:
         """A subtraction without spaces of a hyphenated name: ``critical-math-2``."""
         inner = next(group for group, kind in reading if kind == "name" and "-" in group)
-        example = " - ".join(self.written(group, kind) for group, kind in reading)
+        example = _joined(reading, self.written, " - ", "-({})", "…")
         raise FormulaError(
             self.text,
             f"{run!r} is ambiguous: {inner!r} is a variable, but {run!r} is not; "
@@ -297,6 +326,22 @@ class _Scanner:
                 return
             raise FormulaError(self.text, _unknown(run, known), column, len(run))
         self.emit(run)  # Python's reading; unknown operands are reported with their own names
+
+
+def _joined(
+    reading: Reading, show: Callable[[str, str], str], minus: str, negative: str, trailing: str
+) -> str:
+    """``reading`` said or written: its groups shown by ``show`` between ``minus``, the group after
+    a minus sign of its own (an empty group) as ``negative`` (``{}`` the group), and a minus sign at
+    its end as ``minus`` then ``trailing`` (what follows the run)."""
+    out = ""
+    for index, (group, kind) in enumerate(reading):
+        if index and reading[index - 1][1] != "minus":
+            out += minus
+        if kind != "minus":
+            shown = show(group, kind)
+            out += negative.format(shown) if index and reading[index - 1][1] == "minus" else shown
+    return out + trailing if reading[-1][1] == "minus" and len(reading) > 1 else out
 
 
 def _unknown(name: str, known: Collection[str]) -> str:

@@ -110,11 +110,20 @@ def _scores(checks: Sequence[CheckRecord], name: str | None) -> list[float]:
     return found
 
 
-def _no_score(record: EvalRecord, why: str) -> str:
-    if record.outcome == "error" and not record.checks:
+def _any_error(checks: Sequence[CheckRecord]) -> bool:
+    return any(check.error or _any_error(check.children) for check in checks)
+
+
+def _errored(record: EvalRecord) -> str | None:
+    """Why an eval that errored before or in its checks has no scores (never those of some checks)."""
+    if record.outcome == "error" and (not record.checks or _any_error(record.checks)):
         first = (record.message or "").splitlines()[:1]
         return f"eval {record.name!r} errored before its checks gave scores: {''.join(first)}"
-    return why
+    return None
+
+
+def _no_score(record: EvalRecord, why: str) -> str:
+    return _errored(record) or why
 
 
 def eval_score(record: EvalRecord) -> Reasoned:
@@ -122,7 +131,7 @@ def eval_score(record: EvalRecord) -> Reasoned:
     if record.outcome == "skipped":
         return None, f"eval {record.name!r} was skipped"
     found = _scores(record.checks, None)
-    if not found:
+    if not found or _errored(record):
         why = f"no check of eval {record.name!r} without a `name` of its own gave a score"
         return None, _no_score(record, why)
     return sum(found) / len(found), None
@@ -143,7 +152,7 @@ def check_score(records: Sequence[EvalRecord], name: str) -> Reasoned:
         values: list[float] = []
         for record in counted:
             found = _scores(record.checks, name)
-            if not found:
+            if not found or _errored(record):
                 return None, _no_score(record, f"the check {name!r} of eval {record.name!r} gave no score")
             values.append(sum(found) / len(found))
         per_eval.append(sum(values) / len(values))

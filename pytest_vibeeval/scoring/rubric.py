@@ -164,10 +164,12 @@ def rubric_score(signals: Mapping[str, float | None]) -> float | None:
 
 
 def grade(score: float | None) -> str | None:
-    """A+ (≥ 90), A (≥ 80), B (≥ 70), C (≥ 60), D (≥ 50) or F; ``None`` without a score."""
+    """A+ (≥ 90), A (≥ 80), B (≥ 70), C (≥ 60), D (≥ 50) or F; ``None`` without a score. Decided on
+    the score rounded to 2 decimals, as it is shown: 89.997 shows as 90.00, an A+."""
     if score is None or math.isnan(score):
         return None
-    return next((letter for lowest, letter in GRADES if score >= lowest), "F")
+    shown = round(score, 2)
+    return next((letter for lowest, letter in GRADES if shown >= lowest), "F")
 
 
 def evaluate_rubric(

@@ -166,3 +166,37 @@ def test_what_a_run_variable_may_return(returned: object, value: float | None, e
     else:
         assert error in errors["x"] and errors["x"] == reasons["x"]
         assert errors["x"].startswith("run variable 'x' (test_run_metrics.")
+
+
+PRICED_APP = """
+def answer(prompt):
+    return {"response": "ok", "cost": float(prompt), "latency": 2.0}
+"""
+
+
+@XDIST_MODES
+def test_price_performance_has_no_score_without_cost_data(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """As vibecheck's calculatePricePerformanceScore: a run that cost 0 has no price-performance
+    score (the formula would divide success by the latency alone), and says so."""
+    write(pytester.path / "priced_app.py", PRICED_APP)
+    for name, cost in (("free", "0"), ("paid", "0.01")):
+        suite = {
+            "metadata": {"name": name, "model": "m"},
+            "configurations": {"app": {"python": "priced_app:answer"}},
+            "score": {"formula": "price_performance"},
+            "evals": [{"name": "e", "prompt": cost, "checks": [{"match": "ok"}]}],
+        }
+        write(pytester.path / f"{name}.eval.yaml", yaml.safe_dump(suite))
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist, subprocess=bool(xdist))
+    result.assert_outcomes(passed=2)
+    data = load_json(out)
+    free, paid = run_of(data, "app", "free"), run_of(data, "app", "paid")
+    assert free["score"] is None
+    assert free["score_error"] == (
+        "price_performance needs the run's cost, and total_cost is 0"
+        " (as in vibecheck, no score without cost data)"
+    )
+    assert paid["score"] == pytest.approx(100 / (0.01 * 1000 + 2.0 * 0.1))

@@ -15,7 +15,7 @@ from ..budget import NOT_STARTED
 from ..extensions import Extensions, builtin_extensions
 from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
-from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula
+from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
 from .record_values import ran
 from .repeats import aggregate_scores, mean_ci95, recency_order, run_counts, stats_from_counts
 from .rubric import grade
@@ -267,6 +267,9 @@ def _score(
     for name in {name for name in formula.names if name not in values}:
         reasons[name] = absent
     score, score_error = evaluate(formula, values, reasons)
+    undefined = undefined_preset_reason(info.score_preset, values) if score is not None else None
+    if undefined is not None:
+        score, score_error = None, undefined
     return score, score_error, _breakdown(formula, values)
 
 

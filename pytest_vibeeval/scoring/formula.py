@@ -37,12 +37,35 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_EXPONENT",
     "MAX_LENGTH",
+    "PRESET_UNDEFINED_AT_ZERO",
     "Formula",
     "FormulaError",
     "breakdown",
     "evaluate",
     "parse_formula",
+    "undefined_preset_reason",
 ]
+
+# Presets that have no value for some runs, though their formula would compute one: the variable
+# and the reason. vibecheck gives no price-performance score without cost data (total cost 0).
+PRESET_UNDEFINED_AT_ZERO: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "price_performance": (
+            "total_cost",
+            "price_performance needs the run's cost, and total_cost is 0 (as in vibecheck, no score"
+            " without cost data)",
+        ),
+    }
+)
+
+
+def undefined_preset_reason(preset: str | None, values: Mapping[str, float | None]) -> str | None:
+    """Why the built-in ``preset`` has no value for a run with these ``values``, or None."""
+    guard = PRESET_UNDEFINED_AT_ZERO.get(preset or "")
+    if guard is not None and values.get(guard[0]) == 0:
+        return guard[1]
+    return None
+
 
 MAX_LENGTH = 1000
 

@@ -9,11 +9,12 @@ debugging) are the agent's output, not the plugin's: they are left out, as the S
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 from chat_server import ChatServer
-from helpers import PYTHON, XDIST_MODES, agent, run, write
+from helpers import PYTHON, XDIST_MODES, agent, run, write, write_cli_config
 
 TOKEN = "tok-5ecret-4711-abcdef"
 KEY = "sk-live-9f8e7d6c5b4a3210"
@@ -86,3 +87,25 @@ def test_no_output_of_the_plugin_holds_a_secret(
     leaks = sorted(name for name, text in produced.items() if TOKEN in text or KEY in text)
     assert leaks == []
     assert "[secret]" in produced["out/results.json"]  # redacted where the value was, not dropped
+
+
+@XDIST_MODES
+def test_a_secret_in_a_collection_error_is_masked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    monkeypatch.setenv("MYAPP_API_KEY", KEY)
+    monkeypatch.setenv("EVAL_ROOT", str(pytester.path))
+    config = pytester.path / "evals" / "config"
+    evaluation = {"workspace": "${EVAL_ROOT}/problems/${MYAPP_API_KEY}/workspace", "prompt": "x.md"}
+    evaluation |= {"grading": "${EVAL_ROOT}/grading/x", "buildSteps": [], "gradeSteps": []}
+    write(config / "eval-config.json", json.dumps({"evaluations": {"x": evaluation}}))
+    write_cli_config(config / "cli-config.json", {"configurations": {"c": {"cli": "true"}}})
+    write(config / "command-registry.json", "{}")
+    write(pytester.path / "prompts" / "problems" / "x.md", "hi")
+    result = run(pytester, "--junitxml=junit.xml", "--vibe-results=results.json", xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    terminal = result.stdout.str() + result.stderr.str()
+    junit = (pytester.path / "junit.xml").read_text()
+    assert KEY not in terminal + junit + (pytester.path / "results.json").read_text()
+    shown = f"workspace folder {pytester.path}/problems/[secret]/workspace does not exist"
+    assert shown in terminal and shown in junit

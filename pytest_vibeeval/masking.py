@@ -7,6 +7,11 @@ the names given, such as an HTTP configuration's ``api_key_env``), at least
 :data:`MIN_MASKED_LENGTH` characters long: shorter values (``1``, ``true``, ``dev``) would mask
 ordinary words everywhere. Each secret is masked as it is and in its common encodings: base64,
 URL-encoded, upper- and lower-cased, JSON- and HTML-escaped, and split across a line break.
+
+An excerpt cut before it is masked (an error body's first 300 characters, a log's tail) can end or
+start inside a secret; every cut is marked with :data:`CUT` (:func:`keep_start`,
+:func:`keep_end`), and a part of a secret at least :data:`MIN_FRAGMENT` characters long beside
+that mark is masked too.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import quote, quote_plus
@@ -28,6 +34,8 @@ from .positional_io import write_all_at
 SECRET_NAME_GLOBS = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*")
 MIN_MASKED_LENGTH = 6
 MASK = "[secret]"
+CUT = "…"  # where an excerpt was cut: see keep_start, keep_end
+MIN_FRAGMENT = 4  # characters of a secret beside a cut that are masked
 _LINE_BREAK = r"(?:\r?\n)?"
 
 
@@ -117,22 +125,86 @@ def _form_pattern(form: str) -> str:
     return _LINE_BREAK.join(re.escape(char) for char in form)
 
 
+def keep_start(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, and :data:`CUT` when that is not all of it."""
+    return text if len(text) <= limit else text[:limit] + CUT
+
+
+def keep_end(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, after :data:`CUT` when that is not all of it."""
+    return text if len(text) <= limit else CUT + text[-limit:]
+
+
+@dataclass(frozen=True)
+class _Masker:
+    pattern: re.Pattern[str]
+    forms: tuple[str, ...]
+
+
 @functools.lru_cache(maxsize=16)
-def secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
-    """One pattern for every form of every secret, the longest forms first (None: no secrets)."""
+def _masker(secrets: frozenset[str]) -> _Masker | None:
+    """Every form of every secret, and one pattern of them, the longest first (None: no secrets)."""
     forms = {form for secret in secrets for form in encoded_forms(secret)}
     if not forms:
         return None
     ordered = sorted(forms, key=lambda form: (-len(form), form))
-    return re.compile("|".join(_form_pattern(form) for form in ordered))
+    return _Masker(re.compile("|".join(_form_pattern(form) for form in ordered)), tuple(ordered))
 
 
 def mask(text: str, secrets: frozenset[str]) -> str:
-    """``text`` with every form of every secret replaced by :data:`MASK`."""
-    pattern = secrets_pattern(secrets)
-    if pattern is None or not text:
+    """``text`` with every form of every secret replaced by :data:`MASK`, and a part of one left
+    beside a :data:`CUT` too."""
+    masker = _masker(secrets)
+    if masker is None or not text:
         return text
-    return pattern.sub(MASK, text)
+    text = masker.pattern.sub(MASK, text)
+    return _mask_cut_parts(text, masker.forms) if CUT in text else text
+
+
+def _mask_cut_parts(text: str, forms: tuple[str, ...]) -> str:
+    """``text`` with a secret's start that ends just before a :data:`CUT`, and a secret's end just
+    after one, masked (a line break may stand between: ``…\n`` starts a log's tail)."""
+    pieces = text.split(CUT)
+    last = len(pieces) - 1
+    for index, piece in enumerate(pieces):
+        if index < last:
+            body = piece.removesuffix("\n")
+            size = max(_start_of_form_at_end(body, form) for form in forms)
+            if size:
+                piece = body[:-size] + MASK + piece[len(body) :]
+        if index > 0:
+            body = piece.removeprefix("\n")
+            size = max(_end_of_form_at_start(body, form) for form in forms)
+            if size:
+                piece = piece[: len(piece) - len(body)] + MASK + body[size:]
+        pieces[index] = piece
+    return CUT.join(pieces)
+
+
+def _start_of_form_at_end(text: str, form: str) -> int:
+    """The length of the longest start of ``form`` (at least :data:`MIN_FRAGMENT` characters, not
+    all of it) that ``text`` ends with; 0 if none."""
+    window = text[-(len(form) - 1) :]
+    key = form[:MIN_FRAGMENT]
+    at = window.find(key)
+    while at != -1:
+        if form.startswith(window[at:]):
+            return len(window) - at
+        at = window.find(key, at + 1)
+    return 0
+
+
+def _end_of_form_at_start(text: str, form: str) -> int:
+    """The length of the longest end of ``form`` (at least :data:`MIN_FRAGMENT` characters, not
+    all of it) that ``text`` starts with; 0 if none."""
+    window = text[: len(form) - 1]
+    key = form[-MIN_FRAGMENT:]
+    end = window.rfind(key)
+    while end != -1:
+        if form.endswith(window[: end + MIN_FRAGMENT]):
+            return end + MIN_FRAGMENT
+        end = window.rfind(key, 0, end + MIN_FRAGMENT - 1)
+    return 0
 
 
 MASKED_FILE_LIMIT = 1 << 26  # bytes: a prompt file larger than this is not one the plugin wrote

@@ -29,10 +29,13 @@ from helpers import (
 from pytest_vibeeval.loading.templates import Renderer, TemplateValues
 from pytest_vibeeval.masking import (
     MASK,
+    MIN_FRAGMENT,
     MIN_MASKED_LENGTH,
     EnvironmentWatch,
     encoded_forms,
     environment_secrets,
+    keep_end,
+    keep_start,
     mask,
 )
 from pytest_vibeeval.models import Configuration
@@ -256,6 +259,18 @@ def test_secret_looking_variables_are_masked_in_their_encodings() -> None:
     assert set(forms) <= encoded_forms(SPECIAL)
     assert mask("abc12 and long-but-not-secret", secret) == "abc12 and long-but-not-secret"
     assert encoded_forms("abc") == {"abc"}  # a short explicit secret is masked only as it is
+
+
+def test_a_secrets_part_beside_a_cut_is_masked() -> None:
+    secret = frozenset({ROUTER_KEY})
+    assert mask(keep_start(f"key={ROUTER_KEY}", 14), secret) == f"key={MASK}…"  # 10 of its characters
+    assert mask(keep_end(f"{ROUTER_KEY} rest", 12), secret) == f"…{MASK} rest"
+    assert mask(f"[cut] …\n{ROUTER_KEY[-MIN_FRAGMENT:]} rest", secret) == f"[cut] …\n{MASK} rest"
+    encoded = base64.b64encode(ROUTER_KEY.encode()).decode()
+    assert mask(f"{encoded[:20]}…", secret) == f"{MASK}…"
+    short = ROUTER_KEY[: MIN_FRAGMENT - 1]
+    assert mask(f"{short}… and …{ROUTER_KEY[-3:]}", secret) == f"{short}… and …{ROUTER_KEY[-3:]}"
+    assert mask(f"wait… {ROUTER_KEY}…", secret) == f"wait… {MASK}…"
 
 
 @XDIST_MODES

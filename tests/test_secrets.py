@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from chat_server import ChatServer
-from helpers import PYTHON, XDIST_MODES, agent, run, write, write_cli_config
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    agent,
+    evals_by_nodeid,
+    load_json,
+    run,
+    serving,
+    write,
+    write_cli_config,
+)
 
 TOKEN = "tok-5ecret-4711-abcdef"
 KEY = "sk-live-9f8e7d6c5b4a3210"
@@ -109,3 +120,76 @@ def test_a_secret_in_a_collection_error_is_masked(
     assert KEY not in terminal + junit + (pytester.path / "results.json").read_text()
     shown = f"workspace folder {pytester.path}/problems/[secret]/workspace does not exist"
     assert shown in terminal and shown in junit
+
+
+# Excerpts cut before they are masked: a 401 body whose key straddles the 300-character excerpt,
+# an agent's stderr line whose key straddles the start of the 8 KiB tail its failure shows, and a
+# tool call error whose key straddles the 500 characters kept of it.
+LOUD = """
+import os, sys
+key = os.environ["MY_API_KEY"]
+sys.stderr.write("A" * 1000 + key + "B" * (8192 - 1 - len(key) + 8) + "\\n")
+sys.exit(2)
+"""
+LOGGED = """
+import json, os, sys
+sys.stdin.read()
+with open(os.environ["VIBEEVAL_TRANSCRIPT"], "a") as log:
+    error = "e" * 488 + " key=" + os.environ["MY_API_KEY"]
+    log.write(json.dumps({"tool": "bash", "success": False, "error": error}))
+print("done")
+"""
+
+
+def refuse_naming_the_key(handler: BaseHTTPRequestHandler) -> None:
+    body = json.dumps({"error": {"message": "x" * 285 + " key=" + KEY + " tail"}}).encode()
+    handler.send_response(401)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@XDIST_MODES
+def test_no_part_of_a_secret_is_left_where_an_excerpt_was_cut(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    monkeypatch.setenv("MY_API_KEY", KEY)
+    loud = agent(pytester.path / "agents", "loud.py", LOUD)
+    logged = agent(pytester.path / "agents", "logged.py", LOGGED)
+    with serving(refuse_naming_the_key) as (url, _):
+        write(
+            pytester.path / "cut.eval.yaml",
+            f"""
+            metadata: {{name: cut, model: m}}
+            configurations:
+              api: {{http: {{base_url: "{url}", api_key_env: MY_API_KEY, max_retries: 0}}}}
+              loud: {{cli: "{PYTHON}", args: ["{loud}"], env_passthrough: [MY_API_KEY]}}
+              logged:
+                cli: "{PYTHON}"
+                args: ["{logged}"]
+                env_passthrough: [MY_API_KEY]
+                transcript: executions.jsonl
+            evals:
+              - name: a
+                prompt: hi
+                checks: [{{match: "*nothing*"}}]
+            """,
+        )
+        outputs = ("results.json", "junit.xml", "report.html")
+        result = run(
+            pytester,
+            "--vibe-results=results.json", "--junitxml=junit.xml", "--vibe-html=report.html",
+            xdist=xdist,
+        )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    produced = [result.stdout.str() + result.stderr.str()]
+    produced += [(pytester.path / name).read_text() for name in outputs]
+    # Each cut leaves 6 or more of the key's characters; shorter parts of it may match random hex.
+    parts = {KEY[at : at + 6] for at in range(len(KEY) - 5)}
+    assert [part for part in parts if any(part in text for text in produced)] == []
+    records = evals_by_nodeid(load_json(pytester.path / "results.json"))
+    api, loud, logged = (records[f"cut.eval.yaml::a[{name}]"] for name in ("api", "loud", "logged"))
+    assert f"{'x' * 285} key=[secret]…; check the key in MY_API_KEY" in api["message"]
+    assert "\n…[secret]" + "B" * 100 in loud["message"]
+    assert logged["tool_calls"][0]["error"] == "e" * 488 + " key=[secret]…"

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from ..loading.templates import MissingValue, Renderer
+from ..masking import keep_start
 from ..models import Configuration, HttpSpec
 from ..slots import Slots
 from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, without_token
@@ -38,8 +39,7 @@ ERROR_EXCERPT = 300
 
 
 def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
+    return keep_start(" ".join(text.split()), ERROR_EXCERPT)
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:

@@ -5,8 +5,9 @@ A secret is a value of a secret-looking variable of the controller's environment
 holds ``KEY``, ``TOKEN``, ``SECRET`` or ``PASSWORD``, which covers ``VIBE_SECRET_*``, or one of
 the names given, such as an HTTP configuration's ``api_key_env``), at least
 :data:`MIN_MASKED_LENGTH` characters long: shorter values (``1``, ``true``, ``dev``) would mask
-ordinary words everywhere. Each secret is masked as it is and in its common encodings: base64,
-URL-encoded, upper- and lower-cased, JSON- and HTML-escaped, and split across a line break.
+ordinary words everywhere. Each secret is masked as it is and in its common encodings: base64
+(also inside longer base64, as CI systems do), URL-encoded, upper- and lower-cased, JSON- and
+HTML-escaped, and split across a line break.
 
 An excerpt cut before it is masked (an error body's first 300 characters, a log's tail) can end or
 start inside a secret; every cut is marked with :data:`CUT` (:func:`keep_start`,
@@ -23,7 +24,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -36,7 +37,7 @@ MIN_MASKED_LENGTH = 6
 MASK = "[secret]"
 CUT = "…"  # where an excerpt was cut: see keep_start, keep_end
 MIN_FRAGMENT = 4  # characters of a secret beside a cut that are masked
-_LINE_BREAK = r"(?:\r?\n)?"
+_LINE_BREAK = r"(?:\r\n?|\n)?"
 
 
 def is_secret_name(name: str, names: Iterable[str] = ()) -> bool:
@@ -112,10 +113,29 @@ def encoded_forms(secret: str) -> set[str]:
         json.dumps(secret, ensure_ascii=False)[1:-1],
         html.escape(secret),
     }
+    forms.update(_lower_hex(form) for form in (quote(secret, safe=""), quote_plus(secret)))
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         text = encode(raw).decode("ascii")
         forms.update((text, text.rstrip("=")))
+        forms.update(inner for inner in _base64_inner(raw, encode) if len(inner) >= MIN_MASKED_LENGTH)
     return forms
+
+
+def _lower_hex(text: str) -> str:
+    """URL-encoded ``text`` with its escapes in lowercase hex (``%2f``), as some encoders write."""
+    return re.sub(r"%[0-9A-F]{2}", lambda escape: escape[0].lower(), text)
+
+
+def _base64_inner(raw: bytes, encode: Callable[[bytes], bytes]) -> list[str]:
+    """The base64 characters that depend on ``raw`` alone when it starts 0, 1 or 2 bytes into the
+    encoded data (``user:KEY`` in Basic auth, ``Bearer KEY``) and more may follow: CI masking's
+    three alignments."""
+    inner = []
+    for offset, skip in ((0, 0), (1, 2), (2, 3)):
+        size = offset + len(raw)
+        end = size // 3 * 4 + (0, 1, 2)[size % 3]  # a last partial group's characters that are raw's
+        inner.append(encode(bytes(offset) + raw).decode("ascii")[skip:end])
+    return inner
 
 
 def _form_pattern(form: str) -> str:

@@ -9,6 +9,7 @@ debugging) are the agent's output, not the plugin's: they are left out, as the S
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -193,3 +194,41 @@ def test_no_part_of_a_secret_is_left_where_an_excerpt_was_cut(
     assert f"{'x' * 285} key=[secret]…; check the key in MY_API_KEY" in api["message"]
     assert "\n…[secret]" + "B" * 100 in loud["message"]
     assert logged["tool_calls"][0]["error"] == "e" * 488 + " key=[secret]…"
+
+
+def echo_the_credentials(handler: BaseHTTPRequestHandler) -> None:
+    """HTTP 401 quoting the Authorization header base64-encoded, and the key as a Basic credential."""
+    sent = handler.headers["Authorization"]
+    basic = base64.b64encode(f"user:{sent.removeprefix('Bearer ')}".encode()).decode()
+    message = f"header {base64.b64encode(sent.encode()).decode()} is no Basic {basic}"
+    body = json.dumps({"error": {"message": message}}).encode()
+    handler.send_response(401)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@XDIST_MODES
+def test_a_key_inside_longer_base64_is_masked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    monkeypatch.setenv("MY_API_KEY", KEY)
+    with serving(echo_the_credentials) as (url, _):
+        write(
+            pytester.path / "b64.eval.yaml",
+            f"""
+            metadata: {{name: b64, model: m}}
+            configurations:
+              api: {{http: {{base_url: "{url}", api_key_env: MY_API_KEY, max_retries: 0}}}}
+            evals:
+              - name: a
+                prompt: hi
+                checks: [{{match: "*nothing*"}}]
+            """,
+        )
+        result = run(pytester, "--vibe-results=results.json", xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    record = evals_by_nodeid(load_json(pytester.path / "results.json"))["b64.eval.yaml::a[api]"]
+    # left of each encoding: what holds bits of "Bearer " or "user:", or of the padding after the key
+    assert ": header QmVhcmVyIH[secret]A== is no Basic dXNlcjp[secret]A=;" in record["message"]
+    assert "header QmVhcmVyIH[secret]A==" in result.stdout.str()

@@ -99,9 +99,9 @@ _CURRENT_TEST = b"PYTEST_CURRENT_TEST"  # os.environ's raw keys are bytes on POS
 
 
 def encoded_forms(secret: str) -> set[str]:
-    """``secret`` and, when it is long enough to mask, the forms it commonly takes in text."""
+    """``secret`` and the forms it commonly takes in text; none when it is too short to mask."""
     if len(secret) < MIN_MASKED_LENGTH:
-        return {secret} if secret else set()
+        return set()
     raw = secret.encode("utf-8")
     forms = {
         secret,
@@ -139,9 +139,7 @@ def _base64_inner(raw: bytes, encode: Callable[[bytes], bytes]) -> list[str]:
 
 
 def _form_pattern(form: str) -> str:
-    """``form`` as a regular expression; a long one may be split by a line break anywhere."""
-    if len(form) < MIN_MASKED_LENGTH:
-        return re.escape(form)
+    """``form`` as a regular expression: it may be split by a line break anywhere."""
     return _LINE_BREAK.join(re.escape(char) for char in form)
 
 
@@ -168,7 +166,9 @@ def _masker(secrets: frozenset[str]) -> _Masker | None:
     if not forms:
         return None
     ordered = sorted(forms, key=lambda form: (-len(form), form))
-    return _Masker(re.compile("|".join(_form_pattern(form) for form in ordered)), tuple(ordered))
+    # MASK first, replaced by itself: text masked before is never masked again ("[s[secret]cr…").
+    alternatives = [re.escape(MASK), *(_form_pattern(form) for form in ordered)]
+    return _Masker(re.compile("|".join(alternatives)), tuple(ordered))
 
 
 def mask(text: str, secrets: frozenset[str]) -> str:

@@ -232,3 +232,29 @@ def test_a_key_inside_longer_base64_is_masked(
     # left of each encoding: what holds bits of "Bearer " or "user:", or of the padding after the key
     assert ": header QmVhcmVyIH[secret]A== is no Basic dXNlcjp[secret]A=;" in record["message"]
     assert "header QmVhcmVyIH[secret]A==" in result.stdout.str()
+
+
+@XDIST_MODES
+def test_a_key_shorter_than_six_characters_is_not_masked(
+    pytester: pytest.Pytester, server: ChatServer, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    monkeypatch.setenv("MYCREDS", "e")  # masked, it would hide every "e" of every output
+    monkeypatch.setenv("VIBE_SECRET_PIN", "1234")
+    write(
+        pytester.path / "short.eval.yaml",
+        f"""
+        metadata: {{name: short, model: vendor/ok}}
+        configurations:
+          api: {{http: {{base_url: "{server.url}", api_key_env: MYCREDS}}}}
+        evals:
+          - name: a
+            prompt: "ANSWER: the pattern is here, pin {{{{secret('pin')}}}}"
+            checks: [{{match: "*nothing*"}}]
+        """,
+    )
+    result = run(pytester, "--vibe-results=results.json", "-rf", xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    record = evals_by_nodeid(load_json(pytester.path / "results.json"))["short.eval.yaml::a[api]"]
+    assert record["response"] == "the pattern is here, pin 1234"
+    assert record["message"].startswith("match: pattern '*nothing*' does not match the response")
+    result.stdout.fnmatch_lines(["*FAIL match: pattern '[*]nothing[*]' does not match the response"])

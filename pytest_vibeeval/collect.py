@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +21,9 @@ from .models import ScoreSpec
 from .plan import EvalPlan, PromptWork, check_cli_configurations, runner_plans, selected_evals, suite_plans
 from .providers.python_callable import module_name_clash
 from .pytest_private import overridden_fixtures, shared_fixtureinfo
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr
 
 
 def make_items(collector: pytest.File, plans: Sequence[EvalPlan]) -> Iterator[EvalItem]:
@@ -57,7 +60,22 @@ def _takes_no_fixtures() -> None:
     """Stands for the direct prompt body when pytest computes its fixture closure (autouse only)."""
 
 
-class SuiteCollector(pytest.File):
+class _EvalFile(pytest.File):
+    """An eval file whose collection error shows with its secrets masked: a placeholder such as
+    ``${MYAPP_API_KEY}`` in a path puts its value in the message."""
+
+    def repr_failure(  # type: ignore[override]  # as pytest.Collector's own
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        shown = super().repr_failure(excinfo)
+        state = get_state(self.config)
+        state.renderer.note_environment()  # a conftest may have exported one since the last look
+        text = str(shown)
+        masked = state.renderer.redactor()(text)
+        return shown if masked == text or masked is None else masked
+
+
+class SuiteCollector(_EvalFile):
     """A YAML suite: one item per eval × selected configuration."""
 
     def collect(self) -> Iterator[pytest.Item]:
@@ -100,7 +118,7 @@ class SuiteCollector(pytest.File):
         yield from make_items(self, plans)
 
 
-class EvalConfigCollector(pytest.File):
+class EvalConfigCollector(_EvalFile):
     """``eval-config.json``: the unified-runner config folder it lives in, one item per evaluation ×
     selected configuration."""
 

@@ -5,8 +5,14 @@ A secret is a value of a secret-looking variable of the controller's environment
 holds ``KEY``, ``TOKEN``, ``SECRET`` or ``PASSWORD``, which covers ``VIBE_SECRET_*``, or one of
 the names given, such as an HTTP configuration's ``api_key_env``), at least
 :data:`MIN_MASKED_LENGTH` characters long: shorter values (``1``, ``true``, ``dev``) would mask
-ordinary words everywhere. Each secret is masked as it is and in its common encodings: base64,
-URL-encoded, upper- and lower-cased, JSON- and HTML-escaped, and split across a line break.
+ordinary words everywhere. Each secret is masked as it is and in its common encodings: base64
+(also inside longer base64, as CI systems do), URL-encoded, upper- and lower-cased, JSON- and
+HTML-escaped, and split across a line break.
+
+An excerpt cut before it is masked (an error body's first 300 characters, a log's tail) can end or
+start inside a secret; every cut is marked with :data:`CUT` (:func:`keep_start`,
+:func:`keep_end`), and a part of a secret at least :data:`MIN_FRAGMENT` characters long beside
+that mark is masked too.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import quote, quote_plus
@@ -28,7 +35,9 @@ from .positional_io import write_all_at
 SECRET_NAME_GLOBS = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*")
 MIN_MASKED_LENGTH = 6
 MASK = "[secret]"
-_LINE_BREAK = r"(?:\r?\n)?"
+CUT = "…"  # where an excerpt was cut: see keep_start, keep_end
+MIN_FRAGMENT = 4  # characters of a secret beside a cut that are masked
+_LINE_BREAK = r"(?:\r\n?|\n)?"
 
 
 def is_secret_name(name: str, names: Iterable[str] = ()) -> bool:
@@ -90,9 +99,9 @@ _CURRENT_TEST = b"PYTEST_CURRENT_TEST"  # os.environ's raw keys are bytes on POS
 
 
 def encoded_forms(secret: str) -> set[str]:
-    """``secret`` and, when it is long enough to mask, the forms it commonly takes in text."""
+    """``secret`` and the forms it commonly takes in text; none when it is too short to mask."""
     if len(secret) < MIN_MASKED_LENGTH:
-        return {secret} if secret else set()
+        return set()
     raw = secret.encode("utf-8")
     forms = {
         secret,
@@ -104,35 +113,118 @@ def encoded_forms(secret: str) -> set[str]:
         json.dumps(secret, ensure_ascii=False)[1:-1],
         html.escape(secret),
     }
+    forms.update(_lower_hex(form) for form in (quote(secret, safe=""), quote_plus(secret)))
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         text = encode(raw).decode("ascii")
         forms.update((text, text.rstrip("=")))
+        forms.update(inner for inner in _base64_inner(raw, encode) if len(inner) >= MIN_MASKED_LENGTH)
     return forms
 
 
+def _lower_hex(text: str) -> str:
+    """URL-encoded ``text`` with its escapes in lowercase hex (``%2f``), as some encoders write."""
+    return re.sub(r"%[0-9A-F]{2}", lambda escape: escape[0].lower(), text)
+
+
+def _base64_inner(raw: bytes, encode: Callable[[bytes], bytes]) -> list[str]:
+    """The base64 characters that depend on ``raw`` alone when it starts 0, 1 or 2 bytes into the
+    encoded data (``user:KEY`` in Basic auth, ``Bearer KEY``) and more may follow: CI masking's
+    three alignments."""
+    inner = []
+    for offset, skip in ((0, 0), (1, 2), (2, 3)):
+        size = offset + len(raw)
+        end = size // 3 * 4 + (0, 1, 2)[size % 3]  # a last partial group's characters that are raw's
+        inner.append(encode(bytes(offset) + raw).decode("ascii")[skip:end])
+    return inner
+
+
 def _form_pattern(form: str) -> str:
-    """``form`` as a regular expression; a long one may be split by a line break anywhere."""
-    if len(form) < MIN_MASKED_LENGTH:
-        return re.escape(form)
+    """``form`` as a regular expression: it may be split by a line break anywhere."""
     return _LINE_BREAK.join(re.escape(char) for char in form)
 
 
+def keep_start(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, and :data:`CUT` when that is not all of it."""
+    return text if len(text) <= limit else text[:limit] + CUT
+
+
+def keep_end(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, after :data:`CUT` when that is not all of it."""
+    return text if len(text) <= limit else CUT + text[-limit:]
+
+
+@dataclass(frozen=True)
+class _Masker:
+    pattern: re.Pattern[str]
+    forms: tuple[str, ...]
+
+
 @functools.lru_cache(maxsize=16)
-def secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
-    """One pattern for every form of every secret, the longest forms first (None: no secrets)."""
+def _masker(secrets: frozenset[str]) -> _Masker | None:
+    """Every form of every secret, and one pattern of them, the longest first (None: no secrets)."""
     forms = {form for secret in secrets for form in encoded_forms(secret)}
     if not forms:
         return None
     ordered = sorted(forms, key=lambda form: (-len(form), form))
-    return re.compile("|".join(_form_pattern(form) for form in ordered))
+    # MASK first, replaced by itself: text masked before is never masked again ("[s[secret]cr…").
+    alternatives = [re.escape(MASK), *(_form_pattern(form) for form in ordered)]
+    return _Masker(re.compile("|".join(alternatives)), tuple(ordered))
 
 
 def mask(text: str, secrets: frozenset[str]) -> str:
-    """``text`` with every form of every secret replaced by :data:`MASK`."""
-    pattern = secrets_pattern(secrets)
-    if pattern is None or not text:
+    """``text`` with every form of every secret replaced by :data:`MASK`, and a part of one left
+    beside a :data:`CUT` too."""
+    masker = _masker(secrets)
+    if masker is None or not text:
         return text
-    return pattern.sub(MASK, text)
+    text = masker.pattern.sub(MASK, text)
+    return _mask_cut_parts(text, masker.forms) if CUT in text else text
+
+
+def _mask_cut_parts(text: str, forms: tuple[str, ...]) -> str:
+    """``text`` with a secret's start that ends just before a :data:`CUT`, and a secret's end just
+    after one, masked (a line break may stand between: ``…\n`` starts a log's tail)."""
+    pieces = text.split(CUT)
+    last = len(pieces) - 1
+    for index, piece in enumerate(pieces):
+        if index < last:
+            body = piece.removesuffix("\n")
+            size = max(_start_of_form_at_end(body, form) for form in forms)
+            if size:
+                piece = body[:-size] + MASK + piece[len(body) :]
+        if index > 0:
+            body = piece.removeprefix("\n")
+            size = max(_end_of_form_at_start(body, form) for form in forms)
+            if size:
+                piece = piece[: len(piece) - len(body)] + MASK + body[size:]
+        pieces[index] = piece
+    return CUT.join(pieces)
+
+
+def _start_of_form_at_end(text: str, form: str) -> int:
+    """The length of the longest start of ``form`` (at least :data:`MIN_FRAGMENT` characters, not
+    all of it) that ``text`` ends with; 0 if none."""
+    window = text[-(len(form) - 1) :]
+    key = form[:MIN_FRAGMENT]
+    at = window.find(key)
+    while at != -1:
+        if form.startswith(window[at:]):
+            return len(window) - at
+        at = window.find(key, at + 1)
+    return 0
+
+
+def _end_of_form_at_start(text: str, form: str) -> int:
+    """The length of the longest end of ``form`` (at least :data:`MIN_FRAGMENT` characters, not
+    all of it) that ``text`` starts with; 0 if none."""
+    window = text[: len(form) - 1]
+    key = form[-MIN_FRAGMENT:]
+    end = window.rfind(key)
+    while end != -1:
+        if form.endswith(window[: end + MIN_FRAGMENT]):
+            return end + MIN_FRAGMENT
+        end = window.rfind(key, 0, end + MIN_FRAGMENT - 1)
+    return 0
 
 
 MASKED_FILE_LIMIT = 1 << 26  # bytes: a prompt file larger than this is not one the plugin wrote

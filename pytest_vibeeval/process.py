@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bounded_read import UnreadableFile, read_end, read_start
+from .masking import CUT
 from .reaping import Orphans
 from .workspace.cgroups import ProcessLimit, process_limit
 
@@ -363,8 +364,9 @@ def read_tail(path: Path, max_lines: int = 40, max_bytes: int = 65536) -> str:
     data, _ = read_end(path, max_bytes + 1)
     if len(data) > max_bytes:
         cut = data.find(b"\n")
-        # Drop the partial first line, unless it is the only line in the window.
-        data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else data[1:]
+        # Drop the partial first line, unless it is the only line in the window: then mark the cut,
+        # so that masking masks a secret's end there too.
+        data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else CUT.encode() + data[1:]
     ends_with_newline = data.endswith(b"\n")
     lines = (data[:-1] if ends_with_newline else data).split(b"\n")
     text = b"\n".join(lines[-max_lines:]) + (b"\n" if ends_with_newline else b"")

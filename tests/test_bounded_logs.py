@@ -41,4 +41,4 @@ def test_the_tail_window_drops_a_partial_first_line(tmp_path: Path) -> None:
     assert read_tail(log, 1, 20) == "last\n"
     log.write_bytes(b"0123456789")
     assert read_tail(log, 10, 10) == "0123456789"  # exactly the window: nothing dropped
-    assert read_tail(log, 10, 9) == "123456789"  # one line only: kept from the window's start
+    assert read_tail(log, 10, 9) == "…123456789"  # one line only: kept from the window's start, marked

@@ -29,10 +29,13 @@ from helpers import (
 from pytest_vibeeval.loading.templates import Renderer, TemplateValues
 from pytest_vibeeval.masking import (
     MASK,
+    MIN_FRAGMENT,
     MIN_MASKED_LENGTH,
     EnvironmentWatch,
     encoded_forms,
     environment_secrets,
+    keep_end,
+    keep_start,
     mask,
 )
 from pytest_vibeeval.models import Configuration
@@ -246,6 +249,7 @@ def test_secret_looking_variables_are_masked_in_their_encodings() -> None:
         quote(PASSWORD, safe=""),
         TOKEN[:7] + "\n" + TOKEN[7:],
         TOKEN[:3] + "\r\n" + TOKEN[3:],
+        TOKEN[:3] + "\r" + TOKEN[3:],
     ):
         assert mask(f"<{text}>", secret) == f"<{MASK}>", text
     special = frozenset(environment_secrets({"WEIRD_SECRET": SPECIAL}))
@@ -255,7 +259,31 @@ def test_secret_looking_variables_are_masked_in_their_encodings() -> None:
         assert mask(f"({text})", special) == f"({MASK})", text
     assert set(forms) <= encoded_forms(SPECIAL)
     assert mask("abc12 and long-but-not-secret", secret) == "abc12 and long-but-not-secret"
-    assert encoded_forms("abc") == {"abc"}  # a short explicit secret is masked only as it is
+    assert encoded_forms("abc") == set()  # a short secret is not masked, whoever named it
+
+
+def test_a_secret_inside_longer_base64_and_lowercase_url_encoding_is_masked() -> None:
+    secret = frozenset({ROUTER_KEY, PASSWORD})
+    for before, after in (("user:", ""), ("Bearer ", ""), ("", ":rest"), ("x", "yz"), ("xy", "z")):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(f"{before}{ROUTER_KEY}{after}".encode()).decode()
+            assert MASK in mask(text, secret), (before, after, text)
+    basic = base64.b64encode(f"user:{ROUTER_KEY}".encode()).decode()
+    assert mask(f"Authorization: Basic {basic}", secret) == f"Authorization: Basic dXNlcjp{MASK}"
+    slashed = frozenset({"a/b+c d/e"})
+    assert mask("q=a%2fb%2bc%20d%2fe", slashed) == f"q={MASK}"
+
+
+def test_a_secrets_part_beside_a_cut_is_masked() -> None:
+    secret = frozenset({ROUTER_KEY})
+    assert mask(keep_start(f"key={ROUTER_KEY}", 14), secret) == f"key={MASK}…"  # 10 of its characters
+    assert mask(keep_end(f"{ROUTER_KEY} rest", 12), secret) == f"…{MASK} rest"
+    assert mask(f"[cut] …\n{ROUTER_KEY[-MIN_FRAGMENT:]} rest", secret) == f"[cut] …\n{MASK} rest"
+    encoded = base64.b64encode(ROUTER_KEY.encode()).decode()
+    assert mask(f"{encoded[:20]}…", secret) == f"{MASK}…"
+    short = ROUTER_KEY[: MIN_FRAGMENT - 1]
+    assert mask(f"{short}… and …{ROUTER_KEY[-3:]}", secret) == f"{short}… and …{ROUTER_KEY[-3:]}"
+    assert mask(f"wait… {ROUTER_KEY}…", secret) == f"wait… {MASK}…"
 
 
 @XDIST_MODES

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from helpers import big, redirect_to, refuse, serving, trickle
 
+from pytest_vibeeval.loading.templates import Renderer, TemplateValues
 from pytest_vibeeval.models import Configuration
 from pytest_vibeeval.providers import PromptRequest, ProviderError
 from pytest_vibeeval.providers.http import HttpProvider
@@ -62,3 +63,29 @@ def test_after_a_cross_origin_redirect_the_error_names_the_url_that_answered(
         ask(first)
     assert info.value.message.startswith(f"HTTP 400 from {other}/elsewhere: nope"), info.value.message
     assert "Authorization" not in other_seen[0] and "authorization" not in other_seen[0]  # key not sent on
+
+
+def test_configured_headers_are_filled_masked_and_not_sent_to_another_origin() -> None:
+    renderer = Renderer(TemplateValues(environ={"VIBE_SECRET_XK": "xk-header-secret-42"}))
+    spec = {"http": {"base_url": "", "max_retries": 0, "headers": {"X-Api-Key": "{{secret('xk')}}"}}}
+    with (
+        serving(refuse) as (other, other_seen),
+        serving(redirect_to(f"{other}/elsewhere")) as (first, first_seen),
+    ):
+        spec["http"]["base_url"] = first
+        config = Configuration.model_validate(spec)
+        http = HttpProvider("c", config, renderer.used_secrets, None, renderer=renderer)
+        try:
+            with pytest.raises(ProviderError):
+                http.answer(PromptRequest("hi", "m/ok", None, "suite", "e", "c", Path(".")))
+        finally:
+            http.close()
+    assert first_seen[0]["X-Api-Key"] == "xk-header-secret-42"  # filled in, not sent as written
+    assert "X-Api-Key" not in other_seen[0]  # not forwarded to the redirect's other origin
+    assert renderer.redactor()("key xk-header-secret-42") == "key [secret]"
+    unset = Renderer(TemplateValues(environ={}))
+    missing = HttpProvider("c", Configuration.model_validate(spec), set(), None, renderer=unset)
+    assert missing.unavailable_reason() == (
+        "configuration 'c': http.headers: template secret 'xk' has no value: "
+        "set the environment variable VIBE_SECRET_XK"
+    )

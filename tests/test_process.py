@@ -335,10 +335,10 @@ def test_read_tail_byte_window(tmp_path: Path) -> None:
     assert read_tail(path, max_bytes=7) == "cccc\n"
     # The window starts exactly at a line start: nothing is lost.
     assert read_tail(path, max_bytes=10) == "bbbb\ncccc\n"
-    # A single line longer than the window: its end is still returned.
+    # A single line longer than the window: its end is still returned, after a mark of the cut.
     long_line = tmp_path / "long"
     long_line.write_text("x" * 1000 + "\n")
-    assert read_tail(long_line, max_bytes=10) == "x" * 9 + "\n"
+    assert read_tail(long_line, max_bytes=10) == "…" + "x" * 9 + "\n"
 
 
 def test_read_head(tmp_path: Path) -> None:

@@ -227,9 +227,19 @@ def test_redactor_replaces_every_occurrence() -> None:
 
 def test_redactor_replaces_longest_secret_first() -> None:
     redact = Redactor()
-    redact.add(["abc", "abcdef"])
-    # shortest first would leave "def" of the longer secret behind
-    assert redact("abcdef | abc") == "[secret] | [secret]"
+    redact.add(["abcdef", "abcdefghi"])
+    # shortest first would leave "ghi" of the longer secret behind
+    assert redact("abcdefghi | abcdef") == "[secret] | [secret]"
+
+
+def test_redactor_leaves_short_values_and_its_own_marks_alone() -> None:
+    redact = Redactor()
+    redact.add(["e", "abc12"])  # shorter than 6 characters: would mask ordinary words everywhere
+    assert redact("the pattern abc12") == "the pattern abc12"
+    redact.add(["secret"])
+    once = redact("a secret: [secret]")
+    assert once == "a [secret]: [secret]"
+    assert redact(once) == once  # text masked before is never masked again
 
 
 def test_redactor_ignores_empty_values_and_passes_none_through() -> None:

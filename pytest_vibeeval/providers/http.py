@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from ..loading.templates import MissingValue, Renderer
+from ..masking import is_secret_name, keep_start
 from ..models import Configuration, HttpSpec
 from ..slots import Slots
 from ..surrogates import loads
@@ -39,8 +40,7 @@ ERROR_EXCERPT = 300
 
 
 def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
+    return keep_start(" ".join(text.split()), ERROR_EXCERPT)
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
@@ -121,12 +121,22 @@ class HttpProvider:
             self.base_url  # noqa: B018 (a template without a value skips the eval, saying which)
         except MissingValue as exc:
             return f"configuration {self.config_id!r}: http.base_url: {exc}"
+        try:
+            self._headers()
+        except MissingValue as exc:
+            return f"configuration {self.config_id!r}: http.headers: {exc}"
         if self.key_env and not os.environ.get(self.key_env):
             return f"set {self.key_env}: configuration {self.config_id!r} calls {self.base_url}"
         return None
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", **self.spec.headers}
+        """The request's headers: the configured ones with their templates filled (a secret-looking
+        one's value is masked in every output), and the key's Authorization."""
+        headers = {"Content-Type": "application/json"}
+        for name, value in self.spec.headers.items():
+            headers[name] = self.renderer.render(value) if self.renderer is not None else value
+            if is_secret_name(name):
+                self.secrets.add(headers[name])
         if self.key_env:
             key = os.environ.get(self.key_env, "")
             self.secrets.add(key)  # redacted from every output from now on
@@ -164,8 +174,20 @@ class HttpProvider:
 
     def client(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s), follow_redirects=True)
+            self._client = httpx.Client(
+                timeout=httpx.Timeout(self.timeout_s),
+                follow_redirects=True,
+                event_hooks={"request": [self._drop_headers_elsewhere]},
+            )
         return self._client
+
+    def _drop_headers_elsewhere(self, request: httpx.Request) -> None:
+        """A redirect to another origin gets none of the configured headers (httpx drops only
+        Authorization): they may hold credentials for this endpoint alone."""
+        here = httpx.URL(self.base_url)
+        if (request.url.scheme, request.url.host, request.url.port) != (here.scheme, here.host, here.port):
+            for name in self.spec.headers:
+                request.headers.pop(name, None)
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         url = f"{self.base_url}/chat/completions"

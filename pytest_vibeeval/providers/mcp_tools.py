@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ..masking import keep_start
 from ..results import ToolCallRecord
 from .base import ProviderError, ProviderResponse
 
@@ -81,8 +82,7 @@ def result_text(result: Any) -> str:
 
 
 def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
+    return keep_start(" ".join(text.split()), ERROR_EXCERPT)
 
 
 def _reason(exc: BaseException) -> str:

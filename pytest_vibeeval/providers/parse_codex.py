@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..masking import keep_end
 from .output import ParsedOutput
 from .parsing import (
     AgentReported,
@@ -31,7 +32,7 @@ def _codex_outcome(item: dict[str, Any]) -> tuple[bool | None, str | None]:
             return False, "declined"
         if status == "failed" or (isinstance(exit_code, int) and exit_code != 0):
             output = str(item.get("aggregated_output") or "").strip()
-            tail = output[-300:] if output else ""
+            tail = keep_end(output, 300)
             return False, f"exit code {exit_code}" + (f": {tail}" if tail else "")
         return True, None
     if status == "failed":

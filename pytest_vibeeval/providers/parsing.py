@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..masking import keep_start
 from ..results import ToolCallRecord
 from ..surrogates import loads
 from .base import as_measure
@@ -91,7 +92,7 @@ def checked_total(values: list[Any], where: str) -> int | None:
 
 def shorten(text: str) -> str:
     text = text.strip()
-    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+    return keep_start(text, ERROR_CHARS - 1)
 
 
 def text_of(content: Any) -> str:

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_vibeeval.masking import keep_start
 from pytest_vibeeval.results import ToolCallRecord, ToolStats, TranscriptRecord
 from pytest_vibeeval.surrogates import loads
 
@@ -225,7 +226,7 @@ def _outcome(obj: Mapping[str, Any]) -> tuple[bool | None, str | None]:
             success = False
         elif exit_code == 0:
             success = True
-    return success, (reason[:MAX_ERROR_CHARS] if success is False and reason else None)
+    return success, (keep_start(reason, MAX_ERROR_CHARS - 1) if success is False and reason else None)
 
 
 def _parse_call(obj: Mapping[str, Any]) -> _Line:

@@ -21,6 +21,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..masking import keep_start
+
 # How much of cp's complaints goes into a CopyError's message.
 MAX_ERROR_LINES = 5
 MAX_ERROR_CHARS = 1500
@@ -107,8 +109,7 @@ def _summary(stderr: str, returncode: int) -> str:
     if not lines:
         return f"cp exited with status {returncode}"
     text = "\n".join(lines[:MAX_ERROR_LINES])
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[:MAX_ERROR_CHARS] + "…"
+    text = keep_start(text, MAX_ERROR_CHARS)
     if len(lines) > MAX_ERROR_LINES:
         text += f"\n… and {len(lines) - MAX_ERROR_LINES} more lines"
     return text

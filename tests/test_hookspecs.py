@@ -57,6 +57,7 @@ def test_a_conftest_registers_a_check_type(pytester: pytest.Pytester, xdist: lis
         "score": None,  # a plain verdict: no 0-1 score
         "name": None,
         "judges": [],
+        "error": False,
     }
 
 

@@ -41,7 +41,7 @@ def answer(prompt, context):
     text = "4" if "2 + 2" in prompt else "green" if "colour" in prompt else "Paris"
     return {"response": text, "cost": 0.01, "input_tokens": 7, "output_tokens": 2}
 """
-# Every outcome: passed, failed, xfailed, skipped (a template variable without a value) and an
+# Every outcome: passed, failed, xfailed, skipped (a skip mark, see SKIPPING_CONFTEST) and an
 # agent error (the callable raises); the gate fails: success_pct is 25 (1 of 4; the skip does not count).
 QUIZ = """
 metadata: {name: quiz, model: test/model}
@@ -57,7 +57,7 @@ evals:
     xfail: the app answers green
     checks: [{match: "*blue*"}]
   - name: needs_var
-    prompt: "Say {{var('vibe_junit_missing')}}"
+    prompt: Say hi
     checks: [{match: "*"}]
   - name: boom
     prompt: please crash
@@ -109,8 +109,20 @@ class LocatedCase(junitparser.TestCase):
     line = junitparser.IntAttr()
 
 
+SKIPPING_CONFTEST = """
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "needs_var" in item.nodeid:
+            item.add_marker(pytest.mark.skip(reason="vibe_junit_missing"))
+"""
+
+
 def write_project(root: Path, crash: bool) -> None:
     write(root / "vibe_junitxsd_app.py", APP)
+    write(root / "conftest.py", SKIPPING_CONFTEST)
     write(root / "quiz.eval.yaml", QUIZ)
     write(root / "ok.eval.yaml", OK)
     write(root / "test_vibe_junitxsd_plain.py", PLAIN)

@@ -42,7 +42,7 @@ EVALS = [
     {"name": "pass_me", "prompt": "What is 2 + 2?", "checks": [{"match": "*4*"}]},
     {"name": "fail_me", "prompt": "What colour is the sky?", "checks": [{"match": "*blue*"}]},
     {"name": "error_me", "prompt": "Please explode", "checks": [{"match": "*"}]},
-    {"name": "skip_me", "prompt": "Say {{var('vibe_schema_unset_q7x')}}", "checks": [{"match": "*"}]},
+    {"name": "skip_me", "prompt": "Say hi", "checks": [{"match": "*"}]},  # skipped by the conftest
     {"prompt": "Unnamed: what is 2 + 2?", "checks": [{"match": "*4*"}]},
 ]
 NAMED = ("pass_me", "fail_me", "error_me", "skip_me")
@@ -61,8 +61,20 @@ def results_schema() -> Any:
     return json.loads(text)
 
 
+SKIPPING_CONFTEST = """
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "skip_me" in item.nodeid:
+            item.add_marker(pytest.mark.skip(reason="vibe_schema_skip_q7x"))
+"""
+
+
 def make_suite(pytester: pytest.Pytester) -> None:
     write(pytester.path / "vibe_schema_app.py", APP)
+    write(pytester.path / "conftest.py", SKIPPING_CONFTEST)
     script = agent(pytester.path, "schema_agent.py", AGENT)
     suite = {
         "metadata": {"name": "mixed", "model": "test/model"},
@@ -108,7 +120,7 @@ def test_results_match_the_schema_and_structure(pytester: pytest.Pytester, xdist
             assert record["xfail"] is False
             if record["outcome"] == "skipped":
                 assert record["latency"] is None
-                assert "vibe_schema_unset_q7x" in record["message"]
+                assert "vibe_schema_skip_q7x" in record["message"]
             else:
                 assert record["latency"] >= 0
         by_name = {r["name"]: r for r in records}

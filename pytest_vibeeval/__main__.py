@@ -113,10 +113,17 @@ def outputs_command(results: str, folder: Path) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     written = write_runner_outputs(loaded, folder)
-    for path in written:
+    for path in written.files:
         print(path)
-    if not written:
+    if not written.files:
         print(f"{results}: no coding-agent eval ran, nothing written", file=sys.stderr)
+    if written.missing_logs:
+        print(
+            f'warning: {written.missing_logs} step log(s) not found, written as "[log not found: <path>]" '
+            "in stdout/stderr: pytest removes the temporary folders of all but its last 3 runs "
+            "(tmp_path_retention_count); write the outputs sooner, or give each run its own --basetemp",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -4,6 +4,7 @@ run, so that a run of prompt evals never imports the agent, workspace and sandbo
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterable
 from dataclasses import replace
@@ -59,6 +60,8 @@ def run_workspace_item(
 ) -> None:
     """The body of every coding-agent item."""
     item = eval_item(request, "run_workspace_item", coding=True)
+    # the item began with its workspace's preparation, the fixtures' time before this body
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=item.setup_seconds)
     work, configuration = item.workspace_work, item.plan.configuration
     assert work is not None and configuration is not None
     state = get_state(item.config)
@@ -101,7 +104,9 @@ def run_workspace_item(
     if state.settings.keep_workspaces:  # in the repository layout the workspace is in the tree
         kept = temporary_root(vibe_workspace) if work.runner.layout == "repository" else vibe_workdir
     record = with_agent_report(record, configuration, redact, durations, kept, state.extensions.parsers)
-    record = record.model_copy(update={"repeat": item.plan.info.repeat})
+    times = {"started_at": started, "finished_at": dt.datetime.now(dt.UTC)}
+    update = {field: moment.isoformat(timespec="milliseconds") for field, moment in times.items()}
+    record = record.model_copy(update={"repeat": item.plan.info.repeat, **update})
     record = assess(record, configuration, vibe_workspace, evaluation.rubric, True, redact)
     if record.outcome == "error" and verdict.outcome != "error":  # the agent reported its run failed
         verdict = ItemVerdict("error", record.message)

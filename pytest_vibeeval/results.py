@@ -276,6 +276,16 @@ class EvalRecord(Record):
         description="coding-agent evals, seconds per phase: workspace (preparing it), agent, build, "
         "grade (copying the grading folder and running the grade steps); phases not reached are absent",
     )
+    started_at: str | None = Field(
+        default=None,
+        description="coding-agent evals: when the item started (preparing its workspace): ISO 8601, UTC, "
+        "to the millisecond; None for prompt evals and in results files written before it was recorded",
+    )
+    finished_at: str | None = Field(
+        default=None,
+        description="coding-agent evals: when the item's steps were done: ISO 8601, UTC, to the "
+        "millisecond; None as for started_at",
+    )
     sandbox: Literal["bwrap", "none"] | None = Field(
         default=None, description="what the coding agent ran in; None for prompt evals"
     )

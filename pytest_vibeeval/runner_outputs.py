@@ -10,7 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .bounded_read import UnreadableFile, read_end
 from .results import EvalRecord, ResultsFile, StepRecord
@@ -37,7 +37,20 @@ def _tail(path: Path) -> str:
     return text[-MAX_LOG_CHARS:]
 
 
-def _command(step: StepRecord) -> dict[str, Any]:
+class _Logs:
+    """Reads the step logs, counting those that are gone (pytest removed their temporary folder)."""
+
+    def __init__(self) -> None:
+        self.missing = 0
+
+    def read(self, path: Path) -> str:
+        if os.path.lexists(path):
+            return _tail(path)
+        self.missing += 1
+        return f"[log not found: {path}]"
+
+
+def _command(step: StepRecord, logs: _Logs) -> dict[str, Any]:
     stdout = Path(step.log) if step.log else None
     exit_code = 1 if step.exit_code is None else step.exit_code  # killed or never started, as the runner
     return {
@@ -45,31 +58,44 @@ def _command(step: StepRecord) -> dict[str, Any]:
         "command": " ".join(step.argv),
         "cwd": step.cwd,
         "exitCode": exit_code,
-        "stdout": _tail(stdout) if stdout else "",
-        "stderr": _tail(stdout.with_suffix(".stderr")) if stdout else "",
+        "stdout": logs.read(stdout) if stdout else "",
+        "stderr": logs.read(stdout.with_suffix(".stderr")) if stdout else "",
         "duration": round(step.duration * 1000),
         "success": exit_code == 0,
     }
 
 
-def runner_results(record: EvalRecord, config_id: str, started: str, finished: str) -> dict[str, Any]:
-    """One eval's ``results.json`` in the runner's shape."""
+def runner_results(
+    record: EvalRecord, config_id: str, started: str, finished: str, logs: _Logs | None = None
+) -> dict[str, Any]:
+    """One eval's ``results.json`` in the runner's shape; ``started``/``finished`` stand in for the
+    record's own times when it has none (results files written before they were recorded)."""
+    logs = logs or _Logs()
     return {
         "evalName": record.name,
         "configId": config_id,
-        "startedAt": started,
-        "finishedAt": finished,
+        "startedAt": record.started_at or started,
+        "finishedAt": record.finished_at or finished,
         "status": "pass" if record.outcome == "passed" else "fail",
         "totalDuration": round(sum(record.phase_durations.values()) * 1000),
-        "commands": [_command(step) for step in record.steps],
+        "commands": [_command(step, logs) for step in record.steps],
         "workspaceArchive": record.workspace or "",
         "vybes": vybes_result(record, config_id),
     }
 
 
-def write_runner_outputs(results: ResultsFile, folder: Path) -> list[Path]:
-    """Write the tree for every coding-agent eval that ran; return the files written."""
+class Written(NamedTuple):
+    """The files :func:`write_runner_outputs` wrote, and how many step logs it found gone."""
+
+    files: list[Path]
+    missing_logs: int
+
+
+def write_runner_outputs(results: ResultsFile, folder: Path) -> Written:
+    """Write the tree for every coding-agent eval that ran; a step log that is gone is written as
+    ``[log not found: <path>]`` and counted."""
     written: list[Path] = []
+    logs = _Logs()
     stamp = _stamp(results.started_at)
     for run in results.runs:
         for record in run.evals:
@@ -78,9 +104,9 @@ def write_runner_outputs(results: ResultsFile, folder: Path) -> list[Path]:
             suffix = f"-r{record.repeat}" if record.repeat else ""
             target = folder / f"{record.name}-{stamp}{suffix}" / run.configuration / RESULTS_NAME
             target.parent.mkdir(parents=True, exist_ok=True)
-            data = runner_results(record, run.configuration, results.started_at, results.finished_at)
+            data = runner_results(record, run.configuration, results.started_at, results.finished_at, logs)
             temporary = target.with_suffix(".tmp")
             temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             os.replace(temporary, target)
             written.append(target)
-    return written
+    return Written(written, logs.missing)

@@ -125,6 +125,9 @@ def comparable(results: dict[str, Any]) -> dict[str, Any]:
         for record in run_record["evals"]:
             if record["latency"] is not None:
                 record["latency"] = _VARIABLE
+            for moment in ("started_at", "finished_at"):  # a coding-agent eval's
+                if record.get(moment) is not None:
+                    record[moment] = _VARIABLE
             rubric = record.get("rubric")
             if rubric is not None:
                 rubric.update(score=_VARIABLE, grade=_VARIABLE)

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, run_of, write
+from test_workspace_agents import add_configurations
+from test_workspace_evals import make_config_dir
 
 # Answers every prompt with "ok"; `duration_ms` is the raw JSON text given for the prompt (omitted
 # when the prompt is not in the table), so invalid values (NaN, strings, booleans) reach the parser.
@@ -236,3 +238,48 @@ def test_same_scores_serial_and_xdist(pytester: pytest.Pytester) -> None:
     assert json.dumps(run_of(parallel, "agent")["metrics"], sort_keys=True) == json.dumps(
         run_of(serial, "agent")["metrics"], sort_keys=True
     )
+
+
+# Solves the coding eval as the oracle does, then reports in JSON as Claude Code does.
+REPORTING_CODER = """
+import json, shutil, sys
+sys.stdin.read()
+problem = open("prompt.md").readline().split()[-1]
+shutil.copytree(sys.argv[1] + "/" + problem, ".", dirs_exist_ok=True)
+print(json.dumps({"result": "did it", "cost": 0.5, "duration_ms": 12345, "usage": {"in": 100, "out": 7}}))
+"""
+
+
+@XDIST_MODES
+def test_coding_agent_reported_latency_replaces_wall_time(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    config = make_config_dir(pytester.path)
+    script = agent(pytester.path / "agents", "reporting_coder.py", REPORTING_CODER)
+    output = {"format": "json", "response": "result", "cost": "cost", "latency_ms": "duration_ms"}
+    output |= {"input_tokens": "usage.in", "output_tokens": "usage.out"}
+    add_configurations(
+        config,
+        {"reporting": {"cli": PYTHON, "args": [script, str(config.parent / "solutions")], "output": output}},
+    )
+    path = pytester.path / "results.json"
+    args = ("--vibe-sandbox", "none", "--vibe-config", "reporting,oracle")
+    result = run(pytester, "-rA", "--vibe-results", str(path), *args, xdist=xdist)
+    result.assert_outcomes(passed=4)
+    data = load_json(path)
+    records = evals_by_nodeid(data)
+    for problem in ("add", "mul"):
+        rec = records[f"evals/config/eval-config.json::{problem}[reporting]"]
+        assert (rec["response"], rec["cost"], rec["input_tokens"], rec["output_tokens"]) == (
+            "did it",
+            0.5,
+            100,
+            7,
+        )
+        assert rec["latency"] == pytest.approx(12.345, rel=1e-12)
+        step = rec["steps"][0]
+        assert step["phase"] == "agent" and 0 < step["duration"] < 12  # measured, kept
+        # an agent that reports no latency: the agent step's measured duration, as before
+        oracle = records[f"evals/config/eval-config.json::{problem}[oracle]"]
+        assert oracle["latency"] == oracle["steps"][0]["duration"]
+    assert run_of(data, "reporting")["metrics"]["avg_latency"] == pytest.approx(12.345, rel=1e-12)

@@ -131,13 +131,22 @@ def test_an_agent_gets_only_the_allowlisted_environment(
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}")
 
-# A coding agent: writes the names of the variables it was given, and the router key if it has
-# it, into its workspace.
+# A coding agent: writes the names of the variables it was given, the router key if it has it,
+# and the processes whose environment (/proc/<pid>/environ) holds it, the runner's named by
+# VIBEEVAL_RUNNER_PID and its parent's included, into its workspace.
 CODING_ENV_AGENT = """
 import json, os
 names = sorted(os.environ)
+leaks = []
+for pid in [os.environ.get("VIBEEVAL_RUNNER_PID"), str(os.getppid()), *os.listdir("/proc")]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            if b"OPENROUTER_API_KEY=" in handle.read():
+                leaks.append(pid)
+    except (OSError, ValueError):
+        pass
 with open("env.json", "w") as handle:
-    json.dump({"names": names, "router": os.environ.get("OPENROUTER_API_KEY")}, handle)
+    json.dump({"names": names, "router": os.environ.get("OPENROUTER_API_KEY"), "leaks": leaks}, handle)
 """
 
 
@@ -154,9 +163,9 @@ def test_a_coding_agent_in_bwrap_gets_only_the_allowlisted_environment(
     coding = "\n  - {name: coding, prompt: p, workspace: ws, grading: grading}\n"
     write(pytester.path / "env.eval.yaml", suite + coding)
     out = pytester.path / "results.json"
-    result = run(
-        pytester, "--vibe-sandbox", "bwrap", "--vibe-keep-workspaces", "--vibe-results", str(out), xdist=xdist
-    )
+    # in a process of its own: what /proc/<pid>/environ shows is the environment a process started with
+    args = ("--vibe-sandbox", "bwrap", "--vibe-keep-workspaces", "--vibe-results", str(out))
+    result = run(pytester, *args, xdist=xdist, subprocess=True)
     result.assert_outcomes(passed=1)
     record = evals_by_nodeid(load_json(out))["env.eval.yaml::coding[plain]"]
     assert record["sandbox"] == "bwrap"
@@ -165,6 +174,8 @@ def test_a_coding_agent_in_bwrap_gets_only_the_allowlisted_environment(
     assert {"PATH", "HOME", "SET_HERE", "PASS_ME_ONE", "NEEDED_BY_AGENT"} <= names
     assert not names & {"OPENROUTER_API_KEY", "VIBE_SECRET_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"}
     assert "UNRELATED_SETTING" not in names and answer["router"] is None
+    # its own /proc shows only its pid namespace: not the runner's environment, nor any other's
+    assert answer["leaks"] == []
 
 
 def _provider(config: dict[str, object], tmp_path: Path) -> CliProvider:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_vibeeval import pseudo_fs
 from pytest_vibeeval.errors import InputError, Problem
 from pytest_vibeeval.loading.runner_config import ConfigDirError, load_config_dir
 from pytest_vibeeval.loading.substitution import MAX_EXPANSION, SubstitutionError, substitute
@@ -315,6 +316,56 @@ def test_grading_that_is_a_file_is_not_a_folder(tmp_path: Path) -> None:
     write_configs(config, edited(grading="${EVAL_ROOT}/grading/file"))
     path = config / "eval-config.json"
     assert_one(fails(config), path, line_of(path, "grading/file"), "is not a folder")
+
+
+@pytest.mark.parametrize(
+    ("key", "target", "where"),
+    [
+        ("grading", "/sys/kernel", "under /sys"),
+        ("workspace", "/dev", "under /dev"),
+        ("workspace", "${EVAL_ROOT}/problems/proc-link", "under /proc"),  # a link to /proc/self
+    ],
+)
+def test_template_on_a_pseudo_filesystem_is_refused(
+    tmp_path: Path, key: str, target: str, where: str
+) -> None:
+    """Copying /proc/self for every item wrote gigabytes and never ended: refused at load time."""
+    config = make_tree(tmp_path)
+    (tmp_path / "evals" / "problems" / "proc-link").symlink_to("/proc/self")
+    write_configs(config, edited(**{key: target}))
+    path = config / "eval-config.json"
+    shown = target.replace("${EVAL_ROOT}", str(tmp_path / "evals"))
+    assert_one(
+        fails(config),
+        path,
+        line_of(path, target),
+        f"evaluations.base64-fix.{key}: {key} folder {shown} is {where}, a pseudo filesystem, "
+        f"not a folder of files (from {target!r})",
+        "hint: a template is copied for every item: name a folder of ordinary files, "
+        "not one under /proc, /sys or /dev",
+    )
+
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 0:5 / /mnt/my\\040procs rw,nosuid - proc proc rw
+24 22 0:6 / /mnt/data rw - tmpfs tmpfs rw
+25 24 0:7 / /mnt/data/cg rw - cgroup2 cgroup2 rw
+"""
+
+
+def test_pseudo_filesystem_mounted_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proc or cgroup filesystem mounted outside /proc, /sys, /dev is found by its mount's type."""
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(MOUNTINFO)
+    monkeypatch.setattr(pseudo_fs, "MOUNTINFO", str(mountinfo))
+    found = pseudo_fs.pseudo_filesystem
+    assert found(Path("/mnt/my procs/self")) == "on a proc filesystem"
+    assert found(Path("/mnt/data/cg/x")) == "on a cgroup2 filesystem"
+    assert found(Path("/mnt/data/x")) is None  # tmpfs holds ordinary files
+    assert found(Path("/mnt/my procsx")) is None
+    assert found(tmp_path) is None
+    assert found(Path("/proc/self/fd")) == "under /proc"
 
 
 def test_missing_prompt_file(tmp_path: Path) -> None:

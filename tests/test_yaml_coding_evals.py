@@ -179,6 +179,11 @@ CASES = {
         "- name: add\n  prompt: p\n  workspace: evals/problems/nope/workspace\n  grading: evals/grading/add",
         "suite.eval.yaml:5: evals[0].workspace: workspace folder * does not exist",
     ),
+    "pseudo filesystem": (
+        "- name: add\n  prompt: p\n  workspace: /proc/self\n  grading: evals/grading/add",
+        "suite.eval.yaml:5: evals[0].workspace: workspace folder /proc/self is under /proc, a pseudo "
+        "filesystem, not a folder of files (from '/proc/self')",
+    ),
     "unset variable": (
         "- name: add\n  prompt: p\n  workspace: ${NOPE}/add\n  grading: evals/grading/add",
         "suite.eval.yaml:5: evals[0].workspace: variable NOPE is not set",
@@ -192,6 +197,28 @@ def test_bad_yaml_coding_evals_name_the_line(tmp_path: Path, case: str) -> None:
     rendered = _problems(tmp_path, "\n".join("    " + line for line in evals.splitlines()))
     pattern = re.compile(".*".join(re.escape(part) for part in expected.split("*")))  # `[` is literal
     assert any(pattern.match(line) for line in rendered.splitlines()), rendered
+
+
+@XDIST_MODES
+def test_workspace_on_proc_fails_collection_before_copying(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """``cp -a /proc/self`` wrote gigabytes and never ended; now the suite fails to load, naming the line."""
+    suite = make_suite(pytester.path)
+    write(
+        suite, suite.read_text().replace("workspace: evals/problems/add/workspace", "workspace: /proc/self")
+    )
+    result = run(pytester, "suite.eval.yaml", xdist=xdist)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "suite.eval.yaml:5: evals[0].workspace: workspace folder /proc/self is under /proc, a pseudo "
+            "filesystem, not a folder of files (from '/proc/self')",
+            "    hint: a template is copied for every item: name a folder of ordinary files, "
+            "not one under /proc, /sys or /dev",
+        ]
+    )
+    assert not list(pytester.path.rglob("workspace/fd"))  # nothing of /proc was copied
 
 
 def test_a_coding_eval_needs_a_cli_configuration(pytester: pytest.Pytester) -> None:

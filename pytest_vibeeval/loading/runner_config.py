@@ -30,6 +30,7 @@ from ..models import (
     Vybes,
 )
 from ..models.eval_config import DEFAULT_PROMPTS_DIR, REGISTRY, EvalConfigFile, WorkspaceEval, _check_eval_id
+from ..pseudo_fs import pseudo_filesystem
 from .configurations import CLI_CONFIG_NAME, EVAL_CONFIG_NAME, REGISTRY_NAME
 from .eval_root import EVAL_ROOT, Layout, absolute, config_eval_root, from_environment, named_paths
 from .substitution import SubstitutionError, substitute
@@ -120,6 +121,21 @@ class _Checker:
                 f"EVAL_ROOT is {self.variables[EVAL_ROOT]}; set the environment variable EVAL_ROOT to move it"
             )
         self.add(loc, f"{what} {path} {state} (from {raw!r})", hint)
+        return None
+
+    def template(self, loc: Loc, raw: str, what: str) -> Path | None:
+        """The existing folder ``raw`` names, unless it is on a pseudo filesystem (copying
+        ``/proc/self`` never ends)."""
+        path = self.existing(loc, raw, what)
+        where = pseudo_filesystem(path) if path is not None else None
+        if path is None or where is None:
+            return path
+        self.add(
+            loc,
+            f"{what} {path} is {where}, a pseudo filesystem, not a folder of files (from {raw!r})",
+            "a template is copied for every item: name a folder of ordinary files, "
+            "not one under /proc, /sys or /dev",
+        )
         return None
 
     def text(self, loc: Loc, path: Path) -> str | None:
@@ -236,8 +252,8 @@ def _resolve_coding(
                     f"unknown step {step!r}{did_you_mean(step, registry)}",
                     f"{registry_where}: {', '.join(registry) or 'none'}",
                 )
-    workspace = check.existing((*loc, "workspace"), workspace_raw, "workspace folder")
-    grading = check.existing((*loc, "grading"), grading_raw, "grading folder")
+    workspace = check.template((*loc, "workspace"), workspace_raw, "workspace folder")
+    grading = check.template((*loc, "grading"), grading_raw, "grading folder")
     if workspace is None or grading is None or prompt is None:
         return None
     return ResolvedEval(

@@ -69,7 +69,7 @@ def with_agent_report(
     workspace_kept: Path | None,
     parsers: Mapping[str, Parser] | None = None,
 ) -> EvalRecord:
-    """``record`` with what the agent reported (response, cost, tokens, tool calls) read with its
+    """``record`` with what the agent reported (response, cost, tokens, latency, tool calls) read with its
     configuration's output parser, redacted; a parser's note joins the message. When the agent
     reported that its run failed (an API error), the item is an error and that comes first: the
     steps that failed after it are its consequence."""

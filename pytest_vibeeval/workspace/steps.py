@@ -81,8 +81,9 @@ def agent_report(
     parsers: Mapping[str, Parser] | None = None,
 ) -> AgentReport:
     """What a coding agent reported on stdout, read as its configuration's ``output`` says (an
-    agent preset's parser, JSON paths): response, cost, tokens, tool calls, or why not. Plain-text
-    agents report nothing."""
+    agent preset's parser, JSON paths): response, cost, tokens, tool calls and, when it reported
+    one, its latency (which replaces the measured wall time, as for prompt evals), or why not.
+    Plain-text agents report nothing."""
     agent = next((step for step in steps if step.phase == "agent" and step.log), None)
     log = Path(agent.log) if agent is not None and agent.log else None
     if agent is not None and log is not None and output.parser == "codex":
@@ -113,6 +114,8 @@ def agent_report(
         "output_tokens": parsed.output_tokens,
         "tool_calls": list(parsed.tool_calls),
     }
+    if parsed.latency is not None:  # the agent step's record keeps the measured duration
+        fields["latency"] = parsed.latency
     return AgentReport(fields)
 
 

@@ -149,8 +149,12 @@ def test_min_greater_than_max_is_a_collection_error(pytester: pytest.Pytester, x
 @pytest.mark.parametrize(
     ("bound", "message"),
     [
-        ("'50'", "score.min: Input should be a valid number"),
-        ("true", "score.min: Input should be a valid number"),
+        (
+            "'50'",
+            "score.min: must be a number, not the text '50'\n"
+            "    hint: write the number without quotes: min: 50",
+        ),
+        ("true", "score.min: must be a number, not the boolean true"),
     ],
 )
 def test_a_bound_must_be_a_number(pytester: pytest.Pytester, bound: str, message: str) -> None:

@@ -47,8 +47,8 @@ class CollectionHooks:
 
         state.renderer.note_environment(http_key_names(items))
         for option, requested, known in (
-            ("--vibe-config", state.settings.configs, state.known_configs),
-            ("--vibe-eval", state.settings.evals, state.known_evals),
+            (state.settings.configs_from, state.settings.configs, state.known_configs),
+            (state.settings.evals_from, state.settings.evals, state.known_evals),
         ):
             problem = unknown_selection(option, requested, known)
             if problem is None:

@@ -142,7 +142,7 @@ def raised_at(exc: BaseException) -> str:
     return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if len(frames) > 1 else ""
 
 
-_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+PACKAGE_DIR = str(Path(__file__).resolve().parent) + os.sep  # where the plugin's own frames are
 
 
 def users_frames(exc: BaseException, limit: int = 3) -> str:
@@ -150,7 +150,9 @@ def users_frames(exc: BaseException, limit: int = 3) -> str:
     pytest-vibeeval (those are the user's code); empty when every frame is the plugin's (the call
     itself failed, e.g. the function takes other arguments)."""
     frames = [
-        frame for frame in traceback.extract_tb(exc.__traceback__) if not frame.filename.startswith(_PACKAGE)
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(PACKAGE_DIR)
     ]
     if not frames:
         return ""

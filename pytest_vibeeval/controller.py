@@ -359,8 +359,30 @@ class ControllerSession:
         """Print the Run Summary after pytest's own short test summary."""
         result = yield
         with paused(self.state):
-            self._write_summary(terminalreporter)
+            if self.config.getoption("no_summary", False):
+                self._write_failure_reasons(terminalreporter)
+            else:
+                self._write_summary(terminalreporter)
         return result
+
+    def _write_failure_reasons(self, terminalreporter: Any) -> None:
+        """With pytest's ``--no-summary``: only why the session failed, one line each (suites that did
+        not load, a failed score gate, a regression, a run where no eval ran); the results file is
+        written still."""
+        from .report.summary import gate_failures
+
+        if self.state.load_errors:
+            terminalreporter.write_line(
+                f"{len(self.state.load_errors)} suite file(s) failed to load and did not run: "
+                + ", ".join(self.state.load_errors),
+                red=True,
+            )
+        for line in map(terminal_safe, gate_failures(self.state.runs)):
+            terminalreporter.write_line(line, red=True, bold=True)
+        if self.regression_note:
+            terminalreporter.write_line(self.regression_note, red=True)
+        if self.nothing_ran_lines:
+            terminalreporter.write_line(self.nothing_ran_lines[0], red=True, bold=True)
 
     def _write_summary(self, terminalreporter: Any) -> None:
         state, config = self.state, self.config

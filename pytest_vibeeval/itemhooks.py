@@ -18,7 +18,7 @@ from .collection_gc import settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
 from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
-from .items import EvalItem
+from .items import BackstopTimeout, EvalItem
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
 from .pytest_private import in_runtest_phase
@@ -47,8 +47,8 @@ class CollectionHooks:
 
         state.renderer.note_environment(http_key_names(items))
         for option, requested, known in (
-            ("--vibe-config", state.settings.configs, state.known_configs),
-            ("--vibe-eval", state.settings.evals, state.known_evals),
+            (state.settings.configs_from, state.settings.configs, state.known_configs),
+            (state.settings.evals_from, state.settings.evals, state.known_evals),
         ):
             problem = unknown_selection(option, requested, known)
             if problem is None:
@@ -120,7 +120,7 @@ class ItemHooks:
         if not isinstance(item, EvalItem):
             return (yield)
         seconds = item.backstop_s
-        expire = functools.partial(_backstop_expired, seconds)
+        expire = functools.partial(_backstop_expired, item, seconds)
         # The frame that called this hook stays on the stack for the whole protocol: what lies
         # above it (a test this session runs inside) is not this item's.
         may_fire = functools.partial(in_runtest_phase, stop=sys._getframe(1))
@@ -198,7 +198,8 @@ class ItemHooks:
             _mask_report(report, redact)
         stopped = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
         if stopped and call.when in ("setup", "call"):  # failed, or xfailed: the item's own marker
-            _record_unfinished(item, report)
+            value = call.excinfo.value if call.excinfo is not None else None
+            _record_unfinished(item, report, str(value) if isinstance(value, BackstopTimeout) else None)
         if call.when == "call":
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
         elif call.when == "setup" and self.in_worker:
@@ -214,14 +215,16 @@ NO_BACKSTOP = pytest.PytestWarning(
 )
 
 
-def _backstop_expired(seconds: float) -> NoReturn:
-    """Fail the item; where it has other threads, their stacks go to its captured stderr (they
-    show with the failure), since the traceback shows this thread's alone."""
+def _backstop_expired(item: EvalItem, seconds: float) -> NoReturn:
+    """Fail the item, saying in which phase it stopped; where it has other threads, their stacks go
+    to its captured stderr (they show with the failure), since the traceback shows this thread's
+    alone."""
     __tracebackhide__ = True
     stacks = other_threads_stacks()
     if stacks:
         sys.stderr.write(f"vibeeval backstop: the other threads when it fired:\n{stacks}")
-    pytest.fail(f"Timeout (>{seconds}s) from the vibeeval backstop")
+    where = item.vibe_phases.describe()
+    raise BackstopTimeout(f"stopped {where}: Timeout (>{seconds}s) from the vibeeval backstop")
 
 
 def _mask_report(report: pytest.TestReport, redact: Redactor) -> None:
@@ -240,9 +243,10 @@ def _mask_report(report: pytest.TestReport, redact: Redactor) -> None:
             report.longrepr = masked
 
 
-def _record_unfinished(item: EvalItem, report: pytest.TestReport) -> None:
+def _record_unfinished(item: EvalItem, report: pytest.TestReport, stopped: str | None) -> None:
     """An eval item that failed without leaving its result (its timeout backstop fired, a fixture
-    raised) gets one: an error naming the phase it was in, with the steps it finished."""
+    raised) gets one: an error naming the phase it was in, with the steps it finished. ``stopped``:
+    the backstop's message, which names the phase itself."""
     if any(key == RESULT_PROPERTY for key, _ in report.user_properties):
         return
     info = item.plan.info
@@ -258,7 +262,7 @@ def _record_unfinished(item: EvalItem, report: pytest.TestReport) -> None:
         item.nodeid,
         info.repeat,
         item.vibe_phases,
-        longrepr_text(report) or "",
+        stopped or longrepr_text(report) or "",
         steps,
     )
     report.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))

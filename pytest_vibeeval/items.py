@@ -4,8 +4,11 @@ body (:func:`finish`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 import shutil
+import sysconfig
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +45,15 @@ def loadgroup_name(config: pytest.Config, configuration: Configuration | None, c
     if not node_ids_are_structured():
         return None  # before pytest 9.2 xdist's own suffix works: adding ours would double it
     return configuration.group_name(config_id)
+
+
+_Failed: Any = pytest.fail.Exception  # pytest's `Failed`, public only as this attribute
+
+
+class BackstopTimeout(_Failed):  # type: ignore[misc]  # a subclass of what mypy sees as Any
+    """The item's timeout backstop stopped it (see :mod:`.backstop`); the message says in which phase."""
+
+    __module__ = "builtins"  # shown as `BackstopTimeout: …`, as pytest shows its `Failed: …`
 
 
 class EvalItem(pytest.Function):
@@ -115,6 +127,49 @@ class EvalItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, self.plan.line - 1 if self.plan.line else None, self.name
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        """The failure located (``--tb=line``, the crash line) at the eval in its suite when the
+        plugin failed it (a failed check, the timeout backstop), not at a line of the plugin. The
+        backstop's shows only the user's frames where it fired (a ``python:`` callable's), not the
+        plugin's machinery nor the standard library's."""
+        from .check_api import PACKAGE_DIR
+
+        value = excinfo.value
+        if isinstance(value, BackstopTimeout) and not self.config.getoption("fulltrace", False):
+            users = _users_frames(excinfo, PACKAGE_DIR)
+            if users:
+                excinfo.traceback = excinfo.traceback.filter(lambda entry: id(entry) in users)
+            else:
+                value.pytrace = False  # none is the user's (it fired in the plugin): the message alone
+        rep: Any = super().repr_failure(excinfo)
+        crash = getattr(rep, "reprcrash", None)
+        if crash is None or not self.plan.line:
+            return rep
+        # pytest locates the plugin's pytest.fail in the plugin or in pluggy, which may drop its frames
+        if isinstance(value, _Failed) or str(Path(crash.path).resolve()).startswith(PACKAGE_DIR):
+            rep.reprcrash = dataclasses.replace(crash, path=str(self.path), lineno=self.plan.line)
+            chain = getattr(rep, "chain", None)
+            if chain:  # what an xdist worker sends: the controller takes the crash from the chain
+                traceback, _, description = chain[-1]
+                rep.chain = [*chain[:-1], (traceback, rep.reprcrash, description)]
+        return rep
+
+
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+
+
+def _users_frames(excinfo: pytest.ExceptionInfo[BaseException], package: str) -> set[int]:
+    """The ids of the traceback entries that are the user's: those the plugin called (pytest's and
+    pluggy's come before its first frame) outside the plugin's ``package`` and the standard library."""
+    entries = list(excinfo.traceback)
+    ours = [str(entry.path).startswith(package) for entry in entries]
+    first = ours.index(True) if True in ours else len(ours)
+    return {
+        id(entry)
+        for entry, own in zip(entries[first:], ours[first:], strict=True)
+        if not own and not str(entry.path).startswith(_STDLIB)
+    }
 
 
 @functools.cache

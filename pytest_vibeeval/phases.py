@@ -58,9 +58,11 @@ def unfinished_record(
     steps: list[StepRecord],
 ) -> EvalRecord:
     """The record of an item that stopped without producing one: an error naming the phase it was
-    in and why it stopped, with the steps it had finished."""
+    in and why it stopped (as ``failure`` says, when it names the phase already: the backstop's), with
+    the steps it had finished."""
     where = tracker.describe() if tracker is not None else "before its first phase"
     first = failure.strip().splitlines()[0] if failure.strip() else "it stopped"
+    message = first if first.startswith("stopped ") else f"stopped {where}: {first}"
     from .results import EvalRecord
 
     return EvalRecord(
@@ -68,7 +70,7 @@ def unfinished_record(
         named=named,
         nodeid=nodeid,
         outcome="error",
-        message=f"stopped {where}: {first}",
+        message=message,
         steps=steps,
         repeat=repeat,
     )

@@ -27,6 +27,8 @@ class Settings:
 
     evals: tuple[str, ...] | None = None  # --vibe-eval (None: every eval)
     configs: tuple[str, ...] | None = None  # --vibe-config (None: the defaults)
+    evals_from: str = "--vibe-eval"  # where `evals` came from, for messages: the option or the ini
+    configs_from: str = "--vibe-config"
     results: Path | None = None  # --vibe-results (None: .vibeeval/results/ under the rootdir)
     patterns: tuple[str, ...] = ()  # vibe_patterns: more YAML suite globs
     cli_vars: tuple[tuple[str, str], ...] = ()  # --vibe-var NAME=VALUE
@@ -103,6 +105,8 @@ class Settings:
         return cls(
             evals=parse_selection(_text(config, "vibe_eval")),
             configs=parse_selection(_text(config, "vibe_config")),
+            evals_from=_given_where(config, "vibe_eval"),
+            configs_from=_given_where(config, "vibe_config"),
             results=_absolute(_text(config, "vibe_results")),
             patterns=tuple(config.getini("vibe_patterns")),
             cli_vars=tuple(cli_vars.items()),
@@ -131,7 +135,7 @@ class Settings:
             timeout_margin=_ini_seconds(config, "vibe_timeout_margin"),
             progress_interval=_ini_seconds(config, "vibe_progress_interval"),
             max_processes=_ini_count(config, "vibe_max_processes"),
-            gc_freeze=bool(config.getini("vibe_gc_freeze")),
+            gc_freeze=_ini_bool(config, "vibe_gc_freeze"),
         )
 
 
@@ -359,10 +363,27 @@ def _mcp_urls(items: list[str], source: str) -> dict[str, str]:
     return urls
 
 
+def _given_where(config: pytest.Config, name: str) -> str:
+    """How messages name where the text option ``name`` was set: ``--vibe-x``, or ``vibe_x (ini)``."""
+    if config.getoption(name) or not config.getini(name):
+        return "--" + name.replace("_", "-")
+    return f"{name} (ini)"
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    """A boolean ini value; a usage error naming it when pytest cannot read it as one."""
+    try:
+        return bool(config.getini(name))
+    except (pytest.UsageError, ValueError) as exc:  # "invalid truth value 'maybe'"; older pytest: ValueError
+        raise pytest.UsageError(
+            f"{name} (ini): {exc}; use true or false (also: yes/no, on/off, 1/0)"
+        ) from None
+
+
 def _flag(config: pytest.Config, name: str) -> bool:
     """A boolean option: the command line if given, else the ini value."""
     option = config.getoption(name)
-    return bool(config.getini(name)) if option is None else bool(option)
+    return _ini_bool(config, name) if option is None else bool(option)
 
 
 def _max_cost(config: pytest.Config) -> float | None:

@@ -163,7 +163,11 @@ def test_whole_corpus_runs_without_the_network(pytester: pytest.Pytester, corpus
         ("invalid-schema.yaml", 1, ["metadata: missing required key 'model'"]),
         ("old-format.yaml", 9, ["evals[0].checks[0]: legacy check format (`type: string_contains`)", "*X*"]),
         # libyaml says "... in this context", PyYAML's pure-Python parser "... here"
-        ("malformed.yaml", 1, ["invalid YAML: mapping values are not allowed", "hint: check indentation"]),
+        (
+            "malformed.yaml",
+            1,
+            ["invalid YAML: mapping values are not allowed", "hint: the value of `invalid` holds `: `"],
+        ),
     ],
 )
 def test_invalid_fixture_is_rejected_clearly(

@@ -256,6 +256,40 @@ def test_unknown_selection_is_a_usage_error(
     assert not (pytester.path / ".vibeeval").exists()
 
 
+@pytest.mark.parametrize(
+    ("ini", "expected"),
+    [
+        (
+            "vibe_config = inprc",
+            "vibe_config (ini): unknown 'inprc' (did you mean 'inproc'?); known: inproc, shell",
+        ),
+        (
+            "vibe_eval = colr",
+            "vibe_eval (ini): unknown 'colr' (did you mean 'colour'?); known: arith, capital, colour",
+        ),
+    ],
+)
+def test_an_unknown_selection_in_the_ini_names_the_ini_value(
+    pytester: pytest.Pytester, ini: str, expected: str
+) -> None:
+    make_demo(pytester.path)
+    write(pytester.path / "pytest.ini", f"[pytest]\n{ini}\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {expected}" in result.errlines
+
+
+@pytest.mark.parametrize("name", ["vibe_gate_only", "vibe_gc_freeze"])
+def test_a_bad_boolean_in_the_ini_names_the_ini_value(pytester: pytest.Pytester, name: str) -> None:
+    make_demo(pytester.path)
+    write(pytester.path / "pytest.ini", f"[pytest]\n{name} = maybe\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.errlines[0] == (
+        f"ERROR: {name} (ini): invalid truth value 'maybe'; use true or false (also: yes/no, on/off, 1/0)"
+    )
+
+
 def test_the_failure_message_starts_with_the_first_failed_check() -> None:
     from pytest_vibeeval.results import CheckRecord, EvalRecord
     from pytest_vibeeval.runner import failure_message

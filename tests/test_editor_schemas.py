@@ -338,7 +338,7 @@ INVALID = {
     "suite-conditionals.yaml": ("$.evals[0]", "`conditionals:` is the legacy format"),
     "suite-missing-prompt.yaml": ("$.evals[0]", "missing required key 'prompt'"),
     "suite-missing-model.yaml": ("$.metadata", "missing required key 'model'"),
-    "suite-max-tokens-not-a-number.yaml": ("$.evals[0].checks[0].max_tokens", "valid integer"),
+    "suite-max-tokens-not-a-number.yaml": ("$.evals[0].checks[0].max_tokens", "must be a whole number"),
     "suite-tags-not-a-list.yaml": ("$.metadata.tags", "must be a list"),
     "suite-min-pass-rate-above-one.yaml": ("$.evals[0].min_pass_rate", "less than or equal to 1"),
     "suite-rubric-unknown-complexity.yaml": (
@@ -400,7 +400,7 @@ REJECTED = {
     "transcript folder": ("configurations: {a: {cli: x, transcript: logs/}}", "relative"),
     "bad configuration id": ("configurations: {-a: {cli: x}}", "should match pattern"),
     "temperature too high": ("configurations: {a: {http: {temperature: 3}}}", "less than or equal to 2"),
-    "score bound as text": ("score: {min: '1'}", "valid number"),
+    "score bound as text": ("score: {min: '1'}", "must be a number, not the text '1'"),
     "zero threads": ("metadata: {name: s, model: m, threads: 0}", "greater than or equal to 1"),
     "mcp server without url": ("metadata: {name: s, model: m, mcp_server: {name: x}}", "'url'"),
 }
@@ -416,7 +416,7 @@ REJECTED_EVALS = {
     "check as text": ("- {prompt: p, checks: ['*x*']}", "exactly one key (found text)"),
     "empty pattern": ("- {prompt: p, checks: [{match: ''}]}", "must not be empty"),
     "count given as yes": ("- {prompt: p, checks: [{max_tokens: yes}]}", "a count is a whole number"),
-    "check without value": ("- {prompt: p, checks: [{match: null}]}", "valid string"),
+    "check without value": ("- {prompt: p, checks: [{match: null}]}", "must be text, not null"),
     "threshold above one": (
         "- {prompt: p, checks: [{semantic: {expected: e, threshold: 1.5}}]}",
         "less than or equal to 1",
@@ -427,8 +427,8 @@ REJECTED_EVALS = {
     ),
     "empty llm_judge": ("- {prompt: p, checks: [{llm_judge: {}}]}", "missing required key 'criteria'"),
     "negative token limit": ("- {prompt: p, checks: [{min_tokens: -1}]}", "greater than or equal to 0"),
-    "fractional token limit": ("- {prompt: p, checks: [{min_tokens: 2.5}]}", "fractional part"),
-    "equals a number": ("- {prompt: p, checks: [{equals: 4}]}", "valid string"),
+    "fractional token limit": ("- {prompt: p, checks: [{min_tokens: 2.5}]}", "a whole number, not"),
+    "equals a number": ("- {prompt: p, checks: [{equals: 4}]}", "must be text, not the number 4"),
     "coding eval without grading": ("- {prompt: p, workspace: w}", "`grading` is missing"),
     "bad step name": ("- {prompt: p, workspace: w, grading: g, build_steps: [-x]}", "step name '-x'"),
 }
@@ -493,11 +493,14 @@ def test_documented_gaps_only_the_loader_reports(tmp_path: Path, kind: str, text
     assert not schema_errors(path)
 
 
-def test_numbers_written_as_text_are_flagged_though_pydantic_coerces_them(tmp_path: Path) -> None:
+def test_a_timeout_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
     path = write(
         tmp_path, "cli-config", '{"configurations": {"a": {"name": "A", "cli": "x", "timeout": "30000"}}}'
     )
-    assert loader_problem(path) is None
+    assert loader_problem(path) == (
+        f"{path}:1: configurations.a.timeout: must be a whole number, not the text '30000'\n"
+        '    hint: write the number without quotes: "timeout": 30000'
+    )
     assert [error.json_path for error in schema_errors(path)] == ["$.configurations.a.timeout"]
 
 

@@ -149,8 +149,12 @@ def test_min_greater_than_max_is_a_collection_error(pytester: pytest.Pytester, x
 @pytest.mark.parametrize(
     ("bound", "message"),
     [
-        ("'50'", "score.min: Input should be a valid number"),
-        ("true", "score.min: Input should be a valid number"),
+        (
+            "'50'",
+            "score.min: must be a number, not the text '50'\n"
+            "    hint: write the number without quotes: min: 50",
+        ),
+        ("true", "score.min: must be a number, not the boolean true"),
     ],
 )
 def test_a_bound_must_be_a_number(pytester: pytest.Pytester, bound: str, message: str) -> None:
@@ -363,3 +367,26 @@ def test_junit_private_api_for_the_gate_test_case_still_exists() -> None:
     case = xml.node_reporters_ordered[0].to_xml()
     assert case.get("classname") == "a.eval.yaml" and case.find("failure") is not None
     assert xml.stats["failure"] == 1
+
+
+@XDIST_MODES
+def test_no_summary_leaves_only_the_failed_gate_line(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    gate_suite(pytester.path, {"formula": "success_pct / total_cost", "min": 6000})
+    result, data = gate_run(pytester, "--no-summary", xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "Run Summary" not in out
+    assert "Score:" not in out
+    assert "results:" not in out
+    gate = "GATE FAILED: quiz × claude: score 5000.00 is below min 6000 (by 1000.00)"
+    assert [line for line in result.outlines if "quiz" in line and "claude" in line] == [gate]
+    assert run_of(data, "claude")["gate"]["passed"] is False  # the results file is written still
+
+
+def test_no_summary_prints_nothing_of_a_passing_run(pytester: pytest.Pytester) -> None:
+    gate_suite(pytester.path, {"formula": "success_pct", "min": 50})
+    result, data = gate_run(pytester, "--no-summary", xdist=[])
+    assert result.ret == pytest.ExitCode.OK
+    assert "Run Summary" not in result.stdout.str()
+    assert "GATE" not in result.stdout.str()
+    assert run_of(data, "claude")["gate"]["passed"] is True

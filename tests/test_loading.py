@@ -17,6 +17,7 @@ from pytest_vibeeval.loading.yamlsource import MAX_NODES, load_document
 # in-process pytest runs: no cache files, and no re-import of hypothesis's plugin (slow) per run
 BASE_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 HEAD = "metadata:\n  name: s\n  model: m\nevals:\n"  # evals start on line 5
+PROMPT_EVAL = "  - prompt: p\n    checks: [{match: x}]\n"  # lines 5 and 6
 
 
 def write(tmp_path: Path, text: str, name: str = "suite.yaml") -> Path:
@@ -472,7 +473,12 @@ def test_empty_pattern(tmp_path: Path, check: str) -> None:
 
 def test_check_without_value(tmp_path: Path) -> None:
     err = fails(tmp_path, HEAD + "  - prompt: p\n    checks:\n      - match:\n")
-    assert_problem(err, 7, "evals[0].checks[0].match: Input should be a valid string")
+    assert_problem(
+        err,
+        7,
+        "evals[0].checks[0].match: must be text, not null (an empty value)",
+        'hint: write the text after the colon; to mean the word, quote it: match: "null"',
+    )
 
 
 def test_check_with_two_keys(tmp_path: Path) -> None:
@@ -606,7 +612,9 @@ def test_negative_token_limit(tmp_path: Path, check: str) -> None:
 
 def test_fractional_token_limit(tmp_path: Path) -> None:
     err = fails(tmp_path, HEAD + "  - prompt: p\n    checks:\n      - min_tokens: 2.5\n")
-    assert_problem(err, 7, "min_tokens", "fractional part")
+    assert_problem(
+        err, 7, "min_tokens: must be a whole number, not the number 2.5", "hint: a whole number of tokens"
+    )
 
 
 def test_invalid_regex(tmp_path: Path) -> None:
@@ -908,4 +916,49 @@ def test_tags_that_cannot_be_markers_are_rejected(tmp_path: Path, tag: str, mess
 
 def test_a_yaml_boolean_where_text_belongs_says_to_quote_it(tmp_path: Path) -> None:
     err = fails(tmp_path, HEAD + "  - name: yes\n    prompt: p\n    checks: [{match: x}]\n")
-    assert_problem(err, 5, "evals[0].name: must be text, not the boolean true", "quote the value")
+    assert_problem(
+        err,
+        5,
+        "evals[0].name: must be text, not the boolean true: YAML reads yes/no/on/off/true/false as booleans",
+        'hint: quote it to make it text: name: "true"',
+    )
+
+
+# --- a value of the wrong kind says what was given and how to write it -----------------------------
+
+
+def test_score_written_as_the_formula_says_where_the_formula_goes(tmp_path: Path) -> None:
+    err = fails(tmp_path, HEAD + PROMPT_EVAL + "score: success_pct\n")
+    assert_problem(
+        err,
+        7,
+        "score: must be a mapping, not text",
+        "hint: the formula goes under the key `formula`: score: {formula: success_pct}",
+    )
+
+
+def test_an_unquoted_list_where_text_belongs_says_to_quote_it(tmp_path: Path) -> None:
+    err = fails(tmp_path, HEAD + PROMPT_EVAL + "score:\n  formula: [critical-math]\n")
+    assert_problem(
+        err,
+        8,
+        "score.formula: must be text, not a list: YAML reads a value in [brackets] as a list",
+        'hint: quote it to make it text: formula: "[critical-math]"',
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message", "hint"),
+    [
+        ("  - name: 123\n    prompt: p\n    checks: [{match: x}]\n", 5,
+         "evals[0].name: must be text, not the number 123", 'quote it to make it text: name: "123"'),
+        ("  - prompt: 42\n    checks: [{match: x}]\n", 5,
+         "evals[0].prompt: must be text, not the number 42", 'quote it to make it text: prompt: "42"'),
+        (PROMPT_EVAL + "score: {formula: 100}\n", 7,
+         "score.formula: must be text, not the number 100", 'quote it to make it text: formula: "100"'),
+    ],
+)  # fmt: skip
+def test_a_number_where_text_belongs_says_to_quote_it(
+    tmp_path: Path, text: str, line: int, message: str, hint: str
+) -> None:
+    assert_problem(fails(tmp_path, HEAD + text), line, message, f"hint: {hint}")

@@ -584,3 +584,57 @@ def test_problems_in_several_files_are_all_reported_and_survive_pickling(tmp_pat
     assert "evals/config/cli-config.json:" in rendered and "evals/config/eval-config.json:" in rendered
     copy_ = pickle.loads(pickle.dumps(err))
     assert copy_.render() == err.render()
+
+
+# --- a value of the wrong kind says what was given and how to write it -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("step", "needle", "message", "hint"),
+    [
+        ({"command": "python3", "timeout": 0}, '"timeout"',
+         "compile.timeout: Input should be greater than 0, not 0",
+         "timeout is in milliseconds: a whole number above 0, e.g. 60000"),
+        ({"command": "python3", "timeout": "30000"}, '"timeout"',
+         "compile.timeout: must be a whole number, not the text '30000'",
+         'write the number without quotes: "timeout": 30000'),
+        ({"command": "python3", "args": ["-c", 1]}, "1",
+         "compile.args[1]: must be text (a string in double quotes), not the number 1",
+         'quote it to make it text: "1"'),
+        ({"command": ""}, '"command"', "compile.command: must not be empty",
+         'the executable to run: a name on PATH or a path, e.g. "python3"'),
+    ],
+)  # fmt: skip
+def test_a_bad_registry_value_says_what_to_write(
+    config: Path, step: dict[str, Any], needle: str, message: str, hint: str
+) -> None:
+    write_configs(config, registry={**REGISTRY, "compile": step})  # the last entry of the file
+    path = config / "command-registry.json"
+    line = max(i for i, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
+    assert_one(fails(config), path, line, message, f"\n    hint: {hint}")
+
+
+def test_a_timeout_that_is_not_a_number_says_it_is_in_milliseconds(config: Path) -> None:
+    cli = copy.deepcopy(CLI_CONFIG)
+    next(iter(cli["configurations"].values()))["timeout"] = "fast"
+    write_configs(config, cli=cli)
+    path = config / "cli-config.json"
+    assert_one(
+        fails(config),
+        path,
+        line_of(path, '"timeout"'),
+        "timeout: must be a whole number, not the text 'fast'",
+        "\n    hint: timeout is in milliseconds: a whole number above 0, e.g. 60000",
+    )
+
+
+def test_a_multiplier_that_is_not_a_number_says_what_it_is(config: Path) -> None:
+    write_configs(config, evals=edited(vybes={"multiplier": "two"}))
+    path = config / "eval-config.json"
+    assert_one(
+        fails(config),
+        path,
+        line_of(path, '"multiplier"'),
+        "vybes.multiplier: must be a number, not the text 'two'",
+        "\n    hint: the multiplier scales the eval's vybes score: a number above 0, e.g. 2",
+    )

@@ -6,6 +6,7 @@ on, and no process it started is left behind. It does not need pytest-timeout, a
 from __future__ import annotations
 
 import os
+import re
 import signal
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -270,3 +271,47 @@ def test_an_expected_failure_that_stops_early_still_says_why(pytester: pytest.Py
     record = evals_by_nodeid(load_json(out))["x.eval.yaml::known[app]"]
     assert record["outcome"] == "error"
     assert record["message"] == "stopped before its first phase: RuntimeError: no provider today"
+
+
+def failures_section(result: pytest.RunResult) -> str:
+    text = result.stdout.str()
+    return text[text.index("= FAILURES =") : text.index("short test summary info")]
+
+
+@XDIST_MODES
+def test_a_backstop_timeout_shows_the_users_frames_not_the_plugins(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write_hang_project(pytester.path)
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    failures = failures_section(result)
+    assert ">           time.sleep(120)" in failures  # where the user's callable hung
+    assert re.search(
+        r"\nE +BackstopTimeout: stopped in the agent phase \(app, 2 s in\): Timeout \(>2\.0s\) from the "
+        r"vibeeval backstop\n",
+        failures,
+    ), failures
+    assert "app.py:5: BackstopTimeout" in failures
+    assert "pytest_vibeeval" not in failures
+    stuck = evals_by_nodeid(load_json(out))["hang.eval.yaml::stuck[app]"]
+    assert (
+        stuck["message"]
+        == "stopped in the agent phase (app, 2 s in): Timeout (>2.0s) from the vibeeval backstop"
+    )
+
+
+@XDIST_MODES
+def test_tb_line_points_at_the_eval_in_its_suite(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    write_hang_project(pytester.path)
+    write(
+        pytester.path / "hang.eval.yaml",
+        HANG_SUITE.replace("prompt: fine, checks: [{match: ok}]", "prompt: fine, checks: [{match: nope}]"),
+    )
+    result = run(pytester, "--tb=line", xdist=xdist)
+    suite = pytester.path / "hang.eval.yaml"
+    assert (
+        f"{suite}:5: BackstopTimeout: stopped in the agent phase (app, 2 s in): Timeout (>2.0s) from the "
+        "vibeeval backstop"
+    ) in result.outlines
+    assert f"{suite}:6: Failed: match: pattern 'nope' does not match the response" in result.outlines

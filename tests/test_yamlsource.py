@@ -186,3 +186,100 @@ def test_an_error_at_the_end_of_a_text_without_a_final_line_break_is_on_its_last
     with pytest.raises(InputError) as info:
         load_document(path)
     assert [problem.line for problem in info.value.problems] == [4]
+
+
+# --- syntax errors say how to fix them -------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("loader")
+@pytest.mark.parametrize(
+    ("line", "start", "hint"),
+    [
+        (
+            "  formula: [critical-math] * 3",
+            "`[` is read by YAML as a list",
+            'quote it, e.g. formula: "[critical-math] * 3"',
+        ),
+        (
+            "  - match: *x*",
+            "`*` is read by YAML as an alias (a reference to an `&anchor`)",
+            'quote it, e.g. match: "*x*"',
+        ),
+        ("  - match: @home", "`@` is read by YAML as a reserved character", 'quote it, e.g. match: "@home"'),
+    ],
+)
+def test_a_value_starting_with_an_indicator_must_be_quoted(
+    tmp_path: Path, line: str, start: str, hint: str
+) -> None:
+    err = error(tmp_path, "a: 1\nb:\n" + line + "\n")
+    assert_error(err, 3, "invalid YAML: ", f"a value starting with {start}, not as text: {hint}")
+
+
+@pytest.mark.usefixtures("loader")
+def test_a_value_holding_colon_space_must_be_quoted(tmp_path: Path) -> None:
+    err = error(tmp_path, "evals:\n  - prompt: Solve: 2x + 5 = 15\n")
+    assert_error(
+        err,
+        2,
+        "invalid YAML: mapping values are not allowed",
+        "the value of `prompt` holds `: `, which YAML reads as the start of another key: quote it, "
+        'e.g. prompt: "Solve: 2x + 5 = 15" (or write the text as a `|` block on the next lines)',
+    )
+
+
+@pytest.mark.usefixtures("loader")
+def test_other_syntax_errors_keep_the_general_hint(tmp_path: Path) -> None:
+    err = error(tmp_path, "a: [1, 2\nb: 3\n")
+    assert "hint: check indentation, quoting and brackets near this line" in err.render()
+
+
+@pytest.mark.usefixtures("loader")
+def test_python_tags_are_refused_on_their_line(tmp_path: Path) -> None:
+    err = error(tmp_path, 'a: 1\nb: !!python/object/apply:os.system ["echo PWNED"]\n')
+    assert_error(
+        err,
+        2,
+        "the YAML tag `!!python/object/apply:os.system` is not accepted",
+        "remove the tag: inputs hold plain data (text, numbers, booleans, lists and mappings)",
+    )
+
+
+@pytest.mark.usefixtures("loader")
+def test_a_local_tag_is_refused(tmp_path: Path) -> None:
+    err = error(tmp_path, "a: !include other.yaml\n")
+    assert_error(err, 1, "the YAML tag `!include` is not accepted", "remove the tag")
+
+
+def test_latin1_text_names_its_line_and_says_to_save_as_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_bytes("a: 1\nb: 2\nc: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError) as info:
+        load_document(path)
+    assert_error(
+        info.value,
+        3,
+        "not UTF-8 text: invalid continuation byte at byte 16",
+        "save the file as UTF-8",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message", "hint"),
+    [
+        ('{"a": 1,\n "b": 2,\n}\n', 3, "Expecting property name enclosed in double quotes (column 1)",
+         "remove the comma after the last entry: JSON allows no trailing comma"),
+        ("{'a': 1}", 1, "Expecting property name enclosed in double quotes (column 2)",
+         'a key must be text in double quotes, e.g. "name": …; single quotes are not JSON'),
+        ('{"a": [1,]}', 1, "Expecting value (column 10)", "remove the comma after the last entry"),
+        ('{"a": 1 "b": 2}', 1, "Expecting ',' delimiter (column 9)", "a comma is missing between two"),
+        ('{"a": "C:\\x"}', 1, "Invalid \\escape (column 10)", "a backslash in a string starts an escape"),
+    ],
+)  # fmt: skip
+def test_invalid_json_names_line_column_and_fix(
+    tmp_path: Path, text: str, line: int, message: str, hint: str
+) -> None:
+    path = tmp_path / "cli-config.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_document(path)
+    assert_error(info.value, line, f"invalid JSON: {message}", hint)

@@ -13,6 +13,7 @@ from ..errors import Loc, Problem, did_you_mean
 from ..registry import CheckRegistry
 from ..scoring.variables import EVAL_VARIABLES, check_variable_names
 from ..structural_checks import SUITE_DIR_CONTEXT
+from .validation_messages import describe
 from .yamlsource import Document, yaml_kind
 
 LEGACY_CHECK_HINT = (
@@ -105,13 +106,18 @@ def _parse_one(
         for error in exc.errors(include_url=False):
             sub: Loc = (*loc, key, *error["loc"])
             message = error["msg"].removeprefix("Value error, ")
+            hint = None
+            clean = doc.clean_loc(sub)
+            described = describe(error, clean[-1] if clean else None, json_file=False)
+            if described is not None:
+                message, hint = described
             if error["type"] == "string_too_short":
                 message = f"`{key}` must not be empty"
             elif error["type"] == "missing":
                 message = f"missing required key {error['loc'][-1]!r}"
             elif error["type"] == "extra_forbidden":
                 message = f"unknown key {error['loc'][-1]!r} in `{key}`"
-            problems.append(Problem(message, line=doc.line_of(sub), loc=doc.clean_loc(sub)))
+            problems.append(Problem(message, line=doc.line_of(sub), loc=clean, hint=hint))
         return None
     return Check(check_type, parsed, line=doc.line_of((*loc, key)))
 

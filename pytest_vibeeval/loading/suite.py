@@ -36,7 +36,8 @@ from ..scoring.variables import (
 from .check_parsing import check_name_problems, parse_checks, raw_check_lists
 from .rows import expand_datasets
 from .templates import ANY_TEMPLATE, row_columns, template_problems
-from .yamlsource import Document, load_document, yaml_kind
+from .validation_messages import describe
+from .yamlsource import Document, load_document
 
 
 @dataclass(frozen=True)
@@ -190,17 +191,11 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
                 Problem(f"missing required key {loc[-1]!r}", line=doc.line_of(clean), loc=clean, hint=hint)
             )
             continue
-        message = error["msg"]
-        if kind in ("model_type", "dict_type"):
-            message = f"must be a mapping, not {yaml_kind(error.get('input'))}"
-        elif kind == "string_type" and isinstance(error.get("input"), bool):
-            message = (
-                f"must be text, not the boolean {str(error['input']).lower()}: YAML reads yes/no/on/off/"
-                "true/false as booleans; quote the value"
-            )
-        elif kind == "list_type":
-            message = f"must be a list, not {yaml_kind(error.get('input'))}"
-        elif kind == "too_short" and clean == ("evals",):
+        message, hint = error["msg"], None
+        described = describe(error, clean[-1] if clean else None, doc.path.suffix.lower() == ".json")
+        if described is not None:
+            message, hint = described
+        if kind == "too_short" and clean == ("evals",):
             message = "`evals` is empty; a suite needs at least one eval"
         elif kind == "string_pattern_mismatch" and "evals" in loc and loc[-1] == "name":
             message = "eval name may contain only letters, digits, '-' and '_' (it is used in formulas)"
@@ -213,7 +208,7 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
             message = f"{message}: got {error.get('input')!r}"
         elif message.startswith("Value error, "):
             message = message[len("Value error, ") :]
-        problems.append(Problem(message, line=doc.line_of(loc), loc=clean))
+        problems.append(Problem(message, line=doc.line_of(loc), loc=clean, hint=hint))
     return problems
 
 

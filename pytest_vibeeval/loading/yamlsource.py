@@ -14,6 +14,7 @@ import yaml
 
 from ..bounded_read import UnreadableFile, read_text_bounded
 from ..errors import InputError, Loc, Problem
+from .syntax_hints import json_syntax_hint, yaml_syntax_hint
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
@@ -31,7 +32,9 @@ def _version(text: str) -> tuple[int, ...]:
 # its composer's recursion in C cannot overflow the stack: the event scan before composing (which
 # costs a third of the parse) is needed only with older ones and the pure-Python composer.
 _LIBYAML_BOUNDS_DEPTH = _version(yaml.__version__) >= (6, 0, 4)
-STR_TAG = "tag:yaml.org,2002:str"
+STANDARD_TAG = "tag:yaml.org,2002:"
+STR_TAG = STANDARD_TAG + "str"
+_SAFE_TAGS = frozenset(tag for tag in yaml.SafeLoader.yaml_constructors if tag)  # str, int, seq, map, …
 
 
 @dataclass
@@ -199,6 +202,13 @@ class _Builder:
             self._tick(node)
         if depth > MAX_DEPTH:
             raise self._too_deep(node)
+        if node.tag not in _SAFE_TAGS:
+            raise InputError.single(
+                self.path,
+                f"the YAML tag {_written_tag(node.tag)} is not accepted",
+                line=node.start_mark.line + 1,
+                hint="remove the tag: inputs hold plain data (text, numbers, booleans, lists and mappings)",
+            )
         lines = self.lines
         if loc not in lines:  # a mapping's value: its key's line is there already
             lines[loc] = node.start_mark.line + 1
@@ -214,6 +224,11 @@ class _Builder:
         if node.tag == STR_TAG:  # most scalars: the text itself (see _construct)
             return node.value
         return self._construct(node)
+
+
+def _written_tag(tag: str) -> str:
+    """``tag`` as it is usually written: ``!!python/name:x`` for ``tag:yaml.org,2002:python/name:x``."""
+    return f"`!!{tag.removeprefix(STANDARD_TAG)}`" if tag.startswith(STANDARD_TAG) else f"`{tag}`"
 
 
 def _unreadable(node: yaml.Node, exc: Exception) -> str:
@@ -321,15 +336,11 @@ def parse_yaml(path: Path, text: str) -> Document:
             raise _nested_too_deep(path, line) from None
         problem = exc.problem or str(exc)
         context = f" ({exc.context})" if exc.context else ""
+        lines = _LINE_BREAK.split(text)
+        line_text = lines[line - 1] if line and line <= len(lines) else ""
         raise YamlSyntaxError(
             str(path),
-            [
-                Problem(
-                    f"invalid YAML: {problem}{context}",
-                    line=line,
-                    hint="check indentation, quoting and brackets near this line",
-                )
-            ],
+            [Problem(f"invalid YAML: {problem}{context}", line=line, hint=yaml_syntax_hint(line_text))],
         ) from None
     except yaml.reader.ReaderError as exc:
         raise _reader_error(path, text, exc) from None
@@ -345,7 +356,7 @@ def load_document(path: Path) -> Document:
     try:
         text = read_text_bounded(path, MAX_INPUT_BYTES)
     except UnicodeDecodeError as exc:
-        raise InputError.single(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+        raise not_utf8(path, exc) from None
     except OSError as exc:
         raise InputError.single(path, f"cannot read the file: {exc.strerror}") from None
     except UnreadableFile as exc:
@@ -364,7 +375,12 @@ def load_document(path: Path) -> Document:
             text.removeprefix("\ufeff"), object_pairs_hook=unique_json_keys, parse_constant=no_json_constant
         )
     except json.JSONDecodeError as exc:
-        raise InputError.single(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+        raise InputError.single(
+            path,
+            f"invalid JSON: {exc.msg} (column {exc.colno})",
+            line=exc.lineno,
+            hint=json_syntax_hint(exc.msg, exc.doc, exc.pos),
+        ) from None
     except JsonProblem as exc:
         with contextlib.suppress(YamlSyntaxError):
             parse_yaml(path, text)  # says the same with the line, where it can read the file
@@ -374,6 +390,18 @@ def load_document(path: Path) -> Document:
     except YamlSyntaxError:
         return Document(path, data)
     return Document(path, data, located.lines)
+
+
+def not_utf8(path: Path, exc: UnicodeDecodeError) -> InputError:
+    """The error for a file that is not UTF-8, on the line of its first byte that is not."""
+    raw = exc.object
+    line = raw.count(b"\n", 0, exc.start) + (raw.count(b"\r", 0, exc.start) if b"\n" not in raw else 0)
+    return InputError.single(
+        path,
+        f"not UTF-8 text: {exc.reason} at byte {exc.start}",
+        line=line + 1,
+        hint='save the file as UTF-8 (an editor\'s "Save with encoding"); it may be Latin-1 or Windows-1252',
+    )
 
 
 class JsonProblem(ValueError):

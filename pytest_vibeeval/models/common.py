@@ -12,6 +12,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     StringConstraints,
     model_validator,
 )
@@ -150,7 +151,8 @@ def _cap_timeout(value: int) -> int:
     return min(value, MAX_TIMEOUT_MS)
 
 
-TimeoutMs = Annotated[int, Field(gt=0), AfterValidator(_cap_timeout)]
+# strict: a timeout in quotes ("30000") is refused in every file, as a timeout that is not a number is
+TimeoutMs = Annotated[int, Strict(), Field(gt=0), AfterValidator(_cap_timeout)]
 
 
 TIMEOUT_DESCRIPTION = f"in milliseconds; more than one week ({MAX_TIMEOUT_MS}) counts as one week"

@@ -1,0 +1,78 @@
+"""How to fix a YAML or JSON syntax error: hints from the parser's problem and the text around it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+# characters that start something else than plain text when a YAML value begins with them
+YAML_INDICATORS = "*&[{!|>%@`"
+_INDICATOR_MEANING = {
+    "*": "an alias (a reference to an `&anchor`)",
+    "&": "an anchor",
+    "[": "a list",
+    "{": "a mapping",
+    "!": "a tag",
+    "|": "a block of text on the following lines",
+    ">": "a folded block of text on the following lines",
+    "%": "a directive",
+    "@": "a reserved character",
+    "`": "a reserved character",
+}
+# `key: value` or `- key: value` on one line; the key plain text, the value whatever follows
+_KEY_VALUE = re.compile(r"^\s*(?:-\s+)*(?P<key>[^\s\"'#:\[\]{}][^:#]*?):\s+(?P<value>\S.*?)\s*$")
+GENERIC_YAML_HINT = "check indentation, quoting and brackets near this line"
+
+
+def _quoted(key: str, value: str) -> str:
+    """``key: "value"``, the value as a double-quoted YAML (and JSON) string."""
+    return f"{key}: {json.dumps(value, ensure_ascii=False)}"
+
+
+def yaml_syntax_hint(line_text: str) -> str:
+    """The hint for a YAML syntax error on the line ``line_text``: a value that starts with an
+    indicator character, or holds ``: ``, must be quoted; otherwise the general advice."""
+    match = _KEY_VALUE.match(line_text)
+    if match is None:
+        return GENERIC_YAML_HINT
+    key, value = match["key"], match["value"]
+    if value[0] in YAML_INDICATORS:
+        if value[0] in "[{" and value.rstrip()[-1:] == {"[": "]", "{": "}"}[value[0]]:
+            return GENERIC_YAML_HINT  # a whole list or mapping: the error is inside it
+        return (
+            f"a value starting with `{value[0]}` is read by YAML as {_INDICATOR_MEANING[value[0]]}, "
+            f"not as text: quote it, e.g. {_quoted(key, value)}"
+        )
+    if ": " in value and value[0] not in "\"'":
+        return (
+            f"the value of `{key}` holds `: `, which YAML reads as the start of another key: quote it, "
+            f"e.g. {_quoted(key, value)} (or write the text as a `|` block on the next lines)"
+        )
+    return GENERIC_YAML_HINT
+
+
+def json_syntax_hint(message: str, text: str, pos: int) -> str:
+    """The hint for the JSON parser's ``message`` about the character at ``pos`` of ``text``."""
+    before = text[:pos].rstrip()[-1:]
+    if message.startswith(("Expecting property name", "Expecting value")) and before == ",":
+        return "remove the comma after the last entry: JSON allows no trailing comma"
+    if message.startswith("Expecting property name"):
+        return 'a key must be text in double quotes, e.g. "name": …; single quotes are not JSON'
+    if message.startswith("Expecting value"):
+        return (
+            "a value is missing or is not JSON: text in double quotes, numbers, true, false, null, "
+            "[lists] or {objects}"
+        )
+    if message.startswith("Expecting ',' delimiter"):
+        return 'a comma is missing between two entries, or a string holds a double quote: write it as \\"'
+    if message.startswith("Expecting ':' delimiter"):
+        return 'each key is followed by a colon: "key": value'
+    if message.startswith("Invalid control character"):
+        return "a string holds a line break or tab: write it as \\n or \\t"
+    if message.startswith("Invalid \\escape"):
+        return "a backslash in a string starts an escape: write a backslash as \\\\ (e.g. C:\\\\path)"
+    if message.startswith("Unterminated string"):
+        return "a string has no closing double quote"
+    if message.startswith("Extra data"):
+        return "the file holds more than one JSON value: wrap them in one object or list"
+    return "check commas, brackets and double quotes near this column"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checks import CheckNode, CheckResult, Response, run_checks
+from .excerpts import response_excerpt
 from .loading.templates import Redactor
 from .models import Configuration
 from .pricing import CostSource, cost_of, price_for
@@ -19,22 +20,6 @@ from .results import CheckRecord, StepRecord
 
 if TYPE_CHECKING:
     from .judge import Judge
-
-# A longer answer is recorded as its head and tail: the record travels to the controller and into
-# the results file and reports, and the rubric reads it, none of which should hold 200 MB.
-RESPONSE_EXCERPT_CHARS = 64 * 1024
-
-
-def response_excerpt(text: str, log: str | None = None) -> tuple[str, int | None]:
-    """``text`` itself, or when longer than :data:`RESPONSE_EXCERPT_CHARS` its head and tail joined
-    by a marker saying how much is left out and where the whole is (``log``); with the whole
-    length in characters (None when nothing is left out)."""
-    if len(text) <= RESPONSE_EXCERPT_CHARS:
-        return text, None
-    half = RESPONSE_EXCERPT_CHARS // 2
-    where = f": the whole answer is in {log}" if log else ""
-    marker = f"\n[… {len(text) - 2 * half:,} characters not shown{where} …]\n"
-    return text[:half] + marker + text[-half:], len(text)
 
 
 def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:

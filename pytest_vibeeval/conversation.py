@@ -15,10 +15,10 @@ from .answering import (
     check_record,
     check_walk,
     redact_steps,
-    response_excerpt,
     undecided_message,
 )
 from .checks import CheckNode, ChecksError
+from .excerpts import response_excerpt
 from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..excerpts import excerpt_marker
 from ..loading.templates import Redactor
 from ..models import Configuration, RubricSpec
 from ..results import EvalRecord
@@ -90,6 +91,7 @@ def assess(
         complexity=spec.complexity,
         basis=spec.efficiency,
         task=spec.task or ("coding" if coding else "general"),
+        cut=excerpt_marker(record.response, record.response_chars),
     )
     if log_problem is not None:
         missing = {

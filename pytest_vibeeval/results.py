@@ -52,6 +52,11 @@ class ToolCallRecord(Record):
     )
     duration: float | None = Field(default=None, description="seconds, where the agent reports it")
     retry: bool = Field(default=False, description="the log marks this call as a retry of an earlier one")
+    batch: int | None = Field(
+        default=None,
+        description="calls the agent issued together (parallel calls of one assistant message) share this "
+        "number; None: not reported, the call is a batch of its own",
+    )
     args: dict[str, Any] | None = Field(
         default=None,
         description="the call's arguments where the agent reports them (a Python callable's `tool_calls`); "

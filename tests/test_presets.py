@@ -21,6 +21,7 @@ from pytest_vibeeval.presets import AGENT_PRESETS
 from pytest_vibeeval.providers.output import OutputError, ParsedOutput
 from pytest_vibeeval.providers.parsers import BUILTIN_PARSERS, builtin_parsers, parse_with
 from pytest_vibeeval.results import ToolCallRecord
+from pytest_vibeeval.scoring.transcripts import summarise
 from pytest_vibeeval.surrogates import model_json
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -64,6 +65,17 @@ def test_claude_code_stream_json() -> None:
         ("Read", False, "<tool_use_error>File does not exist.</tool_use_error>"),
         ("Edit", True, None),
     ]
+
+
+def test_claude_code_parallel_calls_share_their_message() -> None:
+    parsed = parse("claude-code", "claude-code/parallel.jsonl")
+    assert [(call.tool, call.success, call.batch) for call in parsed.tool_calls] == [
+        ("Read", False, 0),
+        ("Read", True, 0),  # made together with the failed Read: not a retry
+        ("Glob", True, 1),
+        ("Read", True, 2),
+    ]
+    assert summarise(list(parsed.tool_calls), "output:claude-code").errors == {"tool_fail": 1, "retry": 0}
 
 
 def test_claude_code_json_result() -> None:
@@ -456,6 +468,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         "aider": fake(pytester, "aider", SAMPLES / "aider/output.txt", preset="aider"),
         "plain": fake(pytester, "plain", SAMPLES / "gemini/output.json", output={"parser": "gemini"}),
         "cut": fake(pytester, "cut", truncated, preset="codex"),
+        "parallel": fake(pytester, "parallel", SAMPLES / "claude-code/parallel.jsonl", preset="claude-code"),
     }
     suite = {
         "metadata": {"name": "agents", "model": "suite/model"},
@@ -465,7 +478,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     write(pytester.path / "agents.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
     path = pytester.path / "results.json"
     result = run(pytester, "--vibe-results", str(path), xdist=xdist)
-    result.assert_outcomes(passed=6, failed=1)
+    result.assert_outcomes(passed=7, failed=1)
     assert "Traceback" not in result.stdout.str()
     records = {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
 
@@ -485,6 +498,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         "error": "<tool_use_error>File does not exist.</tool_use_error>",
         "duration": None,
         "retry": False,
+        "batch": 1,  # the second assistant message
         "args": None,  # the parsers do not record arguments
     }
     assert tools("claude") == [("Bash", True), ("Read", False), ("Edit", True)]
@@ -505,6 +519,10 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     }
     assert claude["rubric"]["signals"]["tool_success_rate"] == pytest.approx(2 / 3)
     assert claude["rubric"]["signals"]["error_rate"] == pytest.approx(0.1)
+    # two Reads made together, the first failed: one failed call and no retry
+    parallel = records["parallel"]
+    assert parallel["transcript"]["errors"] == {"tool_fail": 1, "retry": 0}
+    assert parallel["rubric"]["signals"]["error_rate"] == pytest.approx(0.1)
     # the preset's arguments reach the agent; the prompt arrives on stdin
     assert seen("claude") == {"argv": list(AGENT_PRESETS["claude-code"].args), "stdin": PROMPT}
 

@@ -72,6 +72,23 @@ def test_retry_of_the_same_tool_right_after_its_failure() -> None:
     assert count_retries(calls(("Bash", False), ("Bash", False), ("Bash", True))) == 2
 
 
+def batched(*spec: tuple[str, bool | None, int]) -> list[ToolCallRecord]:
+    return [ToolCallRecord(tool=tool, success=success, batch=batch) for tool, success, batch in spec]
+
+
+def test_a_call_made_together_with_a_failed_one_is_not_a_retry() -> None:
+    # two Reads of one assistant message, the first failed: siblings, not a retry
+    assert count_retries(batched(("Read", False, 0), ("Read", True, 0))) == 0
+    assert count_retries(batched(("Read", False, 0), ("Read", True, 0), ("Glob", True, 1))) == 0
+    # a Read in the next message retries; so does each Read after a batch in which a Read failed
+    assert count_retries(batched(("Read", True, 0), ("Read", False, 0), ("Read", True, 1))) == 1
+    assert count_retries(batched(("Read", False, 0), ("Read", True, 1), ("Read", True, 1))) == 2
+    # only the batch right before counts, as only the call right before does without batches
+    assert count_retries(batched(("Read", False, 0), ("Glob", True, 1), ("Read", True, 2))) == 0
+    # calls without a batch each stand alone
+    assert count_retries([ToolCallRecord(tool="Read", success=False), *batched(("Read", True, 0))]) == 1
+
+
 def test_marked_retries_are_not_counted_twice() -> None:
     records = [
         ToolCallRecord(tool="Bash", success=False),

@@ -322,13 +322,21 @@ def read_tool_log(path: Path) -> tuple[list[ToolCallRecord], float | None, list[
 
 
 def count_retries(calls: Sequence[ToolCallRecord]) -> int:
-    """Calls marked as retries, plus unmarked calls that repeat the tool of the call right before
-    them when that call failed (each call counted once)."""
+    """Calls marked as retries, plus unmarked calls that repeat the tool of a call that failed in the
+    batch right before theirs (each call counted once). A batch is the calls the agent issued together
+    (:attr:`ToolCallRecord.batch`), so a sibling of a failed call is not a retry; a call without one
+    is a batch of its own, so that the batch before it is the call right before it."""
     retries = 0
+    failed_before: set[str] = set()  # the tools that failed in the previous batch
+    failed_now: set[str] = set()
+    current: object = None
     for index, call in enumerate(calls):
-        previous = calls[index - 1] if index else None
-        after_failure = previous is not None and previous.tool == call.tool and previous.success is False
-        retries += call.retry or after_failure
+        batch = call.batch if call.batch is not None else ("call", index)
+        if batch != current:
+            failed_before, failed_now, current = failed_now, set(), batch
+        retries += call.retry or call.tool in failed_before
+        if call.success is False:
+            failed_now.add(call.tool)
     return retries
 
 

@@ -161,9 +161,85 @@ def test_aider_text() -> None:
     assert parsed.cost == 0.0177  # the per-message costs summed
     # two requests, as aider rounds them: 2.4k + 2.7k sent, 96 + 80 received
     assert (parsed.input_tokens, parsed.output_tokens) == (5100, 176)
+    assert "failed to match" not in parsed.text  # aider's report is the failed edit's error
     assert calls(parsed) == [
-        ("edit", False, "# 1 SEARCH/REPLACE block failed to match!"),
+        (
+            "edit",
+            False,
+            "# 1 SEARCH/REPLACE block failed to match!\n"
+            "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in calc.py",
+        ),
         ("edit", True, None),
+    ]
+
+
+# aider's whole report on two failed blocks of three, with its hints (aider's editblock_coder).
+AIDER_REPORT = """\
+Aider v0.86.2
+Main model: openai/gpt-4o with diff edit format
+
+I fix both.
+
+Tokens: 120 sent, 30 received. Cost: $0.00060 message, $0.00060 session.
+The LLM did not conform to the edit format.
+https://aider.chat/docs/troubleshooting/edit-errors.html
+
+# 2 SEARCH/REPLACE blocks failed to match!
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in
+calc.py
+<<<<<<< SEARCH
+def add(a, b):
+
+    return a * b
+=======
+def add(a, b):
+    return a + b
+>>>>>>> REPLACE
+
+Did you mean to match some of these actual lines from calc.py?
+
+```
+# a comment aider quotes from the file
+def add(a, b):
+
+    return a - b
+```
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in util.py
+<<<<<<< SEARCH
+x = 1
+=======
+x = 2
+>>>>>>> REPLACE
+
+Are you sure you need this SEARCH/REPLACE block?
+The REPLACE lines are already in util.py!
+
+The SEARCH section must exactly match an existing block of lines including all
+white space, comments, indentation, docstrings, etc
+
+# The other 1 SEARCH/REPLACE block were applied successfully.
+Don't re-send them.
+Just reply with fixed versions of the blocks above that failed to match.
+
+- Fixed: `add` adds now.
+"""
+
+
+def test_aider_leaves_its_whole_edit_report_out_of_the_answer(tmp_path: Path) -> None:
+    path = tmp_path / "aider.txt"
+    path.write_text(AIDER_REPORT, encoding="utf-8")
+    parsed = parse_with("aider", path)
+    assert parsed.text == "I fix both.\n\n\n- Fixed: `add` adds now."  # the blank lines around it kept
+    assert calls(parsed) == [
+        (
+            "edit",
+            False,
+            "# 2 SEARCH/REPLACE blocks failed to match!\n"
+            "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in calc.py\n"
+            "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in util.py",
+        )
     ]
 
 

@@ -165,13 +165,35 @@ def test_failure_patterns_in_output_fail_the_call(tmp_path: Path) -> None:
         {"tool": "Bash", "output": "ERROR: build failed"},
         {"tool": "Bash", "exit": 0, "output": "no errors found; the ValueError: is handled"},
         {"tool": "Bash", "exit": 0, "output": "Errors: 0"},
-        {"tool": "Bash", "success": True, "output": "Error: ignored, success was reported"},
     )
     records, _, _ = read_tool_log(log)
-    assert [call.success for call in records] == [False, False, False, False, False, True, True, True]
+    assert [call.success for call in records] == [False, False, False, False, False, True, True]
     assert records[0].error == "Traceback (most recent call last):"
     assert records[1].error == "ValueError: bad value"
     assert records[3].error == "json.decoder.JSONDecodeError: Expecting value"
+
+
+def test_evidence_of_a_failure_wins_over_a_success_flag(tmp_path: Path) -> None:
+    """The rubric: a call failed when its exit code is not 0 or an error pattern matches, whatever
+    else the line says; `success` decides only when nothing contradicts it."""
+    log = write_log(
+        tmp_path / "log.jsonl",
+        {"tool": "Bash", "exit": 1, "success": True},
+        {"tool": "Bash", "exit": 0, "success": "true", "stderr": "fatal: not a git repository"},
+        {"tool": "Bash", "success": True, "error": "timed out"},
+        {"tool": "Bash", "success": True, "output": "Error: could not connect"},
+        {"tool": "Bash", "exit": 0, "success": False},
+        {"tool": "Bash", "exit": 0, "success": True, "output": "all fine"},
+    )
+    records, _, _ = read_tool_log(log)
+    assert [(call.success, call.error) for call in records] == [
+        (False, "exit code 1"),
+        (False, "fatal: not a git repository"),
+        (False, "timed out"),
+        (False, "Error: could not connect"),
+        (False, None),
+        (True, None),
+    ]
 
 
 def test_failure_pattern_definition() -> None:

@@ -12,9 +12,11 @@ A tool log holds one JSON object per line, e.g. ``{"ts": "2024-05-01T10:00:00Z",
 - ``duration`` (seconds) or ``duration_ms``.
 - ``retry`` (true/false as for ``success``, or a count: > 0 is a retry) or ``attempt`` (> 1 is a retry).
 
-A call's outcome: ``success`` when given; otherwise failed when the exit code is not 0, ``error`` is
-non-empty or the output matches :data:`FAILURE_PATTERN`, succeeded when the exit code is 0, and unknown
-(``None``) when the line reports none of these. ``null`` counts as absent everywhere.
+A call's outcome, as the rubric defines it (failed: the exit code is not 0 or an error pattern
+matches): failed when the exit code is not 0, ``error`` is non-empty, the output matches
+:data:`FAILURE_PATTERN` or ``success`` is false; otherwise succeeded when ``success`` is true or the
+exit code is 0, and unknown (``None``) when the line reports none of these. So evidence of a failure
+wins over ``"success": true``. ``null`` counts as absent everywhere.
 
 A line that is not JSON, not an object, names no tool or holds a value of the wrong kind is skipped
 and reported (``file:line: what is wrong; how to fix it``); reading goes on.
@@ -221,12 +223,11 @@ def _outcome(obj: Mapping[str, Any]) -> tuple[bool | None, str | None]:
         if obj.get(key) is not None:
             failure = failure or _failure_line(_as_text(key, obj[key]))
     reason = error or failure or (f"exit code {exit_code}" if exit_code else None)
-    if success is None:
-        if reason is not None:
-            success = False
-        elif exit_code == 0:
-            success = True
-    return success, (keep_start(reason, MAX_ERROR_CHARS - 1) if success is False and reason else None)
+    if reason is not None:
+        success = False  # evidence of a failure wins over a success flag
+    elif success is None and exit_code == 0:
+        success = True
+    return success, (keep_start(reason, MAX_ERROR_CHARS - 1) if reason else None)
 
 
 def _parse_call(obj: Mapping[str, Any]) -> _Line:

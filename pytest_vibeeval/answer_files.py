@@ -53,6 +53,7 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
         "tool_calls": None
         if response.tool_calls is None
         else [call.model_dump() for call in response.tool_calls],
+        "api_retries": response.api_retries,
     }
 
 
@@ -113,6 +114,7 @@ def read_answer(path: Path) -> tuple[dict[str, Any], ProviderResponse]:
             tool_calls=None
             if entry.get("tool_calls") is None
             else [ToolCallRecord.model_validate(call) for call in entry["tool_calls"]],
+            api_retries=entry.get("api_retries"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise AnswerFileError(f"is not a stored answer: {exc}") from None
@@ -131,4 +133,7 @@ def _entry_problem(entry: Any) -> str | None:
             return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
     if not isinstance(entry.get("tool_calls") or [], list):
         return "`tool_calls` must be a list"
+    retries = entry.get("api_retries")
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+        return f"`api_retries` must be a whole number (0 or more) or null, not {json.dumps(retries)[:40]}"
     return None

@@ -120,6 +120,7 @@ def answer_fields(
         "tool_calls": [
             call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls or ()
         ],
+        "api_retries": response.api_retries,
     }
 
 

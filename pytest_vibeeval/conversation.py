@@ -114,6 +114,7 @@ TURN_MEASURES = (
     "response_chars",
     "cached",
     "tool_calls",
+    "api_retries",
 )
 
 
@@ -158,6 +159,7 @@ def _add(
             "checks": [*record.checks, *turn.checks],
             "steps": [*record.steps, *answered.steps],
             "tool_calls": [*record.tool_calls, *turn.tool_calls],
+            "api_retries": _plus(record.api_retries, turn.api_retries),
         }
     )
 

@@ -80,10 +80,17 @@ class TranscriptRecord(Record):
     succeeded: int = Field(description="calls reported as succeeded")
     tools: dict[str, ToolStats] = Field(default_factory=dict, description="per tool, by name")
     errors: dict[str, int] = Field(
-        default_factory=dict, description="counts by type: tool_fail (failed calls), retry"
+        default_factory=dict,
+        description="counts by type: tool_fail (failed calls), retry (`retries` + `api_retries`)",
     )
     retries: int = Field(
-        default=0, description="calls marked as retries, or repeating the same tool right after it failed"
+        default=0,
+        description="calls marked as retries, or repeating a tool that failed in the batch right before",
+    )
+    api_retries: int = Field(
+        default=0,
+        description="requests to the model the agent retried, as its output reports them (the record's "
+        "`api_retries`)",
     )
     duration: float | None = Field(
         default=None,
@@ -221,6 +228,11 @@ class TurnRecord(Record):
     tool_calls: list[ToolCallRecord] = Field(
         default_factory=list, description="the tool calls of this turn's answer, where reported"
     )
+    api_retries: int | None = Field(
+        default=None,
+        description="requests to the model the agent retried, as its output reports them (codex's "
+        "`Reconnecting... 1/5` errors); None: not reported",
+    )
 
 
 class EvalRecord(Record):
@@ -275,6 +287,11 @@ class EvalRecord(Record):
         default_factory=list,
         description="the agent's tool calls in the order it made them, where its output.parser reads "
         "them (agent presets); empty otherwise",
+    )
+    api_retries: int | None = Field(
+        default=None,
+        description="requests to the model the agent retried, as its output reports them (codex's "
+        "`Reconnecting... 1/5` errors); None: not reported",
     )
     phase_durations: dict[str, float] = Field(
         default_factory=dict,

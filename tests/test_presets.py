@@ -78,6 +78,19 @@ def test_claude_code_parallel_calls_share_their_message() -> None:
     assert summarise(list(parsed.tool_calls), "output:claude-code").errors == {"tool_fail": 1, "retry": 0}
 
 
+def test_codex_reconnections_are_retries() -> None:
+    parsed = parse("codex", "codex/reconnected.jsonl")
+    assert parsed.api_retries == 2  # two `Reconnecting... n/5` errors, then the turn completed
+    assert parsed.tool_calls == parse("codex", "codex/events.jsonl").tool_calls
+    assert parse("codex", "codex/events.jsonl").api_retries == 0
+    transcript = summarise(list(parsed.tool_calls), "output:codex", api_retries=parsed.api_retries)
+    assert (transcript.errors, transcript.retries, transcript.api_retries) == (
+        {"tool_fail": 2, "retry": 2},
+        0,
+        2,
+    )
+
+
 def test_claude_code_json_result() -> None:
     parsed = parse("claude-code", "claude-code/result.json")
     assert parsed.text == "Paris is the capital of France."
@@ -545,6 +558,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         "plain": fake(pytester, "plain", SAMPLES / "gemini/output.json", output={"parser": "gemini"}),
         "cut": fake(pytester, "cut", truncated, preset="codex"),
         "parallel": fake(pytester, "parallel", SAMPLES / "claude-code/parallel.jsonl", preset="claude-code"),
+        "reconnected": fake(pytester, "reconnected", SAMPLES / "codex/reconnected.jsonl", preset="codex"),
     }
     suite = {
         "metadata": {"name": "agents", "model": "suite/model"},
@@ -554,7 +568,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     write(pytester.path / "agents.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
     path = pytester.path / "results.json"
     result = run(pytester, "--vibe-results", str(path), xdist=xdist)
-    result.assert_outcomes(passed=7, failed=1)
+    result.assert_outcomes(passed=8, failed=1)
     assert "Traceback" not in result.stdout.str()
     records = {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
 
@@ -590,6 +604,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         },
         "errors": {"tool_fail": 1, "retry": 0},
         "retries": 0,
+        "api_retries": 0,
         "duration": 8.421,  # no timestamps in the output: the agent's own run time
         "problems": [],
     }
@@ -599,6 +614,14 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     parallel = records["parallel"]
     assert parallel["transcript"]["errors"] == {"tool_fail": 1, "retry": 0}
     assert parallel["rubric"]["signals"]["error_rate"] == pytest.approx(0.1)
+    # codex retried its request to the model twice: two retries, with its two failed calls
+    reconnected = records["reconnected"]
+    assert reconnected["api_retries"] == 2
+    assert reconnected["transcript"]["errors"] == {"tool_fail": 2, "retry": 2}
+    assert reconnected["transcript"]["api_retries"] == 2
+    assert reconnected["rubric"]["errors"] == {"tool_fail": 2, "retry": 2, "output_error": 0}
+    assert reconnected["rubric"]["signals"]["error_rate"] == pytest.approx(0.4)
+    assert records["codex"]["api_retries"] == 0 and records["claude"]["api_retries"] is None
     # the preset's arguments reach the agent; the prompt arrives on stdin
     assert seen("claude") == {"argv": list(AGENT_PRESETS["claude-code"].args), "stdin": PROMPT}
 

@@ -58,6 +58,7 @@ class ProviderResponse:
     # report them (the checks that need them are undecided); []: it reported that there were none.
     tool_calls: list[ToolCallRecord] | None = None
     cached: bool = False  # answered from the response cache (--vibe-cache), not asked now
+    api_retries: int | None = None  # requests to the model the agent retried (ParsedOutput's)
     session_id: str | None = None  # the agent CLI's session, which a later turn continues
     # The session's input and output tokens so far, as a CLI that reports running totals said;
     # input_tokens and output_tokens are then this turn's share.

@@ -241,6 +241,7 @@ class CliProvider:
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
             latency=parsed.latency,
             tool_calls=tool_calls,
+            api_retries=parsed.api_retries if self.config.output.parser else None,
             session_id=reported_session(result.stdout_path, resume) if resume else None,
             session_tokens=totals,
         )

@@ -37,6 +37,9 @@ class ParsedOutput:
     output_tokens: int | None = None
     latency: float | None = None  # seconds, as the agent reported it (output.latency_ms / 1000)
     tool_calls: tuple[ToolCallRecord, ...] = ()  # read by an output.parser
+    # Requests to the model the agent retried, as its output says (codex's `Reconnecting... 1/5`);
+    # None: its output does not report them.
+    api_retries: int | None = None
 
 
 def read_output(path: Path) -> bytes:

@@ -346,8 +346,10 @@ def summarise(
     source: str,
     duration: float | None = None,
     problems: Sequence[str] = (),
+    api_retries: int = 0,
 ) -> TranscriptRecord:
-    """Summarise tool calls: counts per tool, failed calls (``tool_fail``) and retries (``retry``).
+    """Summarise tool calls: counts per tool, failed calls (``tool_fail``) and retries (``retry``:
+    retried tool calls and the ``api_retries``, requests to the model the agent retried).
 
     ``errors`` always holds both keys, zero counts included. Calls with no reported outcome count as
     neither succeeded nor failed."""
@@ -363,8 +365,9 @@ def summarise(
         calls=len(calls),
         succeeded=sum(stats.succeeded for stats in tools.values()),
         tools=tools,
-        errors={"tool_fail": sum(stats.failed for stats in tools.values()), "retry": retries},
+        errors={"tool_fail": sum(stats.failed for stats in tools.values()), "retry": retries + api_retries},
         retries=retries,
+        api_retries=api_retries,
         duration=duration,
         problems=list(problems),
     )

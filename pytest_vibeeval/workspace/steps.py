@@ -112,6 +112,7 @@ def agent_report(
         "input_tokens": parsed.input_tokens,
         "output_tokens": parsed.output_tokens,
         "tool_calls": list(parsed.tool_calls),
+        "api_retries": parsed.api_retries,
     }
     return AgentReport(fields)
 

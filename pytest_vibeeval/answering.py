@@ -113,6 +113,7 @@ def answer_fields(
         "cost_source": cost_source,
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
+        "cached_input_tokens": response.cached_input_tokens,
         "response": kept,
         "response_chars": whole_chars,
         "cached": response.cached,
@@ -166,7 +167,7 @@ def estimated_cost(
     prices, source = price_for(configuration.pricing if configuration else None, model if http else None)
     if prices is None:
         return None, None
-    cost = cost_of(response.input_tokens, response.output_tokens, prices)
+    cost = cost_of(response.input_tokens, response.output_tokens, prices, response.cached_input_tokens)
     return (cost, source) if cost is not None else (None, None)
 
 

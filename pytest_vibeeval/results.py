@@ -219,6 +219,11 @@ class TurnRecord(Record):
     cost: float | None = Field(default=None, description="USD; None when nobody reported it")
     input_tokens: int | None = Field(default=None, description="as the provider reported them")
     output_tokens: int | None = Field(default=None, description="as the provider reported them")
+    cached_input_tokens: int | None = Field(
+        default=None,
+        description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
+        "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
+    )
     judge_cost: float | None = Field(
         default=None,
         description="USD this turn's llm_judge checks cost; None: no judge asked, or one reported no cost",
@@ -261,6 +266,11 @@ class EvalRecord(Record):
     output_tokens: int | None = Field(
         default=None,
         description="output (completion) tokens as the provider reported them; None: not reported",
+    )
+    cached_input_tokens: int | None = Field(
+        default=None,
+        description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
+        "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
     )
     response: str | None = Field(
         default=None,

@@ -59,6 +59,7 @@ def test_claude_code_stream_json() -> None:
     assert parsed.cost == 0.0421
     # usage.input_tokens counts only uncached input: the cache writes and reads are input too.
     assert (parsed.input_tokens, parsed.output_tokens) == (20 + 1500 + 3000, 180)
+    assert parsed.cached_input_tokens == 3000  # cache_read_input_tokens, part of the input
     assert parsed.latency == pytest.approx(8.421)  # duration_ms
     assert calls(parsed) == [
         ("Bash", True, None),
@@ -113,6 +114,7 @@ def test_codex_events() -> None:
     assert parsed.text == "Fixed `add` in calc.py; the tests pass now. The answer is 42."
     assert parsed.cost is None  # codex reports no cost
     assert (parsed.input_tokens, parsed.output_tokens) == (24763, 122)
+    assert parsed.cached_input_tokens == 24448  # part of input_tokens
     assert parsed.latency is None
     assert calls(parsed) == [
         ("command_execution", True, None),
@@ -622,6 +624,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     assert reconnected["rubric"]["errors"] == {"tool_fail": 2, "retry": 2, "output_error": 0}
     assert reconnected["rubric"]["signals"]["error_rate"] == pytest.approx(0.4)
     assert records["codex"]["api_retries"] == 0 and records["claude"]["api_retries"] is None
+    assert (claude["cached_input_tokens"], records["codex"]["cached_input_tokens"]) == (3000, 24448)
     # the preset's arguments reach the agent; the prompt arrives on stdin
     assert seen("claude") == {"argv": list(AGENT_PRESETS["claude-code"].args), "stdin": PROMPT}
 
@@ -663,6 +666,35 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     assert cut["message"].endswith("the output ends inside it: was the run cut off?")
     assert cut["tool_calls"] == [] and cut["response"] is None
     result.stdout.fnmatch_lines(["*output.parser 'codex': line 12 is not valid JSON*"])
+
+
+@XDIST_MODES
+def test_codex_cached_input_is_priced_at_its_own_rate(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    script = write(pytester.path / "fake_agent.py", FAKE_AGENT)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    prices = {"input_per_mtok": 1.25, "output_per_mtok": 10}
+    cached_rate = {"cached_input_per_mtok": 0.125}
+    sample = SAMPLES / "codex/events.jsonl"
+    configurations = {
+        "full": fake(pytester, "full", sample, preset="codex", pricing=prices),
+        "cheap": fake(pytester, "cheap", sample, preset="codex", pricing={**prices, **cached_rate}),
+    }
+    suite = {
+        "metadata": {"name": "priced", "model": "m"},
+        "evals": [{"name": "ask", "prompt": PROMPT, "checks": [{"match": "*"}]}],
+        "configurations": configurations,
+    }
+    write(pytester.path / "priced.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
+    path = pytester.path / "results.json"
+    run(pytester, "--vibe-results", str(path), xdist=xdist).assert_outcomes(passed=2)
+    records = {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
+    # 24 763 input tokens, 24 448 of them read from codex's prompt cache, and 122 output tokens
+    for record in records.values():
+        tokens = record["input_tokens"], record["cached_input_tokens"], record["output_tokens"]
+        assert tokens == (24763, 24448, 122)
+        assert record["cost_source"] == "pricing"
+    assert records["full"]["cost"] == pytest.approx((24763 * 1.25 + 122 * 10) / 1e6)  # no cached rate
+    assert records["cheap"]["cost"] == pytest.approx((315 * 1.25 + 24448 * 0.125 + 122 * 10) / 1e6)
 
 
 def cut_mid_emoji(text: str) -> str:

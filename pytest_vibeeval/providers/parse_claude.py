@@ -107,6 +107,9 @@ def parse_claude_code(path: Path) -> ParsedOutput:
         cost=checked_number(result.get("total_cost_usd"), "total_cost_usd"),
         input_tokens=checked_total(input_parts, "usage.input_tokens"),
         output_tokens=checked_total([usage.get("output_tokens")], "usage.output_tokens"),
+        cached_input_tokens=checked_total(
+            [usage.get("cache_read_input_tokens")], "usage.cache_read_input_tokens"
+        ),
         latency=None if duration is None else duration / 1000,
         tool_calls=tuple(calls.records),
     )

@@ -67,6 +67,7 @@ def parse_codex(path: Path) -> ParsedOutput:
     response: str | None = None
     inputs: list[Any] = []
     outputs: list[Any] = []
+    cached: list[Any] = []  # cached_input_tokens: part of input_tokens
     failure: str | None = None
     stream_error: str | None = None
     turns = seen = retries = 0
@@ -89,6 +90,7 @@ def parse_codex(path: Path) -> ParsedOutput:
             usage = as_dict(event.get("usage"))
             inputs.append(usage.get("input_tokens"))
             outputs.append(usage.get("output_tokens"))
+            cached.append(usage.get("cached_input_tokens"))
         elif kind == "turn.failed":
             failure = f"turn.failed: {as_dict(event.get('error')).get('message') or 'no message'}"
         elif kind == "error" and failure is None:  # also sent for retries the turn may survive
@@ -106,6 +108,7 @@ def parse_codex(path: Path) -> ParsedOutput:
         text=response,
         input_tokens=checked_total(inputs, "usage.input_tokens"),
         output_tokens=checked_total(outputs, "usage.output_tokens"),
+        cached_input_tokens=checked_total(cached, "usage.cached_input_tokens"),
         tool_calls=tuple(calls.records),
         api_retries=retries,
     )

@@ -111,6 +111,7 @@ def agent_report(
         "cost_source": "reported" if parsed.cost is not None else None,
         "input_tokens": parsed.input_tokens,
         "output_tokens": parsed.output_tokens,
+        "cached_input_tokens": parsed.cached_input_tokens,
         "tool_calls": list(parsed.tool_calls),
         "api_retries": parsed.api_retries,
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from pytest_vibeeval.answering import RESPONSE_EXCERPT_CHARS
+from pytest_vibeeval.excerpts import RESPONSE_EXCERPT_CHARS
 
 # Prompt evals through cli: and python: configurations, serial and -n 2: total wall time against
 # the plain pytest equivalent.

@@ -48,11 +48,13 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
         "cost": response.cost,
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
+        "cached_input_tokens": response.cached_input_tokens,
         "latency": response.latency,
         # null: the provider cannot report tool calls; []: it reported none
         "tool_calls": None
         if response.tool_calls is None
         else [call.model_dump() for call in response.tool_calls],
+        "api_retries": response.api_retries,
     }
 
 
@@ -110,9 +112,11 @@ def read_answer(path: Path) -> tuple[dict[str, Any], ProviderResponse]:
             entry.get("input_tokens"),
             entry.get("output_tokens"),
             latency=entry.get("latency"),
+            cached_input_tokens=entry.get("cached_input_tokens"),
             tool_calls=None
             if entry.get("tool_calls") is None
             else [ToolCallRecord.model_validate(call) for call in entry["tool_calls"]],
+            api_retries=entry.get("api_retries"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise AnswerFileError(f"is not a stored answer: {exc}") from None
@@ -125,10 +129,13 @@ def _entry_problem(entry: Any) -> str | None:
         return f"expected a JSON object, found {type(entry).__name__}"
     if not isinstance(entry.get("response"), str):
         return f"`response` must be text, not {json.dumps(entry.get('response'))[:40]}"
-    for key in ("cost", "latency", "input_tokens", "output_tokens"):
+    for key in ("cost", "latency", "input_tokens", "output_tokens", "cached_input_tokens"):
         value = entry.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
     if not isinstance(entry.get("tool_calls") or [], list):
         return "`tool_calls` must be a list"
+    retries = entry.get("api_retries")
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+        return f"`api_retries` must be a whole number (0 or more) or null, not {json.dumps(retries)[:40]}"
     return None

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checks import CheckNode, CheckResult, Response, run_checks
+from .excerpts import response_excerpt
 from .loading.templates import Redactor
 from .models import Configuration
 from .pricing import CostSource, cost_of, price_for
@@ -19,22 +20,6 @@ from .results import CheckRecord, StepRecord
 
 if TYPE_CHECKING:
     from .judge import Judge
-
-# A longer answer is recorded as its head and tail: the record travels to the controller and into
-# the results file and reports, and the rubric reads it, none of which should hold 200 MB.
-RESPONSE_EXCERPT_CHARS = 64 * 1024
-
-
-def response_excerpt(text: str, log: str | None = None) -> tuple[str, int | None]:
-    """``text`` itself, or when longer than :data:`RESPONSE_EXCERPT_CHARS` its head and tail joined
-    by a marker saying how much is left out and where the whole is (``log``); with the whole
-    length in characters (None when nothing is left out)."""
-    if len(text) <= RESPONSE_EXCERPT_CHARS:
-        return text, None
-    half = RESPONSE_EXCERPT_CHARS // 2
-    where = f": the whole answer is in {log}" if log else ""
-    marker = f"\n[… {len(text) - 2 * half:,} characters not shown{where} …]\n"
-    return text[:half] + marker + text[-half:], len(text)
 
 
 def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
@@ -128,6 +113,7 @@ def answer_fields(
         "cost_source": cost_source,
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
+        "cached_input_tokens": response.cached_input_tokens,
         "response": kept,
         "response_chars": whole_chars,
         "cached": response.cached,
@@ -135,6 +121,7 @@ def answer_fields(
         "tool_calls": [
             call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls or ()
         ],
+        "api_retries": response.api_retries,
     }
 
 
@@ -180,7 +167,7 @@ def estimated_cost(
     prices, source = price_for(configuration.pricing if configuration else None, model if http else None)
     if prices is None:
         return None, None
-    cost = cost_of(response.input_tokens, response.output_tokens, prices)
+    cost = cost_of(response.input_tokens, response.output_tokens, prices, response.cached_input_tokens)
     return (cost, source) if cost is not None else (None, None)
 
 

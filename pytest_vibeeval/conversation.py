@@ -15,10 +15,10 @@ from .answering import (
     check_record,
     check_walk,
     redact_steps,
-    response_excerpt,
     undecided_message,
 )
 from .checks import CheckNode, ChecksError
+from .excerpts import response_excerpt
 from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked
@@ -37,7 +37,7 @@ def run_conversation(
     record = base
     history: tuple[tuple[str, str], ...] = ()
     session: str | None = None
-    session_tokens: tuple[int | None, int | None] | None = None
+    session_tokens: tuple[int | None, ...] | None = None
     stopped = False
     for number, (prompt, turn_checks) in enumerate(zip(prompts, checks, strict=True), start=1):
         shown = response_excerpt(redact(prompt) or "")[0]
@@ -110,10 +110,12 @@ TURN_MEASURES = (
     "cost",
     "input_tokens",
     "output_tokens",
+    "cached_input_tokens",
     "response",
     "response_chars",
     "cached",
     "tool_calls",
+    "api_retries",
 )
 
 
@@ -141,6 +143,7 @@ def _add(
     first = turn.turn == 1
     tokens_in = _known_sum(record.input_tokens, turn.input_tokens, first)
     tokens_out = _known_sum(record.output_tokens, turn.output_tokens, first)
+    tokens_cached = _known_sum(record.cached_input_tokens, turn.cached_input_tokens, first)
     judge_cost = record.judge_cost
     if _judged(turn):  # a turn without an llm_judge check adds nothing to know
         judge_cost = _known_sum(judge_cost, turn.judge_cost, not any(map(_judged, earlier)))
@@ -152,12 +155,14 @@ def _add(
             "judge_cost": judge_cost,
             "input_tokens": None if tokens_in is None else int(tokens_in),
             "output_tokens": None if tokens_out is None else int(tokens_out),
+            "cached_input_tokens": None if tokens_cached is None else int(tokens_cached),
             "response": turn.response,
             "response_chars": turn.response_chars,
             "cached": (record.cached or turn.turn == 1) and turn.cached,
             "checks": [*record.checks, *turn.checks],
             "steps": [*record.steps, *answered.steps],
             "tool_calls": [*record.tool_calls, *turn.tool_calls],
+            "api_retries": _plus(record.api_retries, turn.api_retries),
         }
     )
 

@@ -53,8 +53,18 @@ def price_for(own: Pricing | None, model: str | None) -> tuple[Pricing | None, C
     return None, None
 
 
-def cost_of(input_tokens: int | None, output_tokens: int | None, pricing: Pricing) -> float | None:
-    """USD for the tokens; None when either count is unknown (a partial cost would look exact)."""
+def cost_of(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    pricing: Pricing,
+    cached_input_tokens: int | None = None,
+) -> float | None:
+    """USD for the tokens; None when either count is unknown (a partial cost would look exact). The
+    cached input tokens, part of ``input_tokens``, are charged at ``cached_input_per_mtok`` when it
+    is set, else at the input rate like the rest."""
     if input_tokens is None or output_tokens is None:
         return None
-    return (input_tokens * pricing.input_per_mtok + output_tokens * pricing.output_per_mtok) / 1_000_000
+    cached_rate = pricing.cached_input_per_mtok
+    cached = 0 if cached_rate is None else min(cached_input_tokens or 0, input_tokens)
+    input_cost = (input_tokens - cached) * pricing.input_per_mtok + cached * (cached_rate or 0.0)
+    return (input_cost + output_tokens * pricing.output_per_mtok) / 1_000_000

@@ -52,6 +52,11 @@ class ToolCallRecord(Record):
     )
     duration: float | None = Field(default=None, description="seconds, where the agent reports it")
     retry: bool = Field(default=False, description="the log marks this call as a retry of an earlier one")
+    batch: int | None = Field(
+        default=None,
+        description="calls the agent issued together (parallel calls of one assistant message) share this "
+        "number; None: not reported, the call is a batch of its own",
+    )
     args: dict[str, Any] | None = Field(
         default=None,
         description="the call's arguments where the agent reports them (a Python callable's `tool_calls`); "
@@ -75,10 +80,17 @@ class TranscriptRecord(Record):
     succeeded: int = Field(description="calls reported as succeeded")
     tools: dict[str, ToolStats] = Field(default_factory=dict, description="per tool, by name")
     errors: dict[str, int] = Field(
-        default_factory=dict, description="counts by type: tool_fail (failed calls), retry"
+        default_factory=dict,
+        description="counts by type: tool_fail (failed calls), retry (`retries` + `api_retries`)",
     )
     retries: int = Field(
-        default=0, description="calls marked as retries, or repeating the same tool right after it failed"
+        default=0,
+        description="calls marked as retries, or repeating a tool that failed in the batch right before",
+    )
+    api_retries: int = Field(
+        default=0,
+        description="requests to the model the agent retried, as its output reports them (the record's "
+        "`api_retries`)",
     )
     duration: float | None = Field(
         default=None,
@@ -207,6 +219,11 @@ class TurnRecord(Record):
     cost: float | None = Field(default=None, description="USD; None when nobody reported it")
     input_tokens: int | None = Field(default=None, description="as the provider reported them")
     output_tokens: int | None = Field(default=None, description="as the provider reported them")
+    cached_input_tokens: int | None = Field(
+        default=None,
+        description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
+        "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
+    )
     judge_cost: float | None = Field(
         default=None,
         description="USD this turn's llm_judge checks cost; None: no judge asked, or one reported no cost",
@@ -215,6 +232,11 @@ class TurnRecord(Record):
     checks: list[CheckRecord] = Field(default_factory=list, description="this turn's checks' verdicts")
     tool_calls: list[ToolCallRecord] = Field(
         default_factory=list, description="the tool calls of this turn's answer, where reported"
+    )
+    api_retries: int | None = Field(
+        default=None,
+        description="requests to the model the agent retried, as its output reports them (codex's "
+        "`Reconnecting... 1/5` errors); None: not reported",
     )
 
 
@@ -245,6 +267,11 @@ class EvalRecord(Record):
         default=None,
         description="output (completion) tokens as the provider reported them; None: not reported",
     )
+    cached_input_tokens: int | None = Field(
+        default=None,
+        description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
+        "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
+    )
     response: str | None = Field(
         default=None,
         description="the answer the checks ran on; one longer than 64 KiB is kept as its head and tail "
@@ -270,6 +297,11 @@ class EvalRecord(Record):
         default_factory=list,
         description="the agent's tool calls in the order it made them, where its output.parser reads "
         "them (agent presets); empty otherwise",
+    )
+    api_retries: int | None = Field(
+        default=None,
+        description="requests to the model the agent retried, as its output reports them (codex's "
+        "`Reconnecting... 1/5` errors); None: not reported",
     )
     phase_durations: dict[str, float] = Field(
         default_factory=dict,

@@ -10,7 +10,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from .answering import (
-    RESPONSE_EXCERPT_CHARS,
     Exchange,
     answer_fields,
     ask,
@@ -20,11 +19,11 @@ from .answering import (
     estimated_cost,
     judge_maker,
     redact_steps,
-    response_excerpt,
     undecided_message,
 )
 from .checks import AnyOf, CheckNode, ChecksError, named_checks
 from .conversation import run_conversation
+from .excerpts import RESPONSE_EXCERPT_CHARS, response_excerpt
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration

@@ -21,7 +21,7 @@ from bench.targets import (
     met_cell,
     ratio_verdict,
 )
-from pytest_vibeeval.answering import RESPONSE_EXCERPT_CHARS
+from pytest_vibeeval.excerpts import RESPONSE_EXCERPT_CHARS
 
 
 def _point(evals: int, ours: float, plain: float, repeat: int = 3) -> Point:

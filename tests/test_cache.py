@@ -226,6 +226,10 @@ def wrong_types(entry: Path) -> None:
     entry.write_text(json.dumps({**json.loads(entry.read_text()), "response": 123}))
 
 
+def negative_retries(entry: Path) -> None:
+    entry.write_text(json.dumps({**json.loads(entry.read_text()), "api_retries": -1}))
+
+
 def another_key(entry: Path) -> None:
     """The entry of another request under this one's name (a copy, a hash prefix collision)."""
     other = next(path for path in entry.parent.glob("*.json") if path != entry)
@@ -239,6 +243,10 @@ SPOILS: dict[str, tuple[Callable[[Path], None], str]] = {
         "is unreadable: cannot read it: not a regular file but a character device",
     ),
     "wrong-types": (wrong_types, "is not a stored answer: `response` must be text, not 123"),
+    "negative-retries": (
+        negative_retries,
+        "is not a stored answer: `api_retries` must be a whole number (0 or more) or null, not -1",
+    ),
     "another-key": (another_key, "is not this request's (its key differs)"),
 }
 

@@ -506,6 +506,8 @@ def test_codex_running_totals_count_once(pytester: pytest.Pytester, xdist: list[
     assert [step["argv"][-3:] for step in recall["steps"][1:]] == [["resume", thread, "-"]] * 2
     assert [(t["input_tokens"], t["output_tokens"]) for t in recall["turns"]] == [(120, 30)] * 3
     assert (recall["input_tokens"], recall["output_tokens"]) == (360, 90)
+    assert [t["cached_input_tokens"] for t in recall["turns"]] == [0, 0, 0]
+    assert recall["cached_input_tokens"] == 0
     # each turn's run keeps its own output, which its step's log names
     logs = [Path(step["log"]) for step in recall["steps"]]
     assert [log.name for log in logs] == ["agent.stdout", "agent.turn-2.stdout", "agent.turn-3.stdout"]

@@ -12,7 +12,8 @@ import yaml
 from chat_server import USAGE, ChatServer
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, run_of, run_summary, write
 
-from pytest_vibeeval.models import Configuration
+from pytest_vibeeval.models import Configuration, Pricing
+from pytest_vibeeval.pricing import cost_of
 from pytest_vibeeval.providers import PromptRequest, ProviderError
 from pytest_vibeeval.providers.http import HttpProvider, backoff_seconds, retry_after_seconds
 
@@ -259,6 +260,19 @@ def test_cost_from_pricing_when_the_server_reports_none(
     assert (records["unpriced"]["cost"], records["unpriced"]["cost_source"]) == (None, None)
     assert records["reported"]["cost"] == USAGE["cost"]  # the server's figure wins
     assert records["reported"]["cost_source"] == "reported"
+
+
+def test_cached_input_tokens_are_priced_at_the_cached_rate_when_one_is_set() -> None:
+    plain = Pricing(input_per_mtok=1.25, output_per_mtok=10)
+    cheap_cache = Pricing(input_per_mtok=1.25, output_per_mtok=10, cached_input_per_mtok=0.125)
+    # codex's events sample: 24 763 input tokens, 24 448 of them cached, 122 output tokens
+    assert cost_of(24763, 122, plain, 24448) == pytest.approx((24763 * 1.25 + 122 * 10) / 1e6)
+    assert cost_of(24763, 122, cheap_cache, 24448) == pytest.approx(
+        ((24763 - 24448) * 1.25 + 24448 * 0.125 + 122 * 10) / 1e6
+    )
+    assert cost_of(100, 0, cheap_cache, None) == pytest.approx(100 * 1.25 / 1e6)  # none reported
+    assert cost_of(100, 0, cheap_cache, 500) == pytest.approx(100 * 0.125 / 1e6)  # never above the input
+    assert cost_of(None, 0, cheap_cache, 10) is None
 
 
 def test_the_shipped_price_table_is_used_for_known_http_models() -> None:

@@ -70,3 +70,39 @@ def test_checks_read_the_whole_answer_and_the_record_an_excerpt(
     log = next(step["log"] for step in record["steps"] if step["phase"] == "agent")
     assert f"the whole answer is in {log}" in response
     assert "MIDDLE-WORD" in Path(log).read_text()
+
+
+# A valid python block of about 150 000 characters: the excerpt's cut lands inside it.
+LONG_CODE_AGENT = """
+import sys
+sys.stdin.read()
+lines = "".join(f"    x{n} = {n}  # a line of a long answer\\n" for n in range(4000))
+print("# Fix\\n- I changed it because it was wrong. You should run the tests.\\n"
+      "```python\\ndef f():\\n" + lines + "    return 1\\n```\\nDone.")
+"""
+
+
+@XDIST_MODES
+def test_the_rubric_does_not_check_a_code_block_the_excerpt_cuts(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    script = agent(pytester.path, "code_agent.py", LONG_CODE_AGENT)
+    write(
+        pytester.path / "long.eval.yaml",
+        f"""
+        metadata: {{name: long, model: m}}
+        evals:
+          - name: code
+            prompt: Fix it.
+            checks: [{{contains: "return 1"}}]
+        configurations:
+          agent: {{cli: {PYTHON!r}, args: [{script!r}]}}
+        """,
+    )
+    result = run(pytester, "--vibe-results", "out.json", xdist=xdist)
+    result.assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(pytester.path / "out.json"))["long.eval.yaml::code[agent]"]
+    assert record["response_chars"] > RESPONSE_EXCERPT_CHARS and "characters not shown" in record["response"]
+    # completeness: answer 0.3 + explanation 0.2 + next steps 0.2 (a general task) = 0.7; accuracy: no
+    # syntax error 0.4 (the cut block is not checked) + no error line 0.3 + passed 0.3 = 1.0
+    assert record["rubric"]["signals"]["output_quality"] == pytest.approx(0.85)

@@ -21,6 +21,7 @@ from pytest_vibeeval.presets import AGENT_PRESETS
 from pytest_vibeeval.providers.output import OutputError, ParsedOutput
 from pytest_vibeeval.providers.parsers import BUILTIN_PARSERS, builtin_parsers, parse_with
 from pytest_vibeeval.results import ToolCallRecord
+from pytest_vibeeval.scoring.transcripts import summarise
 from pytest_vibeeval.surrogates import model_json
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -58,12 +59,37 @@ def test_claude_code_stream_json() -> None:
     assert parsed.cost == 0.0421
     # usage.input_tokens counts only uncached input: the cache writes and reads are input too.
     assert (parsed.input_tokens, parsed.output_tokens) == (20 + 1500 + 3000, 180)
+    assert parsed.cached_input_tokens == 3000  # cache_read_input_tokens, part of the input
     assert parsed.latency == pytest.approx(8.421)  # duration_ms
     assert calls(parsed) == [
         ("Bash", True, None),
         ("Read", False, "<tool_use_error>File does not exist.</tool_use_error>"),
         ("Edit", True, None),
     ]
+
+
+def test_claude_code_parallel_calls_share_their_message() -> None:
+    parsed = parse("claude-code", "claude-code/parallel.jsonl")
+    assert [(call.tool, call.success, call.batch) for call in parsed.tool_calls] == [
+        ("Read", False, 0),
+        ("Read", True, 0),  # made together with the failed Read: not a retry
+        ("Glob", True, 1),
+        ("Read", True, 2),
+    ]
+    assert summarise(list(parsed.tool_calls), "output:claude-code").errors == {"tool_fail": 1, "retry": 0}
+
+
+def test_codex_reconnections_are_retries() -> None:
+    parsed = parse("codex", "codex/reconnected.jsonl")
+    assert parsed.api_retries == 2  # two `Reconnecting... n/5` errors, then the turn completed
+    assert parsed.tool_calls == parse("codex", "codex/events.jsonl").tool_calls
+    assert parse("codex", "codex/events.jsonl").api_retries == 0
+    transcript = summarise(list(parsed.tool_calls), "output:codex", api_retries=parsed.api_retries)
+    assert (transcript.errors, transcript.retries, transcript.api_retries) == (
+        {"tool_fail": 2, "retry": 2},
+        0,
+        2,
+    )
 
 
 def test_claude_code_json_result() -> None:
@@ -88,6 +114,7 @@ def test_codex_events() -> None:
     assert parsed.text == "Fixed `add` in calc.py; the tests pass now. The answer is 42."
     assert parsed.cost is None  # codex reports no cost
     assert (parsed.input_tokens, parsed.output_tokens) == (24763, 122)
+    assert parsed.cached_input_tokens == 24448  # part of input_tokens
     assert parsed.latency is None
     assert calls(parsed) == [
         ("command_execution", True, None),
@@ -149,9 +176,85 @@ def test_aider_text() -> None:
     assert parsed.cost == 0.0177  # the per-message costs summed
     # two requests, as aider rounds them: 2.4k + 2.7k sent, 96 + 80 received
     assert (parsed.input_tokens, parsed.output_tokens) == (5100, 176)
+    assert "failed to match" not in parsed.text  # aider's report is the failed edit's error
     assert calls(parsed) == [
-        ("edit", False, "# 1 SEARCH/REPLACE block failed to match!"),
+        (
+            "edit",
+            False,
+            "# 1 SEARCH/REPLACE block failed to match!\n"
+            "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in calc.py",
+        ),
         ("edit", True, None),
+    ]
+
+
+# aider's whole report on two failed blocks of three, with its hints (aider's editblock_coder).
+AIDER_REPORT = """\
+Aider v0.86.2
+Main model: openai/gpt-4o with diff edit format
+
+I fix both.
+
+Tokens: 120 sent, 30 received. Cost: $0.00060 message, $0.00060 session.
+The LLM did not conform to the edit format.
+https://aider.chat/docs/troubleshooting/edit-errors.html
+
+# 2 SEARCH/REPLACE blocks failed to match!
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in
+calc.py
+<<<<<<< SEARCH
+def add(a, b):
+
+    return a * b
+=======
+def add(a, b):
+    return a + b
+>>>>>>> REPLACE
+
+Did you mean to match some of these actual lines from calc.py?
+
+```
+# a comment aider quotes from the file
+def add(a, b):
+
+    return a - b
+```
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in util.py
+<<<<<<< SEARCH
+x = 1
+=======
+x = 2
+>>>>>>> REPLACE
+
+Are you sure you need this SEARCH/REPLACE block?
+The REPLACE lines are already in util.py!
+
+The SEARCH section must exactly match an existing block of lines including all
+white space, comments, indentation, docstrings, etc
+
+# The other 1 SEARCH/REPLACE block were applied successfully.
+Don't re-send them.
+Just reply with fixed versions of the blocks above that failed to match.
+
+- Fixed: `add` adds now.
+"""
+
+
+def test_aider_leaves_its_whole_edit_report_out_of_the_answer(tmp_path: Path) -> None:
+    path = tmp_path / "aider.txt"
+    path.write_text(AIDER_REPORT, encoding="utf-8")
+    parsed = parse_with("aider", path)
+    assert parsed.text == "I fix both.\n\n\n- Fixed: `add` adds now."  # the blank lines around it kept
+    assert calls(parsed) == [
+        (
+            "edit",
+            False,
+            "# 2 SEARCH/REPLACE blocks failed to match!\n"
+            "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in calc.py\n"
+            "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in util.py",
+        )
     ]
 
 
@@ -456,6 +559,8 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         "aider": fake(pytester, "aider", SAMPLES / "aider/output.txt", preset="aider"),
         "plain": fake(pytester, "plain", SAMPLES / "gemini/output.json", output={"parser": "gemini"}),
         "cut": fake(pytester, "cut", truncated, preset="codex"),
+        "parallel": fake(pytester, "parallel", SAMPLES / "claude-code/parallel.jsonl", preset="claude-code"),
+        "reconnected": fake(pytester, "reconnected", SAMPLES / "codex/reconnected.jsonl", preset="codex"),
     }
     suite = {
         "metadata": {"name": "agents", "model": "suite/model"},
@@ -465,7 +570,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     write(pytester.path / "agents.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
     path = pytester.path / "results.json"
     result = run(pytester, "--vibe-results", str(path), xdist=xdist)
-    result.assert_outcomes(passed=6, failed=1)
+    result.assert_outcomes(passed=8, failed=1)
     assert "Traceback" not in result.stdout.str()
     records = {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
 
@@ -485,6 +590,7 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         "error": "<tool_use_error>File does not exist.</tool_use_error>",
         "duration": None,
         "retry": False,
+        "batch": 1,  # the second assistant message
         "args": None,  # the parsers do not record arguments
     }
     assert tools("claude") == [("Bash", True), ("Read", False), ("Edit", True)]
@@ -500,11 +606,25 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
         },
         "errors": {"tool_fail": 1, "retry": 0},
         "retries": 0,
+        "api_retries": 0,
         "duration": 8.421,  # no timestamps in the output: the agent's own run time
         "problems": [],
     }
     assert claude["rubric"]["signals"]["tool_success_rate"] == pytest.approx(2 / 3)
     assert claude["rubric"]["signals"]["error_rate"] == pytest.approx(0.1)
+    # two Reads made together, the first failed: one failed call and no retry
+    parallel = records["parallel"]
+    assert parallel["transcript"]["errors"] == {"tool_fail": 1, "retry": 0}
+    assert parallel["rubric"]["signals"]["error_rate"] == pytest.approx(0.1)
+    # codex retried its request to the model twice: two retries, with its two failed calls
+    reconnected = records["reconnected"]
+    assert reconnected["api_retries"] == 2
+    assert reconnected["transcript"]["errors"] == {"tool_fail": 2, "retry": 2}
+    assert reconnected["transcript"]["api_retries"] == 2
+    assert reconnected["rubric"]["errors"] == {"tool_fail": 2, "retry": 2, "output_error": 0}
+    assert reconnected["rubric"]["signals"]["error_rate"] == pytest.approx(0.4)
+    assert records["codex"]["api_retries"] == 0 and records["claude"]["api_retries"] is None
+    assert (claude["cached_input_tokens"], records["codex"]["cached_input_tokens"]) == (3000, 24448)
     # the preset's arguments reach the agent; the prompt arrives on stdin
     assert seen("claude") == {"argv": list(AGENT_PRESETS["claude-code"].args), "stdin": PROMPT}
 
@@ -546,6 +666,35 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     assert cut["message"].endswith("the output ends inside it: was the run cut off?")
     assert cut["tool_calls"] == [] and cut["response"] is None
     result.stdout.fnmatch_lines(["*output.parser 'codex': line 12 is not valid JSON*"])
+
+
+@XDIST_MODES
+def test_codex_cached_input_is_priced_at_its_own_rate(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    script = write(pytester.path / "fake_agent.py", FAKE_AGENT)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    prices = {"input_per_mtok": 1.25, "output_per_mtok": 10}
+    cached_rate = {"cached_input_per_mtok": 0.125}
+    sample = SAMPLES / "codex/events.jsonl"
+    configurations = {
+        "full": fake(pytester, "full", sample, preset="codex", pricing=prices),
+        "cheap": fake(pytester, "cheap", sample, preset="codex", pricing={**prices, **cached_rate}),
+    }
+    suite = {
+        "metadata": {"name": "priced", "model": "m"},
+        "evals": [{"name": "ask", "prompt": PROMPT, "checks": [{"match": "*"}]}],
+        "configurations": configurations,
+    }
+    write(pytester.path / "priced.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
+    path = pytester.path / "results.json"
+    run(pytester, "--vibe-results", str(path), xdist=xdist).assert_outcomes(passed=2)
+    records = {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
+    # 24 763 input tokens, 24 448 of them read from codex's prompt cache, and 122 output tokens
+    for record in records.values():
+        tokens = record["input_tokens"], record["cached_input_tokens"], record["output_tokens"]
+        assert tokens == (24763, 24448, 122)
+        assert record["cost_source"] == "pricing"
+    assert records["full"]["cost"] == pytest.approx((24763 * 1.25 + 122 * 10) / 1e6)  # no cached rate
+    assert records["cheap"]["cost"] == pytest.approx((315 * 1.25 + 24448 * 0.125 + 122 * 10) / 1e6)
 
 
 def cut_mid_emoji(text: str) -> str:

@@ -15,6 +15,7 @@ from pytest_vibeeval.providers.output import OutputError
 from pytest_vibeeval.providers.parse_codex import own_sandbox_problem
 from pytest_vibeeval.providers.parsers import parse_with
 from pytest_vibeeval.results import StepRecord
+from pytest_vibeeval.scoring.rubric import structure_score
 from pytest_vibeeval.workspace.steps import agent_report
 
 RECORDED = Path(__file__).parent / "samples"
@@ -87,6 +88,24 @@ def test_aider_cost_is_not_rounded_and_its_preamble_is_stripped() -> None:
     wrote = parse_with("aider", RECORDED / "aider/recorded/write.txt")
     assert wrote.text.startswith("I write hello.txt.")
     assert [(c.tool, c.success) for c in wrote.tool_calls] == [("edit", True)]
+
+
+def test_aiders_report_on_a_failed_edit_is_not_the_answer() -> None:
+    """aider's `# 1 SEARCH/REPLACE block failed to match!` report is not the model's: it is the failed
+    edit's error, and its Markdown headers earn the answer no structure points."""
+    parsed = parse_with("aider", RECORDED / "aider/recorded/fail.txt")
+    assert parsed.text.endswith("\n\nThe answer is 4.")  # the model's answer after the report
+    for aiders in ("did not conform", "edit-errors.html", "failed to match", "SearchReplace", "must exactly"):
+        assert aiders not in parsed.text
+    assert [(c.tool, c.success, c.error) for c in parsed.tool_calls] == [
+        (
+            "edit",
+            False,
+            "# 1 SEARCH/REPLACE block failed to match!\n## SearchReplaceNoExactMatch: This SEARCH block "
+            "failed to exactly match lines in no-such-file.txt",
+        )
+    ]
+    assert structure_score(parsed.text) == (0.3, None)  # its code block only: no headers
 
 
 def test_codex_whose_own_sandbox_cannot_run_is_named(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from pytest_vibeeval.excerpts import excerpt_marker, response_excerpt
 from pytest_vibeeval.results import ToolCallRecord, TranscriptRecord
 from pytest_vibeeval.scoring import answer_text, rubric
 from pytest_vibeeval.scoring.answer_text import (
@@ -420,6 +421,24 @@ def test_oversized_blocks_are_not_checked(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(answer_text, "MAX_BLOCK_CHARS", 10)
     assert syntax_errors(block("json", "{" * 11)) == []
     assert syntax_errors(block("json", "{")) != []
+
+
+def test_a_block_the_excerpt_cuts_is_not_checked() -> None:
+    code = "def f():\n" + "".join(f"    x{n} = {n}  # a line of a long answer\n" for n in range(3000))
+    broken = "Before.\n" + block("python", "def g(:\n    pass")
+    answer = broken + "Here:\n" + block("python", code + "    return 1") + "Done.\n"
+    excerpt, whole = response_excerpt(answer, "/runs/1/agent.stdout")
+    cut = excerpt_marker(excerpt, whole)
+    assert cut is not None and cut.startswith("[… ") and cut in excerpt
+    # the cut python block reads as one block through the marker line, which does not parse
+    errors = syntax_errors(excerpt)
+    assert errors[0] == "python block 1: invalid syntax (line 1)"
+    assert errors[1].startswith("python block 2: ") and len(errors) == 2
+    assert syntax_errors(excerpt, cut) == ["python block 1: invalid syntax (line 1)"]
+    whole_block = answer.replace(broken, "Before.\n")
+    excerpt, whole = response_excerpt(whole_block)
+    assert accuracy(excerpt, True, excerpt_marker(excerpt, whole)) == 1.0
+    assert excerpt_marker(answer[:100], None) is None
 
 
 def test_obvious_errors_and_instructions() -> None:

@@ -467,7 +467,7 @@ def test_a_run_with_structural_and_custom_checks(pytester: pytest.Pytester, xdis
     order = records["structural.eval.yaml::order[app]"]
     assert order["outcome"] == "passed"
     assert order["tool_calls"][1] == {
-        "tool": "get_order", "success": None, "error": None, "duration": None, "retry": False,
+        "tool": "get_order", "success": None, "error": None, "duration": None, "retry": False, "batch": None,
         "args": {"id": 7},
     }  # fmt: skip
     by_type = {c["type"]: c for c in order["checks"]}

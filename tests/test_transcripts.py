@@ -72,6 +72,23 @@ def test_retry_of_the_same_tool_right_after_its_failure() -> None:
     assert count_retries(calls(("Bash", False), ("Bash", False), ("Bash", True))) == 2
 
 
+def batched(*spec: tuple[str, bool | None, int]) -> list[ToolCallRecord]:
+    return [ToolCallRecord(tool=tool, success=success, batch=batch) for tool, success, batch in spec]
+
+
+def test_a_call_made_together_with_a_failed_one_is_not_a_retry() -> None:
+    # two Reads of one assistant message, the first failed: siblings, not a retry
+    assert count_retries(batched(("Read", False, 0), ("Read", True, 0))) == 0
+    assert count_retries(batched(("Read", False, 0), ("Read", True, 0), ("Glob", True, 1))) == 0
+    # a Read in the next message retries; so does each Read after a batch in which a Read failed
+    assert count_retries(batched(("Read", True, 0), ("Read", False, 0), ("Read", True, 1))) == 1
+    assert count_retries(batched(("Read", False, 0), ("Read", True, 1), ("Read", True, 1))) == 2
+    # only the batch right before counts, as only the call right before does without batches
+    assert count_retries(batched(("Read", False, 0), ("Glob", True, 1), ("Read", True, 2))) == 0
+    # calls without a batch each stand alone
+    assert count_retries([ToolCallRecord(tool="Read", success=False), *batched(("Read", True, 0))]) == 1
+
+
 def test_marked_retries_are_not_counted_twice() -> None:
     records = [
         ToolCallRecord(tool="Bash", success=False),
@@ -148,13 +165,35 @@ def test_failure_patterns_in_output_fail_the_call(tmp_path: Path) -> None:
         {"tool": "Bash", "output": "ERROR: build failed"},
         {"tool": "Bash", "exit": 0, "output": "no errors found; the ValueError: is handled"},
         {"tool": "Bash", "exit": 0, "output": "Errors: 0"},
-        {"tool": "Bash", "success": True, "output": "Error: ignored, success was reported"},
     )
     records, _, _ = read_tool_log(log)
-    assert [call.success for call in records] == [False, False, False, False, False, True, True, True]
+    assert [call.success for call in records] == [False, False, False, False, False, True, True]
     assert records[0].error == "Traceback (most recent call last):"
     assert records[1].error == "ValueError: bad value"
     assert records[3].error == "json.decoder.JSONDecodeError: Expecting value"
+
+
+def test_evidence_of_a_failure_wins_over_a_success_flag(tmp_path: Path) -> None:
+    """The rubric: a call failed when its exit code is not 0 or an error pattern matches, whatever
+    else the line says; `success` decides only when nothing contradicts it."""
+    log = write_log(
+        tmp_path / "log.jsonl",
+        {"tool": "Bash", "exit": 1, "success": True},
+        {"tool": "Bash", "exit": 0, "success": "true", "stderr": "fatal: not a git repository"},
+        {"tool": "Bash", "success": True, "error": "timed out"},
+        {"tool": "Bash", "success": True, "output": "Error: could not connect"},
+        {"tool": "Bash", "exit": 0, "success": False},
+        {"tool": "Bash", "exit": 0, "success": True, "output": "all fine"},
+    )
+    records, _, _ = read_tool_log(log)
+    assert [(call.success, call.error) for call in records] == [
+        (False, "exit code 1"),
+        (False, "fatal: not a git repository"),
+        (False, "timed out"),
+        (False, "Error: could not connect"),
+        (False, None),
+        (True, None),
+    ]
 
 
 def test_failure_pattern_definition() -> None:

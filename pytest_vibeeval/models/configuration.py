@@ -126,6 +126,11 @@ class Pricing(StrictModel):
 
     input_per_mtok: Price = Field(description="USD per million input tokens (at most 1 000 000)")
     output_per_mtok: Price = Field(description="USD per million output tokens (at most 1 000 000)")
+    cached_input_per_mtok: Price | None = Field(
+        default=None,
+        description="USD per million cached input tokens (prompt-cache reads, which are part of the "
+        "input tokens); unset: they are charged at input_per_mtok",
+    )
 
 
 class HttpSpec(StrictModel):

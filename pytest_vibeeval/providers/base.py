@@ -20,8 +20,8 @@ class PromptRequest:
     In a conversation (an eval's ``turns``) ``turn`` is this prompt's number (1, 2, …; 0 for a
     single prompt), ``history`` holds the earlier turns, oldest first, as ``(role, text)`` pairs:
     each user message and the answer to it; ``session_id`` is what the previous turn's agent CLI
-    reported, to continue its session, and ``session_tokens`` the input and output tokens it
-    reported for the whole session so far (by a CLI that reports running totals)."""
+    reported, to continue its session, and ``session_tokens`` the input, output and cached input
+    tokens it reported for the whole session so far (by a CLI that reports running totals)."""
 
     prompt: str
     model: str
@@ -35,7 +35,7 @@ class PromptRequest:
     turn: int = 0
     history: tuple[tuple[str, str], ...] = ()
     session_id: str | None = None
-    session_tokens: tuple[int | None, int | None] | None = None
+    session_tokens: tuple[int | None, ...] | None = None
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -52,16 +52,19 @@ class ProviderResponse:
     input_tokens: int | None = None
     output_tokens: int | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    # Of input_tokens, those read from the model's prompt cache (priced at cached_input_per_mtok).
+    cached_input_tokens: int | None = None
     # Seconds, as the agent itself reported it; None means the runner's measured wall time is used.
     latency: float | None = None
     # The agent's tool calls, in order (an output.parser reads them). None: this provider cannot
     # report them (the checks that need them are undecided); []: it reported that there were none.
     tool_calls: list[ToolCallRecord] | None = None
     cached: bool = False  # answered from the response cache (--vibe-cache), not asked now
+    api_retries: int | None = None  # requests to the model the agent retried (ParsedOutput's)
     session_id: str | None = None  # the agent CLI's session, which a later turn continues
-    # The session's input and output tokens so far, as a CLI that reports running totals said;
-    # input_tokens and output_tokens are then this turn's share.
-    session_tokens: tuple[int | None, int | None] | None = None
+    # The session's input, output and cached input tokens so far, as a CLI that reports running
+    # totals said; input_tokens, output_tokens and cached_input_tokens are then this turn's share.
+    session_tokens: tuple[int | None, ...] | None = None
 
 
 class ProviderError(Exception):

@@ -230,17 +230,20 @@ class CliProvider:
                 raise ProviderError(failure, [step])
             if tool_calls is not None:
                 tool_calls = recorded_calls(way, target, tool_calls)
-        tokens = parsed.input_tokens, parsed.output_tokens
+        tokens: tuple[int | None, ...] = parsed.input_tokens, parsed.output_tokens, parsed.cached_input_tokens
         totals = tokens if resume is not None and resume.running_totals else None
         if totals is not None and request.history:  # a continued session: this run's share
             tokens = turn_tokens(totals, request.session_tokens)
         return ProviderResponse(
             parsed.text,
             parsed.cost,
-            *tokens,
+            tokens[0],
+            tokens[1],
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
+            cached_input_tokens=tokens[2],
             latency=parsed.latency,
             tool_calls=tool_calls,
+            api_retries=parsed.api_retries if self.config.output.parser else None,
             session_id=reported_session(result.stdout_path, resume) if resume else None,
             session_tokens=totals,
         )

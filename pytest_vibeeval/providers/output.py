@@ -35,8 +35,12 @@ class ParsedOutput:
     cost: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None  # of input_tokens, those read from the model's prompt cache
     latency: float | None = None  # seconds, as the agent reported it (output.latency_ms / 1000)
     tool_calls: tuple[ToolCallRecord, ...] = ()  # read by an output.parser
+    # Requests to the model the agent retried, as its output says (codex's `Reconnecting... 1/5`);
+    # None: its output does not report them.
+    api_retries: int | None = None
 
 
 def read_output(path: Path) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ..results import ToolCallRecord
@@ -17,6 +18,15 @@ AIDER_COST = re.compile(r"Cost: \$([\d.]+) (?:message|request), \$([\d.]+) sessi
 AIDER_APPLIED = "Applied edit to "
 AIDER_EDIT_FAILED = "The LLM did not conform to the edit format."
 AIDER_NO_MATCH = re.compile(r"^# \d+ SEARCH/REPLACE blocks? failed to match!")
+AIDER_EDIT_ERRORS_URL = "https://aider.chat/docs/troubleshooting/edit-errors"
+# The parts of aider's report on SEARCH/REPLACE blocks that failed to match (aider's
+# editblock_coder), after its `# N SEARCH/REPLACE blocks failed to match!` header: each failed
+# block (`## SearchReplaceNoExactMatch: …` then the block), its hints, and the closing advice.
+AIDER_FAILED_BLOCK = "## "
+AIDER_BLOCK_END = ">>>>>>> REPLACE"
+AIDER_DID_YOU_MEAN = "Did you mean to match some of these actual lines from "
+AIDER_ALREADY_THERE = "Are you sure you need this SEARCH/REPLACE block?"
+AIDER_REPORT_PARAGRAPHS = ("The SEARCH section must exactly match", "# The other ")
 # An API error as aider prints it (it still exits 0): `litellm.AuthenticationError: …`, followed by
 # the wrapped rest of the message and aider's advice, up to a blank line or its retry notice.
 AIDER_API_ERROR = re.compile(r"^litellm\.\w+(Error|Exception)\b")
@@ -67,6 +77,46 @@ def _api_error(lines: list[str], start: int) -> str:
     return " ".join(said)
 
 
+def _skip_past(lines: list[str], at: int, ends: Callable[[str], bool]) -> int:
+    """The index after the first line from ``at`` for which ``ends`` holds (the end when none does)."""
+    while at < len(lines) and not ends(lines[at]):
+        at += 1
+    return min(at + 1, len(lines))
+
+
+def _no_match_report(lines: list[str], start: int) -> tuple[int, str]:
+    """Read aider's report on blocks that failed to match, whose header is ``lines[start]``: the
+    index of the first line after it (where the model's next answer starts) and what it says (the
+    header and each failed block's headline)."""
+    said = [lines[start].strip()]
+    at = start + 1
+    while at < len(lines):
+        line = lines[at].strip()
+        if not line:
+            at += 1
+        elif line.startswith(AIDER_FAILED_BLOCK):
+            head = at
+            at = _skip_past(lines, at, lambda text: text.startswith(AIDER_BLOCK_END))
+            headline = []
+            for text in lines[head:at]:
+                if text.startswith("<<<<<<<"):
+                    break
+                headline.append(text.strip())
+            said.append(" ".join(headline))
+        elif line.startswith(AIDER_DID_YOU_MEAN):
+            opening = next((i for i in range(at + 1, len(lines)) if lines[i].strip()), len(lines))
+            fence = lines[opening].strip() if opening < len(lines) else ""
+            closing = (i for i in range(opening + 1, len(lines)) if lines[i].strip() == fence)
+            at = next(closing, len(lines) - 1) + 1
+        elif line.startswith(AIDER_ALREADY_THERE):
+            at = min(at + 2, len(lines))  # and `The REPLACE lines are already in <file>!`
+        elif line.startswith(AIDER_REPORT_PARAGRAPHS):
+            at = _skip_past(lines, at, lambda text: not text.strip())
+        else:
+            break
+    return at, "\n".join(said)
+
+
 def parse_aider(path: Path) -> ParsedOutput:
     """aider's text output: the answer without aider's preamble (notices, warnings, the banner)
     and the usage lines (``Tokens: 2.1k sent, 150 received.`` summed over the run's requests, as
@@ -82,7 +132,10 @@ def parse_aider(path: Path) -> ParsedOutput:
     costs: list[float] = []
     calls: list[ToolCallRecord] = []
     error: str | None = None
-    for number, line in enumerate(lines[start:], start):
+    number = start - 1
+    while number + 1 < len(lines):
+        number += 1
+        line = lines[number]
         tokens = AIDER_TOKENS.match(line)
         spent = AIDER_COST.search(line)
         if tokens:
@@ -97,10 +150,16 @@ def parse_aider(path: Path) -> ParsedOutput:
             error = _api_error(lines, number)
         elif line.startswith(AIDER_APPLIED):
             calls.append(ToolCallRecord(tool="edit", success=True))
-        elif line.strip() == AIDER_EDIT_FAILED:
+        elif line.strip() == AIDER_EDIT_FAILED:  # aider's words, not the model's: left out of the answer
             calls.append(ToolCallRecord(tool="edit", success=False, error=AIDER_EDIT_FAILED))
+            continue
+        elif line.startswith(AIDER_EDIT_ERRORS_URL) and calls and calls[-1].error == AIDER_EDIT_FAILED:
+            continue
         elif AIDER_NO_MATCH.match(line) and calls and calls[-1].error == AIDER_EDIT_FAILED:
-            calls[-1] = calls[-1].model_copy(update={"error": line.strip()})  # why it did not conform
+            after, said = _no_match_report(lines, number)
+            calls[-1] = calls[-1].model_copy(update={"error": shorten(said)})  # why it did not conform
+            number = after - 1
+            continue
         kept.append(line)
     if error is not None:
         raise AgentReported(f"aider reported an API error: {shorten(error)}")

@@ -54,6 +54,7 @@ def parse_claude_code(path: Path) -> ParsedOutput:
         if not isinstance(events, list):
             raise Malformed("the output is not a JSON array of messages")
     calls = ToolCalls()
+    batches: dict[object, int] = {}  # assistant message id → batch: parallel calls share a message
     result: dict[str, Any] | None = None
     last_text: str | None = None
     seen = 0
@@ -66,11 +67,15 @@ def parse_claude_code(path: Path) -> ParsedOutput:
         blocks = message.get("content") if isinstance(message, dict) else None
         if kind == "assistant" and isinstance(blocks, list):
             texts = []
+            # Claude Code writes each block of a message as an event of its own, the message's id repeated.
+            message_id = message.get("id") if isinstance(message, dict) else None
+            key: object = str(message_id) if message_id is not None else ("event", seen)
+            batch = batches.setdefault(key, len(batches))
             for block in blocks:
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "tool_use":
-                    calls.start(block.get("id"), str(block.get("name") or "unknown"))
+                    calls.start(block.get("id"), str(block.get("name") or "unknown"), batch)
                 elif block.get("type") == "text":
                     texts.append(str(block.get("text", "")))
             if texts:
@@ -102,6 +107,9 @@ def parse_claude_code(path: Path) -> ParsedOutput:
         cost=checked_number(result.get("total_cost_usd"), "total_cost_usd"),
         input_tokens=checked_total(input_parts, "usage.input_tokens"),
         output_tokens=checked_total([usage.get("output_tokens")], "usage.output_tokens"),
+        cached_input_tokens=checked_total(
+            [usage.get("cache_read_input_tokens")], "usage.cache_read_input_tokens"
+        ),
         latency=None if duration is None else duration / 1000,
         tool_calls=tuple(calls.records),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ from .parsing import (
 )
 
 # --- Codex: `codex exec --json` ----------------------------------------------------------------
+
+CODEX_RECONNECTING = re.compile(r"Reconnecting\.\.\. \d+/\d+")
+"""The message of an ``error`` event codex sends when it retries its request to the model."""
 
 
 def _codex_outcome(item: dict[str, Any]) -> tuple[bool | None, str | None]:
@@ -57,14 +61,16 @@ def _codex_tool(item: dict[str, Any]) -> str:
 def parse_codex(path: Path) -> ParsedOutput:
     """``codex exec --json`` events: ``item.started`` / ``item.completed`` for commands, file
     changes, MCP tool calls and web searches, ``agent_message`` items (the last one is the
-    response), ``turn.completed`` with ``usage``, ``turn.failed`` and ``error``."""
+    response), ``turn.completed`` with ``usage``, ``turn.failed`` and ``error`` (``Reconnecting...
+    1/5``: a retried request, counted in ``api_retries``)."""
     calls = ToolCalls()
     response: str | None = None
     inputs: list[Any] = []
     outputs: list[Any] = []
+    cached: list[Any] = []  # cached_input_tokens: part of input_tokens
     failure: str | None = None
     stream_error: str | None = None
-    turns = seen = 0
+    turns = seen = retries = 0
     for event in json_events(path):
         seen += 1
         kind = event.get("type")
@@ -84,10 +90,12 @@ def parse_codex(path: Path) -> ParsedOutput:
             usage = as_dict(event.get("usage"))
             inputs.append(usage.get("input_tokens"))
             outputs.append(usage.get("output_tokens"))
+            cached.append(usage.get("cached_input_tokens"))
         elif kind == "turn.failed":
             failure = f"turn.failed: {as_dict(event.get('error')).get('message') or 'no message'}"
         elif kind == "error" and failure is None:  # also sent for retries the turn may survive
             stream_error = f"error: {event.get('message') or 'no message'}"
+            retries += CODEX_RECONNECTING.match(str(event.get("message") or "")) is not None
     if failure is not None:
         raise AgentReported(f"codex reported {shorten(failure)}")
     if turns == 0:
@@ -100,7 +108,9 @@ def parse_codex(path: Path) -> ParsedOutput:
         text=response,
         input_tokens=checked_total(inputs, "usage.input_tokens"),
         output_tokens=checked_total(outputs, "usage.output_tokens"),
+        cached_input_tokens=checked_total(cached, "usage.cached_input_tokens"),
         tool_calls=tuple(calls.records),
+        api_retries=retries,
     )
 
 

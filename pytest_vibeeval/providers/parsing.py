@@ -120,9 +120,9 @@ class ToolCalls:
         self.records: list[ToolCallRecord] = []
         self.index: dict[str, int] = {}
 
-    def start(self, call_id: Any, tool: str) -> None:
+    def start(self, call_id: Any, tool: str, batch: int | None = None) -> None:
         self.index[str(call_id)] = len(self.records)
-        self.records.append(ToolCallRecord(tool=tool))
+        self.records.append(ToolCallRecord(tool=tool, batch=batch))
 
     def finish(
         self, call_id: Any, success: bool | None, error: str | None = None, duration: float | None = None

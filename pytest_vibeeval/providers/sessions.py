@@ -60,18 +60,17 @@ def reported_session(stdout: Path, resume: Resume) -> str | None:
 
 
 def turn_tokens(
-    totals: tuple[int | None, int | None], before: tuple[int | None, int | None] | None
-) -> tuple[int | None, int | None]:
-    """A continuing run's own input and output tokens: the session's ``totals`` less those of the
-    previous turn (``before``). A total below the earlier one is taken as the run's own (a CLI
-    version that reports it so); without the earlier totals the share is unknown."""
+    totals: tuple[int | None, ...], before: tuple[int | None, ...] | None
+) -> tuple[int | None, ...]:
+    """A continuing run's own tokens (input, output, cached input): the session's ``totals`` less
+    those of the previous turn (``before``). A total below the earlier one is taken as the run's
+    own (a CLI version that reports it so); without the earlier totals the share is unknown."""
     if before is None:
-        return None, None
-    shares = [
+        return tuple(None for _ in totals)
+    return tuple(
         None if total is None or earlier is None else total - earlier if total >= earlier else total
         for total, earlier in zip(totals, before, strict=True)
-    ]
-    return shares[0], shares[1]
+    )
 
 
 def resume_args(resume: Resume, session_id: str) -> tuple[str, ...]:

@@ -266,14 +266,18 @@ def _block_error(block: CodeBlock) -> str | None:
     return None
 
 
-def syntax_errors(output: str) -> list[str]:
+def syntax_errors(output: str, cut: str | None = None) -> list[str]:
     """The fenced blocks tagged python/py/python3/py3, json, yaml/yml that do not parse, e.g.
     ``"python block 1: invalid syntax (line 2)"``. Other blocks, blank ones, blocks over
-    :data:`MAX_BLOCK_CHARS` and those past :data:`MAX_CHECKED_CHARS` are not checked."""
+    :data:`MAX_BLOCK_CHARS` and those past :data:`MAX_CHECKED_CHARS` are not checked, nor, in an
+    excerpt of a longer answer, a block holding ``cut`` (the excerpt's marker line): the cut
+    left out part of it."""
     errors: list[str] = []
     budget = MAX_CHECKED_CHARS
     for number, block in enumerate(split_markdown(output).blocks, 1):
         if block.language not in PYTHON_TAGS | JSON_TAGS | YAML_TAGS or not block.text.strip():
+            continue
+        if cut is not None and cut in block.text:
             continue
         if len(block.text) > MAX_BLOCK_CHARS or len(block.text) > budget:
             continue
@@ -284,9 +288,9 @@ def syntax_errors(output: str) -> list[str]:
     return errors
 
 
-def has_syntax_errors(output: str) -> bool:
+def has_syntax_errors(output: str, cut: str | None = None) -> bool:
     """Whether a checked code block does not parse (see :func:`syntax_errors`)."""
-    return bool(syntax_errors(output))
+    return bool(syntax_errors(output, cut))
 
 
 @lru_cache(maxsize=CACHED_ANSWERS)
@@ -317,11 +321,12 @@ def has_obvious_errors(output: str) -> bool:
 
 
 @lru_cache(maxsize=CACHED_ANSWERS)
-def accuracy_tenths(output: str, passed: bool) -> int:
-    return 4 * (not has_syntax_errors(output)) + 3 * (not has_obvious_errors(output)) + 3 * passed
+def accuracy_tenths(output: str, passed: bool, cut: str | None = None) -> int:
+    return 4 * (not has_syntax_errors(output, cut)) + 3 * (not has_obvious_errors(output)) + 3 * passed
 
 
-def accuracy(output: str, passed: bool) -> float:
+def accuracy(output: str, passed: bool, cut: str | None = None) -> float:
     """0–1: +0.4 no syntax errors, +0.3 no obvious errors, +0.3 follows instructions (``passed``: the
-    eval's own checks or grade steps passed)."""
-    return accuracy_tenths(output, passed) / 10
+    eval's own checks or grade steps passed). ``cut``: the marker line of an excerpt (see
+    :func:`syntax_errors`)."""
+    return accuracy_tenths(output, passed, cut) / 10

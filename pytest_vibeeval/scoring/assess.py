@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..excerpts import excerpt_marker
 from ..loading.templates import Redactor
 from ..models import Configuration, RubricSpec
 from ..results import EvalRecord
@@ -41,12 +42,15 @@ def transcript_of(
             calls, duration, problems = read_tool_log(log)
         except ToolLogError as exc:
             return record, str(exc)
-        transcript = summarise(calls, configuration.transcript or log.name, duration, problems)
+        transcript = summarise(
+            calls, configuration.transcript or log.name, duration, problems, record.api_retries or 0
+        )
         return record.model_copy(update={"transcript": transcript, "tool_calls": calls}), None
     parser = configuration.output.parser if configuration is not None else None
     if parser is None:
         return record, None
-    transcript = summarise(record.tool_calls, f"output:{parser}", seconds)
+    retried = record.api_retries or 0
+    transcript = summarise(record.tool_calls, f"output:{parser}", seconds, api_retries=retried)
     return record.model_copy(update={"transcript": transcript}), None
 
 
@@ -90,6 +94,7 @@ def assess(
         complexity=spec.complexity,
         basis=spec.efficiency,
         task=spec.task or ("coding" if coding else "general"),
+        cut=excerpt_marker(record.response, record.response_chars),
     )
     if log_problem is not None:
         missing = {

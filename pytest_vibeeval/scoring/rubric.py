@@ -87,11 +87,11 @@ def tool_success_rate(transcript: TranscriptRecord | None) -> Signal:
     return transcript.succeeded / transcript.calls, None
 
 
-def output_quality(output: str | None, task: Task, passed: bool) -> Signal:
-    """(completeness + accuracy) / 2."""
+def output_quality(output: str | None, task: Task, passed: bool, cut: str | None = None) -> Signal:
+    """(completeness + accuracy) / 2; ``cut``: the marker line when ``output`` is an excerpt."""
     if output is None:
         return None, NO_OUTPUT
-    return (completeness_tenths(output, task) + accuracy_tenths(output, passed)) / 20, None
+    return (completeness_tenths(output, task) + accuracy_tenths(output, passed, cut)) / 20, None
 
 
 def efficiency(basis: Basis, complexity: Complexity, seconds: float | None, tool_calls: int | None) -> Signal:
@@ -181,12 +181,14 @@ def evaluate_rubric(
     complexity: Complexity,
     basis: Basis,
     task: Task,
+    cut: str | None = None,
 ) -> RubricRecord:
-    """All five signals of one eval, the reasons of those missing, the score, its grade and errors."""
+    """All five signals of one eval, the reasons of those missing, the score, its grade and errors.
+    ``cut``: the marker line where an excerpt of a longer answer (``output``) leaves text out."""
     errors = count_errors(transcript, output)
     computed: dict[RubricSignal, Signal] = {
         "tool_success_rate": tool_success_rate(transcript),
-        "output_quality": output_quality(output, task, passed),
+        "output_quality": output_quality(output, task, passed, cut),
         "efficiency": efficiency(basis, complexity, seconds, transcript.calls if transcript else None),
         "error_rate": error_rate(sum(errors.values()) if transcript is not None else None),
         "structure_score": structure_score(output),

@@ -12,9 +12,11 @@ A tool log holds one JSON object per line, e.g. ``{"ts": "2024-05-01T10:00:00Z",
 - ``duration`` (seconds) or ``duration_ms``.
 - ``retry`` (true/false as for ``success``, or a count: > 0 is a retry) or ``attempt`` (> 1 is a retry).
 
-A call's outcome: ``success`` when given; otherwise failed when the exit code is not 0, ``error`` is
-non-empty or the output matches :data:`FAILURE_PATTERN`, succeeded when the exit code is 0, and unknown
-(``None``) when the line reports none of these. ``null`` counts as absent everywhere.
+A call's outcome, as the rubric defines it (failed: the exit code is not 0 or an error pattern
+matches): failed when the exit code is not 0, ``error`` is non-empty, the output matches
+:data:`FAILURE_PATTERN` or ``success`` is false; otherwise succeeded when ``success`` is true or the
+exit code is 0, and unknown (``None``) when the line reports none of these. So evidence of a failure
+wins over ``"success": true``. ``null`` counts as absent everywhere.
 
 A line that is not JSON, not an object, names no tool or holds a value of the wrong kind is skipped
 and reported (``file:line: what is wrong; how to fix it``); reading goes on.
@@ -221,12 +223,11 @@ def _outcome(obj: Mapping[str, Any]) -> tuple[bool | None, str | None]:
         if obj.get(key) is not None:
             failure = failure or _failure_line(_as_text(key, obj[key]))
     reason = error or failure or (f"exit code {exit_code}" if exit_code else None)
-    if success is None:
-        if reason is not None:
-            success = False
-        elif exit_code == 0:
-            success = True
-    return success, (keep_start(reason, MAX_ERROR_CHARS - 1) if success is False and reason else None)
+    if reason is not None:
+        success = False  # evidence of a failure wins over a success flag
+    elif success is None and exit_code == 0:
+        success = True
+    return success, (keep_start(reason, MAX_ERROR_CHARS - 1) if reason else None)
 
 
 def _parse_call(obj: Mapping[str, Any]) -> _Line:
@@ -322,13 +323,21 @@ def read_tool_log(path: Path) -> tuple[list[ToolCallRecord], float | None, list[
 
 
 def count_retries(calls: Sequence[ToolCallRecord]) -> int:
-    """Calls marked as retries, plus unmarked calls that repeat the tool of the call right before
-    them when that call failed (each call counted once)."""
+    """Calls marked as retries, plus unmarked calls that repeat the tool of a call that failed in the
+    batch right before theirs (each call counted once). A batch is the calls the agent issued together
+    (:attr:`ToolCallRecord.batch`), so a sibling of a failed call is not a retry; a call without one
+    is a batch of its own, so that the batch before it is the call right before it."""
     retries = 0
+    failed_before: set[str] = set()  # the tools that failed in the previous batch
+    failed_now: set[str] = set()
+    current: object = None
     for index, call in enumerate(calls):
-        previous = calls[index - 1] if index else None
-        after_failure = previous is not None and previous.tool == call.tool and previous.success is False
-        retries += call.retry or after_failure
+        batch = call.batch if call.batch is not None else ("call", index)
+        if batch != current:
+            failed_before, failed_now, current = failed_now, set(), batch
+        retries += call.retry or call.tool in failed_before
+        if call.success is False:
+            failed_now.add(call.tool)
     return retries
 
 
@@ -337,8 +346,10 @@ def summarise(
     source: str,
     duration: float | None = None,
     problems: Sequence[str] = (),
+    api_retries: int = 0,
 ) -> TranscriptRecord:
-    """Summarise tool calls: counts per tool, failed calls (``tool_fail``) and retries (``retry``).
+    """Summarise tool calls: counts per tool, failed calls (``tool_fail``) and retries (``retry``:
+    retried tool calls and the ``api_retries``, requests to the model the agent retried).
 
     ``errors`` always holds both keys, zero counts included. Calls with no reported outcome count as
     neither succeeded nor failed."""
@@ -354,8 +365,9 @@ def summarise(
         calls=len(calls),
         succeeded=sum(stats.succeeded for stats in tools.values()),
         tools=tools,
-        errors={"tool_fail": sum(stats.failed for stats in tools.values()), "retry": retries},
+        errors={"tool_fail": sum(stats.failed for stats in tools.values()), "retry": retries + api_retries},
         retries=retries,
+        api_retries=api_retries,
         duration=duration,
         problems=list(problems),
     )

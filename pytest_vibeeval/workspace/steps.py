@@ -112,7 +112,9 @@ def agent_report(
         "cost_source": "reported" if parsed.cost is not None else None,
         "input_tokens": parsed.input_tokens,
         "output_tokens": parsed.output_tokens,
+        "cached_input_tokens": parsed.cached_input_tokens,
         "tool_calls": list(parsed.tool_calls),
+        "api_retries": parsed.api_retries,
     }
     if parsed.latency is not None:  # the agent step's record keeps the measured duration
         fields["latency"] = parsed.latency

@@ -157,6 +157,9 @@ def keep_end(text: str, limit: int) -> str:
 class _Masker:
     pattern: re.Pattern[str]
     forms: tuple[str, ...]
+    starts: re.Pattern[str]  # any form's first MIN_FRAGMENT characters: a cheap test before the scan
+    ends: re.Pattern[str]  # any form's last MIN_FRAGMENT characters
+    reach: int  # the longest form's length less one: how far from a cut a part of one can start
 
 
 @functools.lru_cache(maxsize=16)
@@ -168,7 +171,9 @@ def _masker(secrets: frozenset[str]) -> _Masker | None:
     ordered = sorted(forms, key=lambda form: (-len(form), form))
     # MASK first, replaced by itself: text masked before is never masked again ("[s[secret]cr…").
     alternatives = [re.escape(MASK), *(_form_pattern(form) for form in ordered)]
-    return _Masker(re.compile("|".join(alternatives)), tuple(ordered))
+    starts = re.compile("|".join(sorted({re.escape(form[:MIN_FRAGMENT]) for form in ordered})))
+    ends = re.compile("|".join(sorted({re.escape(form[-MIN_FRAGMENT:]) for form in ordered})))
+    return _Masker(re.compile("|".join(alternatives)), tuple(ordered), starts, ends, len(ordered[0]) - 1)
 
 
 def mask(text: str, secrets: frozenset[str]) -> str:
@@ -178,23 +183,28 @@ def mask(text: str, secrets: frozenset[str]) -> str:
     if masker is None or not text:
         return text
     text = masker.pattern.sub(MASK, text)
-    return _mask_cut_parts(text, masker.forms) if CUT in text else text
+    return _mask_cut_parts(text, masker) if CUT in text else text
 
 
-def _mask_cut_parts(text: str, forms: tuple[str, ...]) -> str:
+def _mask_cut_parts(text: str, masker: _Masker) -> str:
     """``text`` with a secret's start that ends just before a :data:`CUT`, and a secret's end just
     after one, masked (a line break may stand between: ``…\n`` starts a log's tail)."""
     pieces = text.split(CUT)
     last = len(pieces) - 1
     for index, piece in enumerate(pieces):
+        # An ellipsis the text wrote itself is a cut too; the pre-tests keep it cheap.
         if index < last:
             body = piece.removesuffix("\n")
-            size = max(_start_of_form_at_end(body, form) for form in forms)
+            size = 0
+            if masker.starts.search(body, max(0, len(body) - masker.reach)):
+                size = max(_start_of_form_at_end(body, form) for form in masker.forms)
             if size:
                 piece = body[:-size] + MASK + piece[len(body) :]
         if index > 0:
             body = piece.removeprefix("\n")
-            size = max(_end_of_form_at_start(body, form) for form in forms)
+            size = 0
+            if masker.ends.search(body, 0, masker.reach):
+                size = max(_end_of_form_at_start(body, form) for form in masker.forms)
             if size:
                 piece = piece[: len(piece) - len(body)] + MASK + body[size:]
         pieces[index] = piece

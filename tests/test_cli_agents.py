@@ -612,3 +612,13 @@ def test_a_python_answer_that_exits_or_cannot_be_called_errors_with_the_users_fr
     deep = records["deep"]["message"]
     assert deep.startswith("vibe_exiting_app:deep raised LookupError: not in the catalogue: tea\nTraceback")
     assert "in deep\n" in deep and "in helper\n" in deep
+
+
+def test_a_timeout_is_a_number_never_text() -> None:
+    """A timeout in quotes is refused in every file; a whole number written with a decimal point
+    (JSON writers do: 60000.0) is still a timeout."""
+    assert Configuration(cli="agent", timeout=60000.0).timeout == 60000  # type: ignore[arg-type]
+    assert CommandDefinition(command="make", timeout=60000.0).timeout_s == 60  # type: ignore[arg-type]
+    for text in ("30000", "60000.0"):
+        with pytest.raises(ValidationError, match="valid integer"):
+            Configuration(cli="agent", timeout=text)  # type: ignore[arg-type]

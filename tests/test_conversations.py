@@ -513,3 +513,15 @@ def test_codex_running_totals_count_once(pytester: pytest.Pytester, xdist: list[
     assert [log.name for log in logs] == ["agent.stdout", "agent.turn-2.stdout", "agent.turn-3.stdout"]
     for number, log in enumerate(logs, start=1):
         assert log.read_bytes() == (RECORDED_CODEX / f"resume-turn-{number}.jsonl").read_bytes()
+
+
+def test_a_turns_tokens_are_its_share_of_running_totals_only_when_they_grew() -> None:
+    """codex since 0.155 reports the session's running totals; older versions each turn's own. Input
+    tokens grow with every turn of a session (each sends a new prompt), so totals that did not grow
+    are the turn's own: equal turns of an older codex must not count 0."""
+    from pytest_vibeeval.providers.sessions import turn_tokens
+
+    assert turn_tokens((240, 60, 100), (120, 30, 50)) == (120, 30, 50)
+    assert turn_tokens((120, 30, 0), (120, 30, 0)) == (120, 30, 0)
+    assert turn_tokens((100, 40, None), (120, 30, 0)) == (100, 40, None)
+    assert turn_tokens((120, 30, 0), None) == (None, None, None)

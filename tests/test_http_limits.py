@@ -89,3 +89,17 @@ def test_configured_headers_are_filled_masked_and_not_sent_to_another_origin() -
         "configuration 'c': http.headers: template secret 'xk' has no value: "
         "set the environment variable VIBE_SECRET_XK"
     )
+
+
+@pytest.mark.parametrize("name", ["Authorization", "proxy-authorization", "Cookie", "X-Goog-Api-Key"])
+def test_a_literal_credential_header_is_a_secret(name: str) -> None:
+    """An Authorization or Cookie header written in the file carries a credential whatever its
+    value looks like: it is masked like a key."""
+    spec = {"http": {"base_url": "http://127.0.0.1:9", "headers": {name: "Basic dXNlcjpwYXNzd29yZA=="}}}
+    secrets: set[str] = set()
+    http = HttpProvider("c", Configuration.model_validate(spec), secrets, None)
+    try:
+        http._headers()
+    finally:
+        http.close()
+    assert "Basic dXNlcjpwYXNzd29yZA==" in secrets

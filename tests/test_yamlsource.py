@@ -250,6 +250,14 @@ def test_a_local_tag_is_refused(tmp_path: Path) -> None:
     assert_error(err, 1, "the YAML tag `!include` is not accepted", "remove the tag")
 
 
+@pytest.mark.usefixtures("loader")
+def test_a_plain_equals_sign_is_text_not_a_tag(tmp_path: Path) -> None:
+    """YAML 1.1 resolves a bare `=` to its own `!!value` tag: the user wrote no tag, only text."""
+    path = tmp_path / "suite.yaml"
+    path.write_text("a: =\nb: '='\n", encoding="utf-8")
+    assert load_document(path).data == {"a": "=", "b": "="}
+
+
 def test_latin1_text_names_its_line_and_says_to_save_as_utf8(tmp_path: Path) -> None:
     path = tmp_path / "suite.yaml"
     path.write_bytes("a: 1\nb: 2\nc: caf\xe9\n".encode("latin-1"))

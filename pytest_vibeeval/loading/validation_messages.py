@@ -4,6 +4,8 @@ what, and how to write it."""
 from __future__ import annotations
 
 import json
+import re
+from datetime import date
 from typing import Any
 
 import yaml
@@ -50,6 +52,8 @@ def _written(value: Any) -> str:
         return "null"
     if isinstance(value, int | float | str):
         return str(value)
+    if isinstance(value, date):  # YAML's timestamps: shown as written, not as a dumped document
+        return value.isoformat()
     return str(yaml.safe_dump(value, default_flow_style=True, width=10_000, allow_unicode=True)).strip()
 
 
@@ -82,10 +86,10 @@ def _number_hint(kind: str, value: Any, key: str | int | None, json_file: bool) 
     if not isinstance(value, str):
         return None
     try:
-        number = float(value)
+        float(value)  # a number in quotes, or no number at all
     except ValueError:
         return None
-    if kind.startswith("float") or number.is_integer():
+    if kind.startswith("float") or re.fullmatch(r"[+-]?\d+", value.strip()):
         return f"write the number without quotes: {_entry(key, value.strip(), json_file)}"
     return None
 

@@ -34,6 +34,7 @@ def _version(text: str) -> tuple[int, ...]:
 _LIBYAML_BOUNDS_DEPTH = _version(yaml.__version__) >= (6, 0, 4)
 STANDARD_TAG = "tag:yaml.org,2002:"
 STR_TAG = STANDARD_TAG + "str"
+VALUE_TAG = "tag:yaml.org,2002:value"
 _SAFE_TAGS = frozenset(tag for tag in yaml.SafeLoader.yaml_constructors if tag)  # str, int, seq, map, …
 
 
@@ -202,6 +203,8 @@ class _Builder:
             self._tick(node)
         if depth > MAX_DEPTH:
             raise self._too_deep(node)
+        if node.tag == VALUE_TAG and isinstance(node, yaml.ScalarNode):
+            node.tag = STR_TAG  # YAML 1.1 resolves a plain `=` to this tag by itself: it is the text "="
         if node.tag not in _SAFE_TAGS:
             raise InputError.single(
                 self.path,

@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
-    Strict,
     StringConstraints,
     model_validator,
 )
@@ -151,8 +151,15 @@ def _cap_timeout(value: int) -> int:
     return min(value, MAX_TIMEOUT_MS)
 
 
-# strict: a timeout in quotes ("30000") is refused in every file, as a timeout that is not a number is
-TimeoutMs = Annotated[int, Strict(), Field(gt=0), AfterValidator(_cap_timeout)]
+def _not_text(value: object) -> object:
+    """A timeout in quotes ("30000") is refused in every file, as a timeout that is not a number is;
+    a whole number written as a float (60000.0) stays a timeout."""
+    if isinstance(value, str):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+TimeoutMs = Annotated[int, Field(gt=0), BeforeValidator(_not_text), AfterValidator(_cap_timeout)]
 
 
 TIMEOUT_DESCRIPTION = f"in milliseconds; more than one week ({MAX_TIMEOUT_MS}) counts as one week"

@@ -65,6 +65,10 @@ def backoff_seconds(attempt: int, rng: Callable[[], float] = random.random) -> f
     return ceiling * (0.5 + rng() / 2)
 
 
+# Headers that carry credentials whatever their value looks like (besides *KEY*, *TOKEN*, … names).
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
 class HttpProvider:
     """``config`` None is the implicit configuration of a suite without any: OpenRouter with the
     suite's model. ``lock_dir`` holds the concurrency slots shared with the other workers."""
@@ -135,7 +139,7 @@ class HttpProvider:
         headers = {"Content-Type": "application/json"}
         for name, value in self.spec.headers.items():
             headers[name] = self.renderer.render(value) if self.renderer is not None else value
-            if is_secret_name(name):
+            if name.lower() in CREDENTIAL_HEADERS or is_secret_name(name):
                 self.secrets.add(headers[name])
         if self.key_env:
             key = os.environ.get(self.key_env, "")

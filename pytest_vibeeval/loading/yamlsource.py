@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import re
 import sys
@@ -426,6 +427,14 @@ def no_json_constant(name: str) -> Any:
 
 def yaml_kind(value: Any) -> str:
     """How a message names the kind of a parsed YAML value: "a mapping", "a list", "text", …"""
-    return {dict: "a mapping", list: "a list", str: "text", type(None): "empty"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "text",
+        type(None): "empty",
+        int: "int",
+        float: "float",
+        bool: "bool",
+        datetime.date: "a date (YAML reads 2024-01-01 as one)",
+        datetime.datetime: "a date and time (YAML reads 2024-01-01 10:00:00 as one)",
+    }.get(type(value), type(value).__name__)

@@ -4,6 +4,7 @@ workspace or grading setting is refused before anything is copied."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -32,22 +33,30 @@ def pseudo_filesystem(path: Path) -> str | None:
 
 def _mount_type(real: str) -> str | None:
     """The filesystem type of the innermost mount holding ``real`` (an absolute, resolved path)."""
+    best, kind = "", None
+    for point, point_kind in _mounts(MOUNTINFO):
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):  # later mounts over the same point win
+            best, kind = point, point_kind
+    return kind
+
+
+@functools.cache
+def _mounts(mountinfo: str) -> tuple[tuple[str, str], ...]:
+    """The mount points and filesystem types ``mountinfo`` lists, read once: every coding eval's
+    workspace and grading folder is checked at collection."""
     try:
-        with open(MOUNTINFO, encoding="utf-8", errors="replace") as handle:
+        with open(mountinfo, encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()
     except OSError:
-        return None
-    best, kind = "", None
+        return ()
+    mounts = []
     for line in lines:
         fields, _, rest = line.partition(" - ")
         parts = fields.split()
-        if len(parts) < 5 or not rest:
-            continue
-        point = _unescape(parts[4])
-        inside = real == point or real.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best):  # later mounts over the same point win
-            best, kind = point, rest.split()[0]
-    return kind
+        if len(parts) >= 5 and rest:
+            mounts.append((_unescape(parts[4]), rest.split()[0]))
+    return tuple(mounts)
 
 
 def _unescape(field: str) -> str:

@@ -51,28 +51,37 @@ def yaml_syntax_hint(line_text: str) -> str:
     return GENERIC_YAML_HINT
 
 
+# The JSON parser's message (its start) and what to do about it.
+_JSON_HINTS = (
+    (
+        "Expecting property name",
+        'a key must be text in double quotes, e.g. "name": …; single quotes are not JSON',
+    ),
+    (
+        "Expecting value",
+        "a value is missing or is not JSON: text in double quotes, numbers, true, false, null, "
+        "[lists] or {objects}",
+    ),
+    (
+        "Expecting ',' delimiter",
+        'a comma is missing between two entries, or a string holds a double quote: write it as \\"',
+    ),
+    ("Expecting ':' delimiter", 'each key is followed by a colon: "key": value'),
+    ("Invalid control character", "a string holds a line break or tab: write it as \\n or \\t"),
+    (
+        "Invalid \\escape",
+        "a backslash in a string starts an escape: write a backslash as \\\\ (e.g. C:\\\\path)",
+    ),
+    ("Unterminated string", "a string has no closing double quote"),
+    ("Extra data", "the file holds more than one JSON value: wrap them in one object or list"),
+)
+
+
 def json_syntax_hint(message: str, text: str, pos: int) -> str:
     """The hint for the JSON parser's ``message`` about the character at ``pos`` of ``text``."""
-    before = text[:pos].rstrip()[-1:]
-    if message.startswith(("Expecting property name", "Expecting value")) and before == ",":
+    if message.startswith(("Expecting property name", "Expecting value")) and text[:pos].rstrip()[-1:] == ",":
         return "remove the comma after the last entry: JSON allows no trailing comma"
-    if message.startswith("Expecting property name"):
-        return 'a key must be text in double quotes, e.g. "name": …; single quotes are not JSON'
-    if message.startswith("Expecting value"):
-        return (
-            "a value is missing or is not JSON: text in double quotes, numbers, true, false, null, "
-            "[lists] or {objects}"
-        )
-    if message.startswith("Expecting ',' delimiter"):
-        return 'a comma is missing between two entries, or a string holds a double quote: write it as \\"'
-    if message.startswith("Expecting ':' delimiter"):
-        return 'each key is followed by a colon: "key": value'
-    if message.startswith("Invalid control character"):
-        return "a string holds a line break or tab: write it as \\n or \\t"
-    if message.startswith("Invalid \\escape"):
-        return "a backslash in a string starts an escape: write a backslash as \\\\ (e.g. C:\\\\path)"
-    if message.startswith("Unterminated string"):
-        return "a string has no closing double quote"
-    if message.startswith("Extra data"):
-        return "the file holds more than one JSON value: wrap them in one object or list"
-    return "check commas, brackets and double quotes near this column"
+    return next(
+        (hint for start, hint in _JSON_HINTS if message.startswith(start)),
+        "check commas, brackets and double quotes near this column",
+    )

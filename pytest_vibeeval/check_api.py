@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sysconfig
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,17 +144,20 @@ def raised_at(exc: BaseException) -> str:
 
 
 PACKAGE_DIR = str(Path(__file__).resolve().parent) + os.sep  # where the plugin's own frames are
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+
+
+def is_users_file(path: str) -> bool:
+    """Whether a traceback frame in ``path`` is the user's code: outside pytest-vibeeval and the
+    standard library."""
+    return not path.startswith(PACKAGE_DIR) and not path.startswith(_STDLIB)
 
 
 def users_frames(exc: BaseException, limit: int = 3) -> str:
-    """The traceback of ``exc`` as Python prints it, with only the last ``limit`` frames outside
-    pytest-vibeeval (those are the user's code); empty when every frame is the plugin's (the call
-    itself failed, e.g. the function takes other arguments)."""
-    frames = [
-        frame
-        for frame in traceback.extract_tb(exc.__traceback__)
-        if not frame.filename.startswith(PACKAGE_DIR)
-    ]
+    """The traceback of ``exc`` as Python prints it, with only the last ``limit`` of the user's
+    frames (:func:`is_users_file`); empty when none is the user's (the call itself failed, e.g.
+    the function takes other arguments)."""
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if is_users_file(frame.filename)]
     if not frames:
         return ""
     shown = "".join(traceback.format_list(frames[-limit:]))

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import shutil
-import sysconfig
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,7 +135,7 @@ class EvalItem(pytest.Function):
 
         value = excinfo.value
         if isinstance(value, BackstopTimeout) and not self.config.getoption("fulltrace", False):
-            users = _users_frames(excinfo, PACKAGE_DIR)
+            users = _users_frames(excinfo)
             if users:
                 excinfo.traceback = excinfo.traceback.filter(lambda entry: id(entry) in users)
             else:
@@ -156,20 +154,15 @@ class EvalItem(pytest.Function):
         return rep
 
 
-_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+def _users_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> set[int]:
+    """The ids of the traceback entries that are the user's (:func:`.check_api.is_users_file`)
+    among those after the plugin's first frame (pytest's and pluggy's come before it)."""
+    from .check_api import PACKAGE_DIR, is_users_file
 
-
-def _users_frames(excinfo: pytest.ExceptionInfo[BaseException], package: str) -> set[int]:
-    """The ids of the traceback entries that are the user's: those the plugin called (pytest's and
-    pluggy's come before its first frame) outside the plugin's ``package`` and the standard library."""
     entries = list(excinfo.traceback)
-    ours = [str(entry.path).startswith(package) for entry in entries]
-    first = ours.index(True) if True in ours else len(ours)
-    return {
-        id(entry)
-        for entry, own in zip(entries[first:], ours[first:], strict=True)
-        if not own and not str(entry.path).startswith(_STDLIB)
-    }
+    ours = (i for i, entry in enumerate(entries) if str(entry.path).startswith(PACKAGE_DIR))
+    first = next(ours, len(entries))
+    return {id(entry) for entry in entries[first:] if is_users_file(str(entry.path))}
 
 
 @functools.cache

@@ -559,6 +559,7 @@ def test_step_names_must_match_entirely(name: str) -> None:
 
 
 EXITING_APP = """
+import json
 import sys
 
 
@@ -576,6 +577,10 @@ def deep(prompt):
 
 def helper(prompt):
     raise LookupError("not in the catalogue: " + prompt)
+
+
+def parses(prompt):
+    return json.loads(prompt)
 """
 
 
@@ -592,11 +597,12 @@ def test_a_python_answer_that_exits_or_cannot_be_called_errors_with_the_users_fr
           exits: {python: "vibe_exiting_app:exits"}
           no-arguments: {python: "vibe_exiting_app:no_arguments"}
           deep: {python: "vibe_exiting_app:deep"}
+          parses: {python: "vibe_exiting_app:parses"}
         evals: [{name: q, prompt: tea, checks: [{contains: tea}]}]
         """,
     )
     result = run(pytester, "--vibe-results", "r.json", xdist=xdist)
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=4)
     output = result.stdout.str() + result.stderr.str()
     assert "pytest_vibeeval" not in output.replace("plugins: vibeeval", ""), output
     records = {
@@ -612,6 +618,10 @@ def test_a_python_answer_that_exits_or_cannot_be_called_errors_with_the_users_fr
     deep = records["deep"]["message"]
     assert deep.startswith("vibe_exiting_app:deep raised LookupError: not in the catalogue: tea\nTraceback")
     assert "in deep\n" in deep and "in helper\n" in deep
+    # The frames shown are the user's: the standard library's (json's, here) would hide them.
+    parses = records["parses"]["message"]
+    assert "in parses\n" in parses and "return json.loads(prompt)" in parses, parses
+    assert 'decoder.py"' not in parses and 'json/__init__.py"' not in parses, parses
 
 
 def test_a_timeout_is_a_number_never_text() -> None:

@@ -372,17 +372,17 @@ class ControllerSession:
         from .report.summary import gate_failures
 
         if self.state.load_errors:
-            terminalreporter.write_line(
-                f"{len(self.state.load_errors)} suite file(s) failed to load and did not run: "
-                + ", ".join(self.state.load_errors),
-                red=True,
-            )
+            terminalreporter.write_line(self._load_errors_line(""), red=True)
         for line in map(terminal_safe, gate_failures(self.state.runs)):
             terminalreporter.write_line(line, red=True, bold=True)
         if self.regression_note:
             terminalreporter.write_line(self.regression_note, red=True)
         if self.nothing_ran_lines:
             terminalreporter.write_line(self.nothing_ran_lines[0], red=True, bold=True)
+
+    def _load_errors_line(self, where: str) -> str:
+        errors = self.state.load_errors
+        return f"{len(errors)} suite file(s) failed to load and did not run{where}: " + ", ".join(errors)
 
     def _write_summary(self, terminalreporter: Any) -> None:
         state, config = self.state, self.config
@@ -396,10 +396,7 @@ class ControllerSession:
 
         terminalreporter.write_sep("=", "Run Summary")
         if state.load_errors:
-            terminalreporter.write_line(
-                f"{len(state.load_errors)} suite file(s) failed to load and did not run (errors above): "
-                + ", ".join(state.load_errors)
-            )
+            terminalreporter.write_line(self._load_errors_line(" (errors above)"))
         breakdown = config.get_verbosity() >= 1 or state.settings.breakdown
         sandboxed: list[EvalRecord] = []  # read with the summary: here each record is read anew
         lines = summary_lines(state.runs, breakdown, sandboxed)

@@ -390,3 +390,16 @@ def test_no_summary_prints_nothing_of_a_passing_run(pytester: pytest.Pytester) -
     assert "Run Summary" not in result.stdout.str()
     assert "GATE" not in result.stdout.str()
     assert run_of(data, "claude")["gate"]["passed"] is True
+
+
+@XDIST_MODES
+def test_no_summary_still_names_the_suites_that_did_not_load(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    gate_suite(pytester.path, {"formula": "success_pct", "min": 50})
+    write(pytester.path / "broken.eval.yaml", "metadata: {name: broken}\nevals: [{prompt: [}\n")
+    result, _ = gate_run(pytester, "--no-summary", xdist=xdist)
+    assert result.ret != pytest.ExitCode.OK
+    out = result.stdout.str()
+    assert "Run Summary" not in out
+    assert "1 suite file(s) failed to load and did not run: broken.eval.yaml" in out, out

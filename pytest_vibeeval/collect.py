@@ -113,8 +113,10 @@ class SuiteCollector(_EvalFile):
             python = configs.configurations[config_id].python if config_id in configs.configurations else None
             clash = module_name_clash(state.python_modules, python, self.path.parent) if python else None
             if clash:
+                source, line = configs.where(config_id)
                 message = f"configuration {config_id!r}: {clash}"
-                raise self.CollectError(InputError.single(self.path, message).render(rootpath))
+                error = InputError.single(source or self.path, message, line=line)
+                raise self.CollectError(error.render(rootpath))
         yield from make_items(self, plans)
 
 

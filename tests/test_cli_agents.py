@@ -466,9 +466,32 @@ def test_a_python_module_that_is_nowhere_fails_collection(
     assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)  # xdist: 1
     result.stdout.fnmatch_lines(
         [
-            "evals/agents.eval.yaml: configuration 'typo': python module 'vibe_agent_app' of"
+            "evals/agents.eval.yaml:12: configuration 'typo': python module 'vibe_agent_app' of"
             " 'vibe_agent_app:with_dict' is neither in the suite's folder (*evals) nor importable"
             " (did you mean 'vibe_agents_app'?): check the name, or install the package that provides it"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_python_module_that_is_nowhere_is_shown_where_its_configuration_is(
+    pytester: pytest.Pytester,
+) -> None:
+    """A configuration of a cli-config.json: the message names that file and the line, not the suite."""
+    folder = pytester.path / "evals"
+    write(
+        folder / "cli-config.json",
+        '{\n  "configurations": {\n    "ok": {"name": "ok", "python": "json:dumps"},\n'
+        '    "typo": {"name": "typo", "python": "vibe_nowhere_app:answer"}\n  }\n}\n',
+    )
+    write(
+        folder / "a.eval.yaml",
+        "metadata: {name: a, model: m}\nevals: [{name: q, prompt: hi, checks: [{match: '*'}]}]\n",
+    )
+    result = run(pytester)
+    result.stdout.fnmatch_lines(
+        [
+            "evals/cli-config.json:4: configuration 'typo': python module 'vibe_nowhere_app' of *importable*"
         ]
     )
     assert "Traceback" not in result.stdout.str()
@@ -495,7 +518,7 @@ def test_same_module_name_in_two_suite_folders_is_an_error(
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "second/second.eval.yaml: configuration 'app': python module 'vibe_same_name_app' of"
+            "second/second.eval.yaml:12: configuration 'app': python module 'vibe_same_name_app' of"
             f" 'vibe_same_name_app:answer' is {pytester.path / 'second' / 'vibe_same_name_app.py'}, but*",
         ]
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -20,7 +20,7 @@ from ..filenames import CLI_CONFIG_NAME as CLI_CONFIG_NAME
 from ..filenames import EVAL_CONFIG_NAME as EVAL_CONFIG_NAME
 from ..filenames import REGISTRY_NAME as REGISTRY_NAME
 from ..models import CliConfigFile, Configuration
-from .suite import Suite, pydantic_problems
+from .suite import Suite, configuration_lines, pydantic_problems
 from .yamlsource import load_document
 
 IMPLICIT_ID = "openrouter"
@@ -35,6 +35,11 @@ class ConfigurationSet:
     defaults: tuple[str, ...] | None
     source: Path | None  # the file they were read from
     implicit: bool = False  # no configuration anywhere: the built-in OpenRouter default
+    lines: Mapping[str, int] = field(default_factory=dict)  # id → its line in ``source``
+
+    def where(self, config_id: str) -> tuple[Path | None, int | None]:
+        """The file and line that define ``config_id`` (for a message about it)."""
+        return self.source, self.lines.get(config_id)
 
     def ids(self) -> list[str]:
         return [IMPLICIT_ID] if self.implicit else list(self.configurations)
@@ -46,6 +51,7 @@ class ConfigFileCache:
     def __init__(self, extensions: Extensions | None = None) -> None:
         self.extensions = extensions or builtin_extensions()  # the names the files are checked against
         self._files: dict[Path, CliConfigFile] = {}
+        self._lines: dict[Path, dict[str, int]] = {}  # each file's configurations' lines
         self._nearest: dict[tuple[Path, Path], Path | None] = {}
 
     def load(self, path: Path) -> CliConfigFile:
@@ -62,7 +68,12 @@ class ConfigFileCache:
                 doc.line_of(("defaultConfigurations",)),
             )
             self._files[path] = parsed
+            self._lines[path] = configuration_lines(doc, parsed.configurations)
         return self._files[path]
+
+    def lines(self, path: Path) -> dict[str, int]:
+        """The line of each configuration of the file ``path``, once it is :meth:`load`-ed."""
+        return self._lines.get(path, {})
 
     def nearest(self, folder: Path, rootdir: Path) -> Path | None:
         key = (folder, rootdir)
@@ -96,16 +107,20 @@ def _check_defaults(
 def configurations_for(suite: Suite, rootdir: Path, cache: ConfigFileCache) -> ConfigurationSet:
     if suite.configurations:
         _check_defaults(suite.path, suite.default_configurations, suite.configurations, None)
-        return ConfigurationSet(suite.configurations, suite.default_configurations, suite.path)
+        return ConfigurationSet(
+            suite.configurations, suite.default_configurations, suite.path, lines=suite.configuration_lines
+        )
     found = cache.nearest(suite.path.parent, rootdir)
     if found is None:
         return ConfigurationSet({}, None, None, implicit=True)
     parsed = cache.load(found)
     if suite.default_configurations:  # the suite's own choice among the file's configurations
         _check_defaults(suite.path, suite.default_configurations, parsed.configurations, None)
-        return ConfigurationSet(parsed.configurations, suite.default_configurations, found)
+        return ConfigurationSet(
+            parsed.configurations, suite.default_configurations, found, lines=cache.lines(found)
+        )
     defaults = tuple(parsed.defaultConfigurations) if parsed.defaultConfigurations else None
-    return ConfigurationSet(parsed.configurations, defaults, found)
+    return ConfigurationSet(parsed.configurations, defaults, found, lines=cache.lines(found))
 
 
 def select(

@@ -95,6 +95,7 @@ class Suite:
     judge: str | None = None  # the configuration answering llm_judge checks (None: implicit)
     judge_line: int | None = None
     datasets: tuple[Path, ...] = ()  # the dataset files of its evals (their content is an input too)
+    configuration_lines: Mapping[str, int] = field(default_factory=dict)  # id → line of its `python`/`cli`
 
 
 def with_mcp_urls(suite: Suite, urls: Mapping[str, str]) -> Suite:
@@ -160,7 +161,14 @@ def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
         judge=model.judge,
         judge_line=doc.line_of(("judge",)) if model.judge else None,
         datasets=datasets,
+        configuration_lines=configuration_lines(doc, model.configurations or {}),
     )
+
+
+def configuration_lines(doc: Document, configurations: Mapping[str, object]) -> dict[str, int]:
+    """The line of each configuration's definition in ``doc`` (a suite or a cli-config.json)."""
+    lines = {cid: doc.line_of(("configurations", cid)) for cid in configurations}
+    return {cid: line for cid, line in lines.items() if line is not None}
 
 
 def _by_line(problems: list[Problem]) -> list[Problem]:

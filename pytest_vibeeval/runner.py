@@ -41,13 +41,21 @@ class ItemVerdict:
 
 
 def render_value(value: Any, renderer: Renderer) -> Any:
-    """Fill templates in every string inside a check value (str, pydantic model, or dataclass). A
-    string or dataclass without templates is returned as it is; a model is always a copy (with every
-    field marked as set, which check types may rely on)."""
+    """Fill templates in every string inside a check value: a str, a list, tuple or mapping (its
+    values), a pydantic model or a dataclass, however nested. A value without templates is returned
+    as it is, except a model, which is always a copy (with every field marked as set, which check
+    types may rely on)."""
     if isinstance(value, str):
         return renderer.render(value)
     if isinstance(value, BaseModel):
         return value.model_copy(update={k: render_value(v, renderer) for k, v in value.__dict__.items()})
+    if type(value) in (list, tuple):  # exactly: a named tuple is built otherwise
+        items = [render_value(item, renderer) for item in value]
+        changed = any(new is not old for new, old in zip(items, value, strict=True))
+        return type(value)(items) if changed else value
+    if type(value) is dict:
+        rendered = {key: render_value(item, renderer) for key, item in value.items()}
+        return rendered if any(rendered[key] is not value[key] for key in value) else value
     if is_dataclass(value) and not isinstance(value, type):
         values = {f.name: getattr(value, f.name) for f in fields(value)}
         rendered = {name: render_value(field, renderer) for name, field in values.items()}

@@ -169,7 +169,9 @@ def _json_schema(loaded: LoadedSchema, response: Response) -> Verdict:
 class ToolCalledArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     name: NonEmptyStr = Field(description="the tool's name, or a glob such as `mcp__docs__*`")
-    min: Count | None = Field(default=None, description="at least this many calls (default 1)")
+    min: Count | None = Field(
+        default=None, description="at least this many calls (default 1; 0 with `max: 0`: never called)"
+    )
     max: Count | None = Field(default=None, description="at most this many calls (default: no limit)")
     args: dict[str, Any] | None = Field(
         default=None,
@@ -210,7 +212,7 @@ def _tool_called(spec: NonEmptyStr | ToolCalledArgs, response: Response) -> Verd
         every = len(calls)
         calls = [call for call in calls if _args_match(args.args, call)]
         with_args = f" with args {as_text(args.args)} ({_plural(every, 'call')} of it in all)"
-    low = 1 if args.min is None else args.min
+    low = min(1, args.max if args.max is not None else 1) if args.min is None else args.min
     count = len(calls)
     said = f"tool {args.name!r} was called {_plural(count, 'time')}{with_args}"
     if count < low:

@@ -490,9 +490,7 @@ def test_a_python_module_that_is_nowhere_is_shown_where_its_configuration_is(
     )
     result = run(pytester)
     result.stdout.fnmatch_lines(
-        [
-            "evals/cli-config.json:4: configuration 'typo': python module 'vibe_nowhere_app' of *importable*"
-        ]
+        ["evals/cli-config.json:4: configuration 'typo': python module 'vibe_nowhere_app' of *importable*"]
     )
     assert "Traceback" not in result.stdout.str()
 

@@ -161,6 +161,8 @@ def tools(name: str, value: Any, made: tuple[ToolCallRecord, ...] = CALLS) -> Ch
         ),
         ({"name": "fetch", "args": {"missing": "*"}}, False, "tool 'fetch' was called 0 times with args"),
         ("se*", True, "tool 'se*' was called 2 times"),
+        ({"name": "delete", "max": 0}, True, "tool 'delete' was called 0 times"),  # min 0: never called
+        ({"name": "search", "max": 0}, False, "tool 'search' was called 2 times, expected at most 0"),
     ],
 )
 def test_tool_called(value: Any, passed: bool, message: str) -> None:

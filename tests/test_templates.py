@@ -465,3 +465,54 @@ def test_bad_vibe_var_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*BASE_ARGS, "--vibe-var", "novalue")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--vibe-var: expected NAME=VALUE, got 'novalue'" in result.stderr.str()
+
+
+TOOL_APP = """
+def answer(prompt, context=None):
+    word = prompt.split()[-1]
+    return {"response": '{"word": "' + word + '", "tags": ["' + word + '"]}',
+            "tool_calls": [{"tool": "lookup_" + word, "args": {"q": word}}]}
+"""
+
+
+@XDIST_MODES
+def test_templates_inside_lists_and_mappings_of_checks_are_filled(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """``{{var()}}`` in a check's list or mapping (tool args, tool_sequence, a JSON value) is filled
+    like any other: compared as written, ``max: 0`` with args passed though the tool was called so."""
+    pytester.makepyfile(tool_templates=TOOL_APP)
+    pytester.makefile(
+        ".eval.yaml",
+        tools=textwrap.dedent(
+            """\
+            metadata: {name: tools, model: m}
+            configurations:
+              app: {python: "tool_templates:answer"}
+            evals:
+              - name: never-with-that-word
+                prompt: word cat
+                checks: [{tool_called: {name: "lookup_*", args: {q: "{{var('w')}}"}, min: 0, max: 0}}]
+              - name: sequence
+                prompt: word cat
+                checks: [{tool_sequence: ["lookup_{{var('w')}}"]}]
+              - name: json-list
+                prompt: word cat
+                checks: [{json: {path: tags, equals: ["{{var('w')}}"]}}]
+              - name: by-row
+                rows: [{id: a, w: cat}]
+                prompt: "word {{row.w}}"
+                checks: [{tool_called: {name: "lookup_*", args: {q: "{{row.w}}"}}}]
+            """
+        ),
+    )
+    result = pytester.runpytest(*BASE_ARGS, *xdist, "--vibe-var", "w=cat", "--vibe-results", "r.json")
+    result.assert_outcomes(passed=3, failed=1)
+    (run,) = json.loads((pytester.path / "r.json").read_text())["runs"]
+    outcomes = {record["name"]: record["outcome"] for record in run["evals"]}
+    assert outcomes == {
+        "never-with-that-word": "failed",
+        "sequence": "passed",
+        "json-list": "passed",
+        "by-row[a]": "passed",
+    }, outcomes

@@ -96,6 +96,11 @@ class JudgeArgs(BaseModel):
     )
     name: CheckName | None = None
 
+    @property
+    def check_name(self) -> str | None:
+        """The check's name, which makes its score ``<name>_score`` (see :attr:`Check.name`)."""
+        return self.name
+
     @model_validator(mode="after")
     def _one_mode(self) -> JudgeArgs:
         if self.criteria is None and self.rubric is None:
@@ -274,8 +279,9 @@ class Check:
 
     @property
     def name(self) -> str | None:
-        """The check's own ``name`` (a value with a ``name`` field: llm_judge, python), or None."""
-        name = getattr(self.value, "name", None)
+        """The check's own name (its value's ``check_name``: llm_judge's and python's ``name``), or
+        None. Not any ``name`` of a value: ``tool_called``'s names the tool."""
+        name = getattr(self.value, "check_name", None)
         return name if isinstance(name, str) else None
 
     def run(self, response: Response) -> CheckResult:

@@ -52,6 +52,11 @@ class PythonCheck:
     folder: Path
     name: str | None = None
 
+    @property
+    def check_name(self) -> str | None:
+        """The check's name, which makes its score ``<name>_score`` (see :attr:`.checks.Check.name`)."""
+        return self.name
+
 
 def _parse(value: str | PythonArgs, info: ValidationInfo) -> PythonCheck:
     args = value if isinstance(value, PythonArgs) else PythonArgs(function=value)

@@ -579,3 +579,41 @@ def test_a_callable_that_reports_no_tool_calls_leaves_tool_checks_undecided(
         refunded = records["toolless.eval.yaml::careful[refunded]"]
         assert refunded["outcome"] == "failed"
         assert "tool 'refund' was called 1 time, expected never" in refunded["message"]
+
+
+NAMED_TOOL_APP = """
+def answer(prompt, context=None):
+    return {"response": "ok", "tool_calls": [
+        {"tool": "search", "args": {"q": "refund policy"}},
+        {"tool": "search", "args": {"q": "shipping times"}},
+        {"tool": "rubric", "args": {}},
+    ]}
+"""
+
+
+@XDIST_MODES
+def test_a_tool_calleds_name_is_the_tool_not_the_checks(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """``tool_called: {name: search}`` names the tool: two such checks of one eval, an eval named
+    like its tool and a tool named like a run-wide variable load, and no ``search_score`` appears."""
+    write(pytester.path / "vibe_named_tool_app.py", NAMED_TOOL_APP)
+    write(
+        pytester.path / "tools.eval.yaml",
+        """
+        metadata: {name: tools, model: m}
+        configurations: {app: {python: "vibe_named_tool_app:answer"}}
+        evals:
+          - name: twice
+            prompt: hi
+            checks:
+              - tool_called: {name: search, args: {q: "*refund*"}}
+              - tool_called: {name: search, args: {q: "*shipping*"}}
+          - name: search
+            prompt: hi
+            checks: [{tool_called: {name: search, min: 2}}, {tool_called: {name: rubric}}]
+        """,
+    )
+    result = run(pytester, "--vibe-results", "r.json", xdist=xdist)
+    result.assert_outcomes(passed=2)
+    assert "Check scores" not in result.stdout.str()
+    (run_record,) = load_json(pytester.path / "r.json")["runs"]
+    assert all(record["check_names"] == [] for record in run_record["evals"]), run_record["evals"]

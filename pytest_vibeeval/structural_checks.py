@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -22,10 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-from .check_api import CheckType, Count, NonEmptyStr, Response, Verdict, quote
+from .check_api import CheckError, CheckType, Count, NonEmptyStr, Response, Verdict, quote
 from .dotted import MISSING, lookup
 from .patterns import pattern_matches
 from .results import ToolCallRecord
+from .schema_refs import SchemaFiles, read_schema_file, referenced_files
 
 # The pydantic validation context key holding the suite's folder (files named by checks are in it).
 SUITE_DIR_CONTEXT = "vibeeval_suite_dir"
@@ -106,29 +106,25 @@ def _json(args: Literal[True] | JsonArgs, response: Response) -> Verdict:
 
 @dataclass(frozen=True)
 class LoadedSchema:
-    """A ``json_schema`` check's schema, read and checked when the suite loads."""
+    """A ``json_schema`` check's schema, read and checked when the suite loads, with the files its
+    ``$ref``s lead to (:mod:`.schema_refs`)."""
 
     schema: dict[str, Any]
     source: str  # the file as written in the suite, or "inline"
+    files: SchemaFiles = field(default_factory=dict)
 
 
 def _load_schema(value: dict[str, Any] | str, info: ValidationInfo) -> LoadedSchema:
+    base = suite_dir(info)
     if isinstance(value, str):
         source = value
         path = PurePosixPath(value)
         if path.is_absolute() or ".." in path.parts:
             raise ValueError(f"{value!r} must be a file path relative to the suite's folder, without `..`")
-        file = suite_dir(info) / value
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"cannot read the JSON Schema {value!r}: {exc.strerror or exc}") from None
-        try:
-            schema = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
-        except (ValueError, yaml.YAMLError) as exc:
-            raise ValueError(f"the JSON Schema {value!r} cannot be parsed: {exc}") from None
+        schema = read_schema_file(base / value, value)
+        folder = (base / value).parent
     else:
-        source, schema = "inline", value
+        source, schema, folder = "inline", value, base
     where = "the inline schema" if source == "inline" else f"the JSON Schema {source!r}"
     if not isinstance(schema, dict):
         raise ValueError(f"{where} is not an object")
@@ -141,21 +137,38 @@ def _load_schema(value: dict[str, Any] | str, info: ValidationInfo) -> LoadedSch
         raise ValueError(
             f"{where} is not a valid JSON Schema: {exc.message}{f' (at {at})' if at else ''}"
         ) from None
-    return LoadedSchema(schema, source)
+    return LoadedSchema(schema, source, referenced_files(schema, folder, base, where))
 
 
 SchemaValue = Annotated[dict[str, Any] | NonEmptyStr, AfterValidator(_load_schema)]
+
+
+def _validator(loaded: LoadedSchema) -> Any:
+    """A validator of ``loaded``'s schema that finds its ``$ref``-ed files in what was read."""
+    import jsonschema  # imported when the schema was loaded
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    cls = jsonschema.validators.validator_for(loaded.schema)
+    dialect = str(cls.META_SCHEMA.get("$id") or cls.META_SCHEMA.get("id") or "")
+    spec = specification_with(dialect, default=DRAFT202012)  # of a file that does not say its own
+    files = loaded.files.items()
+    resources = [(uri, Resource.from_contents(content, default_specification=spec)) for uri, content in files]
+    return cls(loaded.schema, registry=Registry().with_resources(resources))
 
 
 def _json_schema(loaded: LoadedSchema, response: Response) -> Verdict:
     data, problem = parse_answer(response.text)
     if problem:
         return Verdict(False, problem)
-    import jsonschema  # imported when the schema was loaded
+    import jsonschema
+    from referencing.exceptions import Unresolvable
 
-    validator = jsonschema.validators.validator_for(loaded.schema)(loaded.schema)
-    errors = list(validator.iter_errors(data))
     name = "the schema" if loaded.source == "inline" else quote(loaded.source)
+    try:
+        errors = list(_validator(loaded).iter_errors(data))
+    except Unresolvable as exc:
+        raise CheckError(f"{name} has a $ref that cannot be resolved: {exc}") from None
     if not errors:
         return Verdict(True, f"the response matches {name}")
     best = jsonschema.exceptions.best_match(errors)

@@ -105,6 +105,37 @@ def test_json_schema_from_a_file_relative_to_the_suite(tmp_path: Path) -> None:
     assert run_one("json_schema", "schemas/item.yaml", "[1]", tmp_path).passed is True
 
 
+def test_json_schema_refs_to_other_files_resolve_relative_to_the_schema(tmp_path: Path) -> None:
+    """``$ref``s lead from file to file (JSON and YAML, with fragments), each relative to the one
+    that holds it; they are read when the suite loads, and the check reads no file later."""
+    write(
+        tmp_path / "schemas" / "order.json",
+        '{"type": "object", "properties": {"item": {"$ref": "defs/item.json"}}}',
+    )
+    write(
+        tmp_path / "schemas" / "defs" / "item.json",
+        '{"type": "object", "properties": {"price": {"$ref": "common.yaml#/price"}}}',
+    )
+    write(tmp_path / "schemas" / "defs" / "common.yaml", "price: {type: number, minimum: 0}\n")
+    loaded = check("json_schema", "schemas/order.json", tmp_path)
+    for file in (tmp_path / "schemas").rglob("*.*"):
+        file.unlink()
+    assert loaded.run(Response('{"item": {"price": 2}}')).passed is True
+    failed = loaded.run(Response('{"item": {"price": -1}}'))
+    assert (failed.passed, failed.message) == (
+        False,
+        "the response does not match 'schemas/order.json': at $.item.price: -1 is less than the minimum of 0",
+    )
+
+
+def test_json_schema_ref_to_a_missing_fragment_errors_the_eval(tmp_path: Path) -> None:
+    write(tmp_path / "main.json", '{"$ref": "defs.json#/nowhere"}')
+    write(tmp_path / "defs.json", "{}")
+    result = run_one("json_schema", "main.json", "{}", tmp_path)
+    assert result.error and result.passed is None, result
+    assert result.message.startswith("'main.json' has a $ref that cannot be resolved:"), result.message
+
+
 @pytest.mark.parametrize(
     ("value", "files", "message"),
     [
@@ -113,6 +144,23 @@ def test_json_schema_from_a_file_relative_to_the_suite(tmp_path: Path) -> None:
         ("bad.json", {"bad.json": "{"}, "the JSON Schema 'bad.json' cannot be parsed: Expecting"),
         ("list.json", {"list.json": "[]"}, "the JSON Schema 'list.json' is not an object"),
         ("../up.json", {}, "'../up.json' must be a file path relative to the suite's folder"),
+        (
+            "main.json",
+            {"main.json": '{"$ref": "gone.json"}'},
+            "the JSON Schema 'main.json' refers to 'gone.json': cannot read the JSON Schema 'gone.json': "
+            "No such file or directory",
+        ),
+        (
+            "main.json",
+            {"main.json": '{"$ref": "https://example.com/item.json"}'},
+            "the JSON Schema 'main.json' refers to 'https://example.com/item.json': only files relative to "
+            "the schema can be referred to (remote schemas are not fetched)",
+        ),
+        (
+            {"$ref": "../outside.json"},
+            {},
+            "the inline schema refers to '../outside.json', outside the suite's folder",
+        ),
     ],
 )
 def test_json_schema_problems_are_load_errors(

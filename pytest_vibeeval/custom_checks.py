@@ -83,10 +83,14 @@ def interpret(value: Any, check: PythonCheck) -> Verdict:
     if isinstance(value, tuple) and len(value) == 2:
         value, reason = value
     elif isinstance(value, dict) and set(value) <= {"pass", "passed", "score", "reason"} and value:
+        if not {"pass", "passed", "score"} & set(value):
+            raise CheckError(
+                f"python check {name} returned {value!r}, without `pass` or `score`; return {RETURNS}"
+            )
         reason = value.get("reason")
         if "score" in value:
             score = _score(value["score"], check)
-            passed = value.get("pass", value.get("passed", score >= check.threshold))
+            passed = value.get("pass", value.get("passed"))  # None: the threshold decides
             return _scored(score, passed, reason, check)
         value = value.get("pass", value.get("passed"))
     if reason is not None and not isinstance(reason, str):
@@ -99,11 +103,15 @@ def interpret(value: Any, check: PythonCheck) -> Verdict:
 
 
 def _scored(score: float, passed: Any, reason: str | None, check: PythonCheck) -> Verdict:
+    """The verdict of a score, against the threshold unless the check said ``pass`` itself (then
+    its word decides, and the message says so rather than compare with a threshold it ignored)."""
     if passed is None:
-        passed = score >= check.threshold
-    if not isinstance(passed, bool):
+        passed, text = against_threshold(score, check.threshold)
+        text = f"score {text}"
+    elif not isinstance(passed, bool):
         raise CheckError(f"python check {check.function} returned pass={passed!r}; pass is true or false")
-    text = f"score {against_threshold(score, check.threshold)[1]}"
+    else:
+        text = f"score {score:.2f}, {'passed' if passed else 'failed'} by the check itself (pass: {passed})"
     return Verdict(passed, f"{text}: {reason}" if reason else text, score)
 
 

@@ -373,6 +373,12 @@ def wrong(response):
 
 def too_high(response):
     return 1.5
+
+def overruled(response):
+    return {"pass": True, "score": 0.2, "reason": "good enough for a draft"}
+
+def reason_only(response):
+    return {"reason": "hmm"}
 """
 
 
@@ -408,12 +414,23 @@ def test_python_check_scores_pass_at_the_threshold(checks_folder: Path) -> None:
     assert strict.to_json()["score"] == 0.75
 
 
+def test_python_check_pass_beside_a_score_decides_and_says_so(checks_folder: Path) -> None:
+    """Its own ``pass`` wins over the threshold; the message does not compare with a threshold it ignored."""
+    result = custom(checks_folder, "vibe_sc_checks:overruled", Response("x"))
+    assert (result.passed, result.score) == (True, 0.2)
+    assert result.message == "score 0.20, passed by the check itself (pass: True): good enough for a draft"
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [
         ("vibe_sc_checks:boom", "python check vibe_sc_checks:boom raised ValueError: no answer to grade"),
         ("vibe_sc_checks:wrong", "python check vibe_sc_checks:wrong returned 'yes'; return a bool"),
         ("vibe_sc_checks:too_high", "returned the score 1.5; a score is 0–1"),
+        (
+            "vibe_sc_checks:reason_only",
+            "python check vibe_sc_checks:reason_only returned {'reason': 'hmm'}, without `pass` or `score`",
+        ),
         ("vibe_sc_checks:nothing", "'vibe_sc_checks' has no callable 'nothing' (a python check)"),
         ("vibe_sc_missing:f", "cannot import 'vibe_sc_missing' for a python check"),
     ],

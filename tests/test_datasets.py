@@ -289,6 +289,23 @@ def test_a_formula_naming_a_dataset_eval_says_why(pytester: pytest.Pytester) -> 
     assert "Traceback" not in result.stdout.str()
 
 
+def test_a_formula_naming_a_dataset_evals_variable_says_why(pytester: pytest.Pytester) -> None:
+    """``capital_cost`` was answered with "did you mean 'min_cost'?", as if it were a typo."""
+    write(pytester.path / "agent.py", AGENT)
+    write(pytester.path / "cases.csv", dataset_files(pytester.path)["cases.csv"])
+    formula = "score: {formula: 'success_pct - capital_cost'}\n"
+    write(pytester.path / "s.eval.yaml", suite("    dataset: cases.csv") + formula)
+    result = run(pytester)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*'capital' is a dataset eval: each of its rows is an eval of its own"
+            "*no per-eval variables such as 'capital_cost'"
+        ]
+    )
+    assert "did you mean" not in result.stdout.str()
+
+
 BAD_INPUTS = {
     "csv field count": (
         "cases.csv",

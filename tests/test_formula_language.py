@@ -249,6 +249,18 @@ def test_a_spelling_with_two_readings_is_rejected_showing_both() -> None:
     assert score("a - b * 2") == (1.0, None)
 
 
+def test_a_bracketed_name_followed_by_more_of_a_name_says_where_the_bracket_goes() -> None:
+    """``[a-b]_cost`` named the placeholder the brackets became (``_v0_cost``) in its error."""
+    error = rejection("2 * [a-b]_cost")
+    assert (
+        error.reason
+        == "'[a-b]' is followed by '_cost': the brackets hold a whole variable name, write [a-b_cost]"
+    )
+    assert (error.column, error.width) == (4, len("[a-b]_cost"))
+    assert_caret(error)
+    assert score("[a-b]-a") == score("[a-b] - a")  # a minus after the brackets is still a minus
+
+
 def test_a_longer_spelling_with_two_readings() -> None:
     error = rejection("1 + a-b-a_latency")
     assert error.column == 4

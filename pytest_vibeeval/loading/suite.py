@@ -440,23 +440,23 @@ def suite_formula(suite: Suite, extensions: Extensions | None = None) -> Formula
 
 def _unnamed_reference(suite: Suite, error: FormulaError) -> FormulaError | None:
     """A clearer error when the formula uses a dataset eval, or the generated id of an eval that
-    has no ``name``."""
+    has no ``name`` (alone or as one of its variables: ``ds``, ``ds_cost``)."""
     for case in suite.evals:
         if case.eval_name is not None:
-            found = re.search(rf"(?<![\w\[-]){re.escape(case.eval_name)}(?![\w-])", error.formula)
+            found = _used(error.formula, case.eval_name)
             if found:
                 return FormulaError(
                     error.formula,
                     f"{case.eval_name!r} is a dataset eval: each of its rows is an eval of its own "
                     f"({case.id}, …) counted by the run-wide variables (success_pct, passed, total, "
-                    "…); it has no per-eval variables",
+                    f"…); it has no per-eval variables{_such_as(found.group(), case.eval_name)}",
                     found.start(),
-                    len(case.eval_name),
+                    len(found.group()),
                 )
             continue
         if case.name:
             continue
-        found = re.search(rf"(?<![\w\[-]){re.escape(case.id)}(?![\w-])", error.formula)
+        found = _used(error.formula, case.id)
         if found:
             where = f" (line {case.line})" if case.line else ""
             return FormulaError(
@@ -464,6 +464,16 @@ def _unnamed_reference(suite: Suite, error: FormulaError) -> FormulaError | None
                 f"{case.id!r} is the generated id of evals[{case.index}]{where}, which has no `name`; "
                 f"only named evals can be used in a formula: add `name: {case.id}` to that eval",
                 found.start(),
-                len(case.id),
+                len(found.group()),
             )
     return None
+
+
+def _such_as(used: str, eval_name: str) -> str:
+    return f" such as {used!r}" if used != eval_name else ""
+
+
+def _used(formula: str, eval_name: str) -> re.Match[str] | None:
+    """Where ``formula`` names ``eval_name`` or one of its per-eval variables (the longest first)."""
+    names = sorted(eval_variable_names(eval_name), key=len, reverse=True)
+    return re.search(rf"(?<![\w\[-])(?:{'|'.join(map(re.escape, names))})(?![\w-])", formula)

@@ -40,6 +40,7 @@ _RUN = re.compile(rf"{_PART}(?:-+{_PART})*-*")
 _SIGNED_RUN = re.compile(rf"-+{_PART}(?:-+{_PART})*-*")  # where a leading '-' would be unary
 _OPERAND_START = re.compile(r"[\w.(\[+-]")  # what may follow a minus sign
 _NAME = re.compile(r"[\w-]+")
+_WORD = re.compile(r"\w+")
 _BRACKET = re.compile(r"\[\s*([\w-]+)\s*\]")
 _NUMBER = re.compile(r"(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?")
 _PYTHON_NUMBER = re.compile(r"0[xXoObB]\w+|\d\w*[jJ]")  # literals Python reads (and we then reject)
@@ -155,6 +156,16 @@ class _Scanner:
                 continue
             if char == "[" and not (previous and (previous.isalnum() or previous in "_)]'\".")):
                 match = _BRACKET.match(text, i)
+                tail = _WORD.match(text, match.end()) if match else None
+                if match and tail:  # [x-y]_cost: the brackets were meant around all of it
+                    whole = f"[{match.group(1)}{tail.group()}]"
+                    raise FormulaError(
+                        text,
+                        f"{match.group()!r} is followed by {tail.group()!r}: the brackets hold a whole "
+                        f"variable name, write {whole}",
+                        i,
+                        tail.end() - i,
+                    )
                 if match:
                     self.emit_name(match.group(1), i, match.end())
                     i, previous = match.end(), "]"

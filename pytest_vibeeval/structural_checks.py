@@ -95,13 +95,31 @@ def _json(args: Literal[True] | JsonArgs, response: Response) -> Verdict:
         expected = args.equals
         same = value == expected or (isinstance(expected, str) and as_text(value) == expected.strip())
         if not same:
-            return Verdict(False, f"{where} is {quote(as_text(value))}, expected {quote(as_text(expected))}")
+            shown, wanted = quote(as_text(value)), quote(as_text(expected))
+            if shown == wanted:  # the same text, of another type: "2" against 2
+                shown, wanted = _typed(value), _typed(expected)
+            return Verdict(False, f"{where} is {shown}, expected {wanted}")
     if args.matches is not None and not pattern_matches(args.matches, as_text(value)):
         return Verdict(
             False, f"{where} is {quote(as_text(value))}, which does not match {quote(args.matches)}"
         )
     found = f"{where} is {quote(as_text(value))}" if args.path else "the response is JSON"
     return Verdict(True, found)
+
+
+_JSON_TYPES = (
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "text"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
+def _typed(value: Any) -> str:
+    """``value`` as JSON with its JSON type: ``"2" (text)``, ``2 (a number)``."""
+    kind = next((name for types, name in _JSON_TYPES if isinstance(value, types)), "null")
+    return f"{json.dumps(value, ensure_ascii=False)} ({kind})"
 
 
 @dataclass(frozen=True)

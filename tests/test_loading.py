@@ -962,3 +962,29 @@ def test_a_number_where_text_belongs_says_to_quote_it(
     tmp_path: Path, text: str, line: int, message: str, hint: str
 ) -> None:
     assert_problem(fails(tmp_path, HEAD + text), line, message, f"hint: {hint}")
+
+
+def test_a_check_mapping_with_a_wrong_key_is_not_also_told_to_be_text(tmp_path: Path) -> None:
+    """``tool_called``, ``json`` and ``python`` take text (or true) or a mapping: a mapping with a
+    wrong key is told what is wrong in it, not also "must be text … quote it to make it text"."""
+    text = (
+        HEAD
+        + "  - prompt: p\n    checks:\n"
+        + "      - tool_called: {nam: x}\n"
+        + "      - json: {path: a, equal: 2}\n"
+        + "      - python: {function: 'm:f', threshold: 2}\n"
+        + "      - tool_called: [x]\n"
+    )
+    err = fails(tmp_path, text)
+    shown = [(p.line, p.message) for p in err.problems]
+    assert shown[:4] == [
+        (7, "missing required key 'name'"),
+        (7, "unknown key 'nam' in `tool_called`"),
+        (8, "unknown key 'equal' in `json`"),
+        (9, "Input should be less than or equal to 1, not 2"),
+    ], shown
+    # a value of neither kind still hears of both
+    assert shown[4:] == [
+        (10, "must be text, not a list: YAML reads a value in [brackets] as a list"),
+        (10, "must be a mapping, not a list"),
+    ], shown

@@ -13,7 +13,7 @@ from ..errors import Loc, Problem, did_you_mean
 from ..registry import CheckRegistry
 from ..scoring.variables import EVAL_VARIABLES, check_variable_names
 from ..structural_checks import SUITE_DIR_CONTEXT
-from .validation_messages import describe
+from .validation_messages import describe, other_kinds_left_out
 from .yamlsource import Document, yaml_kind
 
 LEGACY_CHECK_HINT = (
@@ -103,7 +103,7 @@ def _parse_one(
     try:
         parsed = check_type.adapter.validate_python(value, context={SUITE_DIR_CONTEXT: doc.path.parent})
     except ValidationError as exc:
-        for error in exc.errors(include_url=False):
+        for error in other_kinds_left_out(exc.errors(include_url=False), doc.clean_loc, (*loc, key)):
             sub: Loc = (*loc, key, *error["loc"])
             message = error["msg"].removeprefix("Value error, ")
             hint = None

@@ -36,7 +36,7 @@ from ..scoring.variables import (
 from .check_parsing import check_name_problems, parse_checks, raw_check_lists
 from .rows import expand_datasets
 from .templates import ANY_TEMPLATE, row_columns, template_problems
-from .validation_messages import describe
+from .validation_messages import describe, other_kinds_left_out
 from .yamlsource import Document, load_document
 
 
@@ -178,7 +178,7 @@ def _by_line(problems: list[Problem]) -> list[Problem]:
 def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
     """Translate pydantic errors into problems with the YAML line of each."""
     problems = []
-    for error in exc.errors(include_url=False):
+    for error in other_kinds_left_out(exc.errors(include_url=False), doc.clean_loc):
         loc: Loc = tuple(error["loc"])
         ctx = error.get("ctx") or {}
         kind = error["type"]

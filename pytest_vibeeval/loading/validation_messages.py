@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
 import yaml
+from pydantic_core import ErrorDetails
 
 from .yamlsource import yaml_kind
 
@@ -133,3 +135,33 @@ def describe(error: Any, key: str | int | None, json_file: bool) -> tuple[str, s
     if kind == "list_type":
         return f"must be a list, not {yaml_kind(value)}", _list_hint(value, key, json_file)
     return None
+
+
+def _is_kind_error(error: ErrorDetails) -> bool:
+    """An error that says the value is of another kind (text, not a mapping), not what is wrong in it."""
+    return error["type"].endswith("_type") or error["type"] == "literal_error"
+
+
+def other_kinds_left_out(
+    errors: list[ErrorDetails],
+    clean_loc: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+    prefix: tuple[Any, ...] = (),
+) -> list[ErrorDetails]:
+    """``errors`` without those of a union's members that take another kind of value, where a
+    member that takes this kind found what is wrong in it: ``tool_called: {nam: x}`` is "unknown
+    key 'nam'", not also "must be text, not a mapping" with a hint to quote it. ``clean_loc``
+    drops the union members' tags from a location; ``prefix``: where the validated value is."""
+
+    def where(error: ErrorDetails) -> tuple[tuple[Any, ...], bool]:
+        loc = (*prefix, *error["loc"])
+        clean = clean_loc(loc)
+        return clean, len(clean) < len(loc)  # the location, and whether a union member's
+
+    located = [(where(error), error) for error in errors]
+    content = [clean for (clean, member), error in located if member and not _is_kind_error(error)]
+
+    def noise(error: ErrorDetails) -> bool:
+        clean, member = where(error)
+        return member and _is_kind_error(error) and any(other[: len(clean)] == clean for other in content)
+
+    return [error for error in errors if not noise(error)]

@@ -420,7 +420,8 @@ class BaselineRecord(Record):
     delta: float | None = Field(description="this score - the baseline's; None if either is null")
     label: Decision = Field(
         description="by delta: significant_improvement (> 5), marginal_improvement (> 0), exploration "
-        "(> -3), regression; incomparable: a score is null; new: not in the baseline"
+        "(> -3), regression; incomparable: a score is null, the score formulas differ or other evals "
+        "ran; new: not in the baseline"
     )
     accepted: bool | None = Field(description="whether the change would be kept; None: incomparable/new")
     reason: str = Field(description="why the label, e.g. 'delta +6.20 is above +5'")

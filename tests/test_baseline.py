@@ -55,13 +55,16 @@ def run_record(
     score_error: str | None = None,
     stats: Sequence[EvalStats] = (),
     metrics: dict[str, float] | None = None,
+    formula: str = "success_pct",
+    canonical: str | None = None,
 ) -> RunRecord:
     return RunRecord(
         suite=suite,
         source=f"evals/{suite}.yaml",
         configuration=configuration,
         score=score,
-        score_formula="success_pct",
+        score_formula=formula,
+        score_canonical=canonical,
         score_error=score_error,
         metrics=metrics or {},
         variables={},
@@ -218,6 +221,45 @@ def test_incomparable_when_both_lack_a_score() -> None:
     assert record.reason == "this run has no score (x); the baseline has no score (y)"
     only_base = compare_run(run_record("s", 50.0), run_record("s", None), "b")
     assert only_base.reason == "the baseline has no score (no score)"
+
+
+def test_incomparable_when_the_score_formula_changed() -> None:
+    """Scores of two formulas are not on one scale: every eval passing under `a * 10` (10) after
+    `success_pct` (100) is no regression, and evals failing under `success_pct * 2` at the same
+    score is no exploration; the flips still count."""
+    four = {"a": "passed", "b": "passed", "c": "passed", "d": "passed"}
+    base = run_record("s", 100.0, four, formula="success_pct", canonical="success_pct")
+    lower = compare_run(run_record("s", 10.0, four, formula="a * 10", canonical="a * 10"), base, "b")
+    assert (lower.label, lower.accepted, lower.delta, lower.score) == ("incomparable", None, None, 100.0)
+    assert lower.reason == "the score formula changed: success_pct in the baseline, a * 10 in this run"
+    assert not regressed(lower)
+    broken = {"a": "passed", "b": "passed", "c": "failed", "d": "failed"}
+    doubled = run_record("s", 100.0, broken, formula="success_pct * 2", canonical="success_pct * 2")
+    hidden = compare_run(doubled, base, "b")
+    assert (hidden.label, hidden.pass_to_fail) == ("incomparable", ["c", "d"]) and regressed(hidden)
+    lines = comparison_lines(compare_results(results_file(doubled), results_file(base), "b"))
+    assert lines[1] == (
+        "s × cfg: 100.00 → 100.00 incomparable: the score formula changed: success_pct in the "
+        "baseline, success_pct * 2 in this run — pass→fail: c, d"
+    )
+    assert lines[-1] == "1 regression(s): s × cfg"
+
+
+def test_a_formula_compares_as_read() -> None:
+    """Spacing is no change; a preset and its expansion read the same; without the canonical text on
+    both sides (a file written before it was recorded) the formulas compare as written."""
+    base = run_record("s", 80.0, formula="success_pct*2", canonical="success_pct*2")
+    spaced = run_record("s", 80.0, formula="success_pct  *  2", canonical="success_pct * 2")
+    assert compare_run(spaced, base, "b").label == "exploration"
+    preset = run_record("s", 80.0, formula="doubled", canonical="success_pct * 2")
+    assert compare_run(preset, base, "b").label == "exploration"
+    old = run_record("s", 80.0, formula="success_pct*2")
+    assert compare_run(spaced, old, "b").label == "exploration"
+    assert compare_run(preset, old, "b").label == "incomparable"
+    # `x-y` read as the eval x-y's variable, then (no such eval any more) as x minus y
+    name = run_record("s", 80.0, formula="x-y", canonical="[x-y]")
+    minus = run_record("s", 80.0, formula="x-y", canonical="x-y")
+    assert compare_run(minus, name, "b").label == "incomparable"
 
 
 def test_flips_follow_eval_stats_over_repeats() -> None:

@@ -8,10 +8,12 @@ No pytest here: the plugin and ``python -m pytest_vibeeval compare`` both use it
 from __future__ import annotations
 
 import errno
+import io
 import json
 import math
 import os
 import stat
+import tokenize
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from pydantic import ValidationError
 
 from ..bounded_read import UnreadableFile, file_kind, read_bounded, read_end
 from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
+from ..scoring.formula import show_formula
 from .format import decimal, run_title, score, signed
 from .resultsfile import DEFAULT_DIR
 
@@ -174,6 +177,29 @@ def _other_evals(only_now: Collection[str], only_then: Collection[str]) -> str:
     return "the scores are over different evals: " + "; ".join(parts)
 
 
+def _formula_tokens(formula: str) -> list[str]:
+    """The formula's tokens: ``a*10`` and ``a * 10`` are one formula (text the tokenizer refuses:
+    its words)."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(formula).readline)
+        return [token.string for token in tokens if token.string.strip()]
+    except (tokenize.TokenError, SyntaxError):
+        return formula.split()
+
+
+def _formula_change(run: RunRecord, base: RunRecord) -> str | None:
+    """Why the two runs' scores do not compare because their formulas differ, or None.
+
+    The formulas are compared as read (``score_canonical``: a preset expanded, so a preset whose
+    expansion changed differs too) when both files record that, else as written."""
+    canonical = run.score_canonical is not None and base.score_canonical is not None
+    now, then = (r.score_canonical if canonical else r.score_formula for r in (run, base))
+    if _formula_tokens(now or "") == _formula_tokens(then or ""):
+        return None
+    shown = [show_formula(r.score_formula, r.score_canonical, r.score_preset) for r in (base, run)]
+    return f"the score formula changed: {shown[0]} in the baseline, {shown[1]} in this run"
+
+
 def _noscore(run: RunRecord) -> str:
     return run.score_error or "no score"
 
@@ -211,6 +237,8 @@ def compare_run(run: RunRecord, base: RunRecord | None, baseline_path: str) -> B
     if run.score is None or base.score is None:
         pairs = (("this run", run), ("the baseline", base))
         reason = "; ".join(f"{who} has no score ({_noscore(r)})" for who, r in pairs if r.score is None)
+    elif formula_change := _formula_change(run, base):
+        reason = formula_change
     elif now.keys() != then.keys():  # the scores are over different evals (-k, -m, a new eval)
         reason = _other_evals(now.keys() - then.keys(), then.keys() - now.keys())
     elif not math.isfinite(run.score - base.score):
@@ -253,8 +281,9 @@ class Comparison:
 
 
 def regressed(record: BaselineRecord) -> bool:
-    """A run labelled ``regression``, or an ``incomparable`` one (other evals ran, or a score is
-    null) in which an eval both ran went from pass to fail: what --vibe-fail-on-regression fails."""
+    """A run labelled ``regression``, or an ``incomparable`` one (other evals ran, the score formula
+    changed, or a score is null) in which an eval both ran went from pass to fail: what
+    --vibe-fail-on-regression fails."""
     return record.label == "regression" or (record.label == "incomparable" and bool(record.pass_to_fail))
 
 

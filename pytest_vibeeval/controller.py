@@ -430,6 +430,8 @@ class ControllerSession:
                     " …" if len(state.baseline_missing) > 5 else ""
                 )
                 terminalreporter.write_line(f"  in the baseline but not in this session: {shown}")
+        for read_note in state.read_notes:
+            terminalreporter.write_line(f"note: {read_note}")
         if self.lost_workers:
             count = len(self.lost_workers)
             which = "; ".join(self.lost_workers[:3])
@@ -512,20 +514,23 @@ def read_baseline(config: pytest.Config) -> None:
     spec = state.settings.baseline
     if spec is None:
         return
-    from .report.baseline import BaselineError, load_baseline, resolve_baseline
+    from .report.baseline import BaselineError, read_results, resolve_baseline
 
     path = resolve_baseline(spec, config.rootpath, state.settings.results)
     try:
-        state.baseline = load_baseline(path)
+        read = read_results(path)
     except BaselineError as exc:
         hint = " (`latest` is the previous complete run's results file: run once without --vibe-baseline)"
         raise pytest.UsageError(f"--vibe-baseline: {exc}{hint if spec == 'latest' else ''}") from None
+    state.baseline = read.results
     if state.baseline.partial:
         raise pytest.UsageError(
             f"--vibe-baseline: {path} holds a partial run ({state.baseline.stopped_early or 'interrupted'}): "
             "not every eval ran, so its score is no baseline; compare with a complete run's results"
         )
     state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
+    note = read.note(f"--vibe-baseline {state.baseline_path}")
+    state.read_notes += [note] if note else []
 
 
 def read_resume(config: pytest.Config) -> None:
@@ -545,3 +550,4 @@ def read_resume(config: pytest.Config) -> None:
     except BaselineError as exc:
         hint = " (`latest` is the previous run's results file; no run wrote it yet)"
         raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None
+    state.read_notes += [state.resume.note] if state.resume.note else []

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from pytest_vibeeval.report.baseline import (
     BaselineError,
@@ -20,6 +21,7 @@ from pytest_vibeeval.report.baseline import (
     eval_outcomes,
     load_baseline,
     read_history,
+    read_results,
     regressed,
     resolve_baseline,
 )
@@ -361,6 +363,53 @@ def test_load_baseline_errors(tmp_path: Path) -> None:
         load_baseline(newer)
     with pytest.raises(BaselineError, match="cannot read it"):
         load_baseline(tmp_path)
+
+
+def test_fields_a_newer_release_added_are_ignored_when_read(tmp_path: Path) -> None:
+    """A release may add fields without a new schema_version: reading skips them and names each once;
+    a wrong value beside them is still an error, and our own records still refuse a field they lack."""
+    results = results_file(run_record("s", 80.0, {"a": "passed", "b": "failed"}))
+    data = json.loads(results.model_dump_json())
+    data["host"] = "ci-7"
+    data["runs"][0]["energy"] = 1.5
+    for record in data["runs"][0]["evals"]:
+        record["carbon"] = 0.1
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps(data), encoding="utf-8")
+    read = read_results(newer)
+    assert read.results == results
+    assert read.ignored == ["host", "runs[].energy", "runs[].evals[].carbon"]
+    assert read.note("newer.json") == (
+        "newer.json: ignored 3 field(s) this pytest-vibeeval does not know (written by a newer "
+        "release?): host, runs[].energy, runs[].evals[].carbon"
+    )
+    assert load_baseline(newer) == results
+    assert read_results(save(tmp_path / "ours.json", results)).note("ours.json") is None
+
+    data["runs"][0]["score"] = "high"
+    newer.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BaselineError) as info:
+        load_baseline(newer)
+    assert str(info.value) == (
+        f"{newer}: not a pytest-vibeeval results file: runs[0].score: Input should be a valid number, "
+        "unable to parse string as a number"
+    )
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        EvalRecord(name="a", nodeid="n", outcome="passed", carbon=0.1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("version", [0, -1, SCHEMA_VERSION + 1, str(SCHEMA_VERSION + 1)])
+def test_another_schema_version_is_refused(tmp_path: Path, version: int | str) -> None:
+    data = json.loads(results_file(run_record("s", 80.0)).model_dump_json())
+    data["schema_version"] = version
+    other = save_json(tmp_path / "other.json", data)
+    with pytest.raises(BaselineError, match=f"other.json: schema_version {int(version)} is "):
+        load_baseline(other)
+
+
+def save_json(path: Path, data: dict[str, object]) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
 
 
 def test_load_baseline_reads_a_results_file(tmp_path: Path) -> None:

@@ -271,3 +271,34 @@ def test_a_changed_score_formula_is_incomparable(pytester: pytest.Pytester, xdis
     higher = compare_cli(pytester.path, "base.json", "higher.json", "--fail-on-regression")
     assert higher.returncode == 1, higher.stdout + higher.stderr
     assert "incomparable: the score formula changed" in higher.stdout and "pass→fail: b" in higher.stdout
+
+
+def add_unknown_fields(path: Path) -> None:
+    """Make ``path`` look written by a newer release: fields this version does not know."""
+    data = load_json(path)
+    data["host"] = "ci-7"
+    for record in data["runs"][0]["evals"]:
+        record["carbon"] = 0.1
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_a_baseline_from_a_newer_release_is_read(pytester: pytest.Pytester) -> None:
+    """Fields may be added in any release: a baseline holding some this version lacks compares, and
+    the summary (or compare's stderr) names them once."""
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    assert session(pytester, "base.json").ret == 0
+    add_unknown_fields(pytester.path / "base.json")
+    set_state(pytester, 0.01, fail=("c",))
+    result = session(pytester, "new.json", "--vibe-baseline", "base.json")
+    assert result.ret == 1, result.stderr.str()  # c fails
+    assert run_of(load_json(pytester.path / "new.json"), "app")["baseline"]["pass_to_fail"] == ["c"]
+    note = (
+        "base.json: ignored 2 field(s) this pytest-vibeeval does not know (written by a newer release?): "
+        "host, runs[].evals[].carbon"
+    )
+    assert f"note: --vibe-baseline {note}" in run_summary(result)
+    compared = compare_cli(pytester.path, "base.json", "new.json")
+    assert compared.returncode == 0, compared.stderr
+    assert compared.stderr == f"note: {note}\n"
+    assert "pass→fail: c" in compared.stdout

@@ -3,6 +3,8 @@ itself), the finished ones keep their earlier records, and a changed suite reuse
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import PYTHON, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
 
@@ -109,3 +111,31 @@ def test_changed_template_values_reuse_nothing(pytester: pytest.Pytester) -> Non
     assert len(runs_logged(pytester)) == 3
     run(pytester, "--vibe-var", "x=2", "--vibe-resume")
     assert runs_logged(pytester) == []
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_results_file_from_a_newer_release_is_resumed(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    """Its fields this version does not know are left out of the reused records (which are written
+    strictly again) and named once in the summary."""
+    make_suite(pytester)
+    (pytester.path / "fast").write_text("x")
+    first = pytester.path / "first.json"
+    run(pytester, "--vibe-results", str(first))
+    runs_logged(pytester)
+    data = load_json(first)
+    data["runs"][0]["energy"] = 1.5
+    for record in data["runs"][0]["evals"]:
+        record["carbon"] = 0.1
+    first.write_text(json.dumps(data), encoding="utf-8")
+
+    second = pytester.path / "second.json"
+    result = run(pytester, *workers, "--vibe-resume", str(first), "--vibe-results", str(second))
+    assert runs_logged(pytester) == [], result.stdout.str()
+    records = evals_by_nodeid(load_json(second))
+    assert all(r["reused_from"] == "first.json" and "carbon" not in r for r in records.values())
+    assert (
+        "note: --vibe-resume first.json: ignored 2 field(s) this pytest-vibeeval does not know "
+        "(written by a newer release?): runs[].energy, runs[].evals[].carbon"
+    ) in run_summary(result)

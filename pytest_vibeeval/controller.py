@@ -391,8 +391,7 @@ class ControllerSession:
                 for line in uncollected_suites_hint(config):
                     terminalreporter.write_line(line, yellow=True)
             return
-        from .report.summary import budget_lines, summary_lines, workspace_lines
-        from .results import run_records
+        from .report.summary import budget_lines, resume_line, summary_lines, workspace_lines
 
         terminalreporter.write_sep("=", "Run Summary")
         if state.load_errors:
@@ -417,12 +416,7 @@ class ControllerSession:
         for line in workspace_lines(sandboxed, mode, reason):
             terminalreporter.write_line(line)
         if state.resume is not None:
-            total = sum(len(run.evals) for run in state.runs)
-            reused = sum(1 for record in run_records(state.runs) if record.reused_from is not None)
-            terminalreporter.write_line(
-                f"Resumed: {reused} eval(s) reused from {state.resume.source}, "
-                f"{total - reused} run in this session (--vibe-resume)"
-            )
+            terminalreporter.write_line(resume_line(state.runs, state.resume.source))
         if state.baseline_path is not None:
             terminalreporter.write_line(f"baseline: {state.baseline_path}")
             if state.baseline_missing:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 SCHEMA_VERSION = 1
 Outcome = Literal["passed", "failed", "error", "skipped"]
+NOT_FINISHED = "not finished: the session "  # how the skip of an item the session's end cut short begins
 
 
 class Record(BaseModel):

@@ -139,3 +139,43 @@ def test_a_results_file_from_a_newer_release_is_resumed(
         "note: --vibe-resume first.json: ignored 2 field(s) this pytest-vibeeval does not know "
         "(written by a newer release?): runs[].energy, runs[].evals[].carbon"
     ) in run_summary(result)
+
+
+def make_priced_suite(pytester: pytest.Pytester, evals: int) -> None:
+    write(pytester.path / "priced.py", 'def answer(prompt):\n    return {"response": "ok", "cost": 0.01}\n')
+    rows = "\n".join(f"  - {{name: e{i}, prompt: p{i}, checks: [{{match: ok}}]}}" for i in range(evals))
+    suite = "metadata: {name: priced, model: m}\nconfigurations:\n  app: {python: 'priced:answer'}\n"
+    (pytester.path / "priced.eval.yaml").write_text(suite + "evals:\n" + rows + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_resumed_run_under_a_budget_counts_this_session(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    """10 evals of $0.01, --vibe-max-cost 0.02 twice: the second session reuses the first's, runs a
+    few more and holds the rest back; the summary's counts and its spending are this session's, as
+    its skips say (`spent $0.0200`), not the reused records' too."""
+    make_priced_suite(pytester, 10)
+    budget = ("--vibe-max-cost", "0.02", "-p", "no:randomly")
+    run(pytester, *workers, *budget, "--vibe-results", "first.json")
+    result = run(pytester, *workers, *budget, "--vibe-resume", "first.json", "--vibe-results", "second.json")
+    records = evals_by_nodeid(load_json(pytester.path / "second.json")).values()
+    reused = sum(1 for r in records if r["reused_from"] == "first.json")
+    ran = sum(1 for r in records if r["reused_from"] is None and r["outcome"] != "skipped")
+    held = 10 - reused - ran
+    if workers:  # the workers' items in flight when the budget ran out finish too
+        assert reused >= 2 and ran >= 2 and held > 0
+    else:
+        assert (reused, ran, held) == (2, 2, 6)
+    summary = run_summary(result)
+    resumed = (
+        f"Resumed: {reused} eval(s) reused from first.json, {ran} run in this session, {held} not started"
+    )
+    assert f"{resumed} (--vibe-resume)" in summary
+    spent = f"${ran * 0.01:.4f}"
+    assert (
+        f"Budget: {spent} spent of $0.02 (--vibe-max-cost); {held} eval(s) not started; "
+        f"{reused} reused eval(s) (${reused * 0.01:.4f}) not counted"
+    ) in summary
+    if not workers:
+        assert all(f"(spent {spent})" in r["message"] for r in records if r["outcome"] == "skipped")

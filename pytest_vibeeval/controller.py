@@ -535,9 +535,11 @@ def read_resume(config: pytest.Config) -> None:
     if spec is None:
         return
     from .report.baseline import BaselineError, resolve_baseline
+    from .report.resultsfile import stamped_original
     from .resume import load_resume
 
     path = resolve_baseline(spec, config.rootpath, state.settings.results, partial_ok=True)
+    path = stamped_original(path)
     shown = rootdir_relative(path.absolute(), config.rootpath)
     try:
         state.resume = load_resume(path, shown)

@@ -179,3 +179,22 @@ def test_a_resumed_run_under_a_budget_counts_this_session(
     ) in summary
     if not workers:
         assert all(f"(spent {spent})" in r["message"] for r in records if r["outcome"] == "skipped")
+
+
+def test_reused_records_name_the_file_latest_copied(pytester: pytest.Pytester) -> None:
+    """`--vibe-resume` (latest) reads latest.json, which this session replaces: `reused_from`
+    names the timestamped file it was a copy of, which stays."""
+    make_suite(pytester)
+    (pytester.path / "fast").write_text("x")
+    run(pytester)
+    assert len(runs_logged(pytester)) == 3
+    folder = pytester.path / ".vibeeval" / "results"
+    (stamped,) = [path.name for path in folder.glob("2*.json")]
+    result = run(pytester, "--vibe-resume")
+    assert runs_logged(pytester) == []
+    shown = f".vibeeval/results/{stamped}"
+    latest = evals_by_nodeid(load_json(folder / "latest.json"))
+    assert {record["reused_from"] for record in latest.values()} == {shown}
+    assert f"Resumed: 3 eval(s) reused from {shown}, 0 run in this session (--vibe-resume)" in (
+        run_summary(result)
+    )

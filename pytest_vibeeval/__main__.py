@@ -15,7 +15,14 @@ import sys
 from pathlib import Path
 
 from .editor_schemas import EDITOR_SCHEMAS, render_schema
-from .report.baseline import BaselineError, compare_results, comparison_lines, load_baseline, resolve_baseline
+from .report.baseline import (
+    BaselineError,
+    ReadResults,
+    compare_results,
+    comparison_lines,
+    read_results,
+    resolve_baseline,
+)
 from .results import ResultsFile
 from .runner_outputs import write_runner_outputs
 
@@ -87,15 +94,25 @@ def schema_command(check: bool, folder: Path | None = None, package: bool = Fals
     return 0
 
 
+def print_notes(*files: tuple[ReadResults, str | Path]) -> None:
+    """Say on stderr which fields of the files read were ignored (stdout stays the command's output)."""
+    for read, path in files:
+        note = read.note(str(path))
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+
+
 def compare_command(baseline: str, new: str, fail_on_regression: bool) -> int:
     """Print the comparison; 1 on a regression with ``fail_on_regression``, 2 for an unusable file."""
     cwd = Path.cwd()
     base_path, new_path = resolve_baseline(baseline, cwd), resolve_baseline(new, cwd)
     try:
-        base_results, new_results = load_baseline(base_path), load_baseline(new_path)
+        base_read, new_read = read_results(base_path), read_results(new_path)
     except BaselineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    print_notes((base_read, base_path), (new_read, new_path))
+    base_results, new_results = base_read.results, new_read.results
     if base_results.partial:
         reason = base_results.stopped_early or "interrupted"
         print(f"error: {base_path} holds a partial run ({reason}): it is no baseline", file=sys.stderr)
@@ -108,10 +125,12 @@ def compare_command(baseline: str, new: str, fail_on_regression: bool) -> int:
 def outputs_command(results: str, folder: Path) -> int:
     """Write the unified runner's output tree for the results file ``results`` into ``folder``."""
     try:
-        loaded = load_baseline(Path(results))
+        read = read_results(Path(results))
     except BaselineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    print_notes((read, results))
+    loaded = read.results
     written = write_runner_outputs(loaded, folder)
     for path in written.files:
         print(path)

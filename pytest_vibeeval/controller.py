@@ -391,8 +391,7 @@ class ControllerSession:
                 for line in uncollected_suites_hint(config):
                     terminalreporter.write_line(line, yellow=True)
             return
-        from .report.summary import budget_lines, summary_lines, workspace_lines
-        from .results import run_records
+        from .report.summary import budget_lines, resume_line, summary_lines, workspace_lines
 
         terminalreporter.write_sep("=", "Run Summary")
         if state.load_errors:
@@ -417,12 +416,7 @@ class ControllerSession:
         for line in workspace_lines(sandboxed, mode, reason):
             terminalreporter.write_line(line)
         if state.resume is not None:
-            total = sum(len(run.evals) for run in state.runs)
-            reused = sum(1 for record in run_records(state.runs) if record.reused_from is not None)
-            terminalreporter.write_line(
-                f"Resumed: {reused} eval(s) reused from {state.resume.source}, "
-                f"{total - reused} run in this session (--vibe-resume)"
-            )
+            terminalreporter.write_line(resume_line(state.runs, state.resume.source))
         if state.baseline_path is not None:
             terminalreporter.write_line(f"baseline: {state.baseline_path}")
             if state.baseline_missing:
@@ -430,6 +424,8 @@ class ControllerSession:
                     " …" if len(state.baseline_missing) > 5 else ""
                 )
                 terminalreporter.write_line(f"  in the baseline but not in this session: {shown}")
+        for read_note in state.read_notes:
+            terminalreporter.write_line(f"note: {read_note}")
         if self.lost_workers:
             count = len(self.lost_workers)
             which = "; ".join(self.lost_workers[:3])
@@ -512,20 +508,23 @@ def read_baseline(config: pytest.Config) -> None:
     spec = state.settings.baseline
     if spec is None:
         return
-    from .report.baseline import BaselineError, load_baseline, resolve_baseline
+    from .report.baseline import BaselineError, read_results, resolve_baseline
 
     path = resolve_baseline(spec, config.rootpath, state.settings.results)
     try:
-        state.baseline = load_baseline(path)
+        read = read_results(path)
     except BaselineError as exc:
         hint = " (`latest` is the previous complete run's results file: run once without --vibe-baseline)"
         raise pytest.UsageError(f"--vibe-baseline: {exc}{hint if spec == 'latest' else ''}") from None
+    state.baseline = read.results
     if state.baseline.partial:
         raise pytest.UsageError(
             f"--vibe-baseline: {path} holds a partial run ({state.baseline.stopped_early or 'interrupted'}): "
             "not every eval ran, so its score is no baseline; compare with a complete run's results"
         )
     state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
+    note = read.note(f"--vibe-baseline {state.baseline_path}")
+    state.read_notes += [note] if note else []
 
 
 def read_resume(config: pytest.Config) -> None:
@@ -536,12 +535,15 @@ def read_resume(config: pytest.Config) -> None:
     if spec is None:
         return
     from .report.baseline import BaselineError, resolve_baseline
+    from .report.resultsfile import stamped_original
     from .resume import load_resume
 
     path = resolve_baseline(spec, config.rootpath, state.settings.results, partial_ok=True)
+    path = stamped_original(path)
     shown = rootdir_relative(path.absolute(), config.rootpath)
     try:
         state.resume = load_resume(path, shown)
     except BaselineError as exc:
         hint = " (`latest` is the previous run's results file; no run wrote it yet)"
         raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None
+    state.read_notes += [state.resume.note] if state.resume.note else []

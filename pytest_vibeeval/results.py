@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 SCHEMA_VERSION = 1
 Outcome = Literal["passed", "failed", "error", "skipped"]
+NOT_FINISHED = "not finished: the session "  # how the skip of an item the session's end cut short begins
 
 
 class Record(BaseModel):
@@ -420,7 +421,8 @@ class BaselineRecord(Record):
     delta: float | None = Field(description="this score - the baseline's; None if either is null")
     label: Decision = Field(
         description="by delta: significant_improvement (> 5), marginal_improvement (> 0), exploration "
-        "(> -3), regression; incomparable: a score is null; new: not in the baseline"
+        "(> -3), regression; incomparable: a score is null, the score formulas differ or other evals "
+        "ran; new: not in the baseline"
     )
     accepted: bool | None = Field(description="whether the change would be kept; None: incomparable/new")
     reason: str = Field(description="why the label, e.g. 'delta +6.20 is above +5'")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .models import Configuration
-from .report.baseline import load_baseline
+from .report.baseline import read_results
 from .results import EvalRecord
 
 Key = tuple[str, str, str, str, int]  # source, input digest, configuration, eval, repeat
@@ -51,6 +51,7 @@ class ResumeIndex:
 
     source: str  # the results file, as shown to the user
     records: dict[Key, EvalRecord] = field(default_factory=dict)
+    note: str | None = None  # the fields of the file this version ignored (the controller's only)
 
     def find(
         self, source: str, digest: str, configuration: str, eval_id: str, repeat: int
@@ -75,9 +76,9 @@ class ResumeIndex:
 def load_resume(path: Path, shown: str) -> ResumeIndex:
     """The finished records of the results file at ``path``; raises BaselineError (naming the file)
     when it cannot be read."""
-    results = load_baseline(path)
-    index = ResumeIndex(shown)
-    for run in results.runs:
+    read = read_results(path)
+    index = ResumeIndex(shown, note=read.note(f"--vibe-resume {shown}"))
+    for run in read.results.runs:
         if run.input_digest is None:
             continue  # written before results kept digests: nothing can be matched safely
         for record in run.evals:

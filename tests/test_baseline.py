@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from pytest_vibeeval.report.baseline import (
     BaselineError,
@@ -20,6 +21,7 @@ from pytest_vibeeval.report.baseline import (
     eval_outcomes,
     load_baseline,
     read_history,
+    read_results,
     regressed,
     resolve_baseline,
 )
@@ -55,13 +57,16 @@ def run_record(
     score_error: str | None = None,
     stats: Sequence[EvalStats] = (),
     metrics: dict[str, float] | None = None,
+    formula: str = "success_pct",
+    canonical: str | None = None,
 ) -> RunRecord:
     return RunRecord(
         suite=suite,
         source=f"evals/{suite}.yaml",
         configuration=configuration,
         score=score,
-        score_formula="success_pct",
+        score_formula=formula,
+        score_canonical=canonical,
         score_error=score_error,
         metrics=metrics or {},
         variables={},
@@ -220,6 +225,45 @@ def test_incomparable_when_both_lack_a_score() -> None:
     assert only_base.reason == "the baseline has no score (no score)"
 
 
+def test_incomparable_when_the_score_formula_changed() -> None:
+    """Scores of two formulas are not on one scale: every eval passing under `a * 10` (10) after
+    `success_pct` (100) is no regression, and evals failing under `success_pct * 2` at the same
+    score is no exploration; the flips still count."""
+    four = {"a": "passed", "b": "passed", "c": "passed", "d": "passed"}
+    base = run_record("s", 100.0, four, formula="success_pct", canonical="success_pct")
+    lower = compare_run(run_record("s", 10.0, four, formula="a * 10", canonical="a * 10"), base, "b")
+    assert (lower.label, lower.accepted, lower.delta, lower.score) == ("incomparable", None, None, 100.0)
+    assert lower.reason == "the score formula changed: success_pct in the baseline, a * 10 in this run"
+    assert not regressed(lower)
+    broken = {"a": "passed", "b": "passed", "c": "failed", "d": "failed"}
+    doubled = run_record("s", 100.0, broken, formula="success_pct * 2", canonical="success_pct * 2")
+    hidden = compare_run(doubled, base, "b")
+    assert (hidden.label, hidden.pass_to_fail) == ("incomparable", ["c", "d"]) and regressed(hidden)
+    lines = comparison_lines(compare_results(results_file(doubled), results_file(base), "b"))
+    assert lines[1] == (
+        "s × cfg: 100.00 → 100.00 incomparable: the score formula changed: success_pct in the "
+        "baseline, success_pct * 2 in this run — pass→fail: c, d"
+    )
+    assert lines[-1] == "1 regression(s): s × cfg"
+
+
+def test_a_formula_compares_as_read() -> None:
+    """Spacing is no change; a preset and its expansion read the same; without the canonical text on
+    both sides (a file written before it was recorded) the formulas compare as written."""
+    base = run_record("s", 80.0, formula="success_pct*2", canonical="success_pct*2")
+    spaced = run_record("s", 80.0, formula="success_pct  *  2", canonical="success_pct * 2")
+    assert compare_run(spaced, base, "b").label == "exploration"
+    preset = run_record("s", 80.0, formula="doubled", canonical="success_pct * 2")
+    assert compare_run(preset, base, "b").label == "exploration"
+    old = run_record("s", 80.0, formula="success_pct*2")
+    assert compare_run(spaced, old, "b").label == "exploration"
+    assert compare_run(preset, old, "b").label == "incomparable"
+    # `x-y` read as the eval x-y's variable, then (no such eval any more) as x minus y
+    name = run_record("s", 80.0, formula="x-y", canonical="[x-y]")
+    minus = run_record("s", 80.0, formula="x-y", canonical="x-y")
+    assert compare_run(minus, name, "b").label == "incomparable"
+
+
 def test_flips_follow_eval_stats_over_repeats() -> None:
     # Three repeats of "flaky": 2 of 3 passed. With min_pass_rate 0.6 it passes; the records alone fail it.
     outcomes: dict[str, Outcome | Sequence[Outcome]] = {
@@ -319,6 +363,53 @@ def test_load_baseline_errors(tmp_path: Path) -> None:
         load_baseline(newer)
     with pytest.raises(BaselineError, match="cannot read it"):
         load_baseline(tmp_path)
+
+
+def test_fields_a_newer_release_added_are_ignored_when_read(tmp_path: Path) -> None:
+    """A release may add fields without a new schema_version: reading skips them and names each once;
+    a wrong value beside them is still an error, and our own records still refuse a field they lack."""
+    results = results_file(run_record("s", 80.0, {"a": "passed", "b": "failed"}))
+    data = json.loads(results.model_dump_json())
+    data["host"] = "ci-7"
+    data["runs"][0]["energy"] = 1.5
+    for record in data["runs"][0]["evals"]:
+        record["carbon"] = 0.1
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps(data), encoding="utf-8")
+    read = read_results(newer)
+    assert read.results == results
+    assert read.ignored == ["host", "runs[].energy", "runs[].evals[].carbon"]
+    assert read.note("newer.json") == (
+        "newer.json: ignored 3 field(s) this pytest-vibeeval does not know (written by a newer "
+        "release?): host, runs[].energy, runs[].evals[].carbon"
+    )
+    assert load_baseline(newer) == results
+    assert read_results(save(tmp_path / "ours.json", results)).note("ours.json") is None
+
+    data["runs"][0]["score"] = "high"
+    newer.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BaselineError) as info:
+        load_baseline(newer)
+    assert str(info.value) == (
+        f"{newer}: not a pytest-vibeeval results file: runs[0].score: Input should be a valid number, "
+        "unable to parse string as a number"
+    )
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        EvalRecord(name="a", nodeid="n", outcome="passed", carbon=0.1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("version", [0, -1, SCHEMA_VERSION + 1, str(SCHEMA_VERSION + 1)])
+def test_another_schema_version_is_refused(tmp_path: Path, version: int | str) -> None:
+    data = json.loads(results_file(run_record("s", 80.0)).model_dump_json())
+    data["schema_version"] = version
+    other = save_json(tmp_path / "other.json", data)
+    with pytest.raises(BaselineError, match=f"other.json: schema_version {int(version)} is "):
+        load_baseline(other)
+
+
+def save_json(path: Path, data: dict[str, object]) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
 
 
 def test_load_baseline_reads_a_results_file(tmp_path: Path) -> None:

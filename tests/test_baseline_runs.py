@@ -220,3 +220,85 @@ def test_a_baseline_over_other_evals_is_incomparable_and_a_broken_suite_is_no_ba
         in broken.stdout.str()
     )
     assert latest.read_text() == before
+
+
+def set_formula(pytester: pytest.Pytester, formula: str) -> None:
+    suite = pytester.path / "base.eval.yaml"
+    text = suite.read_text(encoding="utf-8")
+    suite.write_text(text.replace('"success_pct - total_cost * 100"', f'"{formula}"'), encoding="utf-8")
+
+
+def compare_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_vibeeval", "compare", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@XDIST_MODES
+def test_a_changed_score_formula_is_incomparable(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A score from another formula is on another scale: no regression when every eval still passes
+    (97 → 10), and no improvement hiding an eval that broke (97 → 133.33)."""
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    assert session(pytester, "base.json", xdist=xdist).ret == 0  # 100 - 3 = 97
+    set_formula(pytester, "a * 10")
+    result = session(
+        pytester, "lower.json", "--vibe-baseline", "base.json", "--vibe-fail-on-regression", xdist=xdist
+    )
+    assert result.ret == 0, result.stdout.str()
+    compared = run_of(load_json(pytester.path / "lower.json"), "app")["baseline"]
+    reason = "the score formula changed: success_pct - total_cost * 100 in the baseline, a * 10 in this run"
+    assert (compared["label"], compared["delta"], compared["reason"]) == ("incomparable", None, reason)
+    assert f"Baseline: 97.00 → 10.00 incomparable: {reason}" in run_summary(result)
+
+    set_formula(pytester, "success_pct * 2")
+    set_state(pytester, 0.01, fail=("b",))
+    result = session(
+        pytester, "higher.json", "--vibe-baseline", "base.json", "--vibe-fail-on-regression", xdist=xdist
+    )
+    assert result.ret == 1
+    compared = run_of(load_json(pytester.path / "higher.json"), "app")["baseline"]
+    assert (compared["label"], compared["pass_to_fail"]) == ("incomparable", ["b"])
+    assert "--vibe-fail-on-regression: 1 run(s) regressed against the baseline (base × app)" in (
+        run_summary(result)
+    )
+    lower = compare_cli(pytester.path, "base.json", "lower.json", "--fail-on-regression")
+    assert (lower.returncode, lower.stdout.splitlines()[-1]) == (0, "no regression")
+    higher = compare_cli(pytester.path, "base.json", "higher.json", "--fail-on-regression")
+    assert higher.returncode == 1, higher.stdout + higher.stderr
+    assert "incomparable: the score formula changed" in higher.stdout and "pass→fail: b" in higher.stdout
+
+
+def add_unknown_fields(path: Path) -> None:
+    """Make ``path`` look written by a newer release: fields this version does not know."""
+    data = load_json(path)
+    data["host"] = "ci-7"
+    for record in data["runs"][0]["evals"]:
+        record["carbon"] = 0.1
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_a_baseline_from_a_newer_release_is_read(pytester: pytest.Pytester) -> None:
+    """Fields may be added in any release: a baseline holding some this version lacks compares, and
+    the summary (or compare's stderr) names them once."""
+    make_suite(pytester)
+    set_state(pytester, 0.01)
+    assert session(pytester, "base.json").ret == 0
+    add_unknown_fields(pytester.path / "base.json")
+    set_state(pytester, 0.01, fail=("c",))
+    result = session(pytester, "new.json", "--vibe-baseline", "base.json")
+    assert result.ret == 1, result.stderr.str()  # c fails
+    assert run_of(load_json(pytester.path / "new.json"), "app")["baseline"]["pass_to_fail"] == ["c"]
+    note = (
+        "base.json: ignored 2 field(s) this pytest-vibeeval does not know (written by a newer release?): "
+        "host, runs[].evals[].carbon"
+    )
+    assert f"note: --vibe-baseline {note}" in run_summary(result)
+    compared = compare_cli(pytester.path, "base.json", "new.json")
+    assert compared.returncode == 0, compared.stderr
+    assert compared.stderr == f"note: {note}\n"
+    assert "pass→fail: c" in compared.stdout

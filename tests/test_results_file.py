@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vibeeval.report.resultsfile import build_results, results_json, write_results
+from pytest_vibeeval.report.resultsfile import build_results, results_json, stamped_original, write_results
 from pytest_vibeeval.results import CheckRecord, EvalRecord, EvalStats, ResultsFile, RunRecord
 
 
@@ -89,6 +89,20 @@ def test_the_file_and_latest_hold_the_same_results(tmp_path: Path) -> None:
     assert ResultsFile.model_validate_json(stamped.read_text()) == results
     assert json.loads(latest.read_text())["runs"][1]["evals"][0]["response"] == '  "evals": []\n'
     assert not [p for p in latest.parent.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_latest_resolves_to_the_file_it_copies(tmp_path: Path) -> None:
+    """What --vibe-resume names in `reused_from`: latest.json's timestamped original, which the
+    session does not replace; a partial run written after it (not copied) is not it."""
+    first = build_results(CASES["runs and evals"], "2026-01-01T00:00:00+00:00", False)
+    stamped, latest = write_results(first, None, tmp_path)
+    write_results(build_results(CASES["runs and evals"], "2026-01-01T00:05:00+00:00", True), None, tmp_path)
+    (latest.parent / "copy.json").mkdir()  # a folder of that name is passed over
+    assert stamped_original(latest) == stamped
+    stamped.unlink()
+    assert stamped_original(latest) == latest  # nothing else holds those bytes
+    assert stamped_original(tmp_path / "r.json") == tmp_path / "r.json"
+    assert stamped_original(tmp_path / "latest.json") == tmp_path / "latest.json"  # missing
 
 
 def test_a_partial_run_is_written_but_never_latest(tmp_path: Path) -> None:

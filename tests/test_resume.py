@@ -3,6 +3,8 @@ itself), the finished ones keep their earlier records, and a changed suite reuse
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import PYTHON, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
 
@@ -109,3 +111,90 @@ def test_changed_template_values_reuse_nothing(pytester: pytest.Pytester) -> Non
     assert len(runs_logged(pytester)) == 3
     run(pytester, "--vibe-var", "x=2", "--vibe-resume")
     assert runs_logged(pytester) == []
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_results_file_from_a_newer_release_is_resumed(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    """Its fields this version does not know are left out of the reused records (which are written
+    strictly again) and named once in the summary."""
+    make_suite(pytester)
+    (pytester.path / "fast").write_text("x")
+    first = pytester.path / "first.json"
+    run(pytester, "--vibe-results", str(first))
+    runs_logged(pytester)
+    data = load_json(first)
+    data["runs"][0]["energy"] = 1.5
+    for record in data["runs"][0]["evals"]:
+        record["carbon"] = 0.1
+    first.write_text(json.dumps(data), encoding="utf-8")
+
+    second = pytester.path / "second.json"
+    result = run(pytester, *workers, "--vibe-resume", str(first), "--vibe-results", str(second))
+    assert runs_logged(pytester) == [], result.stdout.str()
+    records = evals_by_nodeid(load_json(second))
+    assert all(r["reused_from"] == "first.json" and "carbon" not in r for r in records.values())
+    assert (
+        "note: --vibe-resume first.json: ignored 2 field(s) this pytest-vibeeval does not know "
+        "(written by a newer release?): runs[].energy, runs[].evals[].carbon"
+    ) in run_summary(result)
+
+
+def make_priced_suite(pytester: pytest.Pytester, evals: int) -> None:
+    write(pytester.path / "priced.py", 'def answer(prompt):\n    return {"response": "ok", "cost": 0.01}\n')
+    rows = "\n".join(f"  - {{name: e{i}, prompt: p{i}, checks: [{{match: ok}}]}}" for i in range(evals))
+    suite = "metadata: {name: priced, model: m}\nconfigurations:\n  app: {python: 'priced:answer'}\n"
+    (pytester.path / "priced.eval.yaml").write_text(suite + "evals:\n" + rows + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_resumed_run_under_a_budget_counts_this_session(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    """10 evals of $0.01, --vibe-max-cost 0.02 twice: the second session reuses the first's, runs a
+    few more and holds the rest back; the summary's counts and its spending are this session's, as
+    its skips say (`spent $0.0200`), not the reused records' too."""
+    make_priced_suite(pytester, 10)
+    budget = ("--vibe-max-cost", "0.02", "-p", "no:randomly")
+    run(pytester, *workers, *budget, "--vibe-results", "first.json")
+    result = run(pytester, *workers, *budget, "--vibe-resume", "first.json", "--vibe-results", "second.json")
+    records = evals_by_nodeid(load_json(pytester.path / "second.json")).values()
+    reused = sum(1 for r in records if r["reused_from"] == "first.json")
+    ran = sum(1 for r in records if r["reused_from"] is None and r["outcome"] != "skipped")
+    held = 10 - reused - ran
+    if workers:  # the workers' items in flight when the budget ran out finish too
+        assert reused >= 2 and ran >= 2 and held > 0
+    else:
+        assert (reused, ran, held) == (2, 2, 6)
+    summary = run_summary(result)
+    resumed = (
+        f"Resumed: {reused} eval(s) reused from first.json, {ran} run in this session, {held} not started"
+    )
+    assert f"{resumed} (--vibe-resume)" in summary
+    spent = f"${ran * 0.01:.4f}"
+    assert (
+        f"Budget: {spent} spent of $0.02 (--vibe-max-cost); {held} eval(s) not started; "
+        f"{reused} reused eval(s) (${reused * 0.01:.4f}) not counted"
+    ) in summary
+    if not workers:
+        assert all(f"(spent {spent})" in r["message"] for r in records if r["outcome"] == "skipped")
+
+
+def test_reused_records_name_the_file_latest_copied(pytester: pytest.Pytester) -> None:
+    """`--vibe-resume` (latest) reads latest.json, which this session replaces: `reused_from`
+    names the timestamped file it was a copy of, which stays."""
+    make_suite(pytester)
+    (pytester.path / "fast").write_text("x")
+    run(pytester)
+    assert len(runs_logged(pytester)) == 3
+    folder = pytester.path / ".vibeeval" / "results"
+    (stamped,) = [path.name for path in folder.glob("2*.json")]
+    result = run(pytester, "--vibe-resume")
+    assert runs_logged(pytester) == []
+    shown = f".vibeeval/results/{stamped}"
+    latest = evals_by_nodeid(load_json(folder / "latest.json"))
+    assert {record["reused_from"] for record in latest.values()} == {shown}
+    assert f"Resumed: 3 eval(s) reused from {shown}, 0 run in this session (--vibe-resume)" in (
+        run_summary(result)
+    )

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_vibeeval.report.summary import comparison_table, gate_failures, run_block, summary_lines
+from pytest_vibeeval.report.summary import (
+    budget_lines,
+    comparison_table,
+    gate_failures,
+    resume_line,
+    run_block,
+    summary_lines,
+)
 from pytest_vibeeval.results import CheckRecord, EvalRecord, GateRecord, RunRecord
 
 FORMULA = "success_pct / (total_cost * 100)"
@@ -293,3 +300,40 @@ def test_number_formats() -> None:
         "$0.00002", "$0.0144", "$0.00012", "$0.0000", "$12,345.6789",
     ]  # fmt: skip
     assert decimal(float("nan")) == "n/a"
+
+
+def resumed_run() -> RunRecord:
+    """A run resumed under --vibe-max-cost: 2 evals reused, 2 run now, 1 held back, 1 cut short."""
+    held = "not started: --vibe-max-cost $0.02 reached (spent $0.0200)"
+    return run(
+        evals=[
+            record("a", "passed", 0.01, reused_from="first.json"),
+            record("b", "failed", 0.01, reused_from="first.json"),
+            record("c", "passed", 0.01),
+            record("d", "passed", 0.01),
+            record("e", "skipped", None, message=held),
+            record("f", "skipped", None, message="not finished: the session was interrupted"),
+        ]
+    )
+
+
+def test_the_budget_counts_what_this_session_spent() -> None:
+    """The budget's own count, as its skips say it (spent $0.0200), not the reused records' cost."""
+    assert budget_lines([resumed_run()], 0.02) == [
+        "Budget: $0.0200 spent of $0.02 (--vibe-max-cost); 1 eval(s) not started; "
+        "2 reused eval(s) ($0.0200) not counted"
+    ]
+    assert budget_lines([run(evals=[record("c", "passed", 0.01)])], 0.02) == [
+        "Budget: $0.0100 spent of $0.02 (--vibe-max-cost)"
+    ]
+    assert budget_lines([resumed_run()], None) == []
+
+
+def test_the_resume_line_counts_reused_run_and_not_run_evals() -> None:
+    assert resume_line([resumed_run()], "first.json") == (
+        "Resumed: 2 eval(s) reused from first.json, 2 run in this session, 1 not started, "
+        "1 not finished (--vibe-resume)"
+    )
+    assert resume_line([run(evals=[record("a", "passed", reused_from="f.json")])], "f.json") == (
+        "Resumed: 1 eval(s) reused from f.json, 0 run in this session (--vibe-resume)"
+    )

@@ -8,10 +8,12 @@ No pytest here: the plugin and ``python -m pytest_vibeeval compare`` both use it
 from __future__ import annotations
 
 import errno
+import io
 import json
 import math
 import os
 import stat
+import tokenize
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from pydantic import ValidationError
 
 from ..bounded_read import UnreadableFile, file_kind, read_bounded, read_end
 from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
+from ..scoring.formula import show_formula
 from .format import decimal, run_title, score, signed
 from .resultsfile import DEFAULT_DIR
 
@@ -84,8 +87,38 @@ def _validation_message(error: ValidationError) -> str:
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
 
+SHOWN_IGNORED = 5  # unknown fields named in a note
+
+
+class ReadResults(NamedTuple):
+    """A results file as read, and the fields in it that this version does not know and ignored
+    (``runs[].evals[].new_field``: once, however many records hold it)."""
+
+    results: ResultsFile
+    ignored: list[str]
+
+    def note(self, shown: str) -> str | None:
+        """What to tell the user about the ignored fields of the file ``shown``, or None."""
+        if not self.ignored:
+            return None
+        names = ", ".join(self.ignored[:SHOWN_IGNORED])
+        more = len(self.ignored) - SHOWN_IGNORED
+        names += f" (and {more} more)" if more > 0 else ""
+        return (
+            f"{shown}: ignored {len(self.ignored)} field(s) this pytest-vibeeval does not know "
+            f"(written by a newer release?): {names}"
+        )
+
+
 def load_baseline(path: Path) -> ResultsFile:
-    """Read a results file; BaselineError when it is missing, not JSON, not a results file or too new."""
+    """Read a results file (see :func:`read_results`), without saying which fields were ignored."""
+    return read_results(path).results
+
+
+def read_results(path: Path) -> ReadResults:
+    """Read a results file; BaselineError when it is missing, not JSON, not a results file or of
+    another schema_version. Fields this version does not know are ignored (a newer release may
+    add fields without a new schema_version) and listed in ``ignored``."""
     try:
         text = read_bounded(path, MAX_RESULTS_BYTES).decode("utf-8")
     except FileNotFoundError:
@@ -101,17 +134,60 @@ def load_baseline(path: Path) -> ResultsFile:
     if not isinstance(data, dict):
         raise BaselineError(f"{path}: not a pytest-vibeeval results file (expected a JSON object)")
     version = data.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
+    if isinstance(version, int):  # before the fields: another version's would only confuse
+        _check_version(path, version)
+    read = _validate(path, data)
+    _check_version(path, read.results.schema_version)
+    return read
+
+
+def _check_version(path: Path, version: int) -> None:
+    if version > SCHEMA_VERSION:
         raise BaselineError(
             f"{path}: schema_version {version} is newer than this pytest-vibeeval reads "
             f"({SCHEMA_VERSION}); upgrade pytest-vibeeval"
         )
+    if version != SCHEMA_VERSION:
+        raise BaselineError(
+            f"{path}: schema_version {version} is not one this pytest-vibeeval reads ({SCHEMA_VERSION})"
+        )
+
+
+def _validate(path: Path, data: dict[str, Any]) -> ReadResults:
+    """The results in ``data``; a field the models forbid (they stay strict for what we write) is
+    dropped and validation runs again, so only the other errors are reported."""
     try:
-        return ResultsFile.model_validate(data)
+        return ReadResults(ResultsFile.model_validate(data), [])
+    except ValidationError as exc:
+        unknown = [error["loc"] for error in exc.errors() if error["type"] == "extra_forbidden"]
+        if not unknown:
+            raise BaselineError(
+                f"{path}: not a pytest-vibeeval results file: {_validation_message(exc)}"
+            ) from None
+    for loc in unknown:
+        _drop(data, loc)
+    try:
+        results = ResultsFile.model_validate(data)
     except ValidationError as exc:
         raise BaselineError(
             f"{path}: not a pytest-vibeeval results file: {_validation_message(exc)}"
         ) from None
+    return ReadResults(results, sorted({_field_pattern(loc) for loc in unknown}))
+
+
+def _drop(data: Any, loc: Sequence[int | str]) -> None:
+    """Remove the value at ``loc`` (a validation error's location) from the JSON ``data``."""
+    for part in loc[:-1]:
+        data = data[part]
+    del data[loc[-1]]
+
+
+def _field_pattern(loc: Sequence[int | str]) -> str:
+    """A field's location without the list indices: ``runs[].evals[].new_field``."""
+    text = ""
+    for part in loc:
+        text += "[]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
 
 
 # --- deciding ----------------------------------------------------------------------------------------
@@ -174,6 +250,29 @@ def _other_evals(only_now: Collection[str], only_then: Collection[str]) -> str:
     return "the scores are over different evals: " + "; ".join(parts)
 
 
+def _formula_tokens(formula: str) -> list[str]:
+    """The formula's tokens: ``a*10`` and ``a * 10`` are one formula (text the tokenizer refuses:
+    its words)."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(formula).readline)
+        return [token.string for token in tokens if token.string.strip()]
+    except (tokenize.TokenError, SyntaxError):
+        return formula.split()
+
+
+def _formula_change(run: RunRecord, base: RunRecord) -> str | None:
+    """Why the two runs' scores do not compare because their formulas differ, or None.
+
+    The formulas are compared as read (``score_canonical``: a preset expanded, so a preset whose
+    expansion changed differs too) when both files record that, else as written."""
+    canonical = run.score_canonical is not None and base.score_canonical is not None
+    now, then = (r.score_canonical if canonical else r.score_formula for r in (run, base))
+    if _formula_tokens(now or "") == _formula_tokens(then or ""):
+        return None
+    shown = [show_formula(r.score_formula, r.score_canonical, r.score_preset) for r in (base, run)]
+    return f"the score formula changed: {shown[0]} in the baseline, {shown[1]} in this run"
+
+
 def _noscore(run: RunRecord) -> str:
     return run.score_error or "no score"
 
@@ -211,6 +310,8 @@ def compare_run(run: RunRecord, base: RunRecord | None, baseline_path: str) -> B
     if run.score is None or base.score is None:
         pairs = (("this run", run), ("the baseline", base))
         reason = "; ".join(f"{who} has no score ({_noscore(r)})" for who, r in pairs if r.score is None)
+    elif formula_change := _formula_change(run, base):
+        reason = formula_change
     elif now.keys() != then.keys():  # the scores are over different evals (-k, -m, a new eval)
         reason = _other_evals(now.keys() - then.keys(), then.keys() - now.keys())
     elif not math.isfinite(run.score - base.score):
@@ -253,8 +354,9 @@ class Comparison:
 
 
 def regressed(record: BaselineRecord) -> bool:
-    """A run labelled ``regression``, or an ``incomparable`` one (other evals ran, or a score is
-    null) in which an eval both ran went from pass to fail: what --vibe-fail-on-regression fails."""
+    """A run labelled ``regression``, or an ``incomparable`` one (other evals ran, the score formula
+    changed, or a score is null) in which an eval both ran went from pass to fail: what
+    --vibe-fail-on-regression fails."""
     return record.label == "regression" or (record.label == "incomparable" and bool(record.pass_to_fail))
 
 

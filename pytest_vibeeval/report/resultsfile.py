@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import filecmp
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -14,6 +15,7 @@ from ..results import ResultsFile, RunRecord
 from ..surrogates import model_json
 
 DEFAULT_DIR = Path(".vibeeval") / "results"
+LATEST = "latest.json"  # in DEFAULT_DIR: a copy of the last complete run's timestamped file
 
 
 def _umask() -> int:
@@ -189,5 +191,24 @@ def _write_default(results: ResultsFile, rootdir: Path, latest: bool = True) -> 
     write_atomic(stamped, results_json(results))
     if results.partial or not latest:
         return [stamped]
-    copy_atomic(stamped, folder / "latest.json")
-    return [stamped, folder / "latest.json"]
+    copy_atomic(stamped, folder / LATEST)
+    return [stamped, folder / LATEST]
+
+
+def stamped_original(path: Path) -> Path:
+    """For a ``latest.json``, the timestamped file beside it that it is a copy of (the newest such);
+    else, or when there is none any more, ``path``. A record naming latest.json would name the file
+    the session then replaces."""
+    if path.name != LATEST:
+        return path
+    try:
+        size = path.stat().st_size
+        twins = [
+            p
+            for p in path.parent.glob("*.json")
+            if p.name != LATEST and p.is_file() and p.stat().st_size == size
+        ]
+        twins.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        return next((p for p in twins if filecmp.cmp(p, path, shallow=False)), path)
+    except OSError:  # removed meanwhile, unreadable: read the copy itself
+        return path

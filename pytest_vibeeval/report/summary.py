@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..budget import NOT_STARTED
-from ..results import CheckRecord, EvalRecord, RunRecord
+from ..results import NOT_FINISHED, CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
 from ..scoring.variables import BUILTIN_RUN_VARIABLES, check_variable_names
@@ -293,15 +293,45 @@ def workspace_lines(
     return lines
 
 
+def _not_started(record: EvalRecord) -> bool:
+    """--vibe-max-cost held the item back."""
+    return record.outcome == "skipped" and NOT_STARTED in (record.message or "")
+
+
 def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
-    """``--vibe-max-cost``: what the run spent and how many evals it did not start."""
+    """``--vibe-max-cost``: what this session spent (as the budget counted it: not the cost of records
+    reused with --vibe-resume, nor of cached answers) and how many evals it did not start."""
     if limit is None:
         return []
     records = [record for run in runs for record in run.evals]
-    spent = sum(record.cost or 0.0 for record in records if not record.cached)  # --vibe-cache: not now
-    held = sum(1 for r in records if r.outcome == "skipped" and NOT_STARTED in (r.message or ""))
+    reused = [record for record in records if record.reused_from is not None]
+    spent = sum(r.cost or 0.0 for r in records if not r.cached and r.reused_from is None)
+    held = sum(1 for record in records if _not_started(record))
     line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost)"
-    return [line + (f"; {held} eval(s) not started" if held else "")]
+    line += f"; {held} eval(s) not started" if held else ""
+    if reused:
+        earlier = sum(record.cost or 0.0 for record in reused)
+        line += f"; {len(reused)} reused eval(s) ({money(earlier)}) not counted"
+    return [line]
+
+
+def resume_line(runs: Sequence[RunRecord], source: str) -> str:
+    """``--vibe-resume``: the evals reused from ``source``, run in this session, and neither
+    (held back by --vibe-max-cost, cut short by the session's end)."""
+    reused = ran = held = cut = 0
+    for record in (record for run in runs for record in run.evals):
+        if record.reused_from is not None:
+            reused += 1
+        elif _not_started(record):
+            held += 1
+        elif record.outcome == "skipped" and (record.message or "").startswith(NOT_FINISHED):
+            cut += 1
+        else:
+            ran += 1
+    counts = [f"{ran} run in this session"]
+    counts += [f"{held} not started"] if held else []
+    counts += [f"{cut} not finished"] if cut else []
+    return f"Resumed: {reused} eval(s) reused from {source}, {', '.join(counts)} (--vibe-resume)"
 
 
 def nothing_ran_lines(records: Sequence[EvalRecord], shown: int = 5) -> list[str]:

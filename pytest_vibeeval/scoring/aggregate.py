@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..budget import NOT_STARTED
 from ..extensions import Extensions, builtin_extensions
-from ..results import EvalRecord, EvalStats, GateRecord, RunRecord
+from ..results import NOT_FINISHED, EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
 from .record_values import ran
@@ -134,7 +134,7 @@ class Aggregator:
             )
             if interrupted and item.failed_phase and item.failed_phase not in _PHASES:
                 # its worker went down with the session (a second Ctrl-C): cut short, not a failure
-                return record.model_copy(update={"message": "not finished: the session was interrupted"})
+                return record.model_copy(update={"message": f"{NOT_FINISHED}was interrupted"})
             if item.failed_phase:
                 phase = f" ({item.failed_phase} failed)" if item.failed_phase in _PHASES else ""
                 return record.model_copy(
@@ -146,9 +146,9 @@ class Aggregator:
             if item.skipped:
                 return record.model_copy(update={"message": item.skipped})
             if stopped:
-                return record.model_copy(update={"message": f"not finished: the session {stopped}"})
+                return record.model_copy(update={"message": f"{NOT_FINISHED}{stopped}"})
             if interrupted:
-                return record.model_copy(update={"message": "not finished: the session was interrupted"})
+                return record.model_copy(update={"message": f"{NOT_FINISHED}was interrupted"})
             return record.model_copy(update={"outcome": "error", "message": "no result recorded"})
         if item.failed_phase not in (None, "call") and record.outcome == "passed":
             return record.model_copy(

@@ -522,7 +522,10 @@ def read_baseline(config: pytest.Config) -> None:
             f"--vibe-baseline: {path} holds a partial run ({state.baseline.stopped_early or 'interrupted'}): "
             "not every eval ran, so its score is no baseline; compare with a complete run's results"
         )
-    state.baseline_path = rootdir_relative(path.absolute(), config.rootpath)
+    from .report.resultsfile import stamped_original
+
+    # latest.json is the file this session replaces: the records name the one it copies
+    state.baseline_path = rootdir_relative(stamped_original(path).absolute(), config.rootpath)
     note = read.note(f"--vibe-baseline {state.baseline_path}")
     state.read_notes += [note] if note else []
 

@@ -124,9 +124,11 @@ def test_latest_is_the_previous_run(pytester: pytest.Pytester) -> None:
     out = pytester.path / "now.json"
     result = run(pytester, "--vibe-baseline", "latest", "--vibe-results", str(out))
     compared = run_of(load_json(out), "app")["baseline"]
-    assert compared["baseline"] == ".vibeeval/results/latest.json"
+    # the timestamped file latest.json copied: latest.json itself is what this session replaced
+    (first,) = (pytester.path / ".vibeeval" / "results").glob("2*.json")
+    assert compared["baseline"] == f".vibeeval/results/{first.name}"
     assert (compared["label"], compared["pass_to_fail"]) == ("regression", ["a", "c"])
-    assert "baseline: .vibeeval/results/latest.json" in result.stdout.str()
+    assert f"baseline: .vibeeval/results/{first.name}" in result.stdout.str()
 
 
 def test_a_run_missing_from_the_baseline_is_new(pytester: pytest.Pytester) -> None:

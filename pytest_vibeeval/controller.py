@@ -45,6 +45,7 @@ class ControllerSession:
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
+        self.exit_cause: str | None = None  # the message of a pytest.exit() that ended the session
         self._sources: dict[str, bool] = {}  # a worker's collected file: one this plugin collects?
         read_baseline(config)
         read_resume(config)
@@ -103,6 +104,12 @@ class ControllerSession:
             self.lost_workers.append(
                 f"{name}: {str(error).strip().splitlines()[0] if str(error).strip() else error}"
             )
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """pytest calls this for a ``pytest.exit()`` too: remember its message, which says why the
+        selected evals did not all run."""
+        if isinstance(excinfo.value, pytest.exit.Exception):
+            self.exit_cause = f"pytest.exit: {excinfo.value.msg}"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -209,6 +216,8 @@ class ControllerSession:
         aggregator = state.aggregator
         if stopped and not aggregator.cut_short(interrupted, stopped):
             stopped = None  # every selected item ran before the session stopped: a complete run
+        if stopped is None and not interrupted:
+            stopped = self._ended_early(session)
         runs = aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
         results = build_results(
@@ -242,6 +251,21 @@ class ControllerSession:
                 f"latest.json not replaced: this run is partial ({results.stopped_early}), so it is no "
                 "baseline and enters no history"
             )
+
+    def _ended_early(self, session: pytest.Session) -> str | None:
+        """Why a session that stopped for none of the reasons known above is partial: selected evals
+        never reported (``pytest.exit()``, an xdist worker lost and not replaced, another plugin's
+        stop such as pytest-timeout's ``--session-timeout``). None: every selected eval reported."""
+        aggregator = self.state.aggregator
+        unreported = len(aggregator.unreported())
+        if not unreported:
+            return None
+        selected = len(aggregator.selected or ())
+        cause = self.exit_cause or _stopped_by(session)
+        if cause is None and self.lost_workers:
+            cause = "an xdist worker was lost"
+        said = f"{cause}; " if cause else ""
+        return f"ended early ({said}{unreported} of {selected} selected evals did not run)"
 
     def _run_writers(self, kwargs: dict[str, Any]) -> None:
         """Each ``pytest_vibeeval_write_results`` implementation in pluggy's order, on its own: one
@@ -502,6 +526,15 @@ def stop_reason(session: pytest.Session) -> str | None:
         return f"stopped after {maxfail} failures (--maxfail={maxfail})"
     if session.shouldstop and session.config.getoption("stepwise", False):
         return "stopped at the first failure (--stepwise)"
+    return None
+
+
+def _stopped_by(session: pytest.Session) -> str | None:
+    """What another plugin said when it stopped the session (pytest-timeout's ``--session-timeout``
+    sets ``shouldfail`` to ``session-timeout: 60.0 sec exceeded``), if it said anything."""
+    for why in (session.shouldfail, session.shouldstop):
+        if isinstance(why, str) and why:
+            return why
     return None
 
 

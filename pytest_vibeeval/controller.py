@@ -124,6 +124,8 @@ class ControllerSession:
                 self.config.hook.pytest_runtest_logreport(report=report)
             raise
         finally:
+            if state.aggregated() or state.load_errors:
+                state.interrupts.ending()  # a signal from now on waits until the results are written
             if live is not None:
                 stop_live_status(self.config, live)
         if self.usage_error is not None:
@@ -190,11 +192,22 @@ class ControllerSession:
                 self.notes.append(
                     f"interrupted by {signalled}: the results of the evals that finished are kept"
                 )
-        try:
-            with paused(state):
-                self._finish(session, interrupted, stopped)
-        finally:
-            state.interrupts.release()
+        with paused(state):
+            self._finish(session, interrupted, stopped)
+
+    @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_last(self, session: pytest.Session) -> None:
+        """Every file is written (ours, then the JUnit XML): a signal held meanwhile ends the session
+        as interrupted, and the next one has its usual effect."""
+        watch = self.state.interrupts
+        watch.release()
+        if watch.held is None or watch.received is not None:
+            return  # none held, or the run was interrupted already (and says so)
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        self.notes.append(
+            f"interrupted by {watch.held} while the session ended: the results were written first"
+        )
 
     def _load_suite_conftests(self) -> None:
         """The conftest.py files of the suites' folders, loaded here too (the xdist controller

@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
+DIST_EACH_REFUSED = (
+    "--dist each cannot run evals: every xdist worker would run every eval under the same node id, "
+    "and the results can hold only one run of each (which one depends on timing). To run every eval "
+    "several times use --vibe-repeat N (N items, scored over the repeats); to spread the evals over "
+    "the workers use --dist load (the default of -n) or loadgroup"
+)
 
 
 class ControllerSession:
@@ -65,7 +71,10 @@ class ControllerSession:
         machinery. Made now, before any item runs, not at the first report: imported then, it held
         up the reports queued behind it, and an interrupt could end the session before an item's
         first report was read (its record then missing from the results)."""
-        self._select(frozenset(nodeid for nodeid in ids if self._collected_by_us(nodeid)))
+        selected = frozenset(nodeid for nodeid in ids if self._collected_by_us(nodeid))
+        if selected and self.config.getoption("dist", None) == "each":
+            raise pytest.UsageError(DIST_EACH_REFUSED)
+        self._select(selected)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A serial run: the eval items it selected (an xdist controller collects nothing)."""

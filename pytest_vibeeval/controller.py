@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
+DIST_EACH_REFUSED = (
+    "--dist each cannot run evals: every xdist worker would run every eval under the same node id, "
+    "and the results can hold only one run of each (which one depends on timing). To run every eval "
+    "several times use --vibe-repeat N (N items, scored over the repeats); to spread the evals over "
+    "the workers use --dist load (the default of -n) or loadgroup"
+)
 
 
 class ControllerSession:
@@ -45,6 +51,7 @@ class ControllerSession:
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
+        self.exit_cause: str | None = None  # the message of a pytest.exit() that ended the session
         self._sources: dict[str, bool] = {}  # a worker's collected file: one this plugin collects?
         read_baseline(config)
         read_resume(config)
@@ -64,7 +71,10 @@ class ControllerSession:
         machinery. Made now, before any item runs, not at the first report: imported then, it held
         up the reports queued behind it, and an interrupt could end the session before an item's
         first report was read (its record then missing from the results)."""
-        self._select(frozenset(nodeid for nodeid in ids if self._collected_by_us(nodeid)))
+        selected = frozenset(nodeid for nodeid in ids if self._collected_by_us(nodeid))
+        if selected and self.config.getoption("dist", None) == "each":
+            raise pytest.UsageError(DIST_EACH_REFUSED)
+        self._select(selected)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A serial run: the eval items it selected (an xdist controller collects nothing)."""
@@ -104,6 +114,12 @@ class ControllerSession:
                 f"{name}: {str(error).strip().splitlines()[0] if str(error).strip() else error}"
             )
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """pytest calls this for a ``pytest.exit()`` too: remember its message, which says why the
+        selected evals did not all run."""
+        if isinstance(excinfo.value, pytest.exit.Exception):
+            self.exit_cause = f"pytest.exit: {excinfo.value.msg}"
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         state = self.state
@@ -117,6 +133,8 @@ class ControllerSession:
                 self.config.hook.pytest_runtest_logreport(report=report)
             raise
         finally:
+            if state.aggregated() or state.load_errors:
+                state.interrupts.ending()  # a signal from now on waits until the results are written
             if live is not None:
                 stop_live_status(self.config, live)
         if self.usage_error is not None:
@@ -183,11 +201,22 @@ class ControllerSession:
                 self.notes.append(
                     f"interrupted by {signalled}: the results of the evals that finished are kept"
                 )
-        try:
-            with paused(state):
-                self._finish(session, interrupted, stopped)
-        finally:
-            state.interrupts.release()
+        with paused(state):
+            self._finish(session, interrupted, stopped)
+
+    @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_last(self, session: pytest.Session) -> None:
+        """Every file is written (ours, then the JUnit XML): a signal held meanwhile ends the session
+        as interrupted, and the next one has its usual effect."""
+        watch = self.state.interrupts
+        watch.release()
+        if watch.held is None or watch.received is not None:
+            return  # none held, or the run was interrupted already (and says so)
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        self.notes.append(
+            f"interrupted by {watch.held} while the session ended: the results were written first"
+        )
 
     def _load_suite_conftests(self) -> None:
         """The conftest.py files of the suites' folders, loaded here too (the xdist controller
@@ -209,6 +238,8 @@ class ControllerSession:
         aggregator = state.aggregator
         if stopped and not aggregator.cut_short(interrupted, stopped):
             stopped = None  # every selected item ran before the session stopped: a complete run
+        if stopped is None and not interrupted:
+            stopped = self._ended_early(session)
         runs = aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
         results = build_results(
@@ -242,6 +273,21 @@ class ControllerSession:
                 f"latest.json not replaced: this run is partial ({results.stopped_early}), so it is no "
                 "baseline and enters no history"
             )
+
+    def _ended_early(self, session: pytest.Session) -> str | None:
+        """Why a session that stopped for none of the reasons known above is partial: selected evals
+        never reported (``pytest.exit()``, an xdist worker lost and not replaced, another plugin's
+        stop such as pytest-timeout's ``--session-timeout``). None: every selected eval reported."""
+        aggregator = self.state.aggregator
+        unreported = len(aggregator.unreported())
+        if not unreported:
+            return None
+        selected = len(aggregator.selected or ())
+        cause = self.exit_cause or _stopped_by(session)
+        if cause is None and self.lost_workers:
+            cause = "an xdist worker was lost"
+        said = f"{cause}; " if cause else ""
+        return f"ended early ({said}{unreported} of {selected} selected evals did not run)"
 
     def _run_writers(self, kwargs: dict[str, Any]) -> None:
         """Each ``pytest_vibeeval_write_results`` implementation in pluggy's order, on its own: one
@@ -498,6 +544,15 @@ def stop_reason(session: pytest.Session) -> str | None:
         return f"stopped after {maxfail} failures (--maxfail={maxfail})"
     if session.shouldstop and session.config.getoption("stepwise", False):
         return "stopped at the first failure (--stepwise)"
+    return None
+
+
+def _stopped_by(session: pytest.Session) -> str | None:
+    """What another plugin said when it stopped the session (pytest-timeout's ``--session-timeout``
+    sets ``shouldfail`` to ``session-timeout: 60.0 sec exceeded``), if it said anything."""
+    for why in (session.shouldfail, session.shouldstop):
+        if isinstance(why, str) and why:
+            return why
     return None
 
 

@@ -77,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Thaw what collection froze (vibe_gc_freeze) only in the last cleanups, after pytest's own
     # final garbage collections (the unraisable-exception plugin's): they need not rescan it.
     config.add_cleanup(lambda: thaw(state))
-    state.interrupts.install()  # SIGTERM as Ctrl-C; see interrupts
+    state.interrupts.install(announce=workerinput is None)  # SIGTERM as Ctrl-C; see interrupts
     config.pluginmanager.register(CollectionHooks(config), "vibeeval-collection")
     if workerinput is None:
         config.pluginmanager.register(ControllerSession(config), "vibeeval-controller")

@@ -174,3 +174,23 @@ def test_the_interrupted_run_gets_ctrl_c_even_when_the_suite_was_started_ignorin
     finally:
         signal.signal(signal.SIGINT, previous)
     assert (inherited.stdout.strip(), reset.stdout.strip()) == ("False", "True")
+
+
+def test_dist_each_is_refused_for_evals_and_says_what_to_use(pytester: pytest.Pytester) -> None:
+    """--dist each runs every item on every worker under one node id: the results could keep one
+    run of each eval only, and the score would depend on which report came last. No eval runs."""
+    make_suite(pytester)
+    write(pytester.path / "test_plain.py", "def test_plain():\n    pass\n")
+    result = run(pytester, "--dist", "each", xdist=["-n", "2"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --dist each cannot run evals: every xdist worker would run every eval under the same "
+            "node id, *use --vibe-repeat N*--dist load*"
+        ]
+    )
+    assert "passed" not in result.stdout.str()
+    assert not (pytester.path / ".vibeeval").exists()
+
+    plain = run(pytester, "--dist", "each", "test_plain.py", xdist=["-n", "2"])  # no eval: as xdist does
+    plain.assert_outcomes(passed=2)

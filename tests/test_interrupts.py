@@ -199,3 +199,96 @@ def test_reports_queued_on_the_xdist_controller_at_an_interrupt_are_kept(
     outcomes = {nodeid: record["outcome"] for nodeid, record in evals_by_nodeid(data).items()}
     assert outcomes == {"q.eval.yaml::a[app]": "passed", "q.eval.yaml::b[app]": "passed"}, output
     assert "Traceback" not in output and "INTERNALERROR" not in output, output
+
+
+FINISH_CONFTEST = """
+import os
+import signal
+
+from pytest_vibeeval import RunVariable
+
+WHERE = os.environ.get("VIBE_SIGNAL_IN")
+SIGNALS = [getattr(signal, name) for name in os.environ.get("VIBE_SIGNALS", "").split(",") if name]
+
+
+def send(where):
+    # as a user's Ctrl-C or a CI system's cancel at that very moment of the session's end
+    if where == WHERE:
+        for signum in SIGNALS:
+            os.kill(os.getpid(), signum)
+
+
+def counted(records):
+    send("scoring")
+    return float(len(records)), None
+
+
+def pytest_vibeeval_register_run_variables(registry):
+    registry.register(RunVariable("counted", "count", "evals scored", counted, metric=True))
+
+
+def pytest_vibeeval_write_results(config, results, results_path):
+    send("writer")
+    return ["writer done"]
+"""
+
+
+def finishing_suite(pytester: pytest.Pytester) -> None:
+    """fin.eval.yaml: three quick evals, and a conftest.py that sends this process the signals
+    of $VIBE_SIGNALS while the session's end scores the runs or runs the result writers
+    ($VIBE_SIGNAL_IN: scoring, writer)."""
+    write(pytester.path / "conftest.py", FINISH_CONFTEST)
+    write(pytester.path / "fin_app.py", "def answer(prompt):\n    return prompt\n")
+    write(
+        pytester.path / "fin.eval.yaml",
+        """
+        metadata: {name: fin, model: m}
+        configurations:
+          app: {python: "fin_app:answer"}
+        score: {formula: success_pct, min: 50}
+        evals:
+          - {name: a, prompt: quick, checks: [{match: "*quick*"}]}
+          - {name: b, prompt: quick, checks: [{match: "*quick*"}]}
+          - {name: c, prompt: quick, checks: [{match: "*quick*"}]}
+        """,
+    )
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(("where", "sent"), [("scoring", "SIGINT"), ("writer", "SIGTERM")])
+def test_a_signal_while_the_session_ends_waits_for_the_results(
+    pytester: pytest.Pytester, xdist: list[str], where: str, sent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every eval ran; a Ctrl-C or SIGTERM while the runs are scored or the results written is held
+    until they are, and the session then ends as interrupted: the run is complete, and says so."""
+    finishing_suite(pytester)
+    monkeypatch.setenv("VIBE_SIGNAL_IN", where)
+    monkeypatch.setenv("VIBE_SIGNALS", sent)
+    result = run(pytester, "-p", "no:randomly", xdist=xdist, subprocess=True)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+    assert f"vibeeval: interrupt ({sent}) received while writing results: finishing them first; " in output
+    data = load_json(pytester.path / ".vibeeval" / "results" / "latest.json")
+    assert (data["interrupted"], data["stopped_early"]) == (False, None)
+    [record] = data["runs"]
+    assert record["metrics"]["counted"] == 3.0 and record["gate"]["passed"] is True
+    assert {e["outcome"] for e in record["evals"]} == {"passed"}
+    assert len((pytester.path / ".vibeeval" / "history.jsonl").read_text().splitlines()) == 1
+    assert "writer done" in output
+    assert f"interrupted by {sent} while the session ended: the results were written first" in output
+
+
+@XDIST_MODES
+def test_a_second_signal_while_the_session_ends_abandons_the_results(
+    pytester: pytest.Pytester, xdist: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user insists: the second signal while the runs are scored ends the session there."""
+    finishing_suite(pytester)
+    monkeypatch.setenv("VIBE_SIGNAL_IN", "scoring")
+    monkeypatch.setenv("VIBE_SIGNALS", "SIGINT,SIGINT")
+    result = run(pytester, "-p", "no:randomly", xdist=xdist, subprocess=True)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), output
+    assert "press Ctrl-C again to abandon them" in output and "KeyboardInterrupt" in output, output
+    assert not (pytester.path / ".vibeeval" / "results").exists(), output

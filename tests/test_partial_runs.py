@@ -234,3 +234,172 @@ def test_repeated_items_left_unrun_count_for_their_run(pytester: pytest.Pytester
     assert "the session stopped after the first failure (-x): " in summary
     assert " of 4 evals ran;" in summary, summary
     assert "evals were selected" not in summary
+
+
+GATED = """
+metadata: {name: part, model: m}
+configurations:
+  app: {python: "partial_app:FUNCTION"}
+score: {formula: success_pct, min: 50}
+evals:
+EVALS
+"""
+
+
+def make_gated_suite(path: Path, evals: int = 4, first: str = "ok", function: str = "answer") -> None:
+    """part.eval.yaml: ``evals`` evals that pass (but the first one's prompt is ``first``) answered
+    by ``partial_app:<function>``, with a score gate."""
+    write(path / "partial_app.py", APP + KILLER)
+    prompts = [first, *["ok"] * (evals - 1)]
+    lines = [
+        f"  - {{name: e{n}, prompt: {prompt}, checks: [{{equals: 'yes'}}]}}"
+        for n, prompt in enumerate(prompts)
+    ]
+    write(path / "part.eval.yaml", GATED.replace("EVALS", "\n".join(lines)).replace("FUNCTION", function))
+
+
+KILLER = """
+import os
+
+
+def killer(prompt):
+    if prompt == "die":
+        os._exit(3)  # the process running this eval ends on the spot
+    return answer(prompt)
+"""
+
+
+def assert_partial_and_not_judged(path: Path, result: pytest.RunResult, stopped: str, before: str) -> None:
+    """The newest results file says why (``stopped``: a regular expression), the gate was not judged,
+    and neither latest.json (``before``) nor the history changed."""
+    output = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output  # the gate cannot pass on part of the suite
+    newest = sorted(results_folder(path).glob("2*.json"), key=lambda p: p.stat().st_mtime_ns)[-1]
+    data = load_json(newest)
+    assert data["interrupted"] is False
+    assert re.fullmatch(stopped, data["stopped_early"]), data["stopped_early"]
+    gate = data["runs"][0]["gate"]
+    assert gate["passed"] is False and gate["message"].startswith("not judged: the session ended early ("), (
+        gate
+    )
+    assert (results_folder(path) / "latest.json").read_text() == before
+    assert len((path / ".vibeeval" / "history.jsonl").read_text().splitlines()) == 1
+    summary = "\n".join(run_summary(result))
+    assert "latest.json not replaced: this run is partial (ended early (" in summary, summary
+
+
+def complete_run(pytester: pytest.Pytester, xdist: list[str]) -> str:
+    """A first, complete run: its latest.json, which a partial run must leave as it is."""
+    run(pytester, *xdist, "-p", "no:randomly").assert_outcomes(passed=4)
+    return (results_folder(pytester.path) / "latest.json").read_text()
+
+
+EXIT_CONFTEST = """
+import os
+
+import pytest
+
+CALLS = []
+WORKER = []
+
+
+def pytest_configure(config):
+    WORKER.append(hasattr(config, "workerinput"))
+
+
+def pytest_runtest_logreport(report):
+    # on the xdist controller or a serial run: the session's own pytest.exit()
+    if WORKER[-1] or report.when != "call" or not os.environ.get("VIBE_EXIT_AFTER"):
+        return
+    CALLS.append(report.nodeid)
+    if len(CALLS) == int(os.environ["VIBE_EXIT_AFTER"]):
+        pytest.exit("enough for today", returncode=0)
+"""
+
+
+@XDIST_MODES
+def test_a_session_ended_by_pytest_exit_is_partial(
+    pytester: pytest.Pytester, xdist: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest.exit(returncode=0) after 2 of 4 evals: the 2 that never ran make the run partial, so
+    its gate is not judged and it replaces neither latest.json nor adds to the history."""
+    make_gated_suite(pytester.path)
+    write(pytester.path / "conftest.py", EXIT_CONFTEST)
+    before = complete_run(pytester, xdist)
+    monkeypatch.setenv("VIBE_EXIT_AFTER", "2")
+    result = run(pytester, *xdist, "-p", "no:randomly")
+    # serially the other two never started; under xdist a worker may have started one of them
+    unrun = "[12]" if xdist else "2"
+    stopped = rf"ended early \(pytest\.exit: enough for today; {unrun} of 4 selected evals did not run\)"
+    assert_partial_and_not_judged(pytester.path, result, stopped, before)
+
+
+def test_a_session_another_plugin_stopped_is_partial_and_says_why(pytester: pytest.Pytester) -> None:
+    """pytest-timeout's --session-timeout sets ``session.shouldfail`` to its reason: pytest stops
+    after the item, and the run says why and how many evals did not run."""
+    make_gated_suite(pytester.path)
+    before = complete_run(pytester, [])
+    write(
+        pytester.path / "conftest.py",
+        """
+        def pytest_runtest_teardown(item):
+            if item.name.startswith("e1["):
+                item.session.shouldfail = "session-timeout: 60.0 sec exceeded"
+        """,
+    )
+    result = run(pytester, "-p", "no:randomly")
+    stopped = r"ended early \(session-timeout: 60\.0 sec exceeded; 2 of 4 selected evals did not run\)"
+    assert_partial_and_not_judged(pytester.path, result, stopped, before)
+
+
+@pytest.mark.parametrize("restarts", [["--max-worker-restart", "0"], []], ids=["not-replaced", "replaced"])
+def test_a_lost_xdist_worker_leaves_the_run_partial_unless_it_was_replaced(
+    pytester: pytest.Pytester, restarts: list[str]
+) -> None:
+    """A python: callable ends its worker's process. Without restarts xdist stops scheduling: the
+    evals never sent to a worker did not run, even with --vibe-gate-only; a replaced worker runs the
+    rest, and the run is complete, the lost eval an error."""
+    xdist = ["-n", "2"]
+    make_gated_suite(pytester.path, evals=16, first="die", function="killer")
+    run(pytester, *xdist, "-k", "not e0").assert_outcomes(passed=15)
+    before = (results_folder(pytester.path) / "latest.json").read_text()
+    result = run(pytester, *xdist, *restarts, "--vibe-gate-only", "-p", "no:randomly")
+    if restarts:
+        stopped = r"ended early \(an xdist worker was lost; \d+ of 16 selected evals did not run\)"
+        assert_partial_and_not_judged(pytester.path, result, stopped, before)
+        return
+    result.assert_outcomes(passed=15, failed=1)
+    assert result.ret == pytest.ExitCode.OK  # --vibe-gate-only: the gate passed at 93.75
+    latest = load_json(results_folder(pytester.path) / "latest.json")
+    assert latest["stopped_early"] is None
+    assert latest["runs"][0]["gate"]["passed"] is True
+    assert len((pytester.path / ".vibeeval" / "history.jsonl").read_text().splitlines()) == 2
+
+
+@XDIST_MODES
+def test_xfail_skips_and_deselected_evals_leave_the_run_complete(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    write(pytester.path / "partial_app.py", APP)
+    write(
+        pytester.path / "part.eval.yaml",
+        """
+        metadata: {name: part, model: m}
+        configurations:
+          app: {python: "partial_app:answer"}
+          gone: {cli: no-such-agent-on-this-path}
+        evals:
+          - {name: a, prompt: ok, checks: [{equals: "yes"}]}
+          - {name: b, prompt: fail, xfail: known to fail, checks: [{equals: "yes"}]}
+          - {name: c, prompt: ok, checks: [{equals: "yes"}]}
+        """,
+    )
+    result = run(pytester, *xdist, "-k", "not c", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, xfailed=1, skipped=2)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    latest = load_json(results_folder(pytester.path) / "latest.json")
+    assert latest["stopped_early"] is None
+    assert len((pytester.path / ".vibeeval" / "history.jsonl").read_text().splitlines()) == 2  # a line a run
+    collected = run(pytester, *xdist, "--co")
+    assert collected.ret == pytest.ExitCode.OK
+    assert load_json(results_folder(pytester.path) / "latest.json") == latest

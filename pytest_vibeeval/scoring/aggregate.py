@@ -91,7 +91,7 @@ class Aggregator:
             info = item.info or _info_from_nodeid(nodeid, self._known_infos(), self.extensions)
             groups.setdefault(info.key(), []).append((info, nodeid, item))
         unreported: dict[tuple[str, str], set[str]] = {}
-        for nodeid in self._unreported():
+        for nodeid in self.unreported():
             key, eval_id = _run_key(nodeid, groups)
             unreported.setdefault(key, set()).add(eval_id)
         return [
@@ -99,14 +99,14 @@ class Aggregator:
             for key, items in sorted(groups.items())
         ]
 
-    def _unreported(self) -> list[str]:
+    def unreported(self) -> list[str]:
         """The selected items that never reported (the session ended before they started)."""
         return [nodeid for nodeid in self.selected or () if nodeid not in self.items]
 
     def cut_short(self, interrupted: bool, stopped: str | None) -> bool:
         """Whether a selected item did not run to a verdict: it never started, --vibe-max-cost held
         it back, or the session's end (``interrupted``, ``stopped``) cut it short."""
-        return bool(self._unreported()) or any(
+        return bool(self.unreported()) or any(
             _held(item, interrupted, stopped) for item in self.items.values()
         )
 

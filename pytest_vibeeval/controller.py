@@ -379,7 +379,8 @@ class ControllerSession:
             if self.state.load_errors or self.state.other_collection_errors:
                 blockers.append("collection errors")
             if session.shouldfail or session.shouldstop:
-                blockers.append("the session stopped early (-x/--maxfail)")
+                other = f"stopped early ({_stopped_by(session) or 'by a plugin'})"
+                blockers.append(f"the session {stop_reason(session) or other}")  # stopped after … (-x)
             what = "vibe_gate_only" if gate_only else "min_pass_rate"
             if blockers:
                 self.notes.append(f"{what} not applied: " + "; ".join(blockers))

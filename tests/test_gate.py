@@ -236,7 +236,9 @@ def test_gate_only_not_applied_when_stopped_early(pytester: pytest.Pytester) -> 
     gate_suite(pytester.path, {"formula": "success_pct", "min": 0}, evals=[FAILING, *PASSING])
     result = run(pytester, "--vibe-gate-only", "-x")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "vibe_gate_only not applied: the session stopped early (-x/--maxfail)" in run_summary(result)
+    assert "vibe_gate_only not applied: the session stopped after the first failure (-x)" in run_summary(
+        result
+    )
 
 
 def test_without_gate_only_a_failed_eval_fails_a_passing_gate(pytester: pytest.Pytester) -> None:

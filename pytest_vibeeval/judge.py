@@ -16,6 +16,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,9 @@ def judge_prompt(criteria: str, prompt: str, response: str, label: str = "CRITER
     return f"{label}:\n{criteria}\n\nPROMPT:\n{prompt}\n\nRESPONSE:\n{response}\n"
 
 
-def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    """The JSON object in a judge's answer: the whole answer, a fenced code block, or an object in
-    the text around it; the first that has one of ``keys``, else the first; None when there is none."""
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a judge's answer, in order: the whole answer, else its fenced code blocks,
+    else the objects in the text (at most ``_MAX_STARTS`` tried)."""
     stripped = text.strip()
     found: list[dict[str, Any]] = []
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCED.finditer(stripped))):
@@ -59,18 +60,45 @@ def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
             continue
         if isinstance(data, dict):
             found.append(data)
-    if not found:
-        decoder = json.JSONDecoder()
-        for count, match in enumerate(re.finditer(r"\{", stripped)):
-            if count >= _MAX_STARTS:
-                break
-            try:
-                data, _ = decoder.raw_decode(stripped, match.start())
-            except ValueError:
-                continue
-            if isinstance(data, dict):
-                found.append(data)
+    if found:
+        return found
+    decoder = json.JSONDecoder()
+    for count, match in enumerate(re.finditer(r"\{", stripped)):
+        if count >= _MAX_STARTS:
+            break
+        try:
+            data, _ = decoder.raw_decode(stripped, match.start())
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
+
+
+def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The JSON object in a judge's answer (:func:`json_objects`): the first that has one of
+    ``keys``, else the first; None when there is none."""
+    found = json_objects(text)
     return next((data for data in found if any(key in data for key in keys)), found[0] if found else None)
+
+
+def _the_verdict(
+    text: str, keys: tuple[str, ...], value_of: Callable[[dict[str, Any]], Any], what: str, judge: str
+) -> dict[str, Any] | None:
+    """:func:`json_object` for ``keys``; a :class:`JudgeError` when the objects that have one of
+    them give different values (``value_of``): a format example before the verdict, or a judge
+    that changed its mind, must never decide the check by coming first."""
+    found = json_objects(text)
+    having = [data for data in found if any(key in data for key in keys)]
+    values: list[Any] = []
+    for data in having:
+        value = value_of(data)
+        if value not in values:
+            values.append(value)
+    if len(values) > 1:
+        given = ", then ".join(json.dumps(value) for value in values)
+        raise JudgeError(f'{judge} gave conflicting {what} ("{keys[0]}": {given}): {_shown(text)}')
+    return having[0] if having else (found[0] if found else None)
 
 
 def _shown(text: str) -> str:
@@ -85,13 +113,26 @@ def _reason(data: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
+def _pass_value(data: dict[str, Any]) -> Any:
+    return data.get("pass", data.get("passed"))
+
+
+def _score_value(data: dict[str, Any]) -> Any:
+    """The object's ``score``; one written as text (``"0.8"``) as the number it holds."""
+    value = data.get("score")
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return float(value.strip())
+    return value
+
+
 def parse_verdict(text: str, judge: str = "the judge") -> tuple[bool, str]:
     """``(passed, reason)`` from the judge's answer; raises :class:`JudgeError` when it is not a
     JSON object with a boolean ``pass`` (``passed`` is accepted too) and a string ``reason``."""
-    data = json_object(text, ("pass", "passed"))
+    data = _the_verdict(text, ("pass", "passed"), _pass_value, "verdicts", judge)
     if data is None:
         raise JudgeError(f"{judge} did not answer a JSON verdict {VERDICT_FORMAT}: {_shown(text)}")
-    verdict = data.get("pass", data.get("passed"))
+    verdict = _pass_value(data)
     if not isinstance(verdict, bool):
         raise JudgeError(f'{judge}\'s verdict has no boolean "pass": {_shown(text)}')
     reason = _reason(data, "reason", "reasoning")
@@ -104,13 +145,10 @@ def parse_score(text: str, judge: str = "the judge") -> tuple[float, str]:
     """``(score, reasoning)`` from the judge's answer to a rubric; raises :class:`JudgeError` when it
     is not a JSON object with a ``score`` from 0 to 1 (a number, or text holding one) and a string
     ``reasoning`` (``reason`` is accepted too)."""
-    data = json_object(text, ("score",))
+    data = _the_verdict(text, ("score",), _score_value, "scores", judge)
     if data is None:
         raise JudgeError(f"{judge} did not answer a JSON score {SCORE_FORMAT}: {_shown(text)}")
-    value = data.get("score")
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = float(value.strip())
+    value = _score_value(data)
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         raise JudgeError(f'{judge}\'s answer has no number "score": {_shown(text)}')
     if not 0 <= value <= 1:

@@ -6,6 +6,7 @@ behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without c
 500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
+``judge-example-first`` the verdict format with ``true`` before its own verdict ``false``,
 ``judge-garbage`` a sentence, ``tools`` and ``tools-forever`` call tools (see ``tool_step``),
 ``whoami`` answers ``my key is <the bearer token it was sent>``.
 Anything else is answered like ``ok``. The answer is
@@ -90,6 +91,8 @@ class ChatServer:
                 verdicts = {
                     "judge-pass": '{"pass": true, "reason": "the response meets the criteria"}',
                     "judge-fail": '```json\n{"pass": false, "reason": "the response is off topic"}\n```',
+                    "judge-example-first": 'The format I must use is {"pass": true, "reason": "..."}. '
+                    'My verdict: {"pass": false, "reason": "it is wrong"}',
                 }
                 answer = verdicts.get(kind, "I think it is probably fine.")
                 message = {"role": "assistant", "content": answer}

@@ -97,6 +97,21 @@ def test_a_malformed_verdict_is_an_error_not_a_pass(pytester: pytest.Pytester, s
     assert capital["judge_cost"] == USAGE["cost"]  # it was asked, and it cost
 
 
+@XDIST_MODES
+def test_a_format_example_before_the_opposite_verdict_is_an_error_not_a_pass(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-example-first")
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=1, failed=1)
+    capital = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]
+    assert capital["outcome"] == "error"
+    assert capital["message"].startswith(
+        "llm_judge: the judge (configuration 'grader') gave conflicting verdicts "
+        '("pass": true, then false): \'The format I must use is'
+    )
+
+
 def test_the_default_judge_is_the_suites_model_through_openrouter(
     pytester: pytest.Pytester, server: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,6 +144,9 @@ def test_an_unknown_judge_is_a_collection_error_with_its_line(pytester: pytest.P
         ('```json\n{"pass": false, "reason": "off"}\n```', (False, "off")),
         ('My verdict:\n```json\n{"pass": true, "reasoning": "fine"}\n```\nThanks.', (True, "fine")),
         ('{"note": "x"} then {"pass": true, "reason": "second"}', (True, "second")),
+        # several verdicts that agree: the first one's reason
+        ('{"pass": false, "reason": "a"} In short: {"pass": false, "reason": "b"}', (False, "a")),
+        ('```json\n{"pass": true, "reason": "a"}\n```\n```json\n{"passed": true}\n```', (True, "a")),
     ],
 )
 def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:
@@ -142,6 +160,15 @@ def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:
         ('{"pass": "yes", "reason": "x"}', 'no boolean "pass"'),
         ('{"pass": true}', 'no "reason"'),
         ("{not json}", "did not answer a JSON verdict"),
+        (
+            'The format is {"pass": true, "reason": "..."}. My verdict: {"pass": false, "reason": "no"}',
+            r'the judge gave conflicting verdicts \("pass": true, then false\)',
+        ),
+        (
+            '```json\n{"pass": false, "reason": "a"}\n```\n```json\n{"pass": true, "reason": "b"}\n```',
+            r'the judge gave conflicting verdicts \("pass": false, then true\)',
+        ),
+        ('{"pass": "false", "reason": "a"} {"pass": true, "reason": "b"}', "conflicting verdicts"),
     ],
 )
 def test_malformed_verdicts_are_errors(text: str, problem: str) -> None:

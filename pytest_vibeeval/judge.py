@@ -203,7 +203,14 @@ class Judge:
         text = args.rubric if args.rubric is not None else args.criteria or ""
         asked = judge_prompt(text, self.prompt, response, "RUBRIC" if graded else "CRITERIA")
         request = PromptRequest(
-            asked, model or self.model, system, self.suite, self.eval_id, self.config_id, self.workdir
+            asked,
+            model or self.model,
+            system,
+            self.suite,
+            self.eval_id,
+            self.config_id,
+            self.workdir,
+            grading=True,
         )
         self.calls += 1
         started = time.perf_counter()

@@ -11,7 +11,7 @@ import yaml
 from chat_server import USAGE, ChatServer
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
 
-from pytest_vibeeval.judge import JudgeError, parse_verdict
+from pytest_vibeeval.judge import JUDGE_SYSTEM_PROMPT, JudgeError, parse_verdict
 
 CRITERIA = "The answer names a European capital."
 
@@ -74,6 +74,59 @@ def test_a_passing_verdict_passes_with_the_judges_reason(
     sent = judge_request["body"]["messages"]
     assert sent[0]["role"] == "system" and "impartial grader" in sent[0]["content"]
     assert sent[1]["content"] == f"CRITERIA:\n{CRITERIA}\n\nPROMPT:\nANSWER: Paris\n\nRESPONSE:\nParis\n"
+
+
+@XDIST_MODES
+def test_a_judge_configurations_system_prompt_never_replaces_the_grading_instructions(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """The judge request's system prompt is the grading instructions, whatever the judge
+    configuration's `system_prompt`, and the record says so; an eval's own request still gets its
+    configuration's."""
+    suite = judged_suite(pytester.path, server.url, "vendor/judge-pass")
+    data = yaml.safe_load(suite.read_text())
+    data["configurations"]["grader"]["system_prompt"] = "You are terse."
+    data["configurations"]["sut"]["system_prompt"] = "Be brief."
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=2)
+    [judged] = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]["checks"][0]["judges"]
+    [judge_request] = [r["body"] for r in server.requests if r["body"]["model"] == "vendor/judge-pass"]
+    assert judge_request["messages"][0] == {"role": "system", "content": JUDGE_SYSTEM_PROMPT}
+    assert judged["system_prompt"] == JUDGE_SYSTEM_PROMPT  # what was sent
+    sut_requests = [r["body"] for r in server.requests if r["body"]["model"] == "vendor/ok"]
+    assert [r["messages"][0]["content"] for r in sut_requests] == ["Be brief.", "Be brief."]
+
+
+PYTHON_JUDGE = """
+import json
+
+
+def grader(prompt, context):
+    return json.dumps({"pass": True, "reason": "told: " + context.system_prompt})
+"""
+
+
+def test_a_python_judge_gets_the_grading_instructions_too(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "python_judge.py", PYTHON_JUDGE)
+    write(
+        pytester.path / "pj.eval.yaml",
+        """
+        metadata: {name: pj, model: m, system_prompt: Answer in French.}
+        judge: grader
+        configurations:
+          app: {python: "python_judge:grader"}
+          grader: {python: "python_judge:grader", system_prompt: You are terse.}
+        default_configurations: [app]
+        evals:
+          - {name: one, prompt: hi, checks: [{llm_judge: {criteria: c}}]}
+        """,
+    )
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results).assert_outcomes(passed=1)
+    [check] = load_json(results)["runs"][0]["evals"][0]["checks"]
+    assert check["message"] == f"judge: told: {JUDGE_SYSTEM_PROMPT}"
+    assert check["judges"][0]["system_prompt"] == JUDGE_SYSTEM_PROMPT
 
 
 def test_a_failing_verdict_fails_with_the_reason(pytester: pytest.Pytester, server: ChatServer) -> None:

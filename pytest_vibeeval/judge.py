@@ -23,6 +23,8 @@ from typing import Any
 
 from .check_api import JudgeError, Verdict, against_threshold
 from .checks import JudgeArgs
+from .models import Configuration
+from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .results import JudgeRecord
 from .surrogates import loads
@@ -170,9 +172,10 @@ class Judge:
     suite: str
     eval_id: str
     workdir: Path
+    configuration: Configuration | None = None  # the judge configuration's settings (its pricing)
     cost: float | None = None  # None: no judge asked yet, or one whose cost is unknown
     calls: int = 0
-    unpriced: int = 0  # judges asked that reported no cost: the total is unknown
+    unpriced: int = 0  # judges asked whose cost is unknown (not reported, no prices): so is the total
 
     def unavailable_reason(self) -> str | None:
         reason = self.provider.unavailable_reason()
@@ -219,9 +222,10 @@ class Judge:
         except ProviderError as exc:
             raise JudgeError(f"{self._who(model)} failed: {exc.message}") from None
         latency = answer.latency if answer.latency is not None else time.perf_counter() - started
-        if answer.cost is None:
+        cost, cost_source = estimated_cost(answer, self.configuration, request.model)
+        if cost is None:
             self.unpriced += 1
-        self.cost = None if self.unpriced else (self.cost or 0.0) + (answer.cost or 0.0)
+        self.cost = None if self.unpriced else (self.cost or 0.0) + (cost or 0.0)
         score: float | None = None
         if graded:
             score, reasoning = parse_score(answer.text, self._who(model))
@@ -235,7 +239,8 @@ class Judge:
             passed=passed,
             score=score,
             reasoning=reasoning,
-            cost=answer.cost,
+            cost=cost,
+            cost_source=cost_source,
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
             latency=latency,

@@ -150,7 +150,16 @@ class JudgeRecord(Record):
     passed: bool = Field(description="this judge's verdict (with a rubric: its score >= the threshold)")
     score: float | None = Field(default=None, description="0–1 with a rubric; None for a pass/fail verdict")
     reasoning: str = Field(description="why, in the judge's words")
-    cost: float | None = Field(default=None, description="USD; None when not reported")
+    cost: float | None = Field(
+        default=None,
+        description="USD: reported, else from the judge configuration's pricing or the shipped price "
+        "table (see `cost_source`); None when unknown",
+    )
+    cost_source: Literal["reported", "pricing", "default_pricing"] | None = Field(
+        default=None,
+        description="where the cost came from: the judge's provider, the judge configuration's pricing, "
+        "or the shipped price table (an estimate)",
+    )
     input_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
     output_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
     latency: float | None = Field(default=None, description="seconds")

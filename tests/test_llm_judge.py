@@ -68,6 +68,7 @@ def test_a_passing_verdict_passes_with_the_judges_reason(
         "the response meets the criteria",
     )
     assert (judged["cost"], judged["input_tokens"], judged["output_tokens"]) == (USAGE["cost"], 12, 5)
+    assert judged["cost_source"] == "reported"
     assert capital["cost"] == USAGE["cost"] and capital["judge_cost"] == USAGE["cost"]  # apart
     assert records["judged.eval.yaml::plain[sut]"]["judge_cost"] is None  # no judge asked
     [judge_request] = [r for r in server.requests if r["body"]["model"] == "vendor/judge-pass"]
@@ -237,6 +238,36 @@ def test_the_judges_cost_is_summed_apart(pytester: pytest.Pytester, server: Chat
     assert sut["metrics"]["total_judge_cost"] == USAGE["cost"]  # one judge call
     assert sut["metrics"]["total_cost"] == pytest.approx(2 * USAGE["cost"])  # the two answers only
     result.stdout.fnmatch_lines(["Judge Cost: $0.00042 (llm_judge; not in Total Cost)"])
+
+
+@XDIST_MODES
+def test_a_judge_cost_not_reported_comes_from_the_judge_configurations_pricing(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    suite = judged_suite(pytester.path, server.url, "vendor/judge-pass-nocost")
+    data = yaml.safe_load(suite.read_text())
+    data["configurations"]["grader"]["pricing"] = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results, xdist=xdist)
+    result.assert_outcomes(passed=2)
+    capital = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]
+    [judged] = capital["checks"][0]["judges"]
+    priced = (12 * 1.0 + 5 * 2.0) / 1_000_000  # the server's 12 input and 5 output tokens
+    assert (judged["cost"], judged["cost_source"]) == (pytest.approx(priced), "pricing")
+    assert capital["judge_cost"] == pytest.approx(priced)
+    result.stdout.fnmatch_lines(["Judge Cost: $0.000022 (llm_judge; not in Total Cost)"])
+
+
+def test_an_unknown_judge_cost_is_n_a_in_the_run_summary(
+    pytester: pytest.Pytester, server: ChatServer
+) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-pass-nocost")  # no pricing; a model no table has
+    result = run(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["Judge Cost: n/a (judge cost unknown for 1 of 1 judged evals (capital); llm_judge)"]
+    )
 
 
 JUDGES_APP = """

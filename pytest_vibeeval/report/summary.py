@@ -9,7 +9,12 @@ from ..budget import NOT_STARTED
 from ..results import CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
-from ..scoring.variables import BUILTIN_RUN_VARIABLES, check_variable_names
+from ..scoring.variables import (
+    BUILTIN_RUN_VARIABLES,
+    check_variable_names,
+    judge_cost_total,
+    judged_evals,
+)
 from .format import MISSING, decimal, failed_check, money, run_title, score, seconds, signed
 
 # The metrics the run block shows on lines of their own.
@@ -52,8 +57,7 @@ def run_block(
         extra = f", {m['skipped']} skipped" if m["skipped"] else ""
         lines.append(f"Success Rate: {m['success_pct']:.1f}% ({m['passed']:.0f}/{m['total']:.0f}{extra})")
     lines.append(f"Total Cost: {money(m['total_cost'])}{_cost_gap(run)}")
-    if m.get("total_judge_cost") is not None:
-        lines.append(f"Judge Cost: {money(m['total_judge_cost'])} (llm_judge; not in Total Cost)")
+    lines.extend(_judge_cost_lines(run))
     lines.append(
         f"Latency: avg {seconds(m['avg_latency'])} · min {seconds(m['min_latency'])}"
         f" · max {seconds(m['max_latency'])}"
@@ -181,6 +185,17 @@ def _subtasks_line(run: RunRecord) -> str | None:
     total = sum(r.subtasks_total or 0 for r in reported)
     pct = f"{100 * passed / total:.1f}%" if total else MISSING
     return f"Subtasks: {pct} ({passed}/{total} from {len(reported)} of {len(run.evals)} evals)"
+
+
+def _judge_cost_lines(run: RunRecord) -> list[str]:
+    """What the llm_judge judges cost, ``n/a`` with the reason when some judge's cost is unknown;
+    nothing when no judge was asked."""
+    total = run.metrics.get("total_judge_cost")
+    if total is not None:
+        return [f"Judge Cost: {money(total)} (llm_judge; not in Total Cost)"]
+    if not judged_evals(run.evals):
+        return []
+    return [f"Judge Cost: n/a ({judge_cost_total(run.evals)[1]}; llm_judge)"]
 
 
 def _cost_gap(run: RunRecord) -> str:

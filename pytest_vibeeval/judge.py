@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cache import forget
 from .check_api import JudgeError, Verdict, against_threshold
 from .checks import JudgeArgs
 from .models import Configuration
@@ -43,6 +44,7 @@ VERDICT_FORMAT = '{"pass": …, "reason": …}'
 SCORE_FORMAT = '{"score": 0–1, "reasoning": …}'
 _FENCED = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.DOTALL)
 SHOWN = 200
+FROM_CACHE = " (answered from --vibe-cache, which no longer holds it: the next run asks again)"
 _MAX_STARTS = 50  # `{` positions tried as the start of the object
 
 
@@ -226,12 +228,11 @@ class Judge:
         if cost is None:
             self.unpriced += 1
         self.cost = None if self.unpriced else (self.cost or 0.0) + (cost or 0.0)
-        score: float | None = None
-        if graded:
-            score, reasoning = parse_score(answer.text, self._who(model))
-            passed = against_threshold(score, args.pass_mark)[0]
-        else:
-            passed, reasoning = parse_verdict(answer.text, self._who(model))
+        try:
+            passed, score, reasoning = _read(args, answer.text, self._who(model))
+        except JudgeError as exc:
+            forget(self.provider, request)  # the next run asks again instead of repeating it
+            raise JudgeError(f"{exc}{FROM_CACHE if answer.cached else ''}") from None
         return JudgeRecord(
             model=model,
             system_prompt=system,
@@ -244,7 +245,18 @@ class Judge:
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
             latency=latency,
+            cached=answer.cached,
         )
+
+
+def _read(args: JudgeArgs, text: str, judge: str) -> tuple[bool, float | None, str]:
+    """``(passed, score, reasoning)`` from a judge's answer ``text``: a verdict, or with a rubric a
+    score (passing at the threshold); :class:`JudgeError` when it is neither."""
+    if args.rubric is None:
+        passed, reason = parse_verdict(text, judge)
+        return passed, None, reason
+    score, reasoning = parse_score(text, judge)
+    return against_threshold(score, args.pass_mark)[0], score, reasoning
 
 
 def combine(args: JudgeArgs, answers: tuple[JudgeRecord, ...]) -> Verdict:

@@ -163,6 +163,11 @@ class JudgeRecord(Record):
     input_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
     output_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
     latency: float | None = Field(default=None, description="seconds")
+    cached: bool = Field(
+        default=False,
+        description="answered from the response cache (--vibe-cache): `cost` and `latency` are the "
+        "original call's, not spent again",
+    )
 
 
 class CheckRecord(Record):
@@ -194,7 +199,14 @@ class CheckRecord(Record):
 
 def judges_asked(checks: Iterable[CheckRecord]) -> int:
     """How many judges the ``checks`` (and their alternatives) asked."""
-    return sum(len(check.judges) + judges_asked(check.children) for check in checks)
+    return sum(1 for _ in judge_records(checks))
+
+
+def judge_records(checks: Iterable[CheckRecord]) -> Iterator[JudgeRecord]:
+    """The answers of the judges the ``checks`` (and their alternatives) asked, in order."""
+    for check in checks:
+        yield from check.judges
+        yield from judge_records(check.children)
 
 
 class SubtaskModule(Record):

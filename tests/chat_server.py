@@ -7,7 +7,8 @@ behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without c
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
 ``judge-example-first`` the verdict format with ``true`` before its own verdict ``false``,
-``judge-garbage`` a sentence (``judge-…-nocost`` as ``judge-…``, without a cost), ``tools`` and
+``judge-garbage`` a sentence, ``judge-flaky`` a sentence to a prompt's first request and a passing
+verdict to the next (``judge-…-nocost`` as ``judge-…``, without a cost), ``tools`` and
 ``tools-forever`` call tools (see ``tool_step``),
 ``whoami`` answers ``my key is <the bearer token it was sent>``.
 Anything else is answered like ``ok``. The answer is
@@ -96,6 +97,8 @@ class ChatServer:
                     'My verdict: {"pass": false, "reason": "it is wrong"}',
                 }
                 answer = verdicts.get(kind.removesuffix("-nocost"), "I think it is probably fine.")
+                if kind == "judge-flaky":  # a sentence the first time it is asked, then a verdict
+                    answer = "Looks fine to me." if first else verdicts["judge-pass"]
                 message = {"role": "assistant", "content": answer}
                 usage = {k: v for k, v in USAGE.items() if k != "cost" or not kind.endswith("-nocost")}
                 reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": usage})

@@ -65,11 +65,13 @@ class Exchange:
 
 class JudgeSource(NamedTuple):
     """A suite's judge configuration: its id, its settings (None: the implicit OpenRouter one,
-    which prices a cost its provider does not report) and its provider."""
+    which prices a cost its provider does not report) and its provider; ``spend`` is told what each
+    judge answer asked now (not from the cache) cost, when known (--vibe-max-cost)."""
 
     config_id: str
     configuration: Configuration | None
     provider: Provider
+    spend: Callable[[float | None], None] | None = None
 
 
 def judge_maker(
@@ -83,8 +85,10 @@ def judge_maker(
             return None
         from .judge import Judge  # the llm_judge machinery: imported when a suite has a judge
 
-        judge_id, configuration, provider_of_judge = judge_source
-        return Judge(provider_of_judge, judge_id, model, prompt, suite, eval_id, workdir, configuration)
+        judge_id, configuration, provider_of_judge, spend = judge_source
+        return Judge(
+            provider_of_judge, judge_id, model, prompt, suite, eval_id, workdir, configuration, spend
+        )
 
     return judge_of
 

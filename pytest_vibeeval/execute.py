@@ -123,7 +123,8 @@ def _judge(item: EvalItem) -> JudgeSource | None:
     if work.judge is None:
         return None
     config_id, configuration = work.judge
-    return JudgeSource(config_id, configuration, provider_for(item, "judge"))
+    spend = get_state(item.config).budget.add  # --vibe-max-cost counts what judges cost too
+    return JudgeSource(config_id, configuration, provider_for(item, "judge"), spend)
 
 
 def _run_prompt(item: EvalItem, provider: Provider, judge: JudgeSource | None, workdir: Path) -> None:

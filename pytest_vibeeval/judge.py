@@ -175,6 +175,7 @@ class Judge:
     eval_id: str
     workdir: Path
     configuration: Configuration | None = None  # the judge configuration's settings (its pricing)
+    spend: Callable[[float | None], None] | None = None  # told each fresh answer's cost (the budget)
     cost: float | None = None  # None: no judge asked yet, or one whose cost is unknown
     calls: int = 0
     unpriced: int = 0  # judges asked whose cost is unknown (not reported, no prices): so is the total
@@ -225,6 +226,8 @@ class Judge:
             raise JudgeError(f"{self._who(model)} failed: {exc.message}") from None
         latency = answer.latency if answer.latency is not None else time.perf_counter() - started
         cost, cost_source = estimated_cost(answer, self.configuration, request.model)
+        if self.spend is not None and not answer.cached:  # a cached answer cost nothing now
+            self.spend(cost)
         if cost is None:
             self.unpriced += 1
         self.cost = None if self.unpriced else (self.cost or 0.0) + (cost or 0.0)

@@ -456,7 +456,9 @@ def test_cached_costs_are_not_spent_again_under_a_budget(
     run(pytester, "--vibe-cache=cache", "--vibe-history=").assert_outcomes(passed=2)
     result = run(pytester, "--vibe-cache=cache", "--vibe-max-cost", "0.4", "--vibe-history=")
     result.assert_outcomes(passed=2)  # nothing was spent: both started
-    assert "Budget: $0.0000 spent of $0.4 (--vibe-max-cost)" in run_summary(result)
+    assert "Budget: $0.0000 spent of $0.4 (--vibe-max-cost; evals and their llm_judge judges)" in (
+        run_summary(result)
+    )
     assert os.path.getsize(pytester.path / "calls.txt") == len("a\nb\n")
 
 

@@ -12,6 +12,7 @@ from chat_server import USAGE, ChatServer
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
 
 from pytest_vibeeval.judge import JUDGE_SYSTEM_PROMPT, JudgeError, parse_verdict
+from pytest_vibeeval.report.format import money
 
 CRITERIA = "The answer names a European capital."
 
@@ -268,6 +269,41 @@ def test_an_unknown_judge_cost_is_n_a_in_the_run_summary(
     result.stdout.fnmatch_lines(
         ["Judge Cost: n/a (judge cost unknown for 1 of 1 judged evals (capital); llm_judge)"]
     )
+
+
+@XDIST_MODES
+def test_max_cost_counts_what_the_judges_cost_but_not_cached_answers(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    suite = judged_suite(pytester.path, server.url, "vendor/judge-pass")
+    data = yaml.safe_load(suite.read_text())
+    data["evals"] = [
+        {"name": f"e{i}", "prompt": f"ANSWER: {i}", "checks": [{"llm_judge": {"criteria": "ok"}}]}
+        for i in range(4)
+    ]
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    each = 2 * USAGE["cost"]  # an eval's answer and its judge's
+    limit = 1.25 * each  # reached after two evals (after three if judges cost nothing)
+    results = pytester.path / "results.json"
+    args = ("--vibe-cache=cache", "--vibe-max-cost", str(limit), "--vibe-results", results)
+    result = run(pytester, *args, xdist=xdist)
+    records = list(evals_by_nodeid(load_json(results)).values())
+    started = [r["name"] for r in records if r["outcome"] == "passed"]
+    # serially exactly two start; two workers may each start one more before seeing the spend
+    assert len(started) == 2 if not xdist else 2 <= len(started) <= 3
+    held = len(records) - len(started)
+    result.stdout.fnmatch_lines(
+        [
+            f"Budget: {money(len(started) * each)} spent of ${limit:g} (--vibe-max-cost; evals and "
+            f"their llm_judge judges); {held} eval(s) not started"
+        ]
+    )
+    asked = len(server.requests)
+    again = ("-k", " or ".join(started[:2]))
+    result = run(pytester, "--vibe-cache=cache", "--vibe-max-cost", str(limit), *again, xdist=xdist)
+    result.assert_outcomes(passed=2)  # from the cache: nothing spent, both start
+    assert len(server.requests) == asked
+    result.stdout.fnmatch_lines(["Budget: $0.0000 spent of * (--vibe-max-cost; *)"])
 
 
 JUDGES_APP = """

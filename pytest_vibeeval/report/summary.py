@@ -308,14 +308,14 @@ def workspace_lines(
     return lines
 
 
-def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
-    """``--vibe-max-cost``: what the run spent and how many evals it did not start."""
+def budget_lines(runs: Sequence[RunRecord], limit: float | None, spent: float) -> list[str]:
+    """``--vibe-max-cost``: what the run ``spent`` (its ledger: the evals' and their judges' answers
+    asked in this run) and how many evals it did not start."""
     if limit is None:
         return []
     records = [record for run in runs for record in run.evals]
-    spent = sum(record.cost or 0.0 for record in records if not record.cached)  # --vibe-cache: not now
     held = sum(1 for r in records if r.outcome == "skipped" and NOT_STARTED in (r.message or ""))
-    line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost)"
+    line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost; evals and their llm_judge judges)"
     return [line + (f"; {held} eval(s) not started" if held else "")]
 
 

@@ -5,7 +5,8 @@ one JSON object ``{"pass": true|false, "reason": "..."}``. With ``rubric`` it sc
 against the rubric, ``{"score": 0–1, "reasoning": "..."}``, and the check passes at the threshold.
 ``judges: [model, ...]`` asks each model through the judge configuration; their verdicts combine by
 ``aggregate`` (mean score, or majority). An answer that is no such object is a :class:`JudgeError`
-(the eval errors) naming the judge and showing the answer's start, never a pass or a silent 0.
+(the eval errors) naming the judge and showing the answer's start, never a pass or a silent 0; so
+is an answer holding several such objects that disagree.
 The judges' cost is counted apart from the system under test's (``judge_cost``).
 """
 
@@ -79,19 +80,13 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    """The JSON object in a judge's answer (:func:`json_objects`): the first that has one of
-    ``keys``, else the first; None when there is none."""
-    found = json_objects(text)
-    return next((data for data in found if any(key in data for key in keys)), found[0] if found else None)
-
-
-def _the_verdict(
+def _verdict_object(
     text: str, keys: tuple[str, ...], value_of: Callable[[dict[str, Any]], Any], what: str, judge: str
 ) -> dict[str, Any] | None:
-    """:func:`json_object` for ``keys``; a :class:`JudgeError` when the objects that have one of
-    them give different values (``value_of``): a format example before the verdict, or a judge
-    that changed its mind, must never decide the check by coming first."""
+    """The JSON object of a judge's answer (:func:`json_objects`) that has one of ``keys``, else
+    the first; None when there is none. A :class:`JudgeError` when the objects that have one give
+    different values (``value_of``): a format example before the verdict, or a judge that changed
+    its mind, must never decide the check by coming first."""
     found = json_objects(text)
     having = [data for data in found if any(key in data for key in keys)]
     values: list[Any] = []
@@ -133,7 +128,7 @@ def _score_value(data: dict[str, Any]) -> Any:
 def parse_verdict(text: str, judge: str = "the judge") -> tuple[bool, str]:
     """``(passed, reason)`` from the judge's answer; raises :class:`JudgeError` when it is not a
     JSON object with a boolean ``pass`` (``passed`` is accepted too) and a string ``reason``."""
-    data = _the_verdict(text, ("pass", "passed"), _pass_value, "verdicts", judge)
+    data = _verdict_object(text, ("pass", "passed"), _pass_value, "verdicts", judge)
     if data is None:
         raise JudgeError(f"{judge} did not answer a JSON verdict {VERDICT_FORMAT}: {_shown(text)}")
     verdict = _pass_value(data)
@@ -149,7 +144,7 @@ def parse_score(text: str, judge: str = "the judge") -> tuple[float, str]:
     """``(score, reasoning)`` from the judge's answer to a rubric; raises :class:`JudgeError` when it
     is not a JSON object with a ``score`` from 0 to 1 (a number, or text holding one) and a string
     ``reasoning`` (``reason`` is accepted too)."""
-    data = _the_verdict(text, ("score",), _score_value, "scores", judge)
+    data = _verdict_object(text, ("score",), _score_value, "scores", judge)
     if data is None:
         raise JudgeError(f"{judge} did not answer a JSON score {SCORE_FORMAT}: {_shown(text)}")
     value = _score_value(data)

@@ -8,13 +8,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .checks import CheckNode, CheckResult, Response, run_checks
 from .excerpts import response_excerpt
 from .loading.templates import Redactor
 from .models import Configuration
-from .pricing import CostSource, cost_of, price_for
+from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
 from .results import CheckRecord, StepRecord
 
@@ -63,19 +63,32 @@ class Exchange:
     entered: Callable[[str, str], None]
 
 
+class JudgeSource(NamedTuple):
+    """A suite's judge configuration: its id, its settings (None: the implicit OpenRouter one,
+    which prices a cost its provider does not report) and its provider; ``spend`` is told what each
+    judge answer asked now (not from the cache) cost, when known (--vibe-max-cost)."""
+
+    config_id: str
+    configuration: Configuration | None
+    provider: Provider
+    spend: Callable[[float | None], None] | None = None
+
+
 def judge_maker(
-    judge_provider: tuple[str, Provider] | None, model: str, suite: str, eval_id: str, workdir: Path
+    judge_source: JudgeSource | None, model: str, suite: str, eval_id: str, workdir: Path
 ) -> Callable[[str], Judge | None]:
     """A function giving the :class:`Judge` of the llm_judge checks of an answer to ``prompt``
     (None without a judge configuration)."""
 
     def judge_of(prompt: str) -> Judge | None:
-        if judge_provider is None:
+        if judge_source is None:
             return None
         from .judge import Judge  # the llm_judge machinery: imported when a suite has a judge
 
-        judge_id, provider_of_judge = judge_provider
-        return Judge(provider_of_judge, judge_id, model, prompt, suite, eval_id, workdir)
+        judge_id, configuration, provider_of_judge, spend = judge_source
+        return Judge(
+            provider_of_judge, judge_id, model, prompt, suite, eval_id, workdir, configuration, spend
+        )
 
     return judge_of
 
@@ -153,22 +166,6 @@ def check_answer(
 def undecided_message(results: list[CheckResult]) -> str:
     reasons = sorted({r for result in results for r in result.undecided_reasons()})
     return "could not be decided: " + "; ".join(reasons)
-
-
-def estimated_cost(
-    response: ProviderResponse, configuration: Configuration | None, suite_model: str
-) -> tuple[float | None, CostSource | None]:
-    """The reported cost, else one from prices: the configuration's own ``pricing``, or for HTTP
-    configurations (whose model is known to be the one that answered) the shipped table."""
-    if response.cost is not None:
-        return response.cost, "reported"
-    http = configuration is None or configuration.kind == "http"
-    model = (configuration.model if configuration else None) or suite_model
-    prices, source = price_for(configuration.pricing if configuration else None, model if http else None)
-    if prices is None:
-        return None, None
-    cost = cost_of(response.input_tokens, response.output_tokens, prices, response.cached_input_tokens)
-    return (cost, source) if cost is not None else (None, None)
 
 
 def check_walk(checks: list[CheckRecord], depth: int, lines: list[str]) -> None:

@@ -19,7 +19,7 @@ class Budget:
         self.path = folder / LEDGER_NAME if folder is not None and limit is not None else None
 
     def add(self, cost: float | None) -> None:
-        """Record the cost of a finished item."""
+        """Record a cost spent: a finished item's answer, a judge's answer."""
         if self.path is None or not cost:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -31,6 +31,7 @@ class Budget:
             os.close(fd)
 
     def spent(self) -> float:
+        """What the run (every xdist worker) has spent so far: its evals' and their judges' answers."""
         if self.path is None:
             return 0.0
         try:

@@ -10,7 +10,8 @@ does a run with --vibe-repeat N > 1 (each repeat must be a real, independent cal
 --vibe-replay (already answered from disk).
 
 An entry that cannot be read, or that belongs to another request, is a miss with a warning and is
-replaced; failed calls are never stored."""
+replaced; failed calls are never stored, nor kept are answers their asker could not use (a judge's
+that is no verdict: :func:`forget`)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailab
 from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
 from .report.format import money
-from .results import EvalRecord
+from .results import EvalRecord, judge_records
 
 TAG_NAME = "CACHEDIR.TAG"
 # https://bford.info/cachedir/: backup tools skip a folder holding this file.
@@ -150,6 +151,15 @@ class ResponseCache:
         except OSError as exc:
             warnings.warn(CacheNote(f"answer not cached in {path}: {exc.strerror or exc}"), stacklevel=2)
 
+    def drop(self, config_id: str, key: str) -> None:
+        """Remove the answer filed under ``key``, if there is one (one that cannot be removed is a
+        warning: the next run answers from it again)."""
+        path = answer_path(self.folder, config_id, key)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            warnings.warn(CacheNote(f"cached answer {path} not removed: {exc.strerror or exc}"), stacklevel=2)
+
     def _tag(self) -> None:
         """Mark the folder as a cache (before its first entry, so that no worker sees it without)."""
         tag = self.folder / TAG_NAME
@@ -182,6 +192,21 @@ class CachingProvider(Wrapping):
         self.cache.save(self.config_id, self.model or request.model, key, request, response)
         return response
 
+    def forget(self, request: PromptRequest) -> None:
+        """Drop the cached answer to ``request``."""
+        self.cache.drop(self.config_id, self.cache.key(self.config_id, self.inner.cache_material(request)))
+
+
+def forget(provider: Provider, request: PromptRequest) -> None:
+    """Drop the answer to ``request`` from the response cache ``provider`` answers through (itself,
+    or under wrappers such as a recording), if any: an answer its asker could not use (a judge's
+    that is no verdict) must be asked again by the next run, not repeated from the cache."""
+    while isinstance(provider, Wrapping):
+        if isinstance(provider, CachingProvider):
+            provider.forget(request)
+            return
+        provider = provider.inner
+
 
 def with_cache(
     provider: Provider, cache: ResponseCache | None, config_id: str, model: str | None = None
@@ -196,6 +221,10 @@ def with_cache(
     if not isinstance(provider, ReplayProvider | Unavailable | UnclaimedProvider):
         warnings.warn(CacheNote(uncached_note(provider, config_id)), stacklevel=2)
     return provider
+
+
+def _answers(count: int) -> str:
+    return f"{count} answer{'' if count == 1 else 's'}"
 
 
 def uncached_note(provider: object, config_id: str) -> str:
@@ -223,11 +252,12 @@ def coding_note(config_id: str) -> str:
 
 
 def summary_lines(records: Iterable[EvalRecord], shown: str, unused: str | None) -> list[str]:
-    """The Run Summary's line about the cache: how many answers came from it and what their
-    cost and latency are (``records`` are read once, one at a time)."""
+    """The Run Summary's line about the cache: how many answers (the evals', then the llm_judge
+    judges') came from it and what their cost and latency are (``records`` are read once, one at
+    a time)."""
     if unused is not None:
         return [f"Cache: not used ({unused})"]
-    hits = asked = 0
+    hits = asked = judge_hits = judges = 0
     cost = 0.0
     for r in records:
         if r.reused_from is not None or r.outcome == "skipped":
@@ -237,9 +267,14 @@ def summary_lines(records: Iterable[EvalRecord], shown: str, unused: str | None)
             cost += r.cost or 0.0
         else:
             asked += 1
-    plural = "" if hits == 1 else "s"
-    line = f"Cache: {hits} answer{plural} from cache, {asked} asked ({shown})"
-    if hits:
+        for judge in judge_records(r.checks):
+            judges += 1
+            judge_hits += judge.cached
+            cost += (judge.cost or 0.0) if judge.cached else 0.0
+    line = f"Cache: {_answers(hits)} from cache, {asked} asked ({shown})"
+    if judges:
+        line += f"; llm_judge: {_answers(judge_hits)} from cache, {judges - judge_hits} asked"
+    if hits or judge_hits:
         line += "; the cached answers' cost and latency are their original calls'"
         line += f" ({money(cost)}, not spent again)" if cost else ""
     return [line]

@@ -458,7 +458,7 @@ class ControllerSession:
             from .execute import session_sandbox  # the items' machinery: not otherwise on xdist's controller
 
             reason = session_sandbox(state).reason
-        for line in budget_lines(state.runs, state.settings.max_cost):
+        for line in budget_lines(state.runs, state.settings.max_cost, state.budget.spent()):
             terminalreporter.write_line(line)
         for line in workspace_lines(sandboxed, mode, reason):
             terminalreporter.write_line(line)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .answering import JudgeSource
 from .cache import ResponseCache, session_cache, with_cache
 from .checks import any_uses_workdir
 from .items import EvalItem, finish, get_state, start_or_skip
@@ -87,8 +88,6 @@ def provider_for(item: EvalItem, role: Role = "answer") -> Provider:
     return state.providers.get(PoolKey(item.plan.source_path, config_id, role), make)
 
 
-JudgeProvider = tuple[str, Provider]  # the judge configuration's id and its provider
-
 PROMPT_FIXTURES = ("vibe_provider", "vibe_workdir")
 """The fixtures a prompt-eval body takes; where a conftest overrides neither, the body takes none."""
 
@@ -108,7 +107,7 @@ def run_prompt_item_direct(item: EvalItem) -> None:
     start_or_skip(get_state(item.config))
     provider, judge = provider_for(item), _judge(item)
     needed = any_uses_workdir(_prompt_work(item).case.checks) or any(
-        uses_workdir(answering) for answering in (provider, judge[1] if judge else None) if answering
+        uses_workdir(answering) for answering in (provider, judge.provider if judge else None) if answering
     )
     _run_prompt(item, provider, judge, item_workdir(item, create=needed))
 
@@ -119,14 +118,16 @@ def item_workdir(item: pytest.Item, create: bool = True) -> Path:
     return get_state(item.config).workdirs.new(lambda: factory.mktemp("vibeeval"), item.name, create)
 
 
-def _judge(item: EvalItem) -> JudgeProvider | None:
+def _judge(item: EvalItem) -> JudgeSource | None:
     work = _prompt_work(item)
-    return (work.judge[0], provider_for(item, "judge")) if work.judge is not None else None
+    if work.judge is None:
+        return None
+    config_id, configuration = work.judge
+    spend = get_state(item.config).budget.add  # --vibe-max-cost counts what judges cost too
+    return JudgeSource(config_id, configuration, provider_for(item, "judge"), spend)
 
 
-def _run_prompt(
-    item: EvalItem, provider: Provider, judge: tuple[str, Provider] | None, workdir: Path
-) -> None:
+def _run_prompt(item: EvalItem, provider: Provider, judge: JudgeSource | None, workdir: Path) -> None:
     work = _prompt_work(item)
     state = get_state(item.config)
     state.renderer.note_environment()  # a fixture (a server it started) may have exported a secret

@@ -172,8 +172,8 @@ def _mark(name: str) -> pytest.MarkDecorator:
 
 
 def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
-    """The end of every item's body: count its cost, put its record on the report, and pass, skip or
-    fail it as the verdict says."""
+    """The end of every item's body: count its cost (its judges' is counted as they answer), put its
+    record on the report, and pass, skip or fail it as the verdict says."""
     state = get_state(item.config)
     state.budget.add(None if record.cached else record.cost)  # a cached answer cost nothing now
     # Under --runxfail pytest ignores the mark: the eval is then reported (and recorded) as any other.

@@ -5,7 +5,8 @@ one JSON object ``{"pass": true|false, "reason": "..."}``. With ``rubric`` it sc
 against the rubric, ``{"score": 0–1, "reasoning": "..."}``, and the check passes at the threshold.
 ``judges: [model, ...]`` asks each model through the judge configuration; their verdicts combine by
 ``aggregate`` (mean score, or majority). An answer that is no such object is a :class:`JudgeError`
-(the eval errors) naming the judge and showing the answer's start, never a pass or a silent 0.
+(the eval errors) naming the judge and showing the answer's start, never a pass or a silent 0; so
+is an answer holding several such objects that disagree.
 The judges' cost is counted apart from the system under test's (``judge_cost``).
 """
 
@@ -16,12 +17,16 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cache import forget
 from .check_api import JudgeError, Verdict, against_threshold
 from .checks import JudgeArgs
+from .models import Configuration
+from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .results import JudgeRecord
 from .surrogates import loads
@@ -40,6 +45,7 @@ VERDICT_FORMAT = '{"pass": …, "reason": …}'
 SCORE_FORMAT = '{"score": 0–1, "reasoning": …}'
 _FENCED = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.DOTALL)
 SHOWN = 200
+FROM_CACHE = " (answered from --vibe-cache, which no longer holds it: the next run asks again)"
 _MAX_STARTS = 50  # `{` positions tried as the start of the object
 
 
@@ -47,9 +53,9 @@ def judge_prompt(criteria: str, prompt: str, response: str, label: str = "CRITER
     return f"{label}:\n{criteria}\n\nPROMPT:\n{prompt}\n\nRESPONSE:\n{response}\n"
 
 
-def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    """The JSON object in a judge's answer: the whole answer, a fenced code block, or an object in
-    the text around it; the first that has one of ``keys``, else the first; None when there is none."""
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a judge's answer, in order: the whole answer, else its fenced code blocks,
+    else the objects in the text (at most ``_MAX_STARTS`` tried)."""
     stripped = text.strip()
     found: list[dict[str, Any]] = []
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCED.finditer(stripped))):
@@ -59,18 +65,39 @@ def json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
             continue
         if isinstance(data, dict):
             found.append(data)
-    if not found:
-        decoder = json.JSONDecoder()
-        for count, match in enumerate(re.finditer(r"\{", stripped)):
-            if count >= _MAX_STARTS:
-                break
-            try:
-                data, _ = decoder.raw_decode(stripped, match.start())
-            except ValueError:
-                continue
-            if isinstance(data, dict):
-                found.append(data)
-    return next((data for data in found if any(key in data for key in keys)), found[0] if found else None)
+    if found:
+        return found
+    decoder = json.JSONDecoder()
+    for count, match in enumerate(re.finditer(r"\{", stripped)):
+        if count >= _MAX_STARTS:
+            break
+        try:
+            data, _ = decoder.raw_decode(stripped, match.start())
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
+
+
+def _verdict_object(
+    text: str, keys: tuple[str, ...], value_of: Callable[[dict[str, Any]], Any], what: str, judge: str
+) -> dict[str, Any] | None:
+    """The JSON object of a judge's answer (:func:`json_objects`) that has one of ``keys``, else
+    the first; None when there is none. A :class:`JudgeError` when the objects that have one give
+    different values (``value_of``): a format example before the verdict, or a judge that changed
+    its mind, must never decide the check by coming first."""
+    found = json_objects(text)
+    having = [data for data in found if any(key in data for key in keys)]
+    values: list[Any] = []
+    for data in having:
+        value = value_of(data)
+        if value not in values:
+            values.append(value)
+    if len(values) > 1:
+        given = ", then ".join(json.dumps(value) for value in values)
+        raise JudgeError(f'{judge} gave conflicting {what} ("{keys[0]}": {given}): {_shown(text)}')
+    return having[0] if having else (found[0] if found else None)
 
 
 def _shown(text: str) -> str:
@@ -85,13 +112,26 @@ def _reason(data: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
+def _pass_value(data: dict[str, Any]) -> Any:
+    return data.get("pass", data.get("passed"))
+
+
+def _score_value(data: dict[str, Any]) -> Any:
+    """The object's ``score``; one written as text (``"0.8"``) as the number it holds."""
+    value = data.get("score")
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return float(value.strip())
+    return value
+
+
 def parse_verdict(text: str, judge: str = "the judge") -> tuple[bool, str]:
     """``(passed, reason)`` from the judge's answer; raises :class:`JudgeError` when it is not a
     JSON object with a boolean ``pass`` (``passed`` is accepted too) and a string ``reason``."""
-    data = json_object(text, ("pass", "passed"))
+    data = _verdict_object(text, ("pass", "passed"), _pass_value, "verdicts", judge)
     if data is None:
         raise JudgeError(f"{judge} did not answer a JSON verdict {VERDICT_FORMAT}: {_shown(text)}")
-    verdict = data.get("pass", data.get("passed"))
+    verdict = _pass_value(data)
     if not isinstance(verdict, bool):
         raise JudgeError(f'{judge}\'s verdict has no boolean "pass": {_shown(text)}')
     reason = _reason(data, "reason", "reasoning")
@@ -104,13 +144,10 @@ def parse_score(text: str, judge: str = "the judge") -> tuple[float, str]:
     """``(score, reasoning)`` from the judge's answer to a rubric; raises :class:`JudgeError` when it
     is not a JSON object with a ``score`` from 0 to 1 (a number, or text holding one) and a string
     ``reasoning`` (``reason`` is accepted too)."""
-    data = json_object(text, ("score",))
+    data = _verdict_object(text, ("score",), _score_value, "scores", judge)
     if data is None:
         raise JudgeError(f"{judge} did not answer a JSON score {SCORE_FORMAT}: {_shown(text)}")
-    value = data.get("score")
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = float(value.strip())
+    value = _score_value(data)
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         raise JudgeError(f'{judge}\'s answer has no number "score": {_shown(text)}')
     if not 0 <= value <= 1:
@@ -132,9 +169,11 @@ class Judge:
     suite: str
     eval_id: str
     workdir: Path
+    configuration: Configuration | None = None  # the judge configuration's settings (its pricing)
+    spend: Callable[[float | None], None] | None = None  # told each fresh answer's cost (the budget)
     cost: float | None = None  # None: no judge asked yet, or one whose cost is unknown
     calls: int = 0
-    unpriced: int = 0  # judges asked that reported no cost: the total is unknown
+    unpriced: int = 0  # judges asked whose cost is unknown (not reported, no prices): so is the total
 
     def unavailable_reason(self) -> str | None:
         reason = self.provider.unavailable_reason()
@@ -165,7 +204,14 @@ class Judge:
         text = args.rubric if args.rubric is not None else args.criteria or ""
         asked = judge_prompt(text, self.prompt, response, "RUBRIC" if graded else "CRITERIA")
         request = PromptRequest(
-            asked, model or self.model, system, self.suite, self.eval_id, self.config_id, self.workdir
+            asked,
+            model or self.model,
+            system,
+            self.suite,
+            self.eval_id,
+            self.config_id,
+            self.workdir,
+            grading=True,
         )
         self.calls += 1
         started = time.perf_counter()
@@ -174,15 +220,17 @@ class Judge:
         except ProviderError as exc:
             raise JudgeError(f"{self._who(model)} failed: {exc.message}") from None
         latency = answer.latency if answer.latency is not None else time.perf_counter() - started
-        if answer.cost is None:
+        cost, cost_source = estimated_cost(answer, self.configuration, request.model)
+        if self.spend is not None and not answer.cached:  # a cached answer cost nothing now
+            self.spend(cost)
+        if cost is None:
             self.unpriced += 1
-        self.cost = None if self.unpriced else (self.cost or 0.0) + (answer.cost or 0.0)
-        score: float | None = None
-        if graded:
-            score, reasoning = parse_score(answer.text, self._who(model))
-            passed = against_threshold(score, args.pass_mark)[0]
-        else:
-            passed, reasoning = parse_verdict(answer.text, self._who(model))
+        self.cost = None if self.unpriced else (self.cost or 0.0) + (cost or 0.0)
+        try:
+            passed, score, reasoning = _read(args, answer.text, self._who(model))
+        except JudgeError as exc:
+            forget(self.provider, request)  # the next run asks again instead of repeating it
+            raise JudgeError(f"{exc}{FROM_CACHE if answer.cached else ''}") from None
         return JudgeRecord(
             model=model,
             system_prompt=system,
@@ -190,11 +238,23 @@ class Judge:
             passed=passed,
             score=score,
             reasoning=reasoning,
-            cost=answer.cost,
+            cost=cost,
+            cost_source=cost_source,
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
             latency=latency,
+            cached=answer.cached,
         )
+
+
+def _read(args: JudgeArgs, text: str, judge: str) -> tuple[bool, float | None, str]:
+    """``(passed, score, reasoning)`` from a judge's answer ``text``: a verdict, or with a rubric a
+    score (passing at the threshold); :class:`JudgeError` when it is neither."""
+    if args.rubric is None:
+        passed, reason = parse_verdict(text, judge)
+        return passed, None, reason
+    score, reasoning = parse_score(text, judge)
+    return against_threshold(score, args.pass_mark)[0], score, reasoning
 
 
 def combine(args: JudgeArgs, answers: tuple[JudgeRecord, ...]) -> Verdict:

@@ -9,9 +9,13 @@ configuration when the figure matters. With neither, the cost stays unknown (``n
 from __future__ import annotations
 
 import functools
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .models import Pricing
+
+if TYPE_CHECKING:
+    from .models import Configuration
+    from .providers.base import ProviderResponse
 
 PRICES_AS_OF = "2026-11-22"
 
@@ -68,3 +72,19 @@ def cost_of(
     cached = 0 if cached_rate is None else min(cached_input_tokens or 0, input_tokens)
     input_cost = (input_tokens - cached) * pricing.input_per_mtok + cached * (cached_rate or 0.0)
     return (input_cost + output_tokens * pricing.output_per_mtok) / 1_000_000
+
+
+def estimated_cost(
+    response: ProviderResponse, configuration: Configuration | None, suite_model: str
+) -> tuple[float | None, CostSource | None]:
+    """The reported cost, else one from prices: the configuration's own ``pricing``, or for HTTP
+    configurations (whose model is known to be the one that answered) the shipped table."""
+    if response.cost is not None:
+        return response.cost, "reported"
+    http = configuration is None or configuration.kind == "http"
+    model = (configuration.model if configuration else None) or suite_model
+    prices, source = price_for(configuration.pricing if configuration else None, model if http else None)
+    if prices is None:
+        return None, None
+    cost = cost_of(response.input_tokens, response.output_tokens, prices, response.cached_input_tokens)
+    return (cost, source) if cost is not None else (None, None)

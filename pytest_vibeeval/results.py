@@ -151,10 +151,24 @@ class JudgeRecord(Record):
     passed: bool = Field(description="this judge's verdict (with a rubric: its score >= the threshold)")
     score: float | None = Field(default=None, description="0–1 with a rubric; None for a pass/fail verdict")
     reasoning: str = Field(description="why, in the judge's words")
-    cost: float | None = Field(default=None, description="USD; None when not reported")
+    cost: float | None = Field(
+        default=None,
+        description="USD: reported, else from the judge configuration's pricing or the shipped price "
+        "table (see `cost_source`); None when unknown",
+    )
+    cost_source: Literal["reported", "pricing", "default_pricing"] | None = Field(
+        default=None,
+        description="where the cost came from: the judge's provider, the judge configuration's pricing, "
+        "or the shipped price table (an estimate)",
+    )
     input_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
     output_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
     latency: float | None = Field(default=None, description="seconds")
+    cached: bool = Field(
+        default=False,
+        description="answered from the response cache (--vibe-cache): `cost` and `latency` are the "
+        "original call's, not spent again",
+    )
 
 
 class CheckRecord(Record):
@@ -186,7 +200,14 @@ class CheckRecord(Record):
 
 def judges_asked(checks: Iterable[CheckRecord]) -> int:
     """How many judges the ``checks`` (and their alternatives) asked."""
-    return sum(len(check.judges) + judges_asked(check.children) for check in checks)
+    return sum(1 for _ in judge_records(checks))
+
+
+def judge_records(checks: Iterable[CheckRecord]) -> Iterator[JudgeRecord]:
+    """The answers of the judges the ``checks`` (and their alternatives) asked, in order."""
+    for check in checks:
+        yield from check.judges
+        yield from judge_records(check.children)
 
 
 class SubtaskModule(Record):

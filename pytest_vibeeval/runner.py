@@ -11,12 +11,12 @@ from pydantic import BaseModel
 
 from .answering import (
     Exchange,
+    JudgeSource,
     answer_fields,
     ask,
     check_answer,
     check_record,
     check_walk,
-    estimated_cost,
     judge_maker,
     redact_steps,
     undecided_message,
@@ -27,6 +27,7 @@ from .excerpts import RESPONSE_EXCERPT_CHARS, response_excerpt
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
+from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
@@ -102,7 +103,7 @@ def run_prompt_eval(
     workdir: Path,
     nodeid: str,
     configuration: Configuration | None = None,
-    judge_provider: tuple[str, Provider] | None = None,
+    judge_source: JudgeSource | None = None,
     repeat: int = 0,
     on_phase: Callable[[str, str], None] | None = None,
 ) -> tuple[EvalRecord, ItemVerdict]:
@@ -110,7 +111,7 @@ def run_prompt_eval(
     :mod:`.conversation`). Never raises for a problem of the eval itself.
 
     ``configuration`` (None: the implicit HTTP one) supplies prices for an unreported cost;
-    ``judge_provider`` (its configuration id and provider) answers the llm_judge checks;
+    ``judge_source`` (the judge configuration) answers the llm_judge checks;
     ``on_phase(phase, detail)`` is told when the agent phase and the checks phase begin."""
     entered = on_phase or (lambda phase, detail: None)
     # Shares the renderer's set: secrets the provider renders later (args, env) are redacted too.
@@ -162,7 +163,7 @@ def run_prompt_eval(
     request = PromptRequest(
         prompt, model, system_prompt, suite.name, case.id, config_id, workdir, mcp, repeat
     )
-    judge_of = judge_maker(judge_provider, model, suite.name, case.id, workdir)
+    judge_of = judge_maker(judge_source, model, suite.name, case.id, workdir)
     if case.turns:
         exchange = Exchange(provider, request, configuration, judge_of, redact, entered)
         record = run_conversation(base, exchange, turn_prompts, turn_checks)

@@ -6,7 +6,10 @@ behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without c
 500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
-``judge-garbage`` a sentence, ``tools`` and ``tools-forever`` call tools (see ``tool_step``),
+``judge-example-first`` the verdict format with ``true`` before its own verdict ``false``,
+``judge-garbage`` a sentence, ``judge-flaky`` a sentence to a prompt's first request and a passing
+verdict to the next (``judge-…-nocost`` as ``judge-…``, without a cost), ``tools`` and
+``tools-forever`` call tools (see ``tool_step``),
 ``whoami`` answers ``my key is <the bearer token it was sent>``.
 Anything else is answered like ``ok``. The answer is
 ``echo: <the user message>`` unless the prompt holds a line ``ANSWER: <text>``, then ``<text>``.
@@ -90,10 +93,15 @@ class ChatServer:
                 verdicts = {
                     "judge-pass": '{"pass": true, "reason": "the response meets the criteria"}',
                     "judge-fail": '```json\n{"pass": false, "reason": "the response is off topic"}\n```',
+                    "judge-example-first": 'The format I must use is {"pass": true, "reason": "..."}. '
+                    'My verdict: {"pass": false, "reason": "it is wrong"}',
                 }
-                answer = verdicts.get(kind, "I think it is probably fine.")
+                answer = verdicts.get(kind.removesuffix("-nocost"), "I think it is probably fine.")
+                if kind == "judge-flaky":  # a sentence the first time it is asked, then a verdict
+                    answer = "Looks fine to me." if first else verdicts["judge-pass"]
                 message = {"role": "assistant", "content": answer}
-                reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
+                usage = {k: v for k, v in USAGE.items() if k != "cost" or not kind.endswith("-nocost")}
+                reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": usage})
             elif kind == "whoami":  # a server that leaks the key it was sent
                 key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
                 message = {"role": "assistant", "content": f"my key is {key}"}

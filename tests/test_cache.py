@@ -17,6 +17,12 @@ import yaml
 from chat_server import USAGE, ChatServer
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, run_summary, write
 
+from pytest_vibeeval.cache import CachingProvider, ResponseCache
+from pytest_vibeeval.checks import JudgeArgs
+from pytest_vibeeval.judge import FROM_CACHE, Judge, JudgeError
+from pytest_vibeeval.loading.templates import Redactor
+from pytest_vibeeval.providers import PromptRequest, ProviderResponse
+
 KEY = "sk-cache-0123456789"
 TOKEN = "tok-cache-abcdefghij"
 
@@ -67,19 +73,27 @@ def test_a_second_run_asks_nothing_and_marks_its_answers_cached(
         result = run(pytester, "--vibe-cache", cache, "--vibe-results", first, xdist=xdist)
         result.assert_outcomes(passed=3)
         assert len(server.requests) == 4  # three evals and the judge
-        assert "Cache: 0 answers from cache, 3 asked (cache)" in run_summary(result)
+        assert "Cache: 0 answers from cache, 3 asked (cache); llm_judge: 0 answers from cache, 1 asked" in (
+            run_summary(result)
+        )
         second = pytester.path / "second.json"
         result = run(pytester, f"--vibe-cache={cache}", "--vibe-results", second, xdist=xdist)
         result.assert_outcomes(passed=3)
         assert len(server.requests) == 4  # the judge's verdict came from the cache too
     assert any(
-        line.startswith("Cache: 3 answers from cache, 0 asked (cache); the cached answers' cost and")
-        and "$0.0013, not spent again" in line
+        line.startswith(
+            "Cache: 3 answers from cache, 0 asked (cache); llm_judge: 1 answer from cache, 0 asked; "
+            "the cached answers' cost and"
+        )
+        and "$0.0017, not spent again" in line  # the three answers' and the judge's
         for line in run_summary(result)
     ), run_summary(result)
     before, after = evals_by_nodeid(load_json(first)), evals_by_nodeid(load_json(second))
     assert not any(record["cached"] for record in before.values())
     assert all(record["cached"] for record in after.values())
+    [judged] = after["cached.eval.yaml::judged[sut]"]["checks"]
+    assert judged["judges"][0].pop("cached") is True  # the judge's answer came from the cache too
+    assert before["cached.eval.yaml::judged[sut]"]["checks"][0]["judges"][0].pop("cached") is False
     for nodeid, record in after.items():  # the original call's figures, the same checks' verdicts
         for key in ("latency", "cost", "input_tokens", "output_tokens", "checks", "outcome", "judge_cost"):
             assert record[key] == before[nodeid][key], (nodeid, key)
@@ -361,6 +375,79 @@ def test_replay_leaves_the_cache_unused_and_record_stores_cached_answers(
     )
 
 
+@XDIST_MODES
+def test_a_judge_answer_that_is_no_verdict_is_not_kept_so_the_next_run_asks_again(
+    pytester: pytest.Pytester, secrets: None, xdist: list[str]
+) -> None:
+    with ChatServer() as server:
+        suite = cached_suite(pytester.path, server.url)
+        data = yaml.safe_load(suite.read_text())
+        data["configurations"]["grader"]["model"] = "vendor/judge-flaky"  # a sentence, then a verdict
+        write(suite, yaml.safe_dump(data, sort_keys=False))
+
+        def judge_asked() -> int:
+            return sum(r["body"]["model"] == "vendor/judge-flaky" for r in server.requests)
+
+        results = pytester.path / "results.json"
+        run(pytester, "--vibe-cache=cache", "--vibe-results", results, xdist=xdist).assert_outcomes(
+            passed=2, failed=1
+        )
+        judged = evals_by_nodeid(load_json(results))["cached.eval.yaml::judged[sut]"]
+        assert judged["outcome"] == "error" and "did not answer a JSON verdict" in judged["message"]
+        assert cache_files(pytester.path / "cache" / "grader") == []  # the sentence was not kept
+        result = run(pytester, "--vibe-cache=cache", "--vibe-results", results, xdist=xdist)
+        result.assert_outcomes(passed=3)
+        assert judge_asked() == 2  # asked again: its sentence was not kept
+        shown = " ".join(run_summary(result))
+        assert (
+            "Cache: 3 answers from cache, 0 asked (cache); llm_judge: 0 answers from cache, 1 asked" in shown
+        )
+        result = run(pytester, "--vibe-cache=cache", "--vibe-results", results, xdist=xdist)
+        result.assert_outcomes(passed=3)
+        assert judge_asked() == 2  # its verdict was kept
+    [judge] = evals_by_nodeid(load_json(results))["cached.eval.yaml::judged[sut]"]["checks"][0]["judges"]
+    assert judge["cached"] is True
+    [line] = [line for line in run_summary(result) if line.startswith("Cache:")]
+    assert line.startswith("Cache: 3 answers from cache, 0 asked (cache); llm_judge: 1 answer from cache, 0")
+    assert "($0.0017, not spent again)" in line  # the judge's cost is said not spent again too
+
+
+class ScriptedJudge:
+    """A cacheable provider answering its texts in turn; every request is the same to the cache."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def cache_material(self, request: PromptRequest) -> dict[str, Any]:
+        return {"same": True}
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        return ProviderResponse(self.texts.pop(0), cost=0.5)
+
+
+def test_a_cached_judge_answer_that_is_no_verdict_errors_once_saying_so_and_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """A cache written before such answers were dropped: the judge errors saying where the answer
+    came from, and the entry goes, so the next run asks."""
+    cache = ResponseCache(tmp_path / "cache", Redactor())
+    request = PromptRequest("x", "m", None, "s", "e", "grader", tmp_path)
+    CachingProvider(ScriptedJudge("Looks fine to me."), cache, "grader", None).answer(request)
+    provider = CachingProvider(ScriptedJudge('{"pass": true, "reason": "fine"}'), cache, "grader", None)
+    judge = Judge(provider, "grader", "m", "prompt", "s", "e", tmp_path)
+    with pytest.raises(JudgeError, match="did not answer a JSON verdict") as raised:
+        judge.decide(JudgeArgs(criteria="c"), "response")
+    assert str(raised.value).endswith(FROM_CACHE)
+    assert cache_files(tmp_path / "cache") == []
+    verdict = judge.decide(JudgeArgs(criteria="c"), "response")
+    assert verdict.passed is True and verdict.judges[0].cached is False
+    verdict = judge.decide(JudgeArgs(criteria="c"), "response")  # now from the cache
+    assert verdict.passed is True and verdict.judges[0].cached is True
+
+
 def test_cached_costs_are_not_spent_again_under_a_budget(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -369,7 +456,9 @@ def test_cached_costs_are_not_spent_again_under_a_budget(
     run(pytester, "--vibe-cache=cache", "--vibe-history=").assert_outcomes(passed=2)
     result = run(pytester, "--vibe-cache=cache", "--vibe-max-cost", "0.4", "--vibe-history=")
     result.assert_outcomes(passed=2)  # nothing was spent: both started
-    assert "Budget: $0.0000 spent of $0.4 (--vibe-max-cost)" in run_summary(result)
+    assert "Budget: $0.0000 spent of $0.4 (--vibe-max-cost; evals and their llm_judge judges)" in (
+        run_summary(result)
+    )
     assert os.path.getsize(pytester.path / "calls.txt") == len("a\nb\n")
 
 

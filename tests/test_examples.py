@@ -227,6 +227,7 @@ def test_response_cache_example_answers_its_second_run_from_the_cache(
     (first_out, first), (second_out, second) = runs
     assert "Cache: 0 answers from cache, 3 asked" in first_out
     assert "Cache: 3 answers from cache, 0 asked" in second_out
+    assert "; llm_judge: 1 answer from cache, 0 asked; " in second_out  # the judge's verdict too
     assert not any(record["cached"] for record in first)
     assert all(record["cached"] for record in second)
     assert [(r["latency"], r["cost"], r["judge_cost"]) for r in second] == [

@@ -281,6 +281,7 @@ def test_check_score_is_averaged_over_repeats_then_evals() -> None:
         ('```json\n{"score": 1, "reason": "all there"}\n```', (1.0, "all there")),
         ('Sure. {"score": "0.3", "reasoning": "thin"} Hope that helps.', (0.3, "thin")),
         ('{"scale": "0-1"} and then {"score": 0, "reasoning": "none"}', (0.0, "none")),
+        ('{"score": 0.8, "reasoning": "a"} So: {"score": "0.8", "reasoning": "b"}', (0.8, "a")),  # agree
     ],
 )
 def test_scores_parse(text: str, expected: tuple[float, str]) -> None:
@@ -296,6 +297,10 @@ def test_scores_parse(text: str, expected: tuple[float, str]) -> None:
         ('{"score": 1.5, "reasoning": "x"}', "scored 1.5, outside 0–1"),
         ('{"score": NaN, "reasoning": "x"}', 'no number "score"'),
         ('{"score": 0.5}', 'no "reasoning"'),
+        (
+            'Format: {"score": 1, "reasoning": "..."}. Mine: {"score": 0.2, "reasoning": "curt"}',
+            r'the judge gave conflicting scores \("score": 1, then 0.2\)',
+        ),
     ],
 )
 def test_malformed_scores_are_errors(text: str, problem: str) -> None:

@@ -307,7 +307,7 @@ def test_max_cost_stops_starting_evals(
     assert all("not started: --vibe-max-cost" in r["message"] for r in held)
     assert len(server.requests) == len(started)
     result.stdout.fnmatch_lines(
-        [f"Budget: $* spent of ${limit:g} (--vibe-max-cost); {len(held)} eval(s) not started"]
+        [f"Budget: $* spent of ${limit:g} (--vibe-max-cost; *); {len(held)} eval(s) not started"]
     )
 
 

@@ -11,7 +11,8 @@ import yaml
 from chat_server import USAGE, ChatServer
 from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
 
-from pytest_vibeeval.judge import JudgeError, parse_verdict
+from pytest_vibeeval.judge import JUDGE_SYSTEM_PROMPT, JudgeError, parse_verdict
+from pytest_vibeeval.report.format import money
 
 CRITERIA = "The answer names a European capital."
 
@@ -68,12 +69,66 @@ def test_a_passing_verdict_passes_with_the_judges_reason(
         "the response meets the criteria",
     )
     assert (judged["cost"], judged["input_tokens"], judged["output_tokens"]) == (USAGE["cost"], 12, 5)
+    assert judged["cost_source"] == "reported"
     assert capital["cost"] == USAGE["cost"] and capital["judge_cost"] == USAGE["cost"]  # apart
     assert records["judged.eval.yaml::plain[sut]"]["judge_cost"] is None  # no judge asked
     [judge_request] = [r for r in server.requests if r["body"]["model"] == "vendor/judge-pass"]
     sent = judge_request["body"]["messages"]
     assert sent[0]["role"] == "system" and "impartial grader" in sent[0]["content"]
     assert sent[1]["content"] == f"CRITERIA:\n{CRITERIA}\n\nPROMPT:\nANSWER: Paris\n\nRESPONSE:\nParis\n"
+
+
+@XDIST_MODES
+def test_a_judge_configurations_system_prompt_never_replaces_the_grading_instructions(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """The judge request's system prompt is the grading instructions, whatever the judge
+    configuration's `system_prompt`, and the record says so; an eval's own request still gets its
+    configuration's."""
+    suite = judged_suite(pytester.path, server.url, "vendor/judge-pass")
+    data = yaml.safe_load(suite.read_text())
+    data["configurations"]["grader"]["system_prompt"] = "You are terse."
+    data["configurations"]["sut"]["system_prompt"] = "Be brief."
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=2)
+    [judged] = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]["checks"][0]["judges"]
+    [judge_request] = [r["body"] for r in server.requests if r["body"]["model"] == "vendor/judge-pass"]
+    assert judge_request["messages"][0] == {"role": "system", "content": JUDGE_SYSTEM_PROMPT}
+    assert judged["system_prompt"] == JUDGE_SYSTEM_PROMPT  # what was sent
+    sut_requests = [r["body"] for r in server.requests if r["body"]["model"] == "vendor/ok"]
+    assert [r["messages"][0]["content"] for r in sut_requests] == ["Be brief.", "Be brief."]
+
+
+PYTHON_JUDGE = """
+import json
+
+
+def grader(prompt, context):
+    return json.dumps({"pass": True, "reason": "told: " + context.system_prompt})
+"""
+
+
+def test_a_python_judge_gets_the_grading_instructions_too(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "python_judge.py", PYTHON_JUDGE)
+    write(
+        pytester.path / "pj.eval.yaml",
+        """
+        metadata: {name: pj, model: m, system_prompt: Answer in French.}
+        judge: grader
+        configurations:
+          app: {python: "python_judge:grader"}
+          grader: {python: "python_judge:grader", system_prompt: You are terse.}
+        default_configurations: [app]
+        evals:
+          - {name: one, prompt: hi, checks: [{llm_judge: {criteria: c}}]}
+        """,
+    )
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results).assert_outcomes(passed=1)
+    [check] = load_json(results)["runs"][0]["evals"][0]["checks"]
+    assert check["message"] == f"judge: told: {JUDGE_SYSTEM_PROMPT}"
+    assert check["judges"][0]["system_prompt"] == JUDGE_SYSTEM_PROMPT
 
 
 def test_a_failing_verdict_fails_with_the_reason(pytester: pytest.Pytester, server: ChatServer) -> None:
@@ -95,6 +150,21 @@ def test_a_malformed_verdict_is_an_error_not_a_pass(pytester: pytest.Pytester, s
         '{"pass": …, "reason": …}: \'I think it is probably fine.\''
     )
     assert capital["judge_cost"] == USAGE["cost"]  # it was asked, and it cost
+
+
+@XDIST_MODES
+def test_a_format_example_before_the_opposite_verdict_is_an_error_not_a_pass(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-example-first")
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=1, failed=1)
+    capital = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]
+    assert capital["outcome"] == "error"
+    assert capital["message"].startswith(
+        "llm_judge: the judge (configuration 'grader') gave conflicting verdicts "
+        '("pass": true, then false): \'The format I must use is'
+    )
 
 
 def test_the_default_judge_is_the_suites_model_through_openrouter(
@@ -129,6 +199,9 @@ def test_an_unknown_judge_is_a_collection_error_with_its_line(pytester: pytest.P
         ('```json\n{"pass": false, "reason": "off"}\n```', (False, "off")),
         ('My verdict:\n```json\n{"pass": true, "reasoning": "fine"}\n```\nThanks.', (True, "fine")),
         ('{"note": "x"} then {"pass": true, "reason": "second"}', (True, "second")),
+        # several verdicts that agree: the first one's reason
+        ('{"pass": false, "reason": "a"} In short: {"pass": false, "reason": "b"}', (False, "a")),
+        ('```json\n{"pass": true, "reason": "a"}\n```\n```json\n{"passed": true}\n```', (True, "a")),
     ],
 )
 def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:
@@ -142,6 +215,15 @@ def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:
         ('{"pass": "yes", "reason": "x"}', 'no boolean "pass"'),
         ('{"pass": true}', 'no "reason"'),
         ("{not json}", "did not answer a JSON verdict"),
+        (
+            'The format is {"pass": true, "reason": "..."}. My verdict: {"pass": false, "reason": "no"}',
+            r'the judge gave conflicting verdicts \("pass": true, then false\)',
+        ),
+        (
+            '```json\n{"pass": false, "reason": "a"}\n```\n```json\n{"pass": true, "reason": "b"}\n```',
+            r'the judge gave conflicting verdicts \("pass": false, then true\)',
+        ),
+        ('{"pass": "false", "reason": "a"} {"pass": true, "reason": "b"}', "conflicting verdicts"),
     ],
 )
 def test_malformed_verdicts_are_errors(text: str, problem: str) -> None:
@@ -157,6 +239,71 @@ def test_the_judges_cost_is_summed_apart(pytester: pytest.Pytester, server: Chat
     assert sut["metrics"]["total_judge_cost"] == USAGE["cost"]  # one judge call
     assert sut["metrics"]["total_cost"] == pytest.approx(2 * USAGE["cost"])  # the two answers only
     result.stdout.fnmatch_lines(["Judge Cost: $0.00042 (llm_judge; not in Total Cost)"])
+
+
+@XDIST_MODES
+def test_a_judge_cost_not_reported_comes_from_the_judge_configurations_pricing(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    suite = judged_suite(pytester.path, server.url, "vendor/judge-pass-nocost")
+    data = yaml.safe_load(suite.read_text())
+    data["configurations"]["grader"]["pricing"] = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results, xdist=xdist)
+    result.assert_outcomes(passed=2)
+    capital = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]
+    [judged] = capital["checks"][0]["judges"]
+    priced = (12 * 1.0 + 5 * 2.0) / 1_000_000  # the server's 12 input and 5 output tokens
+    assert (judged["cost"], judged["cost_source"]) == (pytest.approx(priced), "pricing")
+    assert capital["judge_cost"] == pytest.approx(priced)
+    result.stdout.fnmatch_lines(["Judge Cost: $0.000022 (llm_judge; not in Total Cost)"])
+
+
+def test_an_unknown_judge_cost_is_n_a_in_the_run_summary(
+    pytester: pytest.Pytester, server: ChatServer
+) -> None:
+    judged_suite(pytester.path, server.url, "vendor/judge-pass-nocost")  # no pricing; a model no table has
+    result = run(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["Judge Cost: n/a (judge cost unknown for 1 of 1 judged evals (capital); llm_judge)"]
+    )
+
+
+@XDIST_MODES
+def test_max_cost_counts_what_the_judges_cost_but_not_cached_answers(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    suite = judged_suite(pytester.path, server.url, "vendor/judge-pass")
+    data = yaml.safe_load(suite.read_text())
+    data["evals"] = [
+        {"name": f"e{i}", "prompt": f"ANSWER: {i}", "checks": [{"llm_judge": {"criteria": "ok"}}]}
+        for i in range(4)
+    ]
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    each = 2 * USAGE["cost"]  # an eval's answer and its judge's
+    limit = 1.25 * each  # reached after two evals (after three if judges cost nothing)
+    results = pytester.path / "results.json"
+    args = ("--vibe-cache=cache", "--vibe-max-cost", str(limit), "--vibe-results", results)
+    result = run(pytester, *args, xdist=xdist)
+    records = list(evals_by_nodeid(load_json(results)).values())
+    started = [r["name"] for r in records if r["outcome"] == "passed"]
+    # serially exactly two start; two workers may each start one more before seeing the spend
+    assert len(started) == 2 if not xdist else 2 <= len(started) <= 3
+    held = len(records) - len(started)
+    result.stdout.fnmatch_lines(
+        [
+            f"Budget: {money(len(started) * each)} spent of ${limit:g} (--vibe-max-cost; evals and "
+            f"their llm_judge judges); {held} eval(s) not started"
+        ]
+    )
+    asked = len(server.requests)
+    again = ("-k", " or ".join(started[:2]))
+    result = run(pytester, "--vibe-cache=cache", "--vibe-max-cost", str(limit), *again, xdist=xdist)
+    result.assert_outcomes(passed=2)  # from the cache: nothing spent, both start
+    assert len(server.requests) == asked
+    result.stdout.fnmatch_lines(["Budget: $0.0000 spent of * (--vibe-max-cost; *)"])
 
 
 JUDGES_APP = """

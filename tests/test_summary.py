@@ -318,15 +318,16 @@ def resumed_run() -> RunRecord:
 
 
 def test_the_budget_counts_what_this_session_spent() -> None:
-    """The budget's own count, as its skips say it (spent $0.0200), not the reused records' cost."""
-    assert budget_lines([resumed_run()], 0.02) == [
-        "Budget: $0.0200 spent of $0.02 (--vibe-max-cost); 1 eval(s) not started; "
-        "2 reused eval(s) ($0.0200) not counted"
+    """The budget's own count (its ledger), as its skips say it (spent $0.0200), and the reused
+    records' cost apart, not counted."""
+    assert budget_lines([resumed_run()], 0.02, 0.02) == [
+        "Budget: $0.0200 spent of $0.02 (--vibe-max-cost; evals and their llm_judge judges); "
+        "1 eval(s) not started; 2 reused eval(s) ($0.0200) not counted"
     ]
-    assert budget_lines([run(evals=[record("c", "passed", 0.01)])], 0.02) == [
-        "Budget: $0.0100 spent of $0.02 (--vibe-max-cost)"
+    assert budget_lines([run(evals=[record("c", "passed", 0.01)])], 0.02, 0.01) == [
+        "Budget: $0.0100 spent of $0.02 (--vibe-max-cost; evals and their llm_judge judges)"
     ]
-    assert budget_lines([resumed_run()], None) == []
+    assert budget_lines([resumed_run()], None, 0.0) == []
 
 
 def test_the_resume_line_counts_reused_run_and_not_run_evals() -> None:

@@ -36,6 +36,9 @@ class PromptRequest:
     history: tuple[tuple[str, str], ...] = ()
     session_id: str | None = None
     session_tokens: tuple[int | None, ...] | None = None
+    # An llm_judge request: its system_prompt, the grading instructions, is sent as it is (a
+    # configuration's own system_prompt does not replace it: the answer is read in their format).
+    grading: bool = False
 
     @property
     def messages(self) -> list[dict[str, str]]:

@@ -150,9 +150,8 @@ class HttpProvider:
     def body(self, request: PromptRequest) -> dict[str, Any]:
         """The chat-completions request for ``request``."""
         config = self.config
-        system = (
-            config.system_prompt if config is not None and config.system_prompt else request.system_prompt
-        )
+        own = config.system_prompt if config is not None and not request.grading else None
+        system = own or request.system_prompt
         messages = [{"role": "system", "content": system}] if system else []
         messages.extend(request.messages)  # the earlier turns of a conversation, then this prompt
         model = (config.model if config is not None else None) or request.model

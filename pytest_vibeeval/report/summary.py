@@ -9,7 +9,12 @@ from ..budget import NOT_STARTED
 from ..results import NOT_FINISHED, CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
 from ..scoring.rubric import grade
-from ..scoring.variables import BUILTIN_RUN_VARIABLES, check_variable_names
+from ..scoring.variables import (
+    BUILTIN_RUN_VARIABLES,
+    check_variable_names,
+    judge_cost_total,
+    judged_evals,
+)
 from .format import MISSING, decimal, failed_check, money, run_title, score, seconds, signed
 
 # The metrics the run block shows on lines of their own.
@@ -52,8 +57,7 @@ def run_block(
         extra = f", {m['skipped']} skipped" if m["skipped"] else ""
         lines.append(f"Success Rate: {m['success_pct']:.1f}% ({m['passed']:.0f}/{m['total']:.0f}{extra})")
     lines.append(f"Total Cost: {money(m['total_cost'])}{_cost_gap(run)}")
-    if m.get("total_judge_cost") is not None:
-        lines.append(f"Judge Cost: {money(m['total_judge_cost'])} (llm_judge; not in Total Cost)")
+    lines.extend(_judge_cost_lines(run))
     lines.append(
         f"Latency: avg {seconds(m['avg_latency'])} · min {seconds(m['min_latency'])}"
         f" · max {seconds(m['max_latency'])}"
@@ -183,6 +187,17 @@ def _subtasks_line(run: RunRecord) -> str | None:
     return f"Subtasks: {pct} ({passed}/{total} from {len(reported)} of {len(run.evals)} evals)"
 
 
+def _judge_cost_lines(run: RunRecord) -> list[str]:
+    """What the llm_judge judges cost, ``n/a`` with the reason when some judge's cost is unknown;
+    nothing when no judge was asked."""
+    total = run.metrics.get("total_judge_cost")
+    if total is not None:
+        return [f"Judge Cost: {money(total)} (llm_judge; not in Total Cost)"]
+    if not judged_evals(run.evals):
+        return []
+    return [f"Judge Cost: n/a ({judge_cost_total(run.evals)[1]}; llm_judge)"]
+
+
 def _cost_gap(run: RunRecord) -> str:
     """Why the total cost is unknown, if it is."""
     if run.metrics["total_cost"] is not None:
@@ -298,16 +313,16 @@ def _not_started(record: EvalRecord) -> bool:
     return record.outcome == "skipped" and NOT_STARTED in (record.message or "")
 
 
-def budget_lines(runs: Sequence[RunRecord], limit: float | None) -> list[str]:
-    """``--vibe-max-cost``: what this session spent (as the budget counted it: not the cost of records
-    reused with --vibe-resume, nor of cached answers) and how many evals it did not start."""
+def budget_lines(runs: Sequence[RunRecord], limit: float | None, spent: float) -> list[str]:
+    """``--vibe-max-cost``: what the run ``spent`` (its ledger: the evals' and their judges' answers
+    asked in this session, not the cost of records reused with --vibe-resume nor of cached answers)
+    and how many evals it did not start."""
     if limit is None:
         return []
     records = [record for run in runs for record in run.evals]
     reused = [record for record in records if record.reused_from is not None]
-    spent = sum(r.cost or 0.0 for r in records if not r.cached and r.reused_from is None)
     held = sum(1 for record in records if _not_started(record))
-    line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost)"
+    line = f"Budget: {money(spent)} spent of ${limit:g} (--vibe-max-cost; evals and their llm_judge judges)"
     line += f"; {held} eval(s) not started" if held else ""
     if reused:
         earlier = sum(record.cost or 0.0 for record in reused)

@@ -133,9 +133,14 @@ for _how, _label in (("total", "sum"), ("avg", "mean"), ("min", "minimum"), ("ma
     )
 
 
-def _judge_cost(records: Sequence[EvalRecord]) -> Reasoned:
+def judged_evals(records: Sequence[EvalRecord]) -> list[EvalRecord]:
+    """The evals that ran and asked an llm_judge judge (one that failed leaves a cost but no check)."""
+    return [r for r in ran(records) if r.judge_cost is not None or judges_asked(r.checks)]
+
+
+def judge_cost_total(records: Sequence[EvalRecord]) -> Reasoned:
     """The judges' total, known only when every eval that asked one knows what its judges cost."""
-    judged = [r for r in ran(records) if r.judge_cost is not None or judges_asked(r.checks)]
+    judged = judged_evals(records)
     if not judged:
         return None, "no eval asked an llm_judge judge"
     unknown = [r.name for r in judged if r.judge_cost is None]
@@ -150,7 +155,7 @@ _BUILTIN.append(
         "total_judge_cost",
         "USD",
         "sum of what the llm_judge judges cost (not part of the evals' costs)",
-        _judge_cost,
+        judge_cost_total,
     )
 )
 _BUILTIN.append(

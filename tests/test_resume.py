@@ -174,8 +174,8 @@ def test_a_resumed_run_under_a_budget_counts_this_session(
     assert f"{resumed} (--vibe-resume)" in summary
     spent = f"${ran * 0.01:.4f}"
     assert (
-        f"Budget: {spent} spent of $0.02 (--vibe-max-cost); {held} eval(s) not started; "
-        f"{reused} reused eval(s) (${reused * 0.01:.4f}) not counted"
+        f"Budget: {spent} spent of $0.02 (--vibe-max-cost; evals and their llm_judge judges); "
+        f"{held} eval(s) not started; {reused} reused eval(s) (${reused * 0.01:.4f}) not counted"
     ) in summary
     if not workers:
         assert all(f"(spent {spent})" in r["message"] for r in records if r["outcome"] == "skipped")

@@ -2,7 +2,8 @@
 
 What it does is chosen by the request's model, so that parallel pytest workers get the same
 behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without cost),
-``ratelimit`` answers 429 with ``Retry-After: 1`` on a prompt's first request, ``flaky`` answers
+``ratelimit`` answers 429 with ``Retry-After: 1`` on a prompt's first request (the value of a
+prompt line ``RETRY_AFTER: <value>`` instead, when there is one), ``flaky`` answers
 500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
@@ -77,7 +78,15 @@ class ChatServer:
             if kind == "slow":
                 time.sleep(SLOW_S)
             if kind == "ratelimit" and first:
-                reply = self.json_reply(429, {"error": {"message": "rate limited"}}, {"Retry-After": "1"})
+                wait = next(
+                    (
+                        line[len("RETRY_AFTER: ") :]
+                        for line in prompt.splitlines()
+                        if line.startswith("RETRY_AFTER: ")
+                    ),
+                    "1",
+                )
+                reply = self.json_reply(429, {"error": {"message": "rate limited"}}, {"Retry-After": wait})
             elif (kind == "flaky" and first) or kind == "down":
                 reply = self.json_reply(
                     503 if kind == "down" else 500, {"error": {"message": "upstream hiccup"}}

@@ -69,6 +69,49 @@ def test_429_waits_for_retry_after(server: ChatServer) -> None:
     assert len(server.requests) == 2
 
 
+@pytest.mark.parametrize("value", ["NaN", "inf", "-5", "-inf"])
+def test_a_retry_after_that_is_no_wait_is_treated_as_absent(server: ChatServer, value: str) -> None:
+    """``time.sleep(nan)`` raised ValueError out of the provider: such a value is no wait at all,
+    so the backoff applies."""
+    assert retry_after_seconds(value) is None
+    sleeps: list[float] = []
+    response = provider(server.url, sleeps).answer(request(f"RETRY_AFTER: {value}\nANSWER: 4", "m/ratelimit"))
+    assert response.text == "4"
+    assert len(sleeps) == 1 and 0.25 <= sleeps[0] <= 0.5  # the backoff of attempt 0
+
+
+def test_a_retry_after_longer_than_the_cap_errors_at_once(server: ChatServer) -> None:
+    """Waiting 100000 s would outlast every limit of the eval (its backstop killed it, saying
+    nothing of the rate limit): the eval errors at once, naming the wait."""
+    sleeps: list[float] = []
+    with pytest.raises(ProviderError) as info:
+        provider(server.url, sleeps, max_retries=1).answer(request("RETRY_AFTER: 100000", "m/ratelimit"))
+    assert info.value.message.startswith(
+        "rate limited (429): the server asked to wait 100000 s (Retry-After), more than the 120 s an "
+        f"eval waits between attempts, so it was not retried: HTTP 429 from {server.url}/chat/completions"
+    ), info.value.message
+    assert sleeps == [] and len(server.requests) == 1
+    sleeps.clear()
+    answered = provider(server.url, sleeps, max_retries=1).answer(request("RETRY_AFTER: 120", "m/ratelimit"))
+    assert answered.text.startswith("echo: ") and sleeps == [120.0]  # the cap itself is waited
+
+
+@XDIST_MODES
+def test_a_long_retry_after_is_the_evals_error_not_a_backstop_timeout(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    configurations = {"app": {"http": {"base_url": server.url, "max_retries": 1}, "model": "v/ratelimit"}}
+    evals = [{"name": "four", "prompt": "RETRY_AFTER: 100000\nANSWER: 4", "checks": [{"equals": "4"}]}]
+    suite(pytester.path, evals, {**configurations, "app": {**configurations["app"], "timeout": 2000}})
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results, xdist=xdist)
+    result.assert_outcomes(failed=1)
+    [record] = evals_by_nodeid(load_json(results)).values()
+    assert record["outcome"] == "error"
+    assert record["message"].startswith("rate limited (429): the server asked to wait 100000 s"), record
+    assert "BackstopTimeout" not in result.stdout.str()
+
+
 def test_500_then_success_backs_off(server: ChatServer) -> None:
     sleeps: list[float] = []
     response = provider(server.url, sleeps).answer(request(model="m/flaky"))
@@ -138,7 +181,8 @@ def test_a_malformed_base_url_is_a_clear_error_without_retries() -> None:
 def test_retry_after_and_backoff() -> None:
     assert retry_after_seconds("3") == 3.0
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
-    assert retry_after_seconds("99999") == 120.0  # capped
+    assert retry_after_seconds("99999") == 99999.0  # as asked: _post refuses a wait that long
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0  # passed
     assert retry_after_seconds("soon") is None
     assert [backoff_seconds(a, lambda: 1.0) for a in range(8)] == [0.5, 1, 2, 4, 8, 16, 30, 30]
     assert backoff_seconds(3, lambda: 0.0) == 2.0

@@ -20,6 +20,7 @@ from .results import CheckRecord, StepRecord
 
 if TYPE_CHECKING:
     from .judge import Judge
+    from .phases import Progress
 
 
 def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
@@ -61,6 +62,7 @@ class Exchange:
     judge_of: Callable[[str], Judge | None]
     redact: Redactor
     entered: Callable[[str, str], None]
+    progress: Progress | None = None  # told what the eval has finished, turn by turn
 
 
 def judge_maker(

@@ -8,6 +8,7 @@ can override how an item gets its provider or workspace. Providers come from the
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from .providers.base import uses_workdir
 from .providers.pool import PoolKey, Role
 from .pytest_private import tmp_path_factory
 from .recording import recorded
+from .results import EvalRecord
 from .runner import run_prompt_eval
 from .scoring.assess import assess
 from .state import VibeState
@@ -142,10 +144,17 @@ def _run_prompt(
         judge,
         item.plan.info.repeat,
         item.vibe_phases.enter,
+        item.vibe_progress,
     )
+    item.vibe_progress.so_far = functools.partial(_stopped_after, record)
     redact = state.renderer.redactor()
     record = assess(record, item.plan.configuration, workdir, work.case.rubric, False, redact)
     finish(item, record, verdict)
+
+
+def _stopped_after(record: EvalRecord, message: str) -> EvalRecord:
+    """The record of an eval stopped after it was answered and checked (in its assessment)."""
+    return record.model_copy(update={"outcome": "error", "message": message})
 
 
 def session_sandbox(state: VibeState) -> Sandbox:

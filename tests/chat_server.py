@@ -7,6 +7,7 @@ prompt line ``RETRY_AFTER: <value>`` instead, when there is one), ``flaky`` answ
 500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
+``judge-slow`` a passing one after ``SLOW_S``,
 ``judge-garbage`` a sentence, ``tools`` and ``tools-forever`` call tools (see ``tool_step``),
 ``whoami`` answers ``my key is <the bearer token it was sent>``.
 Anything else is answered like ``ok``. The answer is
@@ -75,7 +76,7 @@ class ChatServer:
             self.max_in_flight[model] = max(self.max_in_flight[model], self.in_flight[model])
         try:
             kind = model.rsplit("/", 1)[-1]
-            if kind == "slow":
+            if kind in ("slow", "judge-slow"):
                 time.sleep(SLOW_S)
             if kind == "ratelimit" and first:
                 wait = next(
@@ -98,6 +99,7 @@ class ChatServer:
             elif kind.startswith("judge-"):
                 verdicts = {
                     "judge-pass": '{"pass": true, "reason": "the response meets the criteria"}',
+                    "judge-slow": '{"pass": true, "reason": "the response meets the criteria"}',
                     "judge-fail": '```json\n{"pass": false, "reason": "the response is off topic"}\n```',
                 }
                 answer = verdicts.get(kind, "I think it is probably fine.")

@@ -53,9 +53,9 @@ def _answering(
     --vibe-record/--vibe-replay (a cached answer is recorded too)."""
     settings = state.settings
     model = configuration.model if configuration is not None else None
-    provider = with_cache(provider, response_cache(state), config_id, model)
+    cached = with_cache(provider, response_cache(state), config_id, model)
     redact = state.renderer.redactor()
-    return recorded(provider, config_id, model, settings.record, settings.replay, redact)
+    return recorded(cached, config_id, model, settings.record, settings.replay, redact, source=provider)
 
 
 def response_cache(state: VibeState) -> ResponseCache | None:

@@ -69,6 +69,7 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
         if response.tool_calls is None
         else [call.model_dump() for call in response.tool_calls],
         "api_retries": response.api_retries,
+        "finish_reason": response.finish_reason,
     }
 
 
@@ -131,6 +132,7 @@ def read_answer(path: Path) -> tuple[dict[str, Any], ProviderResponse]:
             if entry.get("tool_calls") is None
             else [ToolCallRecord.model_validate(call) for call in entry["tool_calls"]],
             api_retries=entry.get("api_retries"),
+            finish_reason=entry.get("finish_reason"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise AnswerFileError(f"is not a stored answer: {exc}") from None
@@ -147,8 +149,9 @@ def _entry_problem(entry: Any) -> str | None:
         value = entry.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
-    if not isinstance(entry.get("sent") or "", str):
-        return "`sent` must be text"
+    for key in ("sent", "finish_reason"):
+        if not isinstance(entry.get(key) or "", str):
+            return f"`{key}` must be text or null"
     if not isinstance(entry.get("tool_calls") or [], list):
         return "`tool_calls` must be a list"
     retries = entry.get("api_retries")

@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 from .answering import (
     Exchange,
     answer_fields,
+    answer_note,
     ask,
     check_answer,
     check_record,
     check_walk,
     redact_steps,
     undecided_message,
+    with_note,
 )
 from .checks import CheckNode, ChecksError
 from .excerpts import response_excerpt
@@ -100,6 +102,8 @@ def run_conversation(
             stopped = True
         elif verdict is None:
             turn = turn.model_copy(update={"outcome": "skipped", "message": undecided_message(results)})
+        if answer_note(response):
+            turn = turn.model_copy(update={"message": with_note(turn.message, answer_note(response))})
         record = _add(record, turn, answered, turns)
         turns.append(turn)
         history = (*history, (USER, prompt), (ASSISTANT, response.text))
@@ -159,6 +163,7 @@ TURN_MEASURES = (
     "cached",
     "tool_calls",
     "api_retries",
+    "finish_reason",
 )
 
 
@@ -206,6 +211,7 @@ def _add(
             "steps": [*record.steps, *answered.steps],
             "tool_calls": [*record.tool_calls, *turn.tool_calls],
             "api_retries": _plus(record.api_retries, turn.api_retries),
+            "finish_reason": turn.finish_reason,
         }
     )
 
@@ -229,7 +235,8 @@ def _verdict(record: EvalRecord) -> EvalRecord:
     if undecided:
         message = "; ".join(f"turn {turn.turn}/{total}: {turn.message}" for turn in undecided)
         return record.model_copy(update={"outcome": "skipped", "message": message})
-    return record.model_copy(update={"outcome": "passed"})
+    noted = "; ".join(f"turn {turn.turn}/{total}: {turn.message}" for turn in record.turns if turn.message)
+    return record.model_copy(update={"outcome": "passed", "message": noted or None})
 
 
 def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars: int = 600) -> str:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from .answering import (
     Exchange,
     answer_fields,
+    answer_note,
     ask,
     check_answer,
     check_record,
@@ -21,6 +22,7 @@ from .answering import (
     judge_maker,
     redact_steps,
     undecided_message,
+    with_note,
 )
 from .checks import AnyOf, CheckNode, ChecksError, named_checks
 from .conversation import run_conversation
@@ -221,6 +223,7 @@ def run_prompt_eval(
         outcome, note = "passed", None
     else:  # the message reads the checked record: made twice only for a failure
         outcome, note = "failed", failure_message(base.model_copy(update=checked))
+    note = with_note(note, answer_note(response))
     record = base.model_copy(update={**checked, "outcome": outcome, "message": note})
     return record, ItemVerdict(outcome, note)
 

@@ -9,7 +9,10 @@ prompt line ``RETRY_AFTER: <value>`` instead, when there is one), ``flaky`` answ
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
 ``judge-slow`` a passing one after ``SLOW_S``,
 ``judge-garbage`` a sentence, ``tools`` and ``tools-forever`` call tools (see ``tool_step``),
-``whoami`` answers ``my key is <the bearer token it was sent>``.
+``whoami`` answers ``my key is <the bearer token it was sent>``, ``length`` answers with
+``finish_reason: length`` (cut off), ``filtered`` with no content and ``finish_reason:
+content_filter``, ``refusal`` with no content and a ``refusal``, ``cached`` reports 8 of its 12
+input tokens as cached (``prompt_tokens_details``) and no cost.
 Anything else is answered like ``ok``. The answer is
 ``echo: <the user message>`` unless the prompt holds a line ``ANSWER: <text>``, then ``<text>``.
 """
@@ -109,6 +112,24 @@ class ChatServer:
                 key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
                 message = {"role": "assistant", "content": f"my key is {key}"}
                 reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
+            elif kind in ("length", "filtered", "refusal"):
+                message = {
+                    "role": "assistant",
+                    "content": "The answer is 4 and th" if kind == "length" else None,
+                }
+                if kind == "refusal":
+                    message["refusal"] = "I can't help with that."
+                reason = {"length": "length", "filtered": "content_filter"}.get(kind, "stop")
+                choice = {"index": 0, "message": message, "finish_reason": reason}
+                reply = self.json_reply(200, {"choices": [choice], "usage": USAGE})
+            elif kind == "cached":
+                usage = {
+                    "prompt_tokens": 12,
+                    "completion_tokens": 5,
+                    "prompt_tokens_details": {"cached_tokens": 8},
+                }
+                message = {"role": "assistant", "content": f"echo: {prompt}"}
+                reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": usage})
             elif kind == "garbage":
                 reply = (200, b"<html>not json</html>", "text/html", None)
             elif kind in ("tools", "tools-forever"):

@@ -419,3 +419,64 @@ def test_a_base_url_without_a_scheme_fails_at_once_without_retries(
     assert record["message"].startswith(f"invalid URL '{address}/chat/completions': ")
     assert "check `http.base_url`" in record["message"] and "attempts" not in record["message"]
     assert server.requests == []
+
+
+def test_a_cut_off_answer_is_kept_with_its_finish_reason(server: ChatServer) -> None:
+    response = provider(server.url).answer(request(model="m/length"))
+    assert (response.text, response.finish_reason) == ("The answer is 4 and th", "length")
+    assert provider(server.url).answer(request()).finish_reason is None  # none reported
+
+
+@pytest.mark.parametrize(
+    ("kind", "problem"),
+    [
+        ("refusal", 'the model refused to answer (message.refusal): "I can\'t help with that."'),
+        ("filtered", "withheld the answer: its content filter stopped it (finish_reason: content_filter)"),
+    ],
+)
+def test_a_refused_or_filtered_answer_is_an_error_naming_it(
+    server: ChatServer, kind: str, problem: str
+) -> None:
+    """Not an empty answer for the checks to fail on."""
+    with pytest.raises(ProviderError) as info:
+        provider(server.url).answer(request(model=f"m/{kind}"))
+    assert problem in info.value.message, info.value.message
+
+
+def test_cached_input_tokens_are_read(server: ChatServer) -> None:
+    response = provider(server.url).answer(request(model="m/cached"))
+    assert (response.input_tokens, response.cached_input_tokens, response.cost) == (12, 8, None)
+
+
+@XDIST_MODES
+def test_what_the_model_reports_of_its_answer_reaches_the_record(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """A cut-off answer passes its checks with a note; a refusal or a filtered answer is an error
+    naming it; cached input tokens are priced at cached_input_per_mtok."""
+    pricing = {"input_per_mtok": 1.0, "output_per_mtok": 2.0, "cached_input_per_mtok": 0.1}
+    configurations = {
+        kind: {"http": {"base_url": server.url, "max_retries": 0}, "model": f"v/{kind}", "pricing": pricing}
+        for kind in ("length", "refusal", "filtered", "cached")
+    }
+    suite(pytester.path, [{"name": "q", "prompt": "hi", "checks": [{"match": "*"}]}], configurations)
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=2, failed=2)
+    records = {r["nodeid"].split("[")[1][:-1]: r for r in evals_by_nodeid(load_json(results)).values()}
+    cut = records["length"]
+    assert (cut["outcome"], cut["finish_reason"], cut["response"]) == (
+        "passed",
+        "length",
+        "The answer is 4 and th",
+    )
+    assert cut["message"].startswith(
+        "note: the answer was cut off at the model's output limit (finish_reason: length)"
+    )
+    assert records["refusal"]["outcome"] == "error"
+    assert records["refusal"]["message"].startswith("the model refused to answer (message.refusal)")
+    assert records["filtered"]["outcome"] == "error"
+    assert "(finish_reason: content_filter)" in records["filtered"]["message"]
+    cached = records["cached"]
+    assert cached["cached_input_tokens"] == 8 and cached["cost_source"] == "pricing"
+    assert cached["cost"] == pytest.approx(cost_of(12, 5, Pricing(**pricing), 8))
+    assert cached["cost"] == pytest.approx((4 * 1.0 + 8 * 0.1 + 5 * 2.0) / 1e6)

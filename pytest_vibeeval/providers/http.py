@@ -346,9 +346,11 @@ def _server_message(response: httpx.Response) -> str:
 
 
 def parse_completion(data: Any, url: str) -> ProviderResponse:
-    """The answer text and the usage of a chat-completions response; ProviderError if malformed."""
+    """The answer text, why the model stopped, and the usage of a chat-completions response;
+    ProviderError if malformed, or when the model refused or a content filter withheld the answer."""
     try:
-        message = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        message = choice["message"]
         text = message.get("content")
     except (KeyError, IndexError, TypeError, AttributeError):
         raise ProviderError(
@@ -358,18 +360,43 @@ def parse_completion(data: Any, url: str) -> ProviderResponse:
         text = ""
     if not isinstance(text, str):  # content parts
         text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
-    usage = data.get("usage") if isinstance(data, dict) else None
+    reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+    reason = reason if isinstance(reason, str) else None
+    refusal = message.get("refusal") if isinstance(message, dict) else None
+    if not text.strip() and isinstance(refusal, str) and refusal.strip():
+        raise ProviderError(f"the model refused to answer (message.refusal): {_excerpt(refusal)!r}")
+    if not text.strip() and reason == "content_filter":
+        raise ProviderError(
+            f"{url} withheld the answer: its content filter stopped it (finish_reason: content_filter)"
+        )
+    values = _usage(data.get("usage") if isinstance(data, dict) else None, url)
+    return ProviderResponse(
+        text,
+        values.get("cost"),
+        values.get("input_tokens"),
+        values.get("output_tokens"),
+        cached_input_tokens=values.get("cached_input_tokens"),
+        finish_reason=reason,
+    )
+
+
+def _usage(usage: Any, url: str) -> dict[str, Any]:
+    """The measures of a chat completion's ``usage``: tokens (those read from the prompt cache,
+    ``prompt_tokens_details.cached_tokens``, among them) and the cost."""
     usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     values: dict[str, Any] = {}
-    for key, field, whole in (
-        ("prompt_tokens", "input_tokens", True),
-        ("completion_tokens", "output_tokens", True),
-        ("cost", "cost", False),
+    for key, value, field, whole in (
+        ("prompt_tokens", usage.get("prompt_tokens"), "input_tokens", True),
+        ("completion_tokens", usage.get("completion_tokens"), "output_tokens", True),
+        ("prompt_tokens_details.cached_tokens", cached, "cached_input_tokens", True),
+        ("cost", usage.get("cost"), "cost", False),
     ):
-        if usage.get(key) is None:
+        if value is None:
             continue
         try:
-            values[field] = as_measure(usage[key], whole=whole)
+            values[field] = as_measure(value, whole=whole)
         except ValueError as exc:
-            raise ProviderError(f"{url} reported usage.{key} = {usage[key]!r}, not {exc}") from None
-    return ProviderResponse(text, values.get("cost"), values.get("input_tokens"), values.get("output_tokens"))
+            raise ProviderError(f"{url} reported usage.{key} = {value!r}, not {exc}") from None
+    return values

@@ -33,6 +33,20 @@ def answer_digest(parts: list[object]) -> str:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
+def material_key(config_id: str, material: dict[str, Any]) -> str:
+    """The hash of what a provider's answer depends on (its ``cache_material``: the request as it
+    is sent, the configuration's settings): the response cache's key, and what a recording is
+    checked against when it is replayed."""
+    return answer_digest([FORMAT, "cache", config_id, material])
+
+
+def sent_key(provider: object, config_id: str, request: PromptRequest) -> str | None:
+    """:func:`material_key` of what ``provider`` would send for ``request``; None for a provider
+    that does not say (no ``cache_material``: an agent CLI)."""
+    material = getattr(provider, "cache_material", None)
+    return material_key(config_id, material(request)) if callable(material) else None
+
+
 def answer_path(folder: Path, config_id: str, key: str) -> Path:
     """Where the answer filed under ``key`` goes: ``<folder>/<configuration>/<key[:40]>.json``."""
     safe = re.sub(r"[^A-Za-z0-9._+-]+", "_", config_id)
@@ -55,6 +69,7 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
         if response.tool_calls is None
         else [call.model_dump() for call in response.tool_calls],
         "api_retries": response.api_retries,
+        "finish_reason": response.finish_reason,
     }
 
 
@@ -117,6 +132,7 @@ def read_answer(path: Path) -> tuple[dict[str, Any], ProviderResponse]:
             if entry.get("tool_calls") is None
             else [ToolCallRecord.model_validate(call) for call in entry["tool_calls"]],
             api_retries=entry.get("api_retries"),
+            finish_reason=entry.get("finish_reason"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise AnswerFileError(f"is not a stored answer: {exc}") from None
@@ -133,6 +149,9 @@ def _entry_problem(entry: Any) -> str | None:
         value = entry.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
+    for key in ("sent", "finish_reason"):
+        if not isinstance(entry.get(key) or "", str):
+            return f"`{key}` must be text or null"
     if not isinstance(entry.get("tool_calls") or [], list):
         return "`tool_calls` must be a list"
     retries = entry.get("api_retries")

@@ -20,6 +20,7 @@ from .results import CheckRecord, StepRecord
 
 if TYPE_CHECKING:
     from .judge import Judge
+    from .phases import Progress
 
 
 def redact_steps(steps: list[StepRecord], redact: Redactor) -> list[StepRecord]:
@@ -61,6 +62,7 @@ class Exchange:
     judge_of: Callable[[str], Judge | None]
     redact: Redactor
     entered: Callable[[str, str], None]
+    progress: Progress | None = None  # told what the eval has finished, turn by turn
 
 
 class JudgeSource(NamedTuple):
@@ -135,6 +137,7 @@ def answer_fields(
             call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls or ()
         ],
         "api_retries": response.api_retries,
+        "finish_reason": response.finish_reason,
     }
 
 
@@ -161,6 +164,24 @@ def check_answer(
         workdir=workdir,
     )
     return run_checks(checks, seen)
+
+
+def answer_note(response: ProviderResponse) -> str | None:
+    """What the eval's message notes about an answer that was checked as it is: one cut off at the
+    model's output limit (``finish_reason: length``)."""
+    if response.finish_reason != "length":
+        return None
+    return (
+        "note: the answer was cut off at the model's output limit (finish_reason: length); "
+        "raise max_tokens (http.params) if it should be whole"
+    )
+
+
+def with_note(message: str | None, note: str | None) -> str | None:
+    """``message`` with ``note`` on a line of its own after it (the note alone without one)."""
+    if note is None:
+        return message
+    return f"{message}\n{note}" if message else note
 
 
 def undecided_message(results: list[CheckResult]) -> str:

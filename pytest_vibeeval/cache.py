@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .answer_files import (
-    FORMAT,
     AnswerFileError,
-    answer_digest,
     answer_entry,
     answer_path,
     conversation_so_far,
+    material_key,
     read_answer,
     write_answer,
 )
@@ -109,7 +108,7 @@ class ResponseCache:
         self.redact = redact
 
     def key(self, config_id: str, material: dict[str, Any]) -> str:
-        return answer_digest([FORMAT, "cache", config_id, material])
+        return material_key(config_id, material)
 
     def load(self, config_id: str, key: str) -> ProviderResponse | None:
         """The answer filed under ``key``, or None (a miss). An entry that cannot be read or is not

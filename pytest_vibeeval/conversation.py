@@ -4,24 +4,32 @@ errors the conversation stops: later turns are recorded as ``not_run``."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from .answering import (
     Exchange,
     answer_fields,
+    answer_note,
     ask,
     check_answer,
     check_record,
     check_walk,
     redact_steps,
     undecided_message,
+    with_note,
 )
 from .checks import CheckNode, ChecksError
 from .excerpts import response_excerpt
+from .loading.templates import Redactor
 from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked
+
+if TYPE_CHECKING:
+    from .judge import Judge
 
 
 def run_conversation(
@@ -52,6 +60,9 @@ def run_conversation(
             session_id=session,
             session_tokens=session_tokens,
         )
+        stop = _Stop(base, record, tuple(turns), number, shown, prompts, redact)
+        if exchange.progress is not None:
+            exchange.progress.so_far = stop.record_with
         exchange.entered("agent", f"{asked.configuration_id}, turn {number}/{len(prompts)}")
         try:
             response, latency = ask(exchange.provider, asked)
@@ -73,6 +84,8 @@ def run_conversation(
             **{key: fields[key] for key in TURN_MEASURES},
         )
         judge = exchange.judge_of(judged_prompt(history, prompt))
+        if exchange.progress is not None:
+            exchange.progress.so_far = functools.partial(stop.record_with, fields=fields, judge=judge)
         failure: str | None = None
         exchange.entered("checks", f"turn {number}/{len(prompts)}")
         try:
@@ -89,11 +102,45 @@ def run_conversation(
             stopped = True
         elif verdict is None:
             turn = turn.model_copy(update={"outcome": "skipped", "message": undecided_message(results)})
+        if answer_note(response):
+            turn = turn.model_copy(update={"message": with_note(turn.message, answer_note(response))})
         record = _add(record, turn, answered, turns)
         turns.append(turn)
         history = (*history, (USER, prompt), (ASSISTANT, response.text))
         session, session_tokens = response.session_id, response.session_tokens
     return _verdict(record.model_copy(update={"turns": turns}))
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """The record of a conversation stopped in turn ``number`` (its backstop fired): the turns
+    before it as they finished, this one an error with what it spent, the later ones not run."""
+
+    base: EvalRecord
+    record: EvalRecord  # with the finished turns' sums
+    turns: tuple[TurnRecord, ...]  # the finished turns
+    number: int
+    shown: str  # this turn's prompt as recorded
+    prompts: tuple[str, ...]
+    redact: Redactor
+
+    def record_with(
+        self, message: str, fields: dict[str, Any] | None = None, judge: Judge | None = None
+    ) -> EvalRecord:
+        """Stopped with ``message``; ``fields``: this turn's answer (see :func:`answer_fields`),
+        ``judge``: its judge, whose calls until then are counted."""
+        turn = TurnRecord(turn=self.number, outcome="error", message=message, prompt=self.shown)
+        record = self.record
+        if fields is not None:
+            measures = {key: fields[key] for key in TURN_MEASURES}
+            turn = turn.model_copy(update={**measures, "judge_cost": judge.cost if judge else None})
+            record = _add(record, turn, self.base.model_copy(update=fields), self.turns)
+        later = [
+            TurnRecord(turn=n, outcome="not_run", prompt=response_excerpt(self.redact(p) or "")[0])
+            for n, p in enumerate(self.prompts[self.number :], start=self.number + 1)
+        ]
+        turns = [*self.turns, turn, *later]
+        return record.model_copy(update={"turns": turns, "outcome": "error", "message": message})
 
 
 def judged_prompt(history: tuple[tuple[str, str], ...], prompt: str) -> str:
@@ -116,6 +163,7 @@ TURN_MEASURES = (
     "cached",
     "tool_calls",
     "api_retries",
+    "finish_reason",
 )
 
 
@@ -163,6 +211,7 @@ def _add(
             "steps": [*record.steps, *answered.steps],
             "tool_calls": [*record.tool_calls, *turn.tool_calls],
             "api_retries": _plus(record.api_retries, turn.api_retries),
+            "finish_reason": turn.finish_reason,
         }
     )
 
@@ -186,7 +235,8 @@ def _verdict(record: EvalRecord) -> EvalRecord:
     if undecided:
         message = "; ".join(f"turn {turn.turn}/{total}: {turn.message}" for turn in undecided)
         return record.model_copy(update={"outcome": "skipped", "message": message})
-    return record.model_copy(update={"outcome": "passed"})
+    noted = "; ".join(f"turn {turn.turn}/{total}: {turn.message}" for turn in record.turns if turn.message)
+    return record.model_copy(update={"outcome": "passed", "message": noted or None})
 
 
 def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars: int = 600) -> str:

@@ -8,6 +8,7 @@ can override how an item gets its provider or workspace. Providers come from the
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from .providers.base import uses_workdir
 from .providers.pool import PoolKey, Role
 from .pytest_private import tmp_path_factory
 from .recording import recorded
+from .results import EvalRecord
 from .runner import run_prompt_eval
 from .scoring.assess import assess
 from .state import VibeState
@@ -52,9 +54,9 @@ def _answering(
     --vibe-record/--vibe-replay (a cached answer is recorded too)."""
     settings = state.settings
     model = configuration.model if configuration is not None else None
-    provider = with_cache(provider, response_cache(state), config_id, model)
+    cached = with_cache(provider, response_cache(state), config_id, model)
     redact = state.renderer.redactor()
-    return recorded(provider, config_id, model, settings.record, settings.replay, redact)
+    return recorded(cached, config_id, model, settings.record, settings.replay, redact, source=provider)
 
 
 def response_cache(state: VibeState) -> ResponseCache | None:
@@ -143,10 +145,17 @@ def _run_prompt(item: EvalItem, provider: Provider, judge: JudgeSource | None, w
         judge,
         item.plan.info.repeat,
         item.vibe_phases.enter,
+        item.vibe_progress,
     )
+    item.vibe_progress.so_far = functools.partial(_stopped_after, record)
     redact = state.renderer.redactor()
     record = assess(record, item.plan.configuration, workdir, work.case.rubric, False, redact)
     finish(item, record, verdict)
+
+
+def _stopped_after(record: EvalRecord, message: str) -> EvalRecord:
+    """The record of an eval stopped after it was answered and checked (in its assessment)."""
+    return record.model_copy(update={"outcome": "error", "message": message})
 
 
 def session_sandbox(state: VibeState) -> Sandbox:

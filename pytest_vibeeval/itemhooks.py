@@ -245,7 +245,8 @@ def _mask_report(report: pytest.TestReport, redact: Redactor) -> None:
 
 def _record_unfinished(item: EvalItem, report: pytest.TestReport, stopped: str | None) -> None:
     """An eval item that failed without leaving its result (its timeout backstop fired, a fixture
-    raised) gets one: an error naming the phase it was in, with the steps it finished. ``stopped``:
+    raised) gets one: an error naming the phase it was in, with the steps it finished, and for a
+    prompt eval its answers, turns and judge calls so far, with their cost. ``stopped``:
     the backstop's message, which names the phase itself."""
     if any(key == RESULT_PROPERTY for key, _ in report.user_properties):
         return
@@ -265,6 +266,10 @@ def _record_unfinished(item: EvalItem, report: pytest.TestReport, stopped: str |
         stopped or longrepr_text(report) or "",
         steps,
     )
+    spent = item.vibe_progress.record(record.message or "")
+    if spent is not None:  # a prompt eval stopped mid-way keeps what it finished and spent
+        record = spent
+        get_state(item.config).budget.add(None if record.cached else record.cost)
     report.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import terminal_safe
-from .phases import PhaseTracker
+from .phases import PhaseTracker, Progress
 from .pytest_private import node_ids_are_structured, structure_node_id
 from .stash import STATE_KEY as STATE_KEY
 from .stash import get_state as get_state
@@ -67,6 +67,7 @@ class EvalItem(pytest.Function):
         self.plan = plan
         self.setup_seconds = 0.0  # the fixtures' time (a coding item's workspace preparation)
         self.vibe_phases = PhaseTracker()
+        self.vibe_progress = Progress()  # what a prompt eval finished, should its backstop stop it
         structure_node_id(self)
         self.extra_keyword_matches.update(plan.keywords)
         self.add_marker(_mark("vibeeval"))

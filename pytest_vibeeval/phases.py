@@ -42,6 +42,19 @@ class PhaseTracker:
         return f"in the {phase.name} phase ({detail}{time.monotonic() - phase.started:.0f} s in)"
 
 
+@dataclass
+class Progress:
+    """What a running eval has finished and spent so far (answers, turns, judge calls), kept in the
+    record it leaves when it stops without one: its timeout backstop fired mid-eval."""
+
+    # The eval's record were it stopped now, given the message saying why (None: nothing spent).
+    so_far: Callable[[str], EvalRecord] | None = None
+
+    def record(self, message: str) -> EvalRecord | None:
+        """The eval's record with what it finished, stopped with ``message``; None if nothing was."""
+        return self.so_far(message) if self.so_far is not None else None
+
+
 def phases_of(item: object) -> PhaseTracker | None:
     """The item's phase tracker (None for items that are not ours)."""
     tracker = getattr(item, "vibe_phases", None)

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from .checks import AnyOf, Check, CheckNode
 from .errors import InputError, did_you_mean
+from .limits import prompt_eval_limit_s
 from .loading.configurations import ALL, IMPLICIT_ID, ConfigurationSet
 from .loading.suite import EvalCase, Suite
-from .models import DEFAULT_TIMEOUT_MS, Configuration, ScoreSpec
+from .models import Configuration, ScoreSpec
 from .resume import files_digest, input_digest
 from .scoring.formula import Formula, one_line
 from .transport import RunInfo
@@ -57,7 +58,7 @@ class EvalPlan:
     tags: tuple[str, ...]  # suite and eval tags: markers
     expected_failure: str | None  # the eval's or the configuration's xfail reason
     line: int | None  # of the eval in its file
-    timeout_s: float  # the item's own command timeouts, summed (the backstop adds a margin)
+    timeout_s: float  # the most the item's own limits allow it (the backstop adds a margin)
 
     @property
     def keywords(self) -> tuple[str, str]:
@@ -196,7 +197,9 @@ def suite_plans(
                 timeout = _workspace_timeout(coding, work.evaluation, cli)
             else:
                 work = PromptWork(suite, case, config_dir, judge)
-                timeout = configuration.timeout_s if configuration else DEFAULT_TIMEOUT_MS / 1000
+                judged_by = judge[1] if judge is not None else None
+                mcp = suite.mcp_server is not None
+                timeout = prompt_eval_limit_s(len(case.turns), case.checks, configuration, judged_by, mcp)
             named = repeated(info, repeats, groups[config_id])
             plan = EvalPlan(
                 name=named[0][0],

@@ -260,6 +260,11 @@ class TurnRecord(Record):
         description="requests to the model the agent retried, as its output reports them (codex's "
         "`Reconnecting... 1/5` errors); None: not reported",
     )
+    finish_reason: str | None = Field(
+        default=None,
+        description="why the model stopped answering, as an HTTP model reported it: stop, length (cut off "
+        "at its output limit: the message notes it), tool_calls, …; None: not reported",
+    )
 
 
 class EvalRecord(Record):
@@ -324,6 +329,11 @@ class EvalRecord(Record):
         default=None,
         description="requests to the model the agent retried, as its output reports them (codex's "
         "`Reconnecting... 1/5` errors); None: not reported",
+    )
+    finish_reason: str | None = Field(
+        default=None,
+        description="why the model stopped its (last) answer, as an HTTP model reported it: stop, "
+        "length (cut off at its output limit: the message notes it), tool_calls, …; None: not reported",
     )
     phase_durations: dict[str, float] = Field(
         default_factory=dict,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -13,6 +14,7 @@ from .answering import (
     Exchange,
     JudgeSource,
     answer_fields,
+    answer_note,
     ask,
     check_answer,
     check_record,
@@ -20,6 +22,7 @@ from .answering import (
     judge_maker,
     redact_steps,
     undecided_message,
+    with_note,
 )
 from .checks import AnyOf, CheckNode, ChecksError, named_checks
 from .conversation import run_conversation
@@ -27,10 +30,14 @@ from .excerpts import RESPONSE_EXCERPT_CHARS, response_excerpt
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
+from .phases import Progress
 from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
+
+if TYPE_CHECKING:
+    from .judge import Judge
 
 
 @dataclass(frozen=True)
@@ -106,13 +113,16 @@ def run_prompt_eval(
     judge_source: JudgeSource | None = None,
     repeat: int = 0,
     on_phase: Callable[[str, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[EvalRecord, ItemVerdict]:
     """Ask the provider, run the checks (for each turn of a conversation, see
     :mod:`.conversation`). Never raises for a problem of the eval itself.
 
     ``configuration`` (None: the implicit HTTP one) supplies prices for an unreported cost;
     ``judge_source`` (the judge configuration) answers the llm_judge checks;
-    ``on_phase(phase, detail)`` is told when the agent phase and the checks phase begin."""
+    ``on_phase(phase, detail)`` is told when the agent phase and the checks phase begin;
+    ``progress`` what the eval has spent so far (the answer, the judge's calls), for the record
+    the item leaves if its backstop stops it before the end."""
     entered = on_phase or (lambda phase, detail: None)
     # Shares the renderer's set: secrets the provider renders later (args, env) are redacted too.
     redact = Redactor(renderer.used_secrets)
@@ -165,7 +175,7 @@ def run_prompt_eval(
     )
     judge_of = judge_maker(judge_source, model, suite.name, case.id, workdir)
     if case.turns:
-        exchange = Exchange(provider, request, configuration, judge_of, redact, entered)
+        exchange = Exchange(provider, request, configuration, judge_of, redact, entered, progress)
         record = run_conversation(base, exchange, turn_prompts, turn_checks)
         return record, ItemVerdict(record.outcome, None if record.outcome == "passed" else record.message)
     entered("agent", config_id)
@@ -185,6 +195,8 @@ def run_prompt_eval(
     judge = judge_of(prompt)
     # The record is copied once with everything: each copy of its many fields costs.
     answered = answer_fields(response, latency, configuration, model, redact)
+    if progress is not None:
+        progress.so_far = functools.partial(_stopped_checking, base, answered, judge)
     entered("checks", "")
     try:
         verdict, results = check_answer(checks, response, answered, judge, prompt, workdir)
@@ -212,8 +224,18 @@ def run_prompt_eval(
         outcome, note = "passed", None
     else:  # the message reads the checked record: made twice only for a failure
         outcome, note = "failed", failure_message(base.model_copy(update=checked))
+    note = with_note(note, answer_note(response))
     record = base.model_copy(update={**checked, "outcome": outcome, "message": note})
     return record, ItemVerdict(outcome, note)
+
+
+def _stopped_checking(
+    base: EvalRecord, answered: dict[str, Any], judge: Judge | None, message: str
+) -> EvalRecord:
+    """The record of an eval stopped while its answer was being checked: the answer's measures and
+    what its judge's calls cost until then."""
+    spent = {"judge_cost": judge.cost if judge else None}
+    return base.model_copy(update={**answered, **spent, "outcome": "error", "message": message})
 
 
 def failure_message(record: EvalRecord, response_chars: int = 600) -> str:

@@ -2,15 +2,20 @@
 
 What it does is chosen by the request's model, so that parallel pytest workers get the same
 behaviour: ``ok`` answers (usage with cost), ``nocost`` answers (usage without cost),
-``ratelimit`` answers 429 with ``Retry-After: 1`` on a prompt's first request, ``flaky`` answers
+``ratelimit`` answers 429 with ``Retry-After: 1`` on a prompt's first request (the value of a
+prompt line ``RETRY_AFTER: <value>`` instead, when there is one), ``flaky`` answers
 500 on a prompt's first request, ``down`` always answers 503, ``unauthorized`` 401, ``missing``
 404, ``garbage`` a body that is not JSON, ``slow`` waits ``SLOW_S`` before answering,
 ``judge-pass`` / ``judge-fail`` answer a judge's JSON verdict (the latter in a code fence),
 ``judge-example-first`` the verdict format with ``true`` before its own verdict ``false``,
+``judge-slow`` a passing one after ``SLOW_S``,
 ``judge-garbage`` a sentence, ``judge-flaky`` a sentence to a prompt's first request and a passing
 verdict to the next (``judge-…-nocost`` as ``judge-…``, without a cost), ``tools`` and
 ``tools-forever`` call tools (see ``tool_step``),
-``whoami`` answers ``my key is <the bearer token it was sent>``.
+``whoami`` answers ``my key is <the bearer token it was sent>``, ``length`` answers with
+``finish_reason: length`` (cut off), ``filtered`` with no content and ``finish_reason:
+content_filter``, ``refusal`` with no content and a ``refusal``, ``cached`` reports 8 of its 12
+input tokens as cached (``prompt_tokens_details``) and no cost.
 Anything else is answered like ``ok``. The answer is
 ``echo: <the user message>`` unless the prompt holds a line ``ANSWER: <text>``, then ``<text>``.
 """
@@ -77,10 +82,18 @@ class ChatServer:
             self.max_in_flight[model] = max(self.max_in_flight[model], self.in_flight[model])
         try:
             kind = model.rsplit("/", 1)[-1]
-            if kind == "slow":
+            if kind in ("slow", "judge-slow"):
                 time.sleep(SLOW_S)
             if kind == "ratelimit" and first:
-                reply = self.json_reply(429, {"error": {"message": "rate limited"}}, {"Retry-After": "1"})
+                wait = next(
+                    (
+                        line[len("RETRY_AFTER: ") :]
+                        for line in prompt.splitlines()
+                        if line.startswith("RETRY_AFTER: ")
+                    ),
+                    "1",
+                )
+                reply = self.json_reply(429, {"error": {"message": "rate limited"}}, {"Retry-After": wait})
             elif (kind == "flaky" and first) or kind == "down":
                 reply = self.json_reply(
                     503 if kind == "down" else 500, {"error": {"message": "upstream hiccup"}}
@@ -92,6 +105,7 @@ class ChatServer:
             elif kind.startswith("judge-"):
                 verdicts = {
                     "judge-pass": '{"pass": true, "reason": "the response meets the criteria"}',
+                    "judge-slow": '{"pass": true, "reason": "the response meets the criteria"}',
                     "judge-fail": '```json\n{"pass": false, "reason": "the response is off topic"}\n```',
                     "judge-example-first": 'The format I must use is {"pass": true, "reason": "..."}. '
                     'My verdict: {"pass": false, "reason": "it is wrong"}',
@@ -106,6 +120,24 @@ class ChatServer:
                 key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
                 message = {"role": "assistant", "content": f"my key is {key}"}
                 reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": USAGE})
+            elif kind in ("length", "filtered", "refusal"):
+                message = {
+                    "role": "assistant",
+                    "content": "The answer is 4 and th" if kind == "length" else None,
+                }
+                if kind == "refusal":
+                    message["refusal"] = "I can't help with that."
+                reason = {"length": "length", "filtered": "content_filter"}.get(kind, "stop")
+                choice = {"index": 0, "message": message, "finish_reason": reason}
+                reply = self.json_reply(200, {"choices": [choice], "usage": USAGE})
+            elif kind == "cached":
+                usage = {
+                    "prompt_tokens": 12,
+                    "completion_tokens": 5,
+                    "prompt_tokens_details": {"cached_tokens": 8},
+                }
+                message = {"role": "assistant", "content": f"echo: {prompt}"}
+                reply = self.json_reply(200, {"choices": [{"index": 0, "message": message}], "usage": usage})
             elif kind == "garbage":
                 reply = (200, b"<html>not json</html>", "text/html", None)
             elif kind in ("tools", "tools-forever"):

@@ -69,6 +69,49 @@ def test_429_waits_for_retry_after(server: ChatServer) -> None:
     assert len(server.requests) == 2
 
 
+@pytest.mark.parametrize("value", ["NaN", "inf", "-5", "-inf"])
+def test_a_retry_after_that_is_no_wait_is_treated_as_absent(server: ChatServer, value: str) -> None:
+    """``time.sleep(nan)`` raised ValueError out of the provider: such a value is no wait at all,
+    so the backoff applies."""
+    assert retry_after_seconds(value) is None
+    sleeps: list[float] = []
+    response = provider(server.url, sleeps).answer(request(f"RETRY_AFTER: {value}\nANSWER: 4", "m/ratelimit"))
+    assert response.text == "4"
+    assert len(sleeps) == 1 and 0.25 <= sleeps[0] <= 0.5  # the backoff of attempt 0
+
+
+def test_a_retry_after_longer_than_the_cap_errors_at_once(server: ChatServer) -> None:
+    """Waiting 100000 s would outlast every limit of the eval (its backstop killed it, saying
+    nothing of the rate limit): the eval errors at once, naming the wait."""
+    sleeps: list[float] = []
+    with pytest.raises(ProviderError) as info:
+        provider(server.url, sleeps, max_retries=1).answer(request("RETRY_AFTER: 100000", "m/ratelimit"))
+    assert info.value.message.startswith(
+        "rate limited (429): the server asked to wait 100000 s (Retry-After), more than the 120 s an "
+        f"eval waits between attempts, so it was not retried: HTTP 429 from {server.url}/chat/completions"
+    ), info.value.message
+    assert sleeps == [] and len(server.requests) == 1
+    sleeps.clear()
+    answered = provider(server.url, sleeps, max_retries=1).answer(request("RETRY_AFTER: 120", "m/ratelimit"))
+    assert answered.text.startswith("echo: ") and sleeps == [120.0]  # the cap itself is waited
+
+
+@XDIST_MODES
+def test_a_long_retry_after_is_the_evals_error_not_a_backstop_timeout(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    configurations = {"app": {"http": {"base_url": server.url, "max_retries": 1}, "model": "v/ratelimit"}}
+    evals = [{"name": "four", "prompt": "RETRY_AFTER: 100000\nANSWER: 4", "checks": [{"equals": "4"}]}]
+    suite(pytester.path, evals, {**configurations, "app": {**configurations["app"], "timeout": 2000}})
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results, xdist=xdist)
+    result.assert_outcomes(failed=1)
+    [record] = evals_by_nodeid(load_json(results)).values()
+    assert record["outcome"] == "error"
+    assert record["message"].startswith("rate limited (429): the server asked to wait 100000 s"), record
+    assert "BackstopTimeout" not in result.stdout.str()
+
+
 def test_500_then_success_backs_off(server: ChatServer) -> None:
     sleeps: list[float] = []
     response = provider(server.url, sleeps).answer(request(model="m/flaky"))
@@ -138,7 +181,8 @@ def test_a_malformed_base_url_is_a_clear_error_without_retries() -> None:
 def test_retry_after_and_backoff() -> None:
     assert retry_after_seconds("3") == 3.0
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
-    assert retry_after_seconds("99999") == 120.0  # capped
+    assert retry_after_seconds("99999") == 99999.0  # as asked: _post refuses a wait that long
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0  # passed
     assert retry_after_seconds("soon") is None
     assert [backoff_seconds(a, lambda: 1.0) for a in range(8)] == [0.5, 1, 2, 4, 8, 16, 30, 30]
     assert backoff_seconds(3, lambda: 0.0) == 2.0
@@ -375,3 +419,64 @@ def test_a_base_url_without_a_scheme_fails_at_once_without_retries(
     assert record["message"].startswith(f"invalid URL '{address}/chat/completions': ")
     assert "check `http.base_url`" in record["message"] and "attempts" not in record["message"]
     assert server.requests == []
+
+
+def test_a_cut_off_answer_is_kept_with_its_finish_reason(server: ChatServer) -> None:
+    response = provider(server.url).answer(request(model="m/length"))
+    assert (response.text, response.finish_reason) == ("The answer is 4 and th", "length")
+    assert provider(server.url).answer(request()).finish_reason is None  # none reported
+
+
+@pytest.mark.parametrize(
+    ("kind", "problem"),
+    [
+        ("refusal", 'the model refused to answer (message.refusal): "I can\'t help with that."'),
+        ("filtered", "withheld the answer: its content filter stopped it (finish_reason: content_filter)"),
+    ],
+)
+def test_a_refused_or_filtered_answer_is_an_error_naming_it(
+    server: ChatServer, kind: str, problem: str
+) -> None:
+    """Not an empty answer for the checks to fail on."""
+    with pytest.raises(ProviderError) as info:
+        provider(server.url).answer(request(model=f"m/{kind}"))
+    assert problem in info.value.message, info.value.message
+
+
+def test_cached_input_tokens_are_read(server: ChatServer) -> None:
+    response = provider(server.url).answer(request(model="m/cached"))
+    assert (response.input_tokens, response.cached_input_tokens, response.cost) == (12, 8, None)
+
+
+@XDIST_MODES
+def test_what_the_model_reports_of_its_answer_reaches_the_record(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """A cut-off answer passes its checks with a note; a refusal or a filtered answer is an error
+    naming it; cached input tokens are priced at cached_input_per_mtok."""
+    pricing = {"input_per_mtok": 1.0, "output_per_mtok": 2.0, "cached_input_per_mtok": 0.1}
+    configurations = {
+        kind: {"http": {"base_url": server.url, "max_retries": 0}, "model": f"v/{kind}", "pricing": pricing}
+        for kind in ("length", "refusal", "filtered", "cached")
+    }
+    suite(pytester.path, [{"name": "q", "prompt": "hi", "checks": [{"match": "*"}]}], configurations)
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=2, failed=2)
+    records = {r["nodeid"].split("[")[1][:-1]: r for r in evals_by_nodeid(load_json(results)).values()}
+    cut = records["length"]
+    assert (cut["outcome"], cut["finish_reason"], cut["response"]) == (
+        "passed",
+        "length",
+        "The answer is 4 and th",
+    )
+    assert cut["message"].startswith(
+        "note: the answer was cut off at the model's output limit (finish_reason: length)"
+    )
+    assert records["refusal"]["outcome"] == "error"
+    assert records["refusal"]["message"].startswith("the model refused to answer (message.refusal)")
+    assert records["filtered"]["outcome"] == "error"
+    assert "(finish_reason: content_filter)" in records["filtered"]["message"]
+    cached = records["cached"]
+    assert cached["cached_input_tokens"] == 8 and cached["cost_source"] == "pricing"
+    assert cached["cost"] == pytest.approx(cost_of(12, 5, Pricing(**pricing), 8))
+    assert cached["cost"] == pytest.approx((4 * 1.0 + 8 * 0.1 + 5 * 2.0) / 1e6)

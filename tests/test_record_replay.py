@@ -12,6 +12,9 @@ import yaml
 from chat_server import ChatServer
 from helpers import XDIST_MODES, comparable, evals_by_nodeid, load_json, run, write
 
+from pytest_vibeeval import recording
+from pytest_vibeeval.providers import PromptRequest
+
 KEY = "sk-record-0123456789"
 
 
@@ -53,8 +56,9 @@ def test_record_then_replay_without_the_server(
         asked = len(server.requests)
     assert asked == 4  # three evals and one judge call
     files = sorted(p.relative_to(store).as_posix() for p in store.rglob("*.json"))
-    # one answer per configuration × model × system prompt × prompt: `four` and `five` share theirs
-    assert [f.split("/")[0] for f in files] == ["grader", "sut", "sut"]
+    # one answer per configuration × model × system prompt × prompt (`four` and `five` share
+    # theirs), each under that key and under the key of what was sent for it
+    assert [f.split("/")[0] for f in files] == ["grader", "grader", "sut", "sut", "sut", "sut"]
     stored = [json.loads(p.read_text()) for p in store.rglob("*.json")]
     assert all(KEY not in json.dumps(entry) for entry in stored)
     # the server is gone: every answer, the judge's too, comes from the store
@@ -147,3 +151,68 @@ def test_an_answer_that_cannot_be_stored_errors_its_eval_saying_why(
     output = result.stdout.str()
     assert "Traceback" not in output and "pytest_vibeeval/" not in output, output
     result.stdout.fnmatch_lines(["*--vibe-record: the answer could not be stored: *"])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"system_prompt": "Answer in French."},
+        {"http": {"temperature": 1.5}},
+        {"http": {"params": {"max_tokens": 5}}},
+        {"http": {"base_url": "http://127.0.0.1:9/other/v1"}},
+    ],
+    ids=["system_prompt", "temperature", "params", "base_url"],
+)
+@XDIST_MODES
+def test_a_replay_misses_when_the_configuration_would_send_another_request(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str], change: dict[str, Any]
+) -> None:
+    """What is sent (the configuration's own system prompt, temperature, params, endpoint) is part
+    of what a recording is for: the suite's system prompt alone was, so a replay answered a request
+    the configuration would no longer send."""
+    monkeypatch.setenv("CHAT_KEY", KEY)
+    store = pytester.path / "store"
+    with ChatServer() as server:
+        suite = recorded_suite(pytester.path, server.url)
+        run(pytester, "--vibe-record", store, "-k", "four", xdist=xdist).assert_outcomes(passed=1)
+    run(pytester, "--vibe-replay", store, "-k", "four", xdist=xdist).assert_outcomes(passed=1)
+    data = yaml.safe_load(suite.read_text())
+    sut = data["configurations"]["sut"]
+    sut.update({key: value for key, value in change.items() if key != "http"})
+    sut["http"].update(change.get("http", {}))
+    write(suite, yaml.safe_dump(data, sort_keys=False))
+    results = pytester.path / "results.json"
+    run(
+        pytester, "--vibe-replay", store, "--vibe-results", results, "-k", "four", xdist=xdist
+    ).assert_outcomes(failed=1)
+    message = evals_by_nodeid(load_json(results))["recorded.eval.yaml::four[sut]"]["message"]
+    assert message.startswith("no recorded answer for configuration 'sut', model 'vendor/ok'"), message
+    assert (
+        "this prompt was recorded, but sent with other request settings than the configuration's now"
+        in message
+    )
+    assert message.endswith(f"record it with --vibe-record {store}")
+
+
+def test_an_answer_recorded_without_what_was_sent_is_a_miss(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recording made before answers held what was sent for them cannot be checked: re-record it
+    (a `replay:` configuration, which has no request of its own to compare, still reads it)."""
+    monkeypatch.setenv("CHAT_KEY", KEY)
+    store = pytester.path / "store"
+    with ChatServer() as server:
+        recorded_suite(pytester.path, server.url)
+        run(pytester, "--vibe-record", store, "-k", "four").assert_outcomes(passed=1)
+    answers = list((store / "sut").glob("*.json"))
+    assert len(answers) == 2 and len(json.loads(answers[0].read_text())["sent"]) == 64
+    request_key = recording.request_key(
+        "sut", "vendor/ok", PromptRequest("ANSWER: 4", "", "Be brief.", "", "", "", pytester.path)
+    )
+    [sent] = [path for path in answers if not path.name.startswith(request_key[:40])]
+    sent.unlink()  # as a recording made before answers were filed by what was sent
+    result = run(pytester, "--vibe-replay", store, "-k", "four")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*or it was recorded before recordings noted what was sent); record it with*"]
+    )

@@ -12,7 +12,18 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from chat_server import USAGE, ChatServer
 from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.checks import BUILTIN_CHECKS, AnyOf, Check, JudgeArgs
+from pytest_vibeeval.limits import (
+    KILL_GRACE_S,
+    RETRY_AFTER_CAP_S,
+    answer_limit_s,
+    judge_calls,
+    prompt_eval_limit_s,
+)
+from pytest_vibeeval.models import Configuration
 
 HANGING_APP = """
 import time
@@ -318,3 +329,163 @@ def test_tb_line_points_at_the_eval_in_its_suite(pytester: pytest.Pytester, xdis
         "vibeeval backstop"
     ) in result.outlines
     assert f"{suite}:6: Failed: match: pattern 'nope' does not match the response" in result.outlines
+
+
+# The backstop is derived from the most the eval's own limits allow: every turn, every attempt of a
+# request with the waits between them, every judge call under the judge's own configuration. So
+# these evals, each within its limits, finish with their own outcome and message (before, the
+# backstop was the configuration's `timeout` + the margin, and killed each of them).
+
+
+def limits_project(path: Path, suite: str, margin: float = 0.2) -> Path:
+    write(path / "pytest.ini", f"[pytest]\nvibe_timeout_margin = {margin}\n")
+    write(path / "l.eval.yaml", suite)
+    return path / "results.json"
+
+
+@XDIST_MODES
+def test_a_conversation_has_the_time_of_every_turn(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """Eight answers of at least 0.3 s each (2.4 s), each well within its 2 s timeout: over the 2 s
+    that one timeout gave the whole conversation."""
+    turns = ", ".join(f'{{prompt: p{n}, checks: [{{match: "*"}}]}}' for n in range(8))
+    with ChatServer() as server:
+        out = limits_project(
+            pytester.path,
+            f"""
+            metadata: {{name: l, model: v/slow}}
+            configurations:
+              app: {{http: {{base_url: "{server.url}", max_retries: 0}}, timeout: 2000}}
+            evals:
+              - {{name: chat, turns: [{turns}]}}
+            """,
+            margin=0,
+        )
+        result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1)
+    [record] = evals_by_nodeid(load_json(out)).values()
+    assert [turn["outcome"] for turn in record["turns"]] == ["passed"] * 8
+    assert record["cost"] == pytest.approx(8 * USAGE["cost"])
+
+
+@XDIST_MODES
+def test_slow_judges_have_the_time_of_their_own_configuration(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The app answers within its 1 s; four judge calls take at least 0.3 s each (1.2 s) of the
+    judge configuration's own 3 s each."""
+    checks = ", ".join(f"{{llm_judge: {{criteria: c{n}}}}}" for n in range(4))
+    with ChatServer() as server:
+        out = limits_project(
+            pytester.path,
+            f"""
+            metadata: {{name: l, model: v/ok}}
+            judge: grader
+            default_configurations: [app]
+            configurations:
+              app: {{http: {{base_url: "{server.url}", max_retries: 0}}, timeout: 1000}}
+              grader:
+                {{http: {{base_url: "{server.url}", max_retries: 0}}, model: v/judge-slow, timeout: 3000}}
+            evals:
+              - {{name: polite, prompt: hi, checks: [{checks}]}}
+            """,
+            margin=0,
+        )
+        result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1)
+    [record] = evals_by_nodeid(load_json(out)).values()
+    assert record["judge_cost"] == pytest.approx(4 * USAGE["cost"])
+
+
+@XDIST_MODES
+def test_retries_end_with_their_own_message(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """Three attempts that each time out at 0.1 s, with backoff between them: the provider gives
+    up and says so, rather than the backstop stopping it at 0.3 s."""
+    with ChatServer() as server:
+        out = limits_project(
+            pytester.path,
+            f"""
+            metadata: {{name: l, model: v/slow}}
+            configurations:
+              app: {{http: {{base_url: "{server.url}", max_retries: 2}}, timeout: 100}}
+            evals:
+              - {{name: four, prompt: hi, checks: [{{match: "*"}}]}}
+            """,
+        )
+        result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(failed=1)
+    [record] = evals_by_nodeid(load_json(out)).values()
+    assert record["message"].endswith("within 0.1 s (gave up after 3 attempts)"), record["message"]
+    assert "BackstopTimeout" not in result.stdout.str()
+
+
+def test_the_backstop_adds_up_the_evals_own_limits() -> None:
+    http = Configuration.model_validate(
+        {"http": {"base_url": "http://h/v1", "max_retries": 2}, "timeout": 20000}
+    )
+    judge = Configuration.model_validate({"python": "j:judge", "timeout": 120000})
+    request = 3 * 20 + 2 * RETRY_AFTER_CAP_S  # three attempts, the longest waits between them
+    assert answer_limit_s(http) == request
+    assert answer_limit_s(http, mcp=True) == request + 20  # the tool loop's own timeout, then
+    types = {check_type.name: check_type for check_type in BUILTIN_CHECKS}
+    judged = Check(types["llm_judge"], JudgeArgs(criteria="c"))
+    panel = Check(types["llm_judge"], JudgeArgs(rubric="r", judges=["a", "b"]))
+    either = AnyOf((Check(types["match"], "x"), judged))
+    assert judge_calls((judged, panel, either)) == 4
+    assert prompt_eval_limit_s(4, (judged,), http, judge) == 4 * request + 120
+    assert answer_limit_s(None) == 5 * 300 + 4 * RETRY_AFTER_CAP_S  # the implicit OpenRouter one
+    cli = Configuration.model_validate({"cli": "agent", "timeout": 1000})
+    assert answer_limit_s(cli) == 1 + KILL_GRACE_S
+
+
+KEEPING_APP = """
+import threading
+
+def answer(prompt):
+    if prompt == "hang":
+        threading.Event().wait()  # never set: only the backstop ends it
+    return {"response": "ok", "cost": 0.5, "input_tokens": 10, "output_tokens": 2}
+
+def judge(prompt):
+    if "CRITERIA:\\nsecond" in prompt:
+        threading.Event().wait()
+    return {"response": '{"pass": true, "reason": "fine"}', "cost": 0.25}
+"""
+
+
+@XDIST_MODES
+def test_what_a_stopped_eval_spent_is_kept(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A conversation stopped in its second turn keeps the first turn and its judge's cost; an eval
+    stopped while its second judge is asked keeps its answer and the first judge's cost."""
+    write(pytester.path / "keeping.py", KEEPING_APP)
+    out = limits_project(
+        pytester.path,
+        """
+        metadata: {name: l, model: m}
+        judge: grader
+        default_configurations: [app]
+        configurations:
+          app: {python: "keeping:answer", timeout: 200}
+          grader: {python: "keeping:judge", timeout: 200}
+        evals:
+          - name: chat
+            turns:
+              - {prompt: hi, checks: [{llm_judge: {criteria: first}}]}
+              - {prompt: hang}
+              - {prompt: bye}
+          - name: judged
+            prompt: hi
+            checks: [{llm_judge: {criteria: first}}, {llm_judge: {criteria: second}}]
+        """,
+    )
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(failed=2)
+    records = evals_by_nodeid(load_json(out))
+    chat = records["l.eval.yaml::chat[app]"]
+    assert chat["outcome"] == "error"
+    assert chat["message"].startswith("stopped in the agent phase (app, turn 2/3, "), chat["message"]
+    assert [turn["outcome"] for turn in chat["turns"]] == ["passed", "error", "not_run"]
+    assert chat["turns"][1]["message"] == chat["message"]
+    assert (chat["cost"], chat["input_tokens"], chat["judge_cost"]) == (0.5, 10, 0.25)
+    judged = records["l.eval.yaml::judged[app]"]
+    assert judged["message"].startswith("stopped in the checks phase "), judged["message"]
+    assert (judged["cost"], judged["response"], judged["judge_cost"]) == (0.5, "ok", 0.25)

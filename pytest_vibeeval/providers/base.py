@@ -68,6 +68,8 @@ class ProviderResponse:
     # The session's input, output and cached input tokens so far, as a CLI that reports running
     # totals said; input_tokens, output_tokens and cached_input_tokens are then this turn's share.
     session_tokens: tuple[int | None, ...] | None = None
+    # Why the model stopped, as an HTTP model reported it (stop, length, content_filter, tool_calls).
+    finish_reason: str | None = None
 
 
 class ProviderError(Exception):

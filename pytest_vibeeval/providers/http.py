@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import os
 import random
 import time
@@ -21,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from ..limits import RETRY_AFTER_CAP_S, backoff_ceiling
 from ..loading.templates import MissingValue, Renderer
 from ..masking import is_secret_name, keep_start
 from ..models import Configuration, HttpSpec
@@ -33,9 +35,6 @@ OPENROUTER_URL = "https://openrouter.ai/api/v1"
 OPENROUTER_BASE_ENV = "OPENROUTER_BASE_URL"
 OPENROUTER_KEY_ENV = "OPENROUTER_API_KEY"
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 30.0
-RETRY_AFTER_CAP_S = 120.0
 ERROR_EXCERPT = 300
 
 
@@ -44,7 +43,8 @@ def _excerpt(text: str) -> str:
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """``Retry-After`` as seconds to wait (a number of seconds or an HTTP date), or None."""
+    """``Retry-After`` as seconds to wait (a number of seconds, or an HTTP date: 0 once it has
+    passed), or None when there is none or it is no such value (NaN, infinite, negative)."""
     if not value:
         return None
     value = value.strip()
@@ -55,14 +55,13 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):
             return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
+        return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def backoff_seconds(attempt: int, rng: Callable[[], float] = random.random) -> float:
     """Full-jitter exponential backoff: a random wait up to ``base × 2^attempt`` (capped)."""
-    ceiling: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0**attempt)
-    return ceiling * (0.5 + rng() / 2)
+    return backoff_ceiling(attempt) * (0.5 + rng() / 2)
 
 
 # Headers that carry credentials whatever their value looks like (besides *KEY*, *TOKEN*, … names).
@@ -259,6 +258,8 @@ class HttpProvider:
                     raise ProviderError(self._http_error(answered, response, body))
                 problem = self._http_error(answered, response, body)
                 wait = retry_after_seconds(response.headers.get("Retry-After"))
+                if wait is not None and wait > RETRY_AFTER_CAP_S and attempt + 1 < attempts:
+                    raise ProviderError(_too_long_a_wait(response.status_code, wait, problem))
             if attempt + 1 < attempts:
                 self.sleep(wait if wait is not None else backoff_seconds(attempt))
         raise ProviderError(f"{problem} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})")
@@ -310,6 +311,16 @@ class HttpProvider:
             self._client = None
 
 
+def _too_long_a_wait(status: int, wait: float, problem: str) -> str:
+    """Why a retry the server asked to wait too long for is not made (the eval's time is bounded:
+    see :mod:`..limits`)."""
+    what = "rate limited" if status == 429 else "unavailable"
+    return (
+        f"{what} ({status}): the server asked to wait {wait:g} s (Retry-After), more than the "
+        f"{RETRY_AFTER_CAP_S:g} s an eval waits between attempts, so it was not retried: {problem}"
+    )
+
+
 class _DeadlinePassed(Exception):
     """The answer did not arrive completely within the configuration's timeout."""
 
@@ -334,9 +345,11 @@ def _server_message(response: httpx.Response) -> str:
 
 
 def parse_completion(data: Any, url: str) -> ProviderResponse:
-    """The answer text and the usage of a chat-completions response; ProviderError if malformed."""
+    """The answer text, why the model stopped, and the usage of a chat-completions response;
+    ProviderError if malformed, or when the model refused or a content filter withheld the answer."""
     try:
-        message = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        message = choice["message"]
         text = message.get("content")
     except (KeyError, IndexError, TypeError, AttributeError):
         raise ProviderError(
@@ -346,18 +359,43 @@ def parse_completion(data: Any, url: str) -> ProviderResponse:
         text = ""
     if not isinstance(text, str):  # content parts
         text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
-    usage = data.get("usage") if isinstance(data, dict) else None
+    reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+    reason = reason if isinstance(reason, str) else None
+    refusal = message.get("refusal") if isinstance(message, dict) else None
+    if not text.strip() and isinstance(refusal, str) and refusal.strip():
+        raise ProviderError(f"the model refused to answer (message.refusal): {_excerpt(refusal)!r}")
+    if not text.strip() and reason == "content_filter":
+        raise ProviderError(
+            f"{url} withheld the answer: its content filter stopped it (finish_reason: content_filter)"
+        )
+    values = _usage(data.get("usage") if isinstance(data, dict) else None, url)
+    return ProviderResponse(
+        text,
+        values.get("cost"),
+        values.get("input_tokens"),
+        values.get("output_tokens"),
+        cached_input_tokens=values.get("cached_input_tokens"),
+        finish_reason=reason,
+    )
+
+
+def _usage(usage: Any, url: str) -> dict[str, Any]:
+    """The measures of a chat completion's ``usage``: tokens (those read from the prompt cache,
+    ``prompt_tokens_details.cached_tokens``, among them) and the cost."""
     usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     values: dict[str, Any] = {}
-    for key, field, whole in (
-        ("prompt_tokens", "input_tokens", True),
-        ("completion_tokens", "output_tokens", True),
-        ("cost", "cost", False),
+    for key, value, field, whole in (
+        ("prompt_tokens", usage.get("prompt_tokens"), "input_tokens", True),
+        ("completion_tokens", usage.get("completion_tokens"), "output_tokens", True),
+        ("prompt_tokens_details.cached_tokens", cached, "cached_input_tokens", True),
+        ("cost", usage.get("cost"), "cost", False),
     ):
-        if usage.get(key) is None:
+        if value is None:
             continue
         try:
-            values[field] = as_measure(usage[key], whole=whole)
+            values[field] = as_measure(value, whole=whole)
         except ValueError as exc:
-            raise ProviderError(f"{url} reported usage.{key} = {usage[key]!r}, not {exc}") from None
-    return ProviderResponse(text, values.get("cost"), values.get("input_tokens"), values.get("output_tokens"))
+            raise ProviderError(f"{url} reported usage.{key} = {value!r}, not {exc}") from None
+    return values

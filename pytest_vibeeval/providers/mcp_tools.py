@@ -279,5 +279,11 @@ def _final(text: str, usage: list[ProviderResponse], calls: list[ToolCallRecord]
         return None if any(value is None for value in values) else sum(values)
 
     return ProviderResponse(
-        text, total("cost"), total("input_tokens"), total("output_tokens"), tool_calls=list(calls)
+        text,
+        total("cost"),
+        total("input_tokens"),
+        total("output_tokens"),
+        tool_calls=list(calls),
+        cached_input_tokens=total("cached_input_tokens"),
+        finish_reason=usage[-1].finish_reason if usage else None,
     )

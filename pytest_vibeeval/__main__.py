@@ -17,7 +17,7 @@ from pathlib import Path
 from .editor_schemas import EDITOR_SCHEMAS, render_schema
 from .report.baseline import BaselineError, compare_results, comparison_lines, load_baseline, resolve_baseline
 from .results import ResultsFile
-from .runner_outputs import write_runner_outputs
+from .runner_outputs import OutputsNotWritten, write_runner_outputs
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 
@@ -112,9 +112,15 @@ def outputs_command(results: str, folder: Path) -> int:
     except BaselineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    written = write_runner_outputs(loaded, folder)
+    try:
+        written = write_runner_outputs(loaded, folder)
+    except OutputsNotWritten as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for path in written.files:
         print(path)
+    for line in written.renamed:
+        print(f"note: {line}", file=sys.stderr)
     if not written.files:
         print(f"{results}: no coding-agent eval ran, nothing written", file=sys.stderr)
     if written.missing_logs:
@@ -162,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         "outputs",
         help="write the unified runner's outputs/<eval>-<time>/<config>/results.json tree",
         description="Write one results.json per coding-agent eval of RESULTS in the unified runner's "
-        "shape (commands, vybes score with its breakdown by module), under DIR.",
+        "shape (commands, vybes score with its breakdown by module), under DIR. When two suites ran an "
+        "eval of one name against one configuration, the later one's folder gets -2 (-3, …) and a note "
+        "on stderr says whose is whose.",
     )
     outputs.add_argument("results", help="a results file written with --vibe-results")
     outputs.add_argument(

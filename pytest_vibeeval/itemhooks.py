@@ -265,6 +265,10 @@ def _record_unfinished(item: EvalItem, report: pytest.TestReport, stopped: str |
         stopped or longrepr_text(report) or "",
         steps,
     )
+    chosen = get_state(item.config).sandbox  # None until the session's first agent was set up
+    if item.workspace_work is not None and chosen is not None:
+        # what marks a coding-agent eval's record (`outputs` writes those): the sandbox it runs in
+        record = record.model_copy(update={"sandbox": chosen.kind})
     report.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))
 
 

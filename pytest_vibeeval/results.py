@@ -375,6 +375,13 @@ class EvalRecord(Record):
     )
 
 
+def is_coding_record(record: EvalRecord) -> bool:
+    """Whether ``record`` is a coding-agent eval's (one that ran an agent in a workspace, then its
+    build and grade steps): those, and only those, say what the agent ran in (``sandbox``). A
+    prompt eval run through a CLI has an agent step too, so the steps do not tell."""
+    return record.sandbox is not None
+
+
 class GateRecord(Record):
     """The score gate of a run (``score.min`` / ``score.max``); a failed gate fails the session."""
 

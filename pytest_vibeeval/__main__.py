@@ -11,6 +11,7 @@ rewrites the copies shipped in the package, in a source checkout.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -58,6 +59,12 @@ def schema_command(check: bool, folder: Path | None = None, package: bool = Fals
     """Write the schemas into ``folder`` (``package``: the package's own, in a source checkout), or
     (``check``) fail when one there (default: the package's) is missing or out of date."""
     target = folder or SCHEMA_DIR
+    if os.path.lexists(target) and not target.is_dir():
+        print(
+            f"error: {target} is not a folder: give --dir a folder (it is made if missing)",
+            file=sys.stderr,
+        )
+        return 2
     if check:
         problems = stale_schemas(target)
         rerun = "python -m pytest_vibeeval schema " + (f"--dir {folder}" if folder else "--package")
@@ -79,11 +86,19 @@ def schema_command(check: bool, folder: Path | None = None, package: bool = Fals
             file=sys.stderr,
         )
         return 2
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in shipped_schemas().items():
-        path = target / name
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in shipped_schemas().items():
+            path = target / name
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    except OSError as exc:
+        where = exc.filename or target
+        print(
+            f"error: cannot write {where}: {exc.strerror or exc}; give --dir a folder you can write",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 
@@ -182,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "compare":
         return compare_command(args.baseline, args.new, args.fail_on_regression)
     if args.print_dir:
+        if args.dir:
+            parser.error(
+                "--print-dir and --dir exclude each other: --print-dir prints the package's own folder"
+            )
         print(SCHEMA_DIR)
         return 0
     if args.package and args.dir:

@@ -26,6 +26,7 @@ from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, re
 # pytest session registers this class).
 if TYPE_CHECKING:
     from .results import EvalRecord, ResultsFile, RunRecord
+    from .settings import Settings
 
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
@@ -390,6 +391,9 @@ class ControllerSession:
             if self.nothing_collected:
                 for line in uncollected_suites_hint(config):
                     terminalreporter.write_line(line, yellow=True)
+            unwritten = not_written_line(state.settings)
+            if unwritten:
+                terminalreporter.write_line(unwritten, yellow=True)
             return
         from .report.summary import budget_lines, summary_lines, workspace_lines
         from .results import run_records
@@ -447,6 +451,16 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in self.writer_lines:
             terminalreporter.write_line(line)
+
+
+def not_written_line(settings: Settings) -> str | None:
+    """When no eval ran: the files asked for by name (--vibe-results, --vibe-html) that were not
+    written, so that a step expecting them knows why they are missing; None when none was asked for."""
+    named = (("--vibe-results", settings.results), ("--vibe-html", settings.html))
+    asked = [(option, path) for option, path in named if path is not None]
+    if not asked:
+        return None
+    return "no eval ran: " + ", ".join(f"{option} {path}" for option, path in asked) + " not written"
 
 
 def passed_by_rate(runs: list[RunRecord]) -> set[str]:

@@ -491,3 +491,34 @@ def test_vibe_html_writes_the_report_at_session_end(pytester: pytest.Pytester, x
     cells = parse(html).grids["grid-0"]  # 2 evals × 1 configuration
     assert [cell["data-outcome"] for cell in cells] == ["passed", "failed"]
     assert "&lt;b&gt;poor" in html and "<b>poor" not in html
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("how", ["deselected", "empty folder", "not asked"])
+def test_when_no_eval_ran_the_files_asked_for_are_said_not_written(
+    pytester: pytest.Pytester, xdist: list[str], how: str
+) -> None:
+    """All deselected (-k) or nothing collected: no report and no results (a score over no evals
+    means nothing), and one line says so, so that a CI step looking for the files knows why."""
+    if how != "empty folder":
+        write(pytester.path / "app.py", "def answer(prompt):\n    return prompt\n")
+        write(
+            pytester.path / "h.eval.yaml",
+            """
+            metadata: {name: h, model: m}
+            configurations:
+              app: {python: "app:answer"}
+            evals:
+              - {name: ok, prompt: fine, checks: [{match: "*fine*"}]}
+            """,
+        )
+    report, results = pytester.path / "r.html", pytester.path / "r.json"
+    asked = [] if how == "not asked" else ["--vibe-html", str(report), "--vibe-results", str(results)]
+    result = run_pytest(pytester, "-k", "nomatch", "--vibe-history=", *asked, xdist=xdist)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert not report.exists() and not results.exists()
+    assert not (pytester.path / ".vibeeval" / "results").exists()
+    line = f"no eval ran: --vibe-results {results}, --vibe-html {report} not written"
+    lines = result.stdout.lines
+    assert (line in lines) == (how != "not asked"), lines
+    assert not any(text.startswith("no eval ran") for text in lines if text != line)

@@ -102,22 +102,48 @@ def schema_command(check: bool, folder: Path | None = None, package: bool = Fals
     return 0
 
 
+def _load_for_compare(path: Path, role: str, problems: list[str]) -> ResultsFile | None:
+    """The results file at ``path``, or None with what is wrong with it added to ``problems``; a
+    partial run is no baseline (``role`` "baseline")."""
+    try:
+        results = load_baseline(path)
+    except BaselineError as exc:
+        problems.append(str(exc))
+        return None
+    if role == "baseline" and results.partial:
+        reason = results.stopped_early or "interrupted"
+        problems.append(f"{path} holds a partial run ({reason}): it is no baseline")
+        return None
+    return results
+
+
 def compare_command(baseline: str, new: str, fail_on_regression: bool) -> int:
-    """Print the comparison; 1 on a regression with ``fail_on_regression``, 2 for an unusable file."""
+    """Print the comparison; with ``fail_on_regression`` 1 when a run regressed (see
+    :func:`~.report.baseline.regressed`) or no run is in both files; 2 for an unusable file (each one
+    is named)."""
     cwd = Path.cwd()
     base_path, new_path = resolve_baseline(baseline, cwd), resolve_baseline(new, cwd)
-    try:
-        base_results, new_results = load_baseline(base_path), load_baseline(new_path)
-    except BaselineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    problems: list[str] = []
+    base_results = _load_for_compare(base_path, "baseline", problems)
+    new_results = _load_for_compare(new_path, "new", problems)
+    if base_results is None or new_results is None:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
         return 2
-    if base_results.partial:
-        reason = base_results.stopped_early or "interrupted"
-        print(f"error: {base_path} holds a partial run ({reason}): it is no baseline", file=sys.stderr)
-        return 2
+    if new_results.partial:
+        reason = new_results.stopped_early or "interrupted"
+        print(
+            f"warning: {new_path} holds a partial run ({reason}): its scores are over the evals that ran",
+            file=sys.stderr,
+        )
     comparison = compare_results(new_results, base_results, str(base_path))
     print("\n".join(comparison_lines(comparison)))
-    return 1 if fail_on_regression and comparison.regressions else 0
+    if not fail_on_regression:
+        return 0
+    if not any(record.label != "new" for _, record in comparison.pairs):
+        print("--fail-on-regression: no run is in both files, so nothing was compared", file=sys.stderr)
+        return 1
+    return 1 if comparison.regressions else 0
 
 
 def outputs_command(results: str, folder: Path) -> int:
@@ -177,7 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("baseline", help="the baseline results file (or `latest`)")
     compare.add_argument("new", help="the new results file (or `latest`)")
     compare.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when any run is labelled regression"
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a run regressed (labelled regression, or incomparable with an eval that "
+        "passed in BASELINE and fails in NEW), or when no run is in both files (nothing compared)",
     )
     outputs = sub.add_parser(
         "outputs",

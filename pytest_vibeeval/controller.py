@@ -204,6 +204,7 @@ class ControllerSession:
         """Build and write the results, run the writers, gates and baseline (see sessionfinish)."""
         from .report.junit import add_gate_cases, add_suite_properties
         from .report.resultsfile import ResultsNotWritten, build_results, write_results
+        from .results import not_loaded
 
         state = self.state
         self._load_suite_conftests()
@@ -217,7 +218,7 @@ class ControllerSession:
             state.started_at,
             interrupted,
             state.load_errors,
-            stopped or ("interrupted" if interrupted else None) or _not_loaded(state.load_errors),
+            stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -494,12 +495,6 @@ def uncollected_suites_hint(config: pytest.Config) -> list[str]:
 def _lines(function: Any, argnames: tuple[str, ...], kwargs: dict[str, Any]) -> list[Any]:
     """What one result writer returned, as a list (made here, so that its errors are its own)."""
     return list(function(**{name: kwargs[name] for name in argnames}) or ())
-
-
-def _not_loaded(load_errors: list[str]) -> str | None:
-    """Why a session whose suite files did not all load is partial: their evals did not run, so
-    its results must not become the baseline (a file of no runs would make every run "new")."""
-    return f"{len(load_errors)} suite file(s) failed to load" if load_errors else None
 
 
 def _may_be_eval(nodeid: str) -> bool:

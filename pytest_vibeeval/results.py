@@ -543,6 +543,13 @@ class ResultsFile(Record):
         return self.interrupted or self.stopped_early is not None
 
 
+def not_loaded(load_errors: Sequence[str]) -> str | None:
+    """Why a session whose suite files did not all load is partial (its ``stopped_early``): their
+    evals did not run, so its results must not become the baseline (a file of no runs would make
+    every run "new"). None when every file loaded."""
+    return f"{len(load_errors)} suite file(s) failed to load" if load_errors else None
+
+
 def run_records(runs: Iterable[RunRecord]) -> Iterator[EvalRecord]:
     """Every record of ``runs``, one at a time (on the controller they are read when asked for:
     a list of them all would hold every record of the session at once)."""

@@ -506,6 +506,33 @@ def test_a_timeout_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
     assert [error.json_path for error in schema_errors(path)] == ["$.configurations.a.timeout"]
 
 
+TEXT_NUMBERS = {
+    # docs/running.md (Editor support): the editor flags every number written as text; the loader
+    # accepts these, and refuses a timeout or a score bound written so (the tests above and below)
+    "max_output_bytes": ("cli-config", '{"configurations": {"a": {"name": "A", "cli": "x", '
+                                       '"max_output_bytes": "100"}}}'),
+    "min_pass_rate": ("suite", HEAD + "  - prompt: p\n    min_pass_rate: '0.5'\n    checks: [{match: x}]\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "text"), TEXT_NUMBERS.values(), ids=list(TEXT_NUMBERS))
+def test_numbers_written_as_text_that_the_loader_accepts_are_flagged_by_the_editor(
+    tmp_path: Path, kind: str, text: str
+) -> None:
+    path = write(tmp_path, kind, text)
+    assert loader_problem(path) is None
+    assert schema_errors(path)
+
+
+def test_a_score_bound_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
+    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + "score: {min: '50'}\n")
+    assert loader_problem(path) == (
+        f"{path}:5: score.min: must be a number, not the text '50'\n"
+        "    hint: write the number without quotes: min: 50"
+    )
+    assert schema_errors(path)
+
+
 # --- check types from plugins --------------------------------------------------------------------
 
 

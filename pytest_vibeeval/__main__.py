@@ -14,18 +14,38 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from .editor_schemas import EDITOR_SCHEMAS, render_schema
 from .report.baseline import BaselineError, compare_results, comparison_lines, load_baseline, resolve_baseline
 from .results import ResultsFile
 from .runner_outputs import OutputsNotWritten, write_runner_outputs
+from .scoring.variables import BUILTIN_RUN_VARIABLES
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
+
+
+def _type_metrics(schema: dict[str, Any]) -> None:
+    """Give a run's built-in ``metrics`` their types and meanings (the model has a plain mapping, since
+    plugins add metrics of their own: other keys stay allowed)."""
+    metrics = schema["$defs"]["RunRecord"]["properties"]["metrics"]
+    properties: dict[str, Any] = {
+        variable.name: {
+            "type": ["number", "null"],
+            "description": f"{variable.unit}: {variable.meaning}; null where unknown",
+        }
+        for variable in BUILTIN_RUN_VARIABLES
+        if variable.metric
+    }
+    properties["errors"] = {"type": "integer", "minimum": 0, "description": "count: evals that errored"}
+    properties["skipped"] = {"type": "integer", "minimum": 0, "description": "count: evals skipped"}
+    metrics["properties"] = properties
 
 
 def results_schema() -> str:
     """The JSON Schema of the results file, as shipped in ``schemas/results.schema.json``."""
     schema = ResultsFile.model_json_schema()
+    _type_metrics(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "pytest-vibeeval results"
     return render_schema(schema)

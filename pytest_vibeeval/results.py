@@ -474,7 +474,8 @@ class RunRecord(Record):
     gate: GateRecord | None = Field(default=None, description="None when the suite sets no score bounds")
     metrics: dict[str, Any] = Field(
         description="success_pct, passed, failed, total, errors, skipped, and the latency (seconds) and "
-        "cost (USD) sums, means, minima and maxima; null where unknown"
+        "cost (USD) sums, means, minima and maxima; null where unknown; and each metric a plugin "
+        "registers (a run variable with metric=True)",
     )
     # A Mapping: on the controller the per-eval ones are kept as a tuple of values per eval
     # (scoring/run_values.py); a dict everywhere else.

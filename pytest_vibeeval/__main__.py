@@ -11,8 +11,10 @@ rewrites the copies shipped in the package, in a source checkout.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from .editor_schemas import EDITOR_SCHEMAS, render_schema
 from .report.baseline import (
@@ -24,14 +26,33 @@ from .report.baseline import (
     resolve_baseline,
 )
 from .results import ResultsFile
-from .runner_outputs import write_runner_outputs
+from .runner_outputs import OutputsNotWritten, write_runner_outputs
+from .scoring.variables import BUILTIN_RUN_VARIABLES
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
+
+
+def _type_metrics(schema: dict[str, Any]) -> None:
+    """Give a run's built-in ``metrics`` their types and meanings (the model has a plain mapping, since
+    plugins add metrics of their own: other keys stay allowed)."""
+    metrics = schema["$defs"]["RunRecord"]["properties"]["metrics"]
+    properties: dict[str, Any] = {
+        variable.name: {
+            "type": ["number", "null"],
+            "description": f"{variable.unit}: {variable.meaning}; null where unknown",
+        }
+        for variable in BUILTIN_RUN_VARIABLES
+        if variable.metric
+    }
+    properties["errors"] = {"type": "integer", "minimum": 0, "description": "count: evals that errored"}
+    properties["skipped"] = {"type": "integer", "minimum": 0, "description": "count: evals skipped"}
+    metrics["properties"] = properties
 
 
 def results_schema() -> str:
     """The JSON Schema of the results file, as shipped in ``schemas/results.schema.json``."""
     schema = ResultsFile.model_json_schema()
+    _type_metrics(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "pytest-vibeeval results"
     return render_schema(schema)
@@ -65,6 +86,12 @@ def schema_command(check: bool, folder: Path | None = None, package: bool = Fals
     """Write the schemas into ``folder`` (``package``: the package's own, in a source checkout), or
     (``check``) fail when one there (default: the package's) is missing or out of date."""
     target = folder or SCHEMA_DIR
+    if os.path.lexists(target) and not target.is_dir():
+        print(
+            f"error: {target} is not a folder: give --dir a folder (it is made if missing)",
+            file=sys.stderr,
+        )
+        return 2
     if check:
         problems = stale_schemas(target)
         rerun = "python -m pytest_vibeeval schema " + (f"--dir {folder}" if folder else "--package")
@@ -86,11 +113,19 @@ def schema_command(check: bool, folder: Path | None = None, package: bool = Fals
             file=sys.stderr,
         )
         return 2
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in shipped_schemas().items():
-        path = target / name
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in shipped_schemas().items():
+            path = target / name
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    except OSError as exc:
+        where = exc.filename or target
+        print(
+            f"error: cannot write {where}: {exc.strerror or exc}; give --dir a folder you can write",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 
@@ -102,24 +137,50 @@ def print_notes(*files: tuple[ReadResults, str | Path]) -> None:
             print(f"note: {note}", file=sys.stderr)
 
 
+def _load_for_compare(path: Path, role: str, problems: list[str]) -> ReadResults | None:
+    """The results file at ``path``, or None with what is wrong with it added to ``problems``; a
+    partial run is no baseline (``role`` "baseline")."""
+    try:
+        read = read_results(path)
+    except BaselineError as exc:
+        problems.append(str(exc))
+        return None
+    if role == "baseline" and read.results.partial:
+        reason = read.results.stopped_early or "interrupted"
+        problems.append(f"{path} holds a partial run ({reason}): it is no baseline")
+        return None
+    return read
+
+
 def compare_command(baseline: str, new: str, fail_on_regression: bool) -> int:
-    """Print the comparison; 1 on a regression with ``fail_on_regression``, 2 for an unusable file."""
+    """Print the comparison; with ``fail_on_regression`` 1 when a run regressed (see
+    :func:`~.report.baseline.regressed`) or no run is in both files; 2 for an unusable file (each one
+    is named)."""
     cwd = Path.cwd()
     base_path, new_path = resolve_baseline(baseline, cwd), resolve_baseline(new, cwd)
-    try:
-        base_read, new_read = read_results(base_path), read_results(new_path)
-    except BaselineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    problems: list[str] = []
+    base_read = _load_for_compare(base_path, "baseline", problems)
+    new_read = _load_for_compare(new_path, "new", problems)
+    if base_read is None or new_read is None:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
         return 2
     print_notes((base_read, base_path), (new_read, new_path))
     base_results, new_results = base_read.results, new_read.results
-    if base_results.partial:
-        reason = base_results.stopped_early or "interrupted"
-        print(f"error: {base_path} holds a partial run ({reason}): it is no baseline", file=sys.stderr)
-        return 2
+    if new_results.partial:
+        reason = new_results.stopped_early or "interrupted"
+        print(
+            f"warning: {new_path} holds a partial run ({reason}): its scores are over the evals that ran",
+            file=sys.stderr,
+        )
     comparison = compare_results(new_results, base_results, str(base_path))
     print("\n".join(comparison_lines(comparison)))
-    return 1 if fail_on_regression and comparison.regressions else 0
+    if not fail_on_regression:
+        return 0
+    if not any(record.label != "new" for _, record in comparison.pairs):
+        print("--fail-on-regression: no run is in both files, so nothing was compared", file=sys.stderr)
+        return 1
+    return 1 if comparison.regressions else 0
 
 
 def outputs_command(results: str, folder: Path) -> int:
@@ -130,10 +191,15 @@ def outputs_command(results: str, folder: Path) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print_notes((read, results))
-    loaded = read.results
-    written = write_runner_outputs(loaded, folder)
+    try:
+        written = write_runner_outputs(read.results, folder)
+    except OutputsNotWritten as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for path in written.files:
         print(path)
+    for line in written.renamed:
+        print(f"note: {line}", file=sys.stderr)
     if not written.files:
         print(f"{results}: no coding-agent eval ran, nothing written", file=sys.stderr)
     if written.missing_logs:
@@ -175,13 +241,18 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("baseline", help="the baseline results file (or `latest`)")
     compare.add_argument("new", help="the new results file (or `latest`)")
     compare.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when any run is labelled regression"
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a run regressed (labelled regression, or incomparable with an eval that "
+        "passed in BASELINE and fails in NEW), or when no run is in both files (nothing compared)",
     )
     outputs = sub.add_parser(
         "outputs",
         help="write the unified runner's outputs/<eval>-<time>/<config>/results.json tree",
         description="Write one results.json per coding-agent eval of RESULTS in the unified runner's "
-        "shape (commands, vybes score with its breakdown by module), under DIR.",
+        "shape (commands, vybes score with its breakdown by module), under DIR. When two suites ran an "
+        "eval of one name against one configuration, the later one's folder gets -2 (-3, …) and a note "
+        "on stderr says whose is whose.",
     )
     outputs.add_argument("results", help="a results file written with --vibe-results")
     outputs.add_argument(
@@ -193,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "compare":
         return compare_command(args.baseline, args.new, args.fail_on_regression)
     if args.print_dir:
+        if args.dir:
+            parser.error(
+                "--print-dir and --dir exclude each other: --print-dir prints the package's own folder"
+            )
         print(SCHEMA_DIR)
         return 0
     if args.package and args.dir:

@@ -26,6 +26,7 @@ from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, re
 # pytest session registers this class).
 if TYPE_CHECKING:
     from .results import EvalRecord, ResultsFile, RunRecord
+    from .settings import Settings
 
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
@@ -232,6 +233,7 @@ class ControllerSession:
         """Build and write the results, run the writers, gates and baseline (see sessionfinish)."""
         from .report.junit import add_gate_cases, add_suite_properties
         from .report.resultsfile import ResultsNotWritten, build_results, write_results
+        from .results import not_loaded
 
         state = self.state
         self._load_suite_conftests()
@@ -247,7 +249,7 @@ class ControllerSession:
             state.started_at,
             interrupted,
             state.load_errors,
-            stopped or ("interrupted" if interrupted else None) or _not_loaded(state.load_errors),
+            stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -437,6 +439,9 @@ class ControllerSession:
             if self.nothing_collected:
                 for line in uncollected_suites_hint(config):
                     terminalreporter.write_line(line, yellow=True)
+            unwritten = not_written_line(state.settings)
+            if unwritten:
+                terminalreporter.write_line(unwritten, yellow=True)
             return
         from .report.summary import budget_lines, resume_line, summary_lines, workspace_lines
 
@@ -492,6 +497,16 @@ class ControllerSession:
             terminalreporter.write_line(line)
 
 
+def not_written_line(settings: Settings) -> str | None:
+    """When no eval ran: the files asked for by name (--vibe-results, --vibe-html) that were not
+    written, so that a step expecting them knows why they are missing; None when none was asked for."""
+    named = (("--vibe-results", settings.results), ("--vibe-html", settings.html))
+    asked = [(option, path) for option, path in named if path is not None]
+    if not asked:
+        return None
+    return "no eval ran: " + ", ".join(f"{option} {path}" for option, path in asked) + " not written"
+
+
 def passed_by_rate(runs: list[RunRecord]) -> set[str]:
     """The node ids of the records of evals whose pass rate met their min_pass_rate."""
     by_rate: set[str] = set()
@@ -523,12 +538,6 @@ def uncollected_suites_hint(config: pytest.Config) -> list[str]:
 def _lines(function: Any, argnames: tuple[str, ...], kwargs: dict[str, Any]) -> list[Any]:
     """What one result writer returned, as a list (made here, so that its errors are its own)."""
     return list(function(**{name: kwargs[name] for name in argnames}) or ())
-
-
-def _not_loaded(load_errors: list[str]) -> str | None:
-    """Why a session whose suite files did not all load is partial: their evals did not run, so
-    its results must not become the baseline (a file of no runs would make every run "new")."""
-    return f"{len(load_errors)} suite file(s) failed to load" if load_errors else None
 
 
 def _may_be_eval(nodeid: str) -> bool:

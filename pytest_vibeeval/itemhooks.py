@@ -270,6 +270,10 @@ def _record_unfinished(item: EvalItem, report: pytest.TestReport, stopped: str |
     if spent is not None:  # a prompt eval stopped mid-way keeps what it finished and spent
         record = spent
         get_state(item.config).budget.add(None if record.cached else record.cost)
+    chosen = get_state(item.config).sandbox  # None until the session's first agent was set up
+    if item.workspace_work is not None and chosen is not None:
+        # what marks a coding-agent eval's record (`outputs` writes those): the sandbox it runs in
+        record = record.model_copy(update={"sandbox": chosen.kind})
     report.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))
 
 

@@ -407,6 +407,13 @@ class EvalRecord(Record):
     )
 
 
+def is_coding_record(record: EvalRecord) -> bool:
+    """Whether ``record`` is a coding-agent eval's (one that ran an agent in a workspace, then its
+    build and grade steps): those, and only those, say what the agent ran in (``sandbox``). A
+    prompt eval run through a CLI has an agent step too, so the steps do not tell."""
+    return record.sandbox is not None
+
+
 class GateRecord(Record):
     """The score gate of a run (``score.min`` / ``score.max``); a failed gate fails the session."""
 
@@ -500,7 +507,8 @@ class RunRecord(Record):
     gate: GateRecord | None = Field(default=None, description="None when the suite sets no score bounds")
     metrics: dict[str, Any] = Field(
         description="success_pct, passed, failed, total, errors, skipped, and the latency (seconds) and "
-        "cost (USD) sums, means, minima and maxima; null where unknown"
+        "cost (USD) sums, means, minima and maxima; null where unknown; and each metric a plugin "
+        "registers (a run variable with metric=True)",
     )
     # A Mapping: on the controller the per-eval ones are kept as a tuple of values per eval
     # (scoring/run_values.py); a dict everywhere else.
@@ -567,6 +575,13 @@ class ResultsFile(Record):
     def partial(self) -> bool:
         """Not every selected item ran: such results are no baseline."""
         return self.interrupted or self.stopped_early is not None
+
+
+def not_loaded(load_errors: Sequence[str]) -> str | None:
+    """Why a session whose suite files did not all load is partial (its ``stopped_early``): their
+    evals did not run, so its results must not become the baseline (a file of no runs would make
+    every run "new"). None when every file loaded."""
+    return f"{len(load_errors)} suite file(s) failed to load" if load_errors else None
 
 
 def run_records(runs: Iterable[RunRecord]) -> Iterator[EvalRecord]:

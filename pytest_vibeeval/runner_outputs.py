@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .bounded_read import UnreadableFile, read_end
-from .results import EvalRecord, ResultsFile, StepRecord
+from .results import EvalRecord, ResultsFile, RunRecord, StepRecord, is_coding_record
 from .scoring.vybes import vybes_result
 
 RESULTS_NAME = "results.json"
@@ -85,28 +85,89 @@ def runner_results(
 
 
 class Written(NamedTuple):
-    """The files :func:`write_runner_outputs` wrote, and how many step logs it found gone."""
+    """The files :func:`write_runner_outputs` wrote, how many step logs it found gone, and a line
+    for each file whose folder was disambiguated (another run's eval had its name)."""
 
     files: list[Path]
     missing_logs: int
+    renamed: tuple[str, ...] = ()
+
+
+class OutputsNotWritten(Exception):
+    """The tree cannot be written where asked; the message names the path and what to do."""
+
+
+class _Planned(NamedTuple):
+    run: RunRecord
+    record: EvalRecord
+    target: Path
+
+
+def _plan(results: ResultsFile, folder: Path) -> tuple[list[_Planned], list[str]]:
+    """Where each coding-agent eval's file goes. Two runs of the same eval name × configuration (two
+    suites with an evaluation of that name) would share the runner's path: the later ones in the
+    results file get ``-2``, ``-3``, … after the folder name, and a line saying whose it is."""
+    stamp = _stamp(results.started_at)
+    planned: list[_Planned] = []
+    first: dict[Path, _Planned] = {}
+    taken: set[Path] = set()
+    renamed: list[str] = []
+    for run in results.runs:
+        for record in run.evals:
+            if record.outcome == "skipped" or not is_coding_record(record):
+                continue
+            suffix = f"-r{record.repeat}" if record.repeat else ""
+            base = f"{record.name}-{stamp}{suffix}"
+            target = folder / base / run.configuration / RESULTS_NAME
+            n = 1
+            while target in taken:
+                n += 1
+                target = folder / f"{base}-{n}" / run.configuration / RESULTS_NAME
+            taken.add(target)
+            entry = _Planned(run, record, target)
+            planned.append(entry)
+            plain = folder / base / run.configuration / RESULTS_NAME
+            if n == 1:
+                first[plain] = entry
+            else:
+                other = first[plain]
+                renamed.append(
+                    f"{target}: {record.name} × {run.configuration} of {run.source} (that of "
+                    f"{other.run.source} is {other.target})"
+                )
+    return planned, renamed
+
+
+def _make_folder(folder: Path) -> None:
+    """``folder`` and its parents, or :class:`OutputsNotWritten` saying why not."""
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise OutputsNotWritten(f"{folder} is not a folder: give --dir a folder (it is made if missing)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputsNotWritten(
+            f"cannot make the folder {folder}: {exc.strerror or exc}; give --dir a folder you can write"
+        ) from None
 
 
 def write_runner_outputs(results: ResultsFile, folder: Path) -> Written:
     """Write the tree for every coding-agent eval that ran; a step log that is gone is written as
-    ``[log not found: <path>]`` and counted."""
+    ``[log not found: <path>]`` and counted. :class:`OutputsNotWritten` when ``folder`` (or a file
+    in it) cannot be written."""
+    planned, renamed = _plan(results, folder)
+    if not planned:
+        return Written([], 0)
+    _make_folder(folder)
     written: list[Path] = []
     logs = _Logs()
-    stamp = _stamp(results.started_at)
-    for run in results.runs:
-        for record in run.evals:
-            if record.outcome == "skipped" or not any(step.phase == "agent" for step in record.steps):
-                continue
-            suffix = f"-r{record.repeat}" if record.repeat else ""
-            target = folder / f"{record.name}-{stamp}{suffix}" / run.configuration / RESULTS_NAME
+    for run, record, target in planned:
+        data = runner_results(record, run.configuration, results.started_at, results.finished_at, logs)
+        try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            data = runner_results(record, run.configuration, results.started_at, results.finished_at, logs)
             temporary = target.with_suffix(".tmp")
             temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             os.replace(temporary, target)
-            written.append(target)
-    return Written(written, logs.missing)
+        except OSError as exc:
+            raise OutputsNotWritten(f"cannot write {target}: {exc.strerror or exc}") from None
+        written.append(target)
+    return Written(written, logs.missing, tuple(renamed))

@@ -4,6 +4,7 @@ once into a :class:`Settings`, validated, with a usage error that names the opti
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,14 +95,17 @@ class Settings:
         if baseline is None and fail_on_regression:
             raise pytest.UsageError("--vibe-fail-on-regression needs --vibe-baseline PATH|latest")
         html = _text(config, "vibe_html")
-        for option, value in (("--vibe-results", _text(config, "vibe_results")), ("--vibe-html", html)):
+        files = {"--vibe-results": _text(config, "vibe_results"), "--vibe-html": html}
+        for option, value in files.items():
             if not value:
                 continue
             from .report.resultsfile import unwritable_reason
 
-            problem = unwritable_reason(Path(value).absolute())
+            example = "report.html" if option == "--vibe-html" else "results.json"
+            problem = unwritable_reason(Path(value).absolute(), example)
             if problem:  # found now, not after the whole run
                 raise pytest.UsageError(f"{option}: {problem}")
+        _refuse_shared_outputs(config, files)
         return cls(
             evals=parse_selection(_text(config, "vibe_eval")),
             configs=parse_selection(_text(config, "vibe_config")),
@@ -348,6 +352,27 @@ def _expanded(value: str, option: str) -> Path:
         return Path(value).expanduser().absolute()
     except RuntimeError as exc:  # ~user of no such user, or no home folder
         raise pytest.UsageError(f"{option}: cannot expand {value!r}: {exc}") from None
+
+
+def _refuse_shared_outputs(config: pytest.Config, files: Mapping[str, str | None]) -> None:
+    """A UsageError when two files the session writes are one (``--vibe-results X --vibe-html X``):
+    the one written last would replace the other, found only after the run."""
+    paths = {option: Path(value).absolute() for option, value in files.items() if value}
+    junit = config.getoption("xmlpath", None)  # pytest's --junitxml (absent with -p no:junitxml)
+    if junit:
+        paths["--junitxml"] = Path(junit).expanduser().absolute()
+    history = _history_path(config)
+    if history is not None:
+        paths["--vibe-history"] = history
+    seen: dict[str, str] = {}
+    for option, path in paths.items():
+        real = os.path.realpath(path)  # a symlink to the other, or a folder written two ways
+        if real in seen:
+            raise pytest.UsageError(
+                f"{seen[real]} and {option} name the same file ({path}): give each its own path, or "
+                f"one of them would replace the other at the end of the run"
+            )
+        seen[real] = option
 
 
 def _absolute(value: str | None) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -475,6 +476,68 @@ def test_cli_compare_bad_file(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert cli(base, "bad.json", cwd=tmp_path).stderr == (
         "error: bad.json: not JSON (line 1, column 2: Expecting property name enclosed in double quotes)\n"
     )
+
+
+def test_cli_compare_reports_every_bad_file(files: tuple[Path, Path], tmp_path: Path) -> None:
+    """Both files unusable: both are named, not only the first (one fix, then the next error)."""
+    (tmp_path / "bad.json").write_text("{oops", encoding="utf-8")
+    partial = results_file(run_record("s", 80.0)).model_copy(update={"stopped_early": "-x"})
+    save(tmp_path / "partial.json", partial)
+    done = cli("partial.json", "bad.json", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "error: partial.json holds a partial run (-x): it is no baseline",
+        "error: bad.json: not JSON (line 1, column 2: Expecting property name enclosed in double quotes)",
+    ]
+    done = cli("nothing.json", "bad.json", cwd=tmp_path)
+    assert done.stderr.splitlines()[0] == "error: nothing.json: no such file"
+    assert len(done.stderr.splitlines()) == 2
+
+
+def test_cli_compare_says_when_the_new_file_is_partial(tmp_path: Path) -> None:
+    """A partial new file is compared (its runs are what they are), but not silently: its scores
+    cover only the evals that ran."""
+    save(tmp_path / "base.json", results_file(run_record("s", 100.0, {"a": "passed", "b": "passed"})))
+    cut = results_file(run_record("s", 100.0, {"a": "passed"}))
+    save(tmp_path / "new.json", cut.model_copy(update={"stopped_early": "the session stopped after -x"}))
+    done = cli("base.json", "new.json", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        "warning: new.json holds a partial run (the session stopped after -x): its scores are over the "
+        "evals that ran"
+    ]
+    assert "incomparable: the scores are over different evals" in done.stdout
+
+
+def test_cli_compare_without_a_run_in_common(tmp_path: Path) -> None:
+    """Different suites or configurations: nothing was compared, which is not "no regression"; with
+    --fail-on-regression it fails, since the check it asks for could not be made."""
+    save(tmp_path / "base.json", results_file(run_record("s", 80.0)))
+    save(tmp_path / "new.json", results_file(run_record("s", 20.0, configuration="other")))
+    done = cli("base.json", "new.json", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "baseline: base.json",
+        "s × other: 20.00 new (not in the baseline)",
+        "s × cfg: missing from these results",
+        "no run in common with the baseline: nothing was compared",
+    ]
+    failing = cli("base.json", "new.json", "--fail-on-regression", cwd=tmp_path)
+    assert (failing.returncode, failing.stdout) == (1, done.stdout)
+    assert failing.stderr == "--fail-on-regression: no run is in both files, so nothing was compared\n"
+
+
+def test_cli_compare_help_says_what_fails() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_vibeeval", "compare", "--help"],
+        capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    assert (
+        "exit 1 when a run regressed (labelled regression, or incomparable with an eval that passed in "
+        "BASELINE and fails in NEW), or when no run is in both files (nothing compared)"
+    ) in text
 
 
 def test_cli_schema_still_works() -> None:

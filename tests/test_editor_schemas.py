@@ -8,6 +8,8 @@ command-registry.json with), so the two cannot drift apart unnoticed.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from functools import cache
@@ -504,6 +506,33 @@ def test_a_timeout_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
     assert [error.json_path for error in schema_errors(path)] == ["$.configurations.a.timeout"]
 
 
+TEXT_NUMBERS = {
+    # docs/running.md (Editor support): the editor flags every number written as text; the loader
+    # accepts these, and refuses a timeout or a score bound written so (the tests above and below)
+    "max_output_bytes": ("cli-config", '{"configurations": {"a": {"name": "A", "cli": "x", '
+                                       '"max_output_bytes": "100"}}}'),
+    "min_pass_rate": ("suite", HEAD + "  - prompt: p\n    min_pass_rate: '0.5'\n    checks: [{match: x}]\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "text"), TEXT_NUMBERS.values(), ids=list(TEXT_NUMBERS))
+def test_numbers_written_as_text_that_the_loader_accepts_are_flagged_by_the_editor(
+    tmp_path: Path, kind: str, text: str
+) -> None:
+    path = write(tmp_path, kind, text)
+    assert loader_problem(path) is None
+    assert schema_errors(path)
+
+
+def test_a_score_bound_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
+    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + "score: {min: '50'}\n")
+    assert loader_problem(path) == (
+        f"{path}:5: score.min: must be a number, not the text '50'\n"
+        "    hint: write the number without quotes: min: 50"
+    )
+    assert schema_errors(path)
+
+
 # --- check types from plugins --------------------------------------------------------------------
 
 
@@ -599,6 +628,44 @@ def test_print_dir(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["schema", "--print-dir"]) == 0
     folder = Path(capsys.readouterr().out.strip())
     assert folder == cli.SCHEMA_DIR and (folder / "suite.schema.json").is_file()
+
+
+def schema_command(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pytest_vibeeval schema ARGS`` in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_vibeeval", "schema", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["write", "check"])
+def test_schema_dir_that_is_a_file_is_said_so(tmp_path: Path, check: bool) -> None:
+    """Writing into (or checking) a --dir that is a file: one line, no traceback, and no advice to
+    run a command that cannot work."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    proc = schema_command(*(["--check"] if check else []), "--dir", str(afile))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"error: {afile} is not a folder: give --dir a folder (it is made if missing)\n"
+
+
+def test_schema_dir_under_a_file_is_said_so(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    target = tmp_path / "afile" / "schemas"
+    proc = schema_command("--dir", str(target))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f"error: cannot write {target}: Not a directory; give --dir a folder you can write\n"
+    )
+
+
+def test_print_dir_and_dir_exclude_each_other(tmp_path: Path) -> None:
+    proc = schema_command("--print-dir", "--dir", str(tmp_path / "x"))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines()[-1] == (
+        "python -m pytest_vibeeval: error: --print-dir and --dir exclude each other: --print-dir prints "
+        "the package's own folder"
+    )
+    assert not (tmp_path / "x").exists()
 
 
 def test_render_is_stable() -> None:

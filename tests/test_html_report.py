@@ -163,6 +163,40 @@ def test_the_header_shows_interruption_and_load_errors() -> None:
     assert "bad.eval.yaml: line 3: &lt;oops&gt;" in html
 
 
+def test_a_run_stopped_early_gets_a_banner_as_an_interrupted_one_does() -> None:
+    html = render_html(
+        results(run("app", [record("a")]), stopped_early="stopped after the first failure (-x)")
+    )
+    parse(html)
+    assert (
+        '<p class="banner warn" id="stopped-early">The session stopped after the first failure (-x): '
+        "some evals did not run, so the scores are over those that did.</p>"
+    ) in html
+    assert 'id="interrupted"' not in html
+    # a session that only failed to load a suite file says so in its own banner, once
+    not_loaded = results(load_errors=["bad.eval.yaml: oops"], stopped_early="1 suite file(s) failed to load")
+    html = render_html(not_loaded)
+    assert 'id="load-errors"' in html and 'id="stopped-early"' not in html
+
+
+def test_the_header_counts_xfail_evals_with_their_outcome() -> None:
+    """ "6 error (20 expected: xfail)" read as if the errors were expected: each outcome says how
+    many of its own were marked xfail."""
+    evals = [
+        *(record(f"p{i}") for i in range(3)),
+        *(record(f"x{i}", "failed", xfail=True) for i in range(20)),
+        record("f", "failed"),
+        *(record(f"e{i}", "error") for i in range(6)),
+        record("xe", "error", xfail=True),
+    ]
+    html = render_html(results(run("app", evals)))
+    assert (
+        "3 passed · 21 failed (20 of them xfail: expected to fail) · 7 error (1 of them xfail: "
+        "expected to fail)</p>"
+    ) in html
+    assert "expected: xfail)</p>" not in html
+
+
 def test_everything_from_the_results_is_escaped() -> None:
     failing = record(
         PAYLOAD, "failed", message=PAYLOAD, response=PAYLOAD,
@@ -491,3 +525,58 @@ def test_vibe_html_writes_the_report_at_session_end(pytester: pytest.Pytester, x
     cells = parse(html).grids["grid-0"]  # 2 evals × 1 configuration
     assert [cell["data-outcome"] for cell in cells] == ["passed", "failed"]
     assert "&lt;b&gt;poor" in html and "<b>poor" not in html
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("how", ["deselected", "empty folder", "not asked"])
+def test_when_no_eval_ran_the_files_asked_for_are_said_not_written(
+    pytester: pytest.Pytester, xdist: list[str], how: str
+) -> None:
+    """All deselected (-k) or nothing collected: no report and no results (a score over no evals
+    means nothing), and one line says so, so that a CI step looking for the files knows why."""
+    if how != "empty folder":
+        write(pytester.path / "app.py", "def answer(prompt):\n    return prompt\n")
+        write(
+            pytester.path / "h.eval.yaml",
+            """
+            metadata: {name: h, model: m}
+            configurations:
+              app: {python: "app:answer"}
+            evals:
+              - {name: ok, prompt: fine, checks: [{match: "*fine*"}]}
+            """,
+        )
+    report, results = pytester.path / "r.html", pytester.path / "r.json"
+    asked = [] if how == "not asked" else ["--vibe-html", str(report), "--vibe-results", str(results)]
+    result = run_pytest(pytester, "-k", "nomatch", "--vibe-history=", *asked, xdist=xdist)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert not report.exists() and not results.exists()
+    assert not (pytester.path / ".vibeeval" / "results").exists()
+    line = f"no eval ran: --vibe-results {results}, --vibe-html {report} not written"
+    lines = result.stdout.lines
+    assert (line in lines) == (how != "not asked"), lines
+    assert not any(text.startswith("no eval ran") for text in lines if text != line)
+
+
+def test_a_session_stopped_by_maxfail_has_a_banner(pytester: pytest.Pytester) -> None:
+    write(pytester.path / "app.py", "def answer(prompt):\n    return prompt\n")
+    write(
+        pytester.path / "h.eval.yaml",
+        """
+        metadata: {name: h, model: m}
+        configurations:
+          app: {python: "app:answer"}
+        evals:
+          - {name: bad, prompt: poor, checks: [{match: "*fine*"}]}
+          - {name: ok, prompt: fine, checks: [{match: "*fine*"}]}
+        """,
+    )
+    report = pytester.path / "report.html"
+    result = run_pytest(pytester, "-x", "--vibe-html", str(report), "--vibe-history=")
+    result.assert_outcomes(failed=1)
+    html = report.read_text(encoding="utf-8")
+    parse(html)
+    assert (
+        '<p class="banner warn" id="stopped-early">The session stopped after the first failure (-x): some '
+        "evals did not run, so the scores are over those that did.</p>"
+    ) in html

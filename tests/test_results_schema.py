@@ -13,6 +13,7 @@ import pytest
 import yaml
 from helpers import PYTHON, XDIST_MODES, agent, comparable, evals_by_nodeid, load_json, run, run_of, write
 
+from pytest_vibeeval.results import ResultsFile, RunRecord
 from pytest_vibeeval.scoring.variables import EVAL_VARIABLES, run_variable_names
 
 METRIC_KEYS = {
@@ -172,6 +173,41 @@ def test_serial_and_xdist_results_are_the_same(pytester: pytest.Pytester) -> Non
     run(pytester, "--vibe-results", str(xdist), xdist=["-n", "2"])
     first, second = comparable(load_json(serial)), comparable(load_json(xdist))
     assert first == second
+
+
+def minimal_results(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A results file of one run with these metrics, as JSON data."""
+    run_record = RunRecord(
+        suite="s", source="s.eval.yaml", configuration="app", score=None, score_formula="success_pct",
+        score_error="no eval ran", metrics=metrics, variables={}, evals=[],
+    )  # fmt: skip
+    times = {"started_at": "2025-01-01T00:00:00+00:00", "finished_at": "2025-01-01T00:00:01+00:00"}
+    return ResultsFile(runs=[run_record], **times).model_dump(mode="json")
+
+
+@pytest.mark.parametrize(
+    ("metrics", "wrong"),
+    [
+        ({"success_pct": 50.0, "passed": 1.0, "total_cost": None, "errors": 0, "skipped": 2}, None),
+        ({"success_pct": 50.0, "precision": 0.5, "recall": None}, None),  # a plugin's metrics
+        ({"success_pct": "50"}, "success_pct"),
+        ({"total_cost": "$0.01"}, "total_cost"),
+        ({"errors": 1.5}, "errors"),
+        ({"skipped": -1}, "skipped"),
+    ],
+    ids=["built-in", "plugin", "text-pct", "text-cost", "fractional-errors", "negative-skipped"],
+)
+def test_the_documented_metrics_are_typed_and_plugin_metrics_allowed(
+    metrics: dict[str, Any], wrong: str | None
+) -> None:
+    schema = results_schema()
+    found = [
+        list(error.absolute_path)
+        for error in jsonschema.Draft202012Validator(schema).iter_errors(minimal_results(metrics))
+    ]
+    assert found == ([] if wrong is None else [["runs", 0, "metrics", wrong]])
+    documented = schema["$defs"]["RunRecord"]["properties"]["metrics"]
+    assert set(documented["properties"]) == METRIC_KEYS and documented["additionalProperties"] is True
 
 
 def test_shipped_schema_is_up_to_date() -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 from helpers import XDIST_MODES, load_json, run, run_of, write
+from test_results_schema import results_schema
 
 from pytest_vibeeval import RunVariable
 from pytest_vibeeval.results import EvalRecord
@@ -87,7 +89,9 @@ def test_plugin_metrics_are_in_the_results_the_summary_and_the_formula(
     results = pytester.path / "results.json"
     result = run(pytester, "--vibe-results", results, xdist=xdist)
     result.assert_outcomes(passed=5)
-    record = run_of(load_json(results), "app")
+    data = load_json(results)
+    jsonschema.Draft202012Validator(results_schema()).validate(data)  # the schema allows plugin metrics
+    record = run_of(data, "app")
     assert record["metrics"]["precision"] == pytest.approx(2 / 3)  # over all five evals, both workers
     assert record["metrics"]["recall"] == pytest.approx(2 / 3)
     assert record["variables"]["precision"] == record["metrics"]["precision"]

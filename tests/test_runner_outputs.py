@@ -1,5 +1,6 @@
-"""`python -m pytest_vibeeval outputs`: each eval's results.json carries its own start and end, and a
-step log pytest has since removed is said to be missing, not written as an empty output."""
+"""`python -m pytest_vibeeval outputs`: each eval's results.json carries its own start and end, a
+step log pytest has since removed is said to be missing, not written as an empty output, only
+coding-agent evals get a file, no two evals share one, and a --dir that cannot be written is said so."""
 
 from __future__ import annotations
 
@@ -12,18 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import XDIST_MODES, evals_by_nodeid, load_json, run
+from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write, write_cli_config
 from test_workspace_evals import make_config_dir
 
 NODE = "evals/config/eval-config.json::{}[oracle]"
 
 
-def outputs(results: Path, folder: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """Run the command; the runner's results.json of each eval, by eval name."""
-    proc = subprocess.run(
+def outputs_command(results: Path, folder: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pytest_vibeeval outputs RESULTS --dir FOLDER``."""
+    return subprocess.run(
         [sys.executable, "-m", "pytest_vibeeval", "outputs", str(results), "--dir", str(folder)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+
+
+def outputs(results: Path, folder: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run the command; the runner's results.json of each eval, by eval name."""
+    proc = outputs_command(results, folder)
     assert proc.returncode == 0, proc.stderr
     files = sorted(folder.glob("*/oracle/results.json"))
     return proc, {(data := json.loads(file.read_text()))["evalName"]: data for file in files}
@@ -94,3 +100,90 @@ def test_results_without_eval_times_use_the_sessions(pytester: pytest.Pytester) 
         data["started_at"],
         data["finished_at"],
     )
+
+
+def test_one_eval_name_in_two_suites_gets_two_files(pytester: pytest.Pytester) -> None:
+    """Two config folders with an evaluation of the same name, run against the same configuration:
+    the runner's path (<eval>-<time>/<config>) would be the same, so the second gets `-2`, and the
+    command says whose is whose; neither file overwrites the other."""
+    for side in ("a", "b"):
+        make_config_dir(pytester.path / side)
+    path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(path), "--vibe-config", "oracle", "--vibe-eval", "add")
+    result.assert_outcomes(passed=2)
+    stamp = load_json(path)["started_at"].replace("+00:00", "Z").replace(":", "-")
+    folder = pytester.path / "out"
+    proc = outputs_command(path, folder)
+    assert proc.returncode == 0, proc.stderr
+    first, second = (folder / name / "oracle" / "results.json" for name in (f"add-{stamp}", f"add-{stamp}-2"))
+    assert proc.stdout.splitlines() == [str(first), str(second)]
+    assert proc.stderr.splitlines() == [
+        f"note: {second}: add × oracle of b/evals/config/eval-config.json (that of "
+        f"a/evals/config/eval-config.json is {first})"
+    ]
+    for side, file in (("a", first), ("b", second)):
+        data = json.loads(file.read_text())
+        assert (data["evalName"], data["status"]) == ("add", "pass")
+        assert str(pytester.path / side / "evals" / "solutions") in data["commands"][0]["command"]
+
+
+def test_prompt_evals_get_no_runner_file(pytester: pytest.Pytester) -> None:
+    """A prompt eval run through a CLI has an agent step, but it is no coding-agent eval: it has no
+    vybes score, and the runner writes nothing for it."""
+    echo = {"cli": "echo", "prompt_via": "argument"}
+    write_cli_config(pytester.path / "cli-config.json", {"configurations": {"echo": echo}})
+    write(
+        pytester.path / "quiz.eval.yaml",
+        """
+        metadata: {name: quiz, model: m}
+        evals:
+          - {name: hello, prompt: hello, checks: [{contains: hello}]}
+        """,
+    )
+    path = pytester.path / "results.json"
+    run(pytester, "--vibe-results", str(path)).assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(path))["quiz.eval.yaml::hello[echo]"]
+    assert [step["phase"] for step in record["steps"]] == ["agent"]
+    proc = outputs_command(path, pytester.path / "out")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == f"{path}: no coding-agent eval ran, nothing written\n"
+    assert not (pytester.path / "out").exists()
+
+
+def test_a_coding_eval_that_stopped_before_its_agent_gets_a_failed_file(pytester: pytest.Pytester) -> None:
+    """A coding item whose workspace could not be made has a record without steps; it is still a
+    coding-agent eval, and the runner reports it as failed."""
+    make_config_dir(pytester.path)
+    write(
+        pytester.path / "conftest.py",
+        """
+        import pytest
+
+        @pytest.fixture
+        def vibe_workspace(vibe_commands, vibe_workdir):
+            raise RuntimeError("no disk for the workspace")
+        """,
+    )
+    path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(path), "--vibe-config", "oracle", "--vibe-eval", "add")
+    result.assert_outcomes(errors=1)
+    _, written = outputs(path, pytester.path / "out")
+    assert (written["add"]["status"], written["add"]["commands"]) == ("fail", [])
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file"])
+def test_a_dir_that_is_no_folder_is_said_so(pytester: pytest.Pytester, where: str) -> None:
+    make_config_dir(pytester.path)
+    path = pytester.path / "results.json"
+    run(pytester, "--vibe-results", str(path), "--vibe-config", "oracle", "--vibe-eval", "add")
+    afile = pytester.path / "afile"
+    afile.write_text("")
+    folder = afile if where == "file" else afile / "out"
+    proc = outputs_command(path, folder)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    expected = (
+        f"error: {afile} is not a folder: give --dir a folder (it is made if missing)\n"
+        if where == "file"
+        else f"error: cannot make the folder {folder}: Not a directory; give --dir a folder you can write\n"
+    )
+    assert proc.stderr == expected

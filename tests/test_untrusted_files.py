@@ -155,7 +155,8 @@ def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
     result = run(pytester, option, target, "--vibe-history=")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     expected = {
-        "folder": f"*{option}: {pytester.path / 'out'} is a folder; name a file in it, e.g. *",
+        "folder": f"*{option}: {pytester.path / 'out'} is a folder; name a file in it, e.g. "
+        f"{pytester.path / 'out' / ('report.html' if option == '--vibe-html' else 'results.json')}",
         "under-a-file": f"*{option}: {pytester.path / 'plain'} is not a folder, so * cannot be created*",
         "name-too-long": f"*{option}: * cannot be created: a name in it has 305 bytes, at most * allowed",
         "under-a-long-name": f"*{option}: * cannot be created: a name in it has 300 bytes, at most *",
@@ -163,6 +164,36 @@ def test_a_results_path_that_cannot_be_written_is_a_usage_error_before_the_run(
     result.stderr.fnmatch_lines([expected])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert not ran.exists()  # found before any agent ran, not after the whole run
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(
+    ("first", "second", "spelling"),
+    [
+        ("--vibe-results", "--vibe-html", "r.json"),
+        ("--vibe-results", "--junitxml", "./r.json"),
+        ("--vibe-html", "--junitxml", "sub/../r.json"),
+        ("--vibe-results", "--vibe-history", "r.json"),
+    ],
+)
+def test_two_outputs_naming_one_file_are_a_usage_error_before_the_run(
+    pytester: pytest.Pytester, xdist: list[str], first: str, second: str, spelling: str
+) -> None:
+    """The one written last would replace the other (the HTML report overwrote the results):
+    refused before any agent runs, however the path is spelt."""
+    write(pytester.path / "rec_app.py", APP)
+    ran = _touching_suite(pytester)
+    (pytester.path / "sub").mkdir()
+    history = [] if second == "--vibe-history" else ["--vibe-history="]
+    result = run(pytester, f"{first}=r.json", f"{second}={spelling}", *history, xdist=xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: {first} and {second} name the same file ({pytester.path / spelling}): give each its "
+            "own path, or one of them would replace the other at the end of the run"
+        ]
+    )
+    assert not ran.exists() and not (pytester.path / "r.json").exists()
 
 
 MOVING_APP = """

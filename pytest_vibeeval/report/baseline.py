@@ -398,8 +398,10 @@ def comparison_lines(comparison: Comparison) -> list[str]:
     regressions = comparison.regressions
     if regressions:
         lines.append(f"{len(regressions)} regression(s): {', '.join(run_title(run) for run in regressions)}")
-    else:
+    elif any(record.label != "new" for _, record in comparison.pairs):
         lines.append("no regression")
+    else:  # "no regression" would read as a pass
+        lines.append("no run in common with the baseline: nothing was compared")
     return lines
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ..results import EvalRecord, ResultsFile, RunRecord, run_records
+from ..results import EvalRecord, ResultsFile, RunRecord, not_loaded, run_records
 from ..scoring.formula import show_formula
 from .format import money, number, score, seconds
 from .html_assets import CSS, JS
@@ -78,26 +78,38 @@ def _by_source(runs: Iterable[RunRecord]) -> list[list[RunRecord]]:
     return list(groups.values())
 
 
+def _tally(outcome: str, count: int, xfail: int) -> str:
+    """``20 failed (18 of them xfail: expected to fail)``: the xfail ones counted with their outcome."""
+    if not xfail:
+        return f"{count} {outcome}"
+    if outcome in ("failed", "error"):
+        return f"{count} {outcome} ({xfail} of them xfail: expected to fail)"
+    return f"{count} {outcome} ({xfail} of them marked xfail)"
+
+
 def _header(results: ResultsFile, suites: Sequence[Sequence[RunRecord]]) -> list[str]:
     counts = dict.fromkeys(("passed", "failed", "error", "skipped"), 0)
-    expected = 0
+    expected = dict.fromkeys(counts, 0)  # of each outcome, the evals marked xfail
     for r in run_records(results.runs):  # one at a time: on the controller they are read from a spool
         counts[r.outcome] += 1
-        expected += r.xfail and r.outcome in ("failed", "error")
-    tally = " · ".join(f"{n} {outcome}" for outcome, n in counts.items() if n) or "no evals"
-    if expected:
-        tally += f" ({expected} expected: xfail)"
+        expected[r.outcome] += r.xfail
+    tally = " · ".join(_tally(outcome, n, expected[outcome]) for outcome, n in counts.items() if n)
     lines = [
         "<header>",
         "<h1>vibeeval report</h1>",
         f'<p class="meta">started <time>{h(results.started_at)}</time> · finished '
         f"<time>{h(results.finished_at)}</time> · {len(suites)} suite(s), {len(results.runs)} run(s)"
-        f" · {h(tally)}</p>",
+        f" · {h(tally or 'no evals')}</p>",
     ]
     if results.interrupted:
         lines.append(
             '<p class="banner warn" id="interrupted">Interrupted: the session stopped early; '
             "some evals did not run.</p>"
+        )
+    elif results.stopped_early and results.stopped_early != not_loaded(results.load_errors):
+        lines.append(
+            f'<p class="banner warn" id="stopped-early">The session {h(results.stopped_early)}: '
+            "some evals did not run, so the scores are over those that did.</p>"
         )
     if results.load_errors:
         lines.append(

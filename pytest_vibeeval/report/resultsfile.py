@@ -47,17 +47,17 @@ def copy_atomic(source: Path, path: Path) -> None:
         write_atomic(path, iter(lambda: handle.read(1 << 16), ""))
 
 
-def unwritable_reason(path: Path) -> str | None:
+def unwritable_reason(path: Path, example: str = "results.json") -> str | None:
     """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
     name too long, no write permission), or None; checked before a run, so that its results are not
-    lost at the end."""
+    lost at the end. ``example``: the name suggested for a file in a folder given instead of a file."""
     try:
-        return _unwritable_reason(path)
+        return _unwritable_reason(path, example)
     except OSError as exc:  # e.g. a path too long for the file system even to look it up
         return f"{path} cannot be written: {exc.strerror or exc}"
 
 
-def _unwritable_reason(path: Path) -> str | None:
+def _unwritable_reason(path: Path, example: str) -> str | None:
     folder = path.parent
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent  # the folders write_atomic would create
@@ -68,7 +68,7 @@ def _unwritable_reason(path: Path) -> str | None:
             if size > longest:
                 return f"{path} cannot be created: a name in it has {size} bytes, at most {longest} allowed"
     if path.is_dir():
-        return f"{path} is a folder; name a file in it, e.g. {path / 'results.json'}"
+        return f"{path} is a folder; name a file in it, e.g. {path / example}"
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
     target = path if path.exists() else folder

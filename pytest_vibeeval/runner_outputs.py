@@ -103,6 +103,16 @@ class _Planned(NamedTuple):
     target: Path
 
 
+def _one_folder_name(name: str, what: str) -> None:
+    """Refuse a name (read from a results file, which may have been edited) that would not be one
+    folder inside ``--dir``: ``..``, a path, a NUL."""
+    if not name or name in {".", ".."} or "/" in name or "\\" in name or "\0" in name:
+        raise OutputsNotWritten(
+            f"the {what} {name!r} in the results file cannot name a folder (it would leave --dir); "
+            "was the file edited?"
+        )
+
+
 def _plan(results: ResultsFile, folder: Path) -> tuple[list[_Planned], list[str]]:
     """Where each coding-agent eval's file goes. Two runs of the same eval name × configuration (two
     suites with an evaluation of that name) would share the runner's path: the later ones in the
@@ -116,6 +126,8 @@ def _plan(results: ResultsFile, folder: Path) -> tuple[list[_Planned], list[str]
         for record in run.evals:
             if record.outcome == "skipped" or not is_coding_record(record):
                 continue
+            _one_folder_name(record.name, "eval name")
+            _one_folder_name(run.configuration, "configuration")
             suffix = f"-r{record.repeat}" if record.repeat else ""
             base = f"{record.name}-{stamp}{suffix}"
             target = folder / base / run.configuration / RESULTS_NAME

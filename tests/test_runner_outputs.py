@@ -187,3 +187,30 @@ def test_a_dir_that_is_no_folder_is_said_so(pytester: pytest.Pytester, where: st
         else f"error: cannot make the folder {folder}: Not a directory; give --dir a folder you can write\n"
     )
     assert proc.stderr == expected
+
+
+@pytest.mark.parametrize(("field", "value"), [("configuration", "../../escaped"), ("name", "a/b")])
+def test_an_edited_name_that_would_leave_the_dir_is_refused(
+    pytester: pytest.Pytester, field: str, value: str
+) -> None:
+    """A results file is an input: a configuration or eval name that is a path writes nothing."""
+    make_config_dir(pytester.path)
+    path = pytester.path / "results.json"
+    run(pytester, "--vibe-results", str(path), "--vibe-config", "oracle", "--vibe-eval", "add")
+    data = load_json(path)
+    (run_record,) = data["runs"]
+    if field == "configuration":
+        run_record["configuration"] = value
+    else:
+        run_record["evals"][0]["name"] = value
+    edited = pytester.path / "edited.json"
+    edited.write_text(json.dumps(data))
+    out = pytester.path / "deep" / "out"
+    proc = outputs_command(edited, out)
+    what = "configuration" if field == "configuration" else "eval name"
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == (
+        f"error: the {what} {value!r} in the results file cannot name a folder (it would leave --dir); "
+        "was the file edited?\n"
+    )
+    assert not (pytester.path / "escaped").exists() and not out.exists()

@@ -55,7 +55,8 @@ def judge_prompt(criteria: str, prompt: str, response: str, label: str = "CRITER
 
 def json_objects(text: str) -> list[dict[str, Any]]:
     """The JSON objects in a judge's answer, in order: the whole answer, else its fenced code blocks,
-    else the objects in the text (at most ``_MAX_STARTS`` tried)."""
+    else the objects in the text (at most ``_MAX_STARTS`` tried), never one nested in another (a
+    per-criterion breakdown's ``score`` is no verdict of its own)."""
     stripped = text.strip()
     found: list[dict[str, Any]] = []
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCED.finditer(stripped))):
@@ -68,15 +69,19 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     if found:
         return found
     decoder = json.JSONDecoder()
+    after = 0  # the end of the last object read: a "{" before it opens one nested in it
     for count, match in enumerate(re.finditer(r"\{", stripped)):
         if count >= _MAX_STARTS:
             break
+        if match.start() < after:
+            continue
         try:
-            data, _ = decoder.raw_decode(stripped, match.start())
+            data, end = decoder.raw_decode(stripped, match.start())
         except ValueError:
             continue
         if isinstance(data, dict):
             found.append(data)
+            after = end
     return found
 
 

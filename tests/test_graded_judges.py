@@ -282,6 +282,11 @@ def test_check_score_is_averaged_over_repeats_then_evals() -> None:
         ('Sure. {"score": "0.3", "reasoning": "thin"} Hope that helps.', (0.3, "thin")),
         ('{"scale": "0-1"} and then {"score": 0, "reasoning": "none"}', (0.0, "none")),
         ('{"score": 0.8, "reasoning": "a"} So: {"score": "0.8", "reasoning": "b"}', (0.8, "a")),  # agree
+        (  # a per-criterion breakdown nested in the grade is part of it, not a score of its own
+            'Grade: {"score": 0.5, "reasoning": "half", "criteria": [{"name": "tone", "score": 1}, '
+            '{"name": "facts", "score": 0}]}',
+            (0.5, "half"),
+        ),
     ],
 )
 def test_scores_parse(text: str, expected: tuple[float, str]) -> None:

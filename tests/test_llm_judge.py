@@ -202,6 +202,8 @@ def test_an_unknown_judge_is_a_collection_error_with_its_line(pytester: pytest.P
         # several verdicts that agree: the first one's reason
         ('{"pass": false, "reason": "a"} In short: {"pass": false, "reason": "b"}', (False, "a")),
         ('```json\n{"pass": true, "reason": "a"}\n```\n```json\n{"passed": true}\n```', (True, "a")),
+        # an object nested in the verdict (a per-check breakdown) is part of it, not a verdict
+        ('Verdict: {"pass": false, "reason": "rude", "checks": {"polite": {"pass": true}}}', (False, "rude")),
     ],
 )
 def test_verdicts_parse(text: str, expected: tuple[bool, str]) -> None:

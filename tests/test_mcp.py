@@ -294,6 +294,34 @@ def test_vibechecks_linear_mcp_suite_runs_unchanged_against_a_local_server(
     assert "mcp.linear.app" not in out
 
 
+def test_a_recording_replays_with_the_mcp_server_somewhere_else(
+    pytester: pytest.Pytester, tracker: McpProcess, standin_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay asks neither the model nor the MCP server: recorded against the tracker on its port
+    of the day, the answers replay with the URL pointing nowhere (a CI machine without it)."""
+    (pytester.path / "linear-mcp.yaml").write_bytes(LINEAR_MCP.read_bytes())
+    monkeypatch.setenv("VIBE_VAR_LINEAR_PROJECTTEAM", "ENG")
+    monkeypatch.setenv("VIBE_VAR_LINEAR_PROJECTID", "ENG")
+    monkeypatch.setenv("VIBE_SECRET_LINEAR_APIKEY", TOKEN)
+    outcomes = {}
+    for mode, url in (("--vibe-record", tracker.url), ("--vibe-replay", "http://127.0.0.1:9/mcp")):
+        out = f"{mode[2:]}.json"
+        run(
+            pytester,
+            "linear-mcp.yaml",
+            mode,
+            "store",
+            "--vibe-mcp-url",
+            f"linear={url}",
+            "--vibe-results",
+            out,
+        )
+        records = load_json(pytester.path / out)["runs"][0]["evals"]
+        outcomes[mode] = {record["name"]: (record["outcome"], record["message"]) for record in records}
+    assert outcomes["--vibe-replay"] == outcomes["--vibe-record"]
+    assert ("passed", None) in outcomes["--vibe-replay"].values()
+
+
 def test_an_mcp_url_override_must_be_a_url(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--vibe-mcp-url", "linear=mcp.linear.app")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

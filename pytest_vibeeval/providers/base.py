@@ -124,11 +124,13 @@ class Unavailable:
 
 
 def without_token(mcp: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A request's ``mcp_server`` as cache material (--vibe-cache): its token authenticates, it
-    does not shape answers (and a fresh token per run must not make every answer a miss)."""
+    """A request's ``mcp_server`` as the material of its answer's key (--vibe-cache, --vibe-replay):
+    without its token, which authenticates, and its URL, which locates the server (a server on a new
+    port each session, or --vibe-mcp-url pointing elsewhere, must not make every answer a miss);
+    neither shapes the answer."""
     if mcp is None:
         return None
-    return {key: value for key, value in mcp.items() if key != "authorization_token"}
+    return {key: value for key, value in mcp.items() if key not in {"authorization_token", "url"}}
 
 
 def missing_env_reason(config_id: str, names: list[str]) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -32,15 +33,20 @@ class InterruptWatch:
         self._ending = False  # the run is over: hold the next signal
         self._released = False  # the results are written: signals have their usual effect
         self._announce = False
+        self._has_results: Callable[[], bool] = lambda: True
         self._previous: dict[signal.Signals, Any] = {}
 
-    def install(self, announce: bool = False) -> None:
+    def install(self, announce: bool = False, has_results: Callable[[], bool] | None = None) -> None:
         """Watch SIGINT and SIGTERM where they have their default handling (an ignored SIGINT, as in
         a background job, or a handler someone else set stays as it is). ``announce``: say on
-        stderr when a signal is held (the process that writes the results; not an xdist worker)."""
+        stderr when a signal is held (the process that writes the results; not an xdist worker).
+        ``has_results``: whether a first signal leaves results to write (else the next one is not
+        held: a session of plain tests, or one where no eval finished yet)."""
         if threading.current_thread() is not threading.main_thread():
             return
         self._announce = announce
+        if has_results is not None:
+            self._has_results = has_results
         for signum in WATCHED:
             current = signal.getsignal(signum)
             default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
@@ -57,8 +63,10 @@ class InterruptWatch:
         if self._released or self.held is not None:
             raise KeyboardInterrupt
         if not self._ending:  # the first, while evals run: it stops the run
-            self._ending = True
-            self.received = name
+            # the next is held only where there are results to write (not in a session of plain
+            # tests, nor before any eval finished)
+            self._ending = self._has_results()
+            self.received = self.received or name
             raise KeyboardInterrupt
         self.held = name
         if self._announce:

@@ -77,7 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # Thaw what collection froze (vibe_gc_freeze) only in the last cleanups, after pytest's own
     # final garbage collections (the unraisable-exception plugin's): they need not rescan it.
     config.add_cleanup(lambda: thaw(state))
-    state.interrupts.install(announce=workerinput is None)  # SIGTERM as Ctrl-C; see interrupts
+    # SIGTERM as Ctrl-C; see interrupts. The controller holds a second signal only once it has
+    # results to write; a worker, running evals, always.
+    controller = workerinput is None
+    state.interrupts.install(announce=controller, has_results=state.aggregated if controller else None)
     config.pluginmanager.register(CollectionHooks(config), "vibeeval-collection")
     if workerinput is None:
         config.pluginmanager.register(ControllerSession(config), "vibeeval-controller")

@@ -292,3 +292,34 @@ def test_a_second_signal_while_the_session_ends_abandons_the_results(
     assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), output
     assert "press Ctrl-C again to abandon them" in output and "KeyboardInterrupt" in output, output
     assert not (pytester.path / ".vibeeval" / "results").exists(), output
+
+
+@pytest.mark.parametrize("has_results", [True, False])
+def test_a_second_signal_is_held_only_where_there_are_results_to_write(
+    has_results: bool, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """In a session of plain tests (or before any eval finished) a second Ctrl-C is pytest's own:
+    not held, and no "writing results" message for results that do not exist."""
+    from pytest_vibeeval.interrupts import InterruptWatch
+
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    watch = InterruptWatch()
+    try:
+        watch.install(announce=True, has_results=lambda: has_results)
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        if has_results:
+            signal.raise_signal(signal.SIGTERM)  # held: returns
+            assert watch.held == "SIGTERM"
+            assert "received while writing results" in capfd.readouterr().err
+        else:
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGTERM)
+            assert watch.held is None and capfd.readouterr().err == ""
+        assert watch.received == "SIGINT"
+    finally:
+        watch.uninstall()
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)

@@ -11,7 +11,6 @@ rewrites the copies shipped in the package, in a source checkout.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from .report.baseline import (
     resolve_baseline,
 )
 from .results import ResultsFile
-from .runner_outputs import OutputsNotWritten, write_runner_outputs
+from .runner_outputs import OutputsNotWritten, not_a_folder, write_runner_outputs
 from .scoring.variables import BUILTIN_RUN_VARIABLES
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -86,11 +85,9 @@ def schema_command(check: bool, folder: Path | None = None, package: bool = Fals
     """Write the schemas into ``folder`` (``package``: the package's own, in a source checkout), or
     (``check``) fail when one there (default: the package's) is missing or out of date."""
     target = folder or SCHEMA_DIR
-    if os.path.lexists(target) and not target.is_dir():
-        print(
-            f"error: {target} is not a folder: give --dir a folder (it is made if missing)",
-            file=sys.stderr,
-        )
+    problem = not_a_folder(target)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if check:
         problems = stale_schemas(target)

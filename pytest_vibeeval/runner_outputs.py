@@ -150,10 +150,18 @@ def _plan(results: ResultsFile, folder: Path) -> tuple[list[_Planned], list[str]
     return planned, renamed
 
 
+def not_a_folder(folder: Path) -> str | None:
+    """Why ``folder``, given to a command's ``--dir``, cannot be one (it is a file), or None."""
+    if os.path.lexists(folder) and not folder.is_dir():
+        return f"{folder} is not a folder: give --dir a folder (it is made if missing)"
+    return None
+
+
 def _make_folder(folder: Path) -> None:
     """``folder`` and its parents, or :class:`OutputsNotWritten` saying why not."""
-    if os.path.lexists(folder) and not folder.is_dir():
-        raise OutputsNotWritten(f"{folder} is not a folder: give --dir a folder (it is made if missing)")
+    problem = not_a_folder(folder)
+    if problem:
+        raise OutputsNotWritten(problem)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -8,6 +8,7 @@ The retry waits are bounded here, and the HTTP provider (:mod:`.providers.http`)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from .checks import AnyOf, CheckNode
@@ -17,6 +18,12 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0  # a longer Retry-After is not waited: the eval errors at once
 KILL_GRACE_S = 2.0  # between a timed-out agent's SIGTERM and its SIGKILL (see .process)
+
+
+@functools.cache
+def _default_spec() -> HttpSpec:
+    """The implicit HTTP settings, made once (a model per eval costs more than the arithmetic)."""
+    return HttpSpec()
 
 
 def backoff_ceiling(attempt: int) -> float:
@@ -32,7 +39,7 @@ def answer_limit_s(configuration: Configuration | None, mcp: bool = False) -> fl
     timeout = configuration.timeout_s if configuration is not None else DEFAULT_TIMEOUT_MS / 1000
     if configuration is not None and configuration.kind != "http":
         return timeout + (KILL_GRACE_S if configuration.kind == "cli" else 0.0)
-    spec = configuration.http if configuration is not None and configuration.http else HttpSpec()
+    spec = configuration.http if configuration is not None and configuration.http else _default_spec()
     attempts = spec.max_retries + 1
     waits = sum(max(backoff_ceiling(attempt), RETRY_AFTER_CAP_S) for attempt in range(attempts - 1))
     request = attempts * timeout + waits
@@ -62,4 +69,5 @@ def prompt_eval_limit_s(
     turn's) may take: each answer under ``configuration``'s limits, each judge call under the judge
     configuration's (``judge``; None: the implicit one)."""
     answers = max(turns, 1) * answer_limit_s(configuration, mcp)
-    return answers + judge_calls(checks) * answer_limit_s(judge)
+    calls = judge_calls(checks)
+    return answers + calls * answer_limit_s(judge) if calls else answers

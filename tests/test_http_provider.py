@@ -453,7 +453,7 @@ def test_what_the_model_reports_of_its_answer_reaches_the_record(
     pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
 ) -> None:
     """A cut-off answer passes its checks with a note; a refusal or a filtered answer is an error
-    naming it; cached input tokens are priced at cached_input_per_mtok."""
+    naming it, its tokens and cost recorded; cached input tokens are priced at cached_input_per_mtok."""
     pricing = {"input_per_mtok": 1.0, "output_per_mtok": 2.0, "cached_input_per_mtok": 0.1}
     configurations = {
         kind: {"http": {"base_url": server.url, "max_retries": 0}, "model": f"v/{kind}", "pricing": pricing}
@@ -476,6 +476,10 @@ def test_what_the_model_reports_of_its_answer_reaches_the_record(
     assert records["refusal"]["message"].startswith("the model refused to answer (message.refusal)")
     assert records["filtered"]["outcome"] == "error"
     assert "(finish_reason: content_filter)" in records["filtered"]["message"]
+    for kind, reason in (("refusal", "stop"), ("filtered", "content_filter")):  # paid for: counted
+        refused = records[kind]
+        measures = ("cost", "cost_source", "input_tokens", "output_tokens", "finish_reason")
+        assert tuple(refused[key] for key in measures) == (0.00042, "reported", 12, 5, reason), refused
     cached = records["cached"]
     assert cached["cached_input_tokens"] == 8 and cached["cost_source"] == "pricing"
     assert cached["cost"] == pytest.approx(cost_of(12, 5, Pricing(**pricing), 8))

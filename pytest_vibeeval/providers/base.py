@@ -75,11 +75,15 @@ class ProviderResponse:
 class ProviderError(Exception):
     """The provider could not produce an answer; the message says why (the item errors)."""
 
-    def __init__(self, message: str, steps: list[StepRecord] | None = None) -> None:
+    def __init__(
+        self, message: str, steps: list[StepRecord] | None = None, spent: ProviderResponse | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.steps = steps or []
         self.latency: float | None = None  # seconds until it was raised (set by the runner)
+        # An answer that came and was paid for, but is no answer (a refusal): its usage, not its text.
+        self.spent = spent
 
 
 class Provider(Protocol):

@@ -362,13 +362,24 @@ def parse_completion(data: Any, url: str) -> ProviderResponse:
     reason = choice.get("finish_reason") if isinstance(choice, dict) else None
     reason = reason if isinstance(reason, str) else None
     refusal = message.get("refusal") if isinstance(message, dict) else None
-    if not text.strip() and isinstance(refusal, str) and refusal.strip():
-        raise ProviderError(f"the model refused to answer (message.refusal): {_excerpt(refusal)!r}")
-    if not text.strip() and reason == "content_filter":
-        raise ProviderError(
-            f"{url} withheld the answer: its content filter stopped it (finish_reason: content_filter)"
-        )
     values = _usage(data.get("usage") if isinstance(data, dict) else None, url)
+    if not text.strip() and ((isinstance(refusal, str) and refusal.strip()) or reason == "content_filter"):
+        spent = ProviderResponse(
+            "",
+            values.get("cost"),
+            values.get("input_tokens"),
+            values.get("output_tokens"),
+            cached_input_tokens=values.get("cached_input_tokens"),
+            finish_reason=reason,
+        )
+        if isinstance(refusal, str) and refusal.strip():
+            raise ProviderError(
+                f"the model refused to answer (message.refusal): {_excerpt(refusal)!r}", spent=spent
+            )
+        raise ProviderError(
+            f"{url} withheld the answer: its content filter stopped it (finish_reason: content_filter)",
+            spent=spent,
+        )
     return ProviderResponse(
         text,
         values.get("cost"),

@@ -6,7 +6,7 @@ Units: latency and durations in seconds, cost in USD. Fields may be added; none 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 
@@ -219,6 +219,15 @@ class SubtaskModule(Record):
     failed_tasks: list[str] = Field(default_factory=list, description="the task ids that failed")
 
 
+ApiRetries = Annotated[
+    int | None,
+    Field(
+        description="requests to the model the agent retried, as its output reports them (codex's "
+        "`Reconnecting... 1/5` errors); None: not reported"
+    ),
+]  # a turn's and an eval's alike
+
+
 class TurnRecord(Record):
     """One turn of a conversation eval (an eval with ``turns``): the user's message and the answer."""
 
@@ -255,11 +264,7 @@ class TurnRecord(Record):
     tool_calls: list[ToolCallRecord] = Field(
         default_factory=list, description="the tool calls of this turn's answer, where reported"
     )
-    api_retries: int | None = Field(
-        default=None,
-        description="requests to the model the agent retried, as its output reports them (codex's "
-        "`Reconnecting... 1/5` errors); None: not reported",
-    )
+    api_retries: ApiRetries = None
     finish_reason: str | None = Field(
         default=None,
         description="why the model stopped answering, as an HTTP model reported it: stop, length (cut off "
@@ -325,11 +330,7 @@ class EvalRecord(Record):
         description="the agent's tool calls in the order it made them, where its output.parser reads "
         "them (agent presets); empty otherwise",
     )
-    api_retries: int | None = Field(
-        default=None,
-        description="requests to the model the agent retried, as its output reports them (codex's "
-        "`Reconnecting... 1/5` errors); None: not reported",
-    )
+    api_retries: ApiRetries = None
     finish_reason: str | None = Field(
         default=None,
         description="why the model stopped its (last) answer, as an HTTP model reported it: stop, "

@@ -308,6 +308,39 @@ def test_max_cost_counts_what_the_judges_cost_but_not_cached_answers(
     result.stdout.fnmatch_lines(["Budget: $0.0000 spent of * (--vibe-max-cost; *)"])
 
 
+@XDIST_MODES
+def test_a_refused_judge_answer_counts_in_the_judge_cost_and_the_budget(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """A judge model's refusal was paid for: the eval errors naming it, its judge_cost holds what the
+    refusal cost and --vibe-max-cost counts it (were refusals free, four of the six evals would start)."""
+    suite = judged_suite(pytester.path, server.url, "vendor/refusal")
+    data = yaml.safe_load(suite.read_text())
+    data["evals"] = [
+        {"name": f"e{i}", "prompt": f"ANSWER: {i}", "checks": [{"llm_judge": {"criteria": "ok"}}]}
+        for i in range(6)
+    ]
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    each = 2 * USAGE["cost"]  # an eval's answer and its judge's refusal
+    limit = 2 * each - 1e-6  # reached after two evals
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-max-cost", str(limit), "--vibe-results", results, xdist=xdist)
+    records = list(evals_by_nodeid(load_json(results)).values())
+    started = [r for r in records if r["outcome"] != "skipped"]
+    # serially exactly two start; two workers may each start one more before seeing the spend
+    assert len(started) == 2 if not xdist else 2 <= len(started) <= 3
+    for record in started:
+        assert record["outcome"] == "error"
+        assert "failed: the model refused to answer (message.refusal)" in record["message"], record["message"]
+        assert (record["cost"], record["judge_cost"]) == (USAGE["cost"], USAGE["cost"])
+    result.stdout.fnmatch_lines(
+        [
+            f"Budget: {money(len(started) * each)} spent of ${limit:g} (--vibe-max-cost; evals and "
+            f"their llm_judge judges); {len(records) - len(started)} eval(s) not started"
+        ]
+    )
+
+
 JUDGES_APP = """
 import json
 

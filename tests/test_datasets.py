@@ -119,6 +119,46 @@ def test_yaml_rows_keep_their_types_and_fill_templates_as_text(pytester: pytest.
 
 
 @XDIST_MODES
+def test_numbers_json_cannot_hold_are_their_text_in_the_results(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """YAML's ``.inf``, ``-.inf`` and ``.nan`` and a JSONL number too large for a float read as
+    ``inf``, ``-inf`` and ``nan`` in the prompt, and the results' ``row`` says so as that text
+    (JSON has no such numbers: they were written as null); a CSV cell is text already."""
+    write(pytester.path / "agent.py", "def answer(prompt, context=None):\n    return prompt\n")
+    write(pytester.path / "big.jsonl", '{"id": "big", "x": 1e999, "y": [-1e999]}\n')
+    write(pytester.path / "cells.csv", "id,x,y\ncell,inf,nan\n")
+    write(
+        pytester.path / "s.eval.yaml",
+        """
+        metadata: {name: limits, model: m}
+        configurations: {c: {name: C, python: "agent:answer"}}
+        evals:
+          - name: yaml
+            rows: [{id: y, x: .inf, y: [-.inf, .nan, 1.5]}]
+            prompt: "{{row.x}}|{{row.y}}"
+            checks: [{equals: 'inf|["-inf", "nan", 1.5]'}]
+          - name: jsonl
+            dataset: big.jsonl
+            prompt: "{{row.x}}|{{row.y}}"
+            checks: [{equals: 'inf|["-inf"]'}]
+          - name: csv
+            dataset: cells.csv
+            prompt: "{{row.x}}|{{row.y}}"
+            checks: [{equals: "inf|nan"}]
+        """,
+    )
+    result = run(pytester, "--vibe-results", "r.json", xdist=xdist)
+    result.assert_outcomes(passed=3)
+    rows = {r["eval_name"]: r["row"] for r in evals_by_nodeid(load_json(pytester.path / "r.json")).values()}
+    assert rows == {
+        "yaml": {"id": "y", "x": "inf", "y": ["-inf", "nan", 1.5]},
+        "jsonl": {"id": "big", "x": "inf", "y": ["-inf"]},
+        "csv": {"id": "cell", "x": "inf", "y": "nan"},
+    }
+
+
+@XDIST_MODES
 def test_rows_over_http_fill_prompt_and_every_check(
     pytester: pytest.Pytester, server: ChatServer, xdist: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,9 +14,9 @@ from .checks import CheckNode, CheckResult, Response, run_checks
 from .excerpts import response_excerpt
 from .loading.templates import Redactor
 from .models import Configuration
-from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError, ProviderResponse
 from .results import CheckRecord, StepRecord
+from .spending import answer_measures
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -118,17 +118,12 @@ def answer_fields(
     redact: Redactor,
 ) -> dict[str, Any]:
     """The record's fields about an answer: its measures, an excerpt, steps and tool calls."""
-    cost, cost_source = estimated_cost(response, configuration, model)
     agent_log = next((step.log for step in response.steps if step.phase == "agent" and step.log), None)
     # Redacted before it is cut, so that no cut can leave part of a secret showing.
     kept, whole_chars = response_excerpt(redact(response.text) or "", agent_log)
     return {
+        **answer_measures(response, configuration, model),
         "latency": latency,
-        "cost": cost,
-        "cost_source": cost_source,
-        "input_tokens": response.input_tokens,
-        "output_tokens": response.output_tokens,
-        "cached_input_tokens": response.cached_input_tokens,
         "response": kept,
         "response_chars": whole_chars,
         "cached": response.cached,
@@ -137,7 +132,6 @@ def answer_fields(
             call.model_copy(update={"error": redact(call.error)}) for call in response.tool_calls or ()
         ],
         "api_retries": response.api_retries,
-        "finish_reason": response.finish_reason,
     }
 
 

@@ -27,6 +27,7 @@ from .loading.templates import Redactor
 from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked
+from .spending import spent_measures
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -67,12 +68,22 @@ def run_conversation(
         try:
             response, latency = ask(exchange.provider, asked)
         except ProviderError as exc:
-            message = redact(exc.message) or ""
-            steps = [*record.steps, *redact_steps(exc.steps, redact)]
-            record = record.model_copy(update={"steps": steps, "latency": _plus(record.latency, exc.latency)})
-            turns.append(
-                TurnRecord(turn=number, outcome="error", message=message, prompt=shown, latency=exc.latency)
+            # A refusal was paid for: its tokens and cost are the turn's and count in the sums.
+            spent = spent_measures(exc, exchange.configuration, request.model)
+            measures = {key: spent[key] for key in TURN_MEASURES if key in spent}
+            turn = TurnRecord(
+                turn=number,
+                outcome="error",
+                message=redact(exc.message) or "",
+                prompt=shown,
+                latency=exc.latency,
+                **measures,
             )
+            update = _totals(record, turn, spent["cost_source"]) if spent else {}
+            update["steps"] = [*record.steps, *redact_steps(exc.steps, redact)]
+            update["latency"] = _plus(record.latency, exc.latency)
+            record = record.model_copy(update=update)
+            turns.append(turn)
             stopped = True
             continue
         fields = answer_fields(response, latency, exchange.configuration, request.model, redact)
@@ -188,22 +199,14 @@ def _add(
 ) -> EvalRecord:
     """``record`` with ``turn``'s measures added (``earlier``: the turns added before): sums
     (unknown once a turn's is), the latest answer, all checks, steps and tool calls in order."""
-    first = turn.turn == 1
-    tokens_in = _known_sum(record.input_tokens, turn.input_tokens, first)
-    tokens_out = _known_sum(record.output_tokens, turn.output_tokens, first)
-    tokens_cached = _known_sum(record.cached_input_tokens, turn.cached_input_tokens, first)
     judge_cost = record.judge_cost
     if _judged(turn):  # a turn without an llm_judge check adds nothing to know
         judge_cost = _known_sum(judge_cost, turn.judge_cost, not any(map(_judged, earlier)))
     return record.model_copy(
         update={
+            **_totals(record, turn, answered.cost_source),
             "latency": _plus(record.latency, turn.latency),
-            "cost": _known_sum(record.cost, turn.cost, first),
-            "cost_source": record.cost_source or answered.cost_source,
             "judge_cost": judge_cost,
-            "input_tokens": None if tokens_in is None else int(tokens_in),
-            "output_tokens": None if tokens_out is None else int(tokens_out),
-            "cached_input_tokens": None if tokens_cached is None else int(tokens_cached),
             "response": turn.response,
             "response_chars": turn.response_chars,
             "cached": (record.cached or turn.turn == 1) and turn.cached,
@@ -211,9 +214,25 @@ def _add(
             "steps": [*record.steps, *answered.steps],
             "tool_calls": [*record.tool_calls, *turn.tool_calls],
             "api_retries": _plus(record.api_retries, turn.api_retries),
-            "finish_reason": turn.finish_reason,
         }
     )
+
+
+def _totals(record: EvalRecord, turn: TurnRecord, cost_source: str | None) -> dict[str, Any]:
+    """The eval's cost and tokens with ``turn``'s added (unknown once a turn's is), and why the
+    model stopped its latest answer; ``cost_source``: how ``turn``'s cost is known."""
+    first = turn.turn == 1
+    tokens_in = _known_sum(record.input_tokens, turn.input_tokens, first)
+    tokens_out = _known_sum(record.output_tokens, turn.output_tokens, first)
+    tokens_cached = _known_sum(record.cached_input_tokens, turn.cached_input_tokens, first)
+    return {
+        "cost": _known_sum(record.cost, turn.cost, first),
+        "cost_source": record.cost_source or cost_source,
+        "input_tokens": None if tokens_in is None else int(tokens_in),
+        "output_tokens": None if tokens_out is None else int(tokens_out),
+        "cached_input_tokens": None if tokens_cached is None else int(tokens_cached),
+        "finish_reason": turn.finish_reason,
+    }
 
 
 def _first_failure(checks: list[CheckRecord]) -> str:

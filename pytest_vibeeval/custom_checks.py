@@ -17,10 +17,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
 from .check_api import CheckError, CheckName, CheckType, Response, Verdict, against_threshold, raised_at
-from .pyimport import ImportProblem, import_target
+from .pyimport import TARGET_PATTERN, ImportProblem, import_target
 from .structural_checks import suite_dir
 
-TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+TARGET = re.compile(TARGET_PATTERN)
 DEFAULT_THRESHOLD = 0.5
 RETURNS = "a bool, a 0–1 score, (verdict, reason), {pass|score, reason} or a Verdict"
 

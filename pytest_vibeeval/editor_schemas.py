@@ -6,7 +6,8 @@ registry), the field validators (step names, tags, presets, parsers, ...) and th
 (exactly one kind of configuration, prompt evals versus coding-agent evals, ``output.parser``).
 
 Known gaps, which only the loader reports: numbers written as strings (``timeout: "30000"``, accepted
-by pydantic's lax mode, are flagged here), ``score.min`` greater than ``score.max``, duplicate eval
+by pydantic's lax mode, are flagged here), ``score.min`` greater than ``score.max`` (and a
+``tool_called`` check's ``min`` greater than its ``max``), duplicate eval
 names, Python regular expressions that do not compile (a ``regex``, or a ``match`` pattern written
 as one), malformed or unclosed ``{{var()}}`` templates, misspelt ``${…}`` placeholders, score
 formulas, and references to other things (configurations, steps, files and folders). The shipped
@@ -25,6 +26,7 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
+from .custom_checks import _target as _python_target
 from .models import (
     CONFIG_ID_PATTERN,
     EVAL_NAME_PATTERN,
@@ -43,6 +45,7 @@ from .models import (
 from .models.eval_config import REGISTRY, EvalConfigFile, _eval_id
 from .presets import AGENT_PRESETS, OTHER_KINDS
 from .providers.parsers import BUILTIN_PARSERS
+from .pyimport import TARGET_PATTERN
 from .registry import CheckRegistry
 from .scoring.variables import EVAL_VARIABLES, run_variable_names
 
@@ -89,6 +92,7 @@ FIELD_RULES: dict[Callable[..., Any], Callable[[JsonSchema], JsonSchema]] = {
     _known_parser: _with(type="string", enum=list(BUILTIN_PARSERS)),
     _relative_file: _with(type="string", pattern=RELATIVE_FILE_PATTERN),
     _eval_id: _with(type="string", pattern=EVAL_NAME_PATTERN, **{"not": {"enum": forbidden_eval_names()}}),
+    _python_target: _with(type="string", pattern=f"^{TARGET_PATTERN}$"),
 }
 
 
@@ -120,9 +124,15 @@ def _output_rules(schema: JsonSchema) -> None:
 
 def _eval_rules(schema: JsonSchema) -> None:
     """``checks`` from the check registry; a coding-agent eval (``workspace`` and ``grading``) has no
-    checks, a prompt eval needs them and none of the coding-agent keys, and a conversation has
-    ``turns`` (at least one, and one with checks) instead of ``prompt`` and ``checks``."""
+    checks and no rows, a prompt eval needs them and none of the coding-agent keys, and a
+    conversation has ``turns`` (at least one, and one with checks) instead of ``prompt`` and
+    ``checks``; ``dataset`` or ``rows`` (one row at least), not both, and ``id`` only with one."""
     properties = schema["properties"]
+    properties["rows"]["anyOf"][0]["minItems"] = 1
+    schema["allOf"] = [
+        {"not": {"allOf": [present("dataset"), present("rows")]}},
+        {"if": present("id"), "then": {"anyOf": [present("dataset"), present("rows")]}},
+    ]
     properties["checks"] = {
         "anyOf": [{"$ref": CHECKS_REF}, {"type": "null"}],
         "default": None,
@@ -134,7 +144,12 @@ def _eval_rules(schema: JsonSchema) -> None:
     schema["if"] = coding
     schema["then"] = {
         "allOf": [present("workspace"), present("grading")],
-        "properties": {"checks": {"type": "null"}, "turns": False},
+        "properties": {
+            "checks": {"type": "null"},
+            "turns": False,
+            "dataset": {"type": "null"},
+            "rows": {"type": "null"},
+        },
     }
     single = {**present("prompt"), "required": ["prompt", "checks"], "not": {"required": ["turns"]}}
     single["properties"] = {**single["properties"], "checks": {"not": {"type": "null"}}}

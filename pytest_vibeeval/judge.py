@@ -29,6 +29,7 @@ from .models import Configuration
 from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .results import JudgeRecord
+from .spending import spent_measures
 from .surrogates import loads
 
 JUDGE_SYSTEM_PROMPT = (
@@ -223,14 +224,13 @@ class Judge:
         try:
             answer = self.provider.answer(request)
         except ProviderError as exc:
+            spent = spent_measures(exc, self.configuration, request.model)
+            if spent:  # a refusal was paid for
+                self._count(spent["cost"], cached=False)
             raise JudgeError(f"{self._who(model)} failed: {exc.message}") from None
         latency = answer.latency if answer.latency is not None else time.perf_counter() - started
         cost, cost_source = estimated_cost(answer, self.configuration, request.model)
-        if self.spend is not None and not answer.cached:  # a cached answer cost nothing now
-            self.spend(cost)
-        if cost is None:
-            self.unpriced += 1
-        self.cost = None if self.unpriced else (self.cost or 0.0) + (cost or 0.0)
+        self._count(cost, answer.cached)
         try:
             passed, score, reasoning = _read(args, answer.text, self._who(model))
         except JudgeError as exc:
@@ -250,6 +250,15 @@ class Judge:
             latency=latency,
             cached=answer.cached,
         )
+
+    def _count(self, cost: float | None, cached: bool) -> None:
+        """Add an answer's ``cost`` to the judge's (unknown once one's is) and tell the budget
+        what it cost now (a cached answer: nothing)."""
+        if self.spend is not None and not cached:
+            self.spend(cost)
+        if cost is None:
+            self.unpriced += 1
+        self.cost = None if self.unpriced else (self.cost or 0.0) + (cost or 0.0)
 
 
 def _read(args: JudgeArgs, text: str, judge: str) -> tuple[bool, float | None, str]:

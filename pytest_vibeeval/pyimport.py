@@ -8,6 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# What names a callable: ``module:function``, the module dotted (Python configurations, ``python`` checks).
+TARGET_PATTERN = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+
 
 class ImportProblem(Exception):
     """The target cannot be imported or is not callable; the message says why."""

@@ -393,7 +393,9 @@ class EvalRecord(Record):
     )
     row_id: str | None = Field(default=None, description="a dataset row: its id in the item's name")
     row: dict[str, Any] | None = Field(
-        default=None, description="a dataset row: its values by column (text from a CSV file)"
+        default=None,
+        description="a dataset row: its values by column (text from a CSV file); a number JSON cannot "
+        "hold (YAML's .inf, -.inf, .nan) is the text inf, -inf or nan",
     )
     cached: bool = Field(
         default=False,

@@ -35,6 +35,7 @@ from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
+from .spending import spent_measures
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -189,7 +190,7 @@ def run_prompt_eval(
                 "message": message,
                 "latency": exc.latency,
                 "steps": redact_steps(exc.steps, redact),
-                **_spent_fields(exc, configuration, model, redact),
+                **spent_measures(exc, configuration, model),
             }
         )
         return record, ItemVerdict("error", message)
@@ -228,20 +229,6 @@ def run_prompt_eval(
     note = with_note(note, answer_note(response))
     record = base.model_copy(update={**checked, "outcome": outcome, "message": note})
     return record, ItemVerdict(outcome, note)
-
-
-_SPENT = ("cost", "cost_source", "input_tokens", "output_tokens", "cached_input_tokens", "finish_reason")
-
-
-def _spent_fields(
-    exc: ProviderError, configuration: Configuration | None, model: str, redact: Redactor
-) -> dict[str, Any]:
-    """What an answer that was no answer (a refusal) cost, for the eval's record: its usage and
-    price, as an answer's (:func:`.answering.answer_fields`); nothing for other errors."""
-    if exc.spent is None:
-        return {}
-    fields = answer_fields(exc.spent, exc.latency or 0.0, configuration, model, redact)
-    return {key: fields[key] for key in _SPENT}
 
 
 def _stopped_checking(

@@ -15,7 +15,8 @@ verdict to the next (``judge-…-nocost`` as ``judge-…``, without a cost), ``t
 ``whoami`` answers ``my key is <the bearer token it was sent>``, ``length`` answers with
 ``finish_reason: length`` (cut off), ``filtered`` with no content and ``finish_reason:
 content_filter``, ``refusal`` with no content and a ``refusal``, ``cached`` reports 8 of its 12
-input tokens as cached (``prompt_tokens_details``) and no cost.
+input tokens as cached (``prompt_tokens_details``) and no cost. A conversation's latest user message
+``WITHHOLD: <kind>`` (``refusal``, ``filtered``) is answered as that model would, whatever the model.
 Anything else is answered like ``ok``. The answer is
 ``echo: <the user message>`` unless the prompt holds a line ``ANSWER: <text>``, then ``<text>``.
 """
@@ -80,8 +81,13 @@ class ChatServer:
             first = self.seen[model, prompt] == 1
             self.in_flight[model] += 1
             self.max_in_flight[model] = max(self.max_in_flight[model], self.in_flight[model])
+        latest = next(
+            (m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), ""
+        )
         try:
             kind = model.rsplit("/", 1)[-1]
+            if isinstance(latest, str) and latest.startswith("WITHHOLD: "):  # a later turn refused
+                kind = latest.removeprefix("WITHHOLD: ")
             if kind in ("slow", "judge-slow"):
                 time.sleep(SLOW_S)
             if kind == "ratelimit" and first:

@@ -156,6 +156,26 @@ def run_summary(result: pytest.RunResult) -> list[str]:
     return out
 
 
+def assert_held_after_two(
+    result: pytest.RunResult, records: list[dict[str, Any]], each: float, limit: float, xdist: list[str]
+) -> list[dict[str, Any]]:
+    """A run whose ``--vibe-max-cost`` ``limit`` is reached after two evals costing ``each``: serially
+    exactly two started, with two workers two or three (each may start one more before seeing the
+    other's spend), and the Run Summary's budget line says what they spent and how many were held.
+    Returns the records of the evals that started."""
+    from pytest_vibeeval.report.format import money
+
+    started = [record for record in records if record["outcome"] != "skipped"]
+    assert len(started) == 2 if not xdist else 2 <= len(started) <= 3, [r["name"] for r in started]
+    result.stdout.fnmatch_lines(
+        [
+            f"Budget: {money(len(started) * each)} spent of ${limit:g} (--vibe-max-cost; evals and "
+            f"their llm_judge judges); {len(records) - len(started)} eval(s) not started"
+        ]
+    )
+    return started
+
+
 def score_and_success_lines(result: pytest.RunResult) -> list[str]:
     return [line for line in run_summary(result) if line.startswith(("Score:", "Success Rate:"))]
 

@@ -16,8 +16,18 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from chat_server import ChatServer
-from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, run_summary, write
+from chat_server import USAGE, ChatServer
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    agent,
+    assert_held_after_two,
+    evals_by_nodeid,
+    load_json,
+    run,
+    run_summary,
+    write,
+)
 from mcp_process import TOKEN, McpProcess
 
 import pytest_vibeeval
@@ -449,6 +459,44 @@ def test_the_shipped_suite_schema_agrees_on_turns() -> None:
     assert not valid({"turns": [{"prompt": "Hi", "checks": [{"contain": "a"}]}]})
     assert not valid({"turns": [{"prompt": "Hi"}], "workspace": "w", "grading": "g"})
     assert not valid({"name": "plain"})  # neither prompt nor turns
+
+
+@XDIST_MODES
+def test_a_refused_turn_counts_what_it_cost(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A turn the model refused, or its content filter withheld, was paid for: the turn's record has
+    its tokens, cost and finish_reason, the eval's totals add them and --vibe-max-cost counts them
+    (were refused turns free, four of the six evals would start)."""
+    withheld = ("refusal", "filtered")
+    evals = [
+        {
+            "name": f"c{i}",
+            "turns": [
+                {"prompt": f"hello {i}", "checks": [{"match": "*"}]},
+                {"prompt": f"WITHHOLD: {withheld[i % 2]}", "checks": [{"match": "*"}]},
+                {"prompt": "Never asked", "checks": [{"match": "*"}]},
+            ],
+        }
+        for i in range(6)
+    ]
+    each = 2 * USAGE["cost"]  # the answered turn and the refused one
+    limit = 2 * each - 1e-6  # reached after two evals
+    with ChatServer() as chat:
+        suite(
+            pytester.path,
+            {"model": {"http": {"base_url": chat.url, "max_retries": 0}, "model": "v/ok"}},
+            evals,
+        )
+        result, by_name = results(pytester, xdist, "--vibe-max-cost", str(limit))
+    for record in assert_held_after_two(result, list(by_name.values()), each, limit, xdist):
+        reason = {"refusal": "stop", "filtered": "content_filter"}[withheld[int(record["name"][1:]) % 2]]
+        assert record["outcome"] == "error" and record["message"].startswith("turn 2/3: "), record["message"]
+        answered, refused, later = record["turns"]
+        assert (answered["outcome"], refused["outcome"], later["outcome"]) == ("passed", "error", "not_run")
+        measures = ("cost", "input_tokens", "output_tokens", "finish_reason")
+        assert tuple(refused[key] for key in measures) == (USAGE["cost"], 12, 5, reason), refused
+        assert refused["response"] is None
+        assert (record["cost"], record["cost_source"]) == (pytest.approx(each), "reported")
+        assert (record["input_tokens"], record["output_tokens"], record["finish_reason"]) == (24, 10, reason)
 
 
 HALF_PRICED = """

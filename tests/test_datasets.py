@@ -5,6 +5,7 @@ row with ``{{row.column}}`` filled in its prompt and checks; row ids in node ids
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +31,16 @@ ROWS = [
     {"id": "tokyo", "country": "Japan", "answer": "Tokyo"},
     {"id": "lima", "country": "Peru", "answer": "Lima"},
 ]
+
+ECHO = "def answer(prompt, context=None):\n    return prompt\n"  # answers with the prompt
+
+
+def echo_suite(folder: Path, evals: str) -> None:
+    """``s.eval.yaml`` in ``folder`` with the YAML list ``evals``, answered by a Python agent that
+    returns the prompt (configuration ``c``)."""
+    write(folder / "agent.py", ECHO)
+    head = 'metadata: {name: s, model: m}\nconfigurations: {c: {name: C, python: "agent:answer"}}\nevals:\n'
+    write(folder / "s.eval.yaml", head + textwrap.dedent(evals).lstrip("\n"))
 
 
 def suite(eval_keys: str, configurations: str = '  my-app: {name: App, python: "agent:answer"}') -> str:
@@ -89,13 +100,9 @@ def test_each_format_runs_one_item_per_row(pytester: pytest.Pytester, source: st
 
 
 def test_yaml_rows_keep_their_types_and_fill_templates_as_text(pytester: pytest.Pytester) -> None:
-    write(pytester.path / "agent.py", "def answer(prompt, context=None):\n    return prompt\n")
-    write(
-        pytester.path / "s.eval.yaml",
+    echo_suite(
+        pytester.path,
         """
-        metadata: {name: types, model: m}
-        configurations: {c: {name: C, python: "agent:answer"}}
-        evals:
           - name: typed
             rows:
               - {n: 3, ok: true, ratio: 0.5, empty: null, list: [1, "a"], when: 2024-02-29}
@@ -116,6 +123,42 @@ def test_yaml_rows_keep_their_types_and_fill_templates_as_text(pytester: pytest.
         "when": "2024-02-29",
     }
     assert record["row_id"] == "1"  # no id column: the row number
+
+
+@XDIST_MODES
+def test_numbers_json_cannot_hold_are_their_text_in_the_results(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """YAML's ``.inf``, ``-.inf`` and ``.nan`` and a JSONL number too large for a float read as
+    ``inf``, ``-inf`` and ``nan`` in the prompt, and the results' ``row`` says so as that text
+    (JSON has no such numbers: they were written as null); a CSV cell is text already."""
+    write(pytester.path / "big.jsonl", '{"id": "big", "x": 1e999, "y": [-1e999]}\n')
+    write(pytester.path / "cells.csv", "id,x,y\ncell,inf,nan\n")
+    echo_suite(
+        pytester.path,
+        """
+          - name: yaml
+            rows: [{id: y, x: .inf, y: [-.inf, .nan, 1.5]}]
+            prompt: "{{row.x}}|{{row.y}}"
+            checks: [{equals: 'inf|["-inf", "nan", 1.5]'}]
+          - name: jsonl
+            dataset: big.jsonl
+            prompt: "{{row.x}}|{{row.y}}"
+            checks: [{equals: 'inf|["-inf"]'}]
+          - name: csv
+            dataset: cells.csv
+            prompt: "{{row.x}}|{{row.y}}"
+            checks: [{equals: "inf|nan"}]
+        """,
+    )
+    result = run(pytester, "--vibe-results", "r.json", xdist=xdist)
+    result.assert_outcomes(passed=3)
+    rows = {r["eval_name"]: r["row"] for r in evals_by_nodeid(load_json(pytester.path / "r.json")).values()}
+    assert rows == {
+        "yaml": {"id": "y", "x": "inf", "y": ["-inf", "nan", 1.5]},
+        "jsonl": {"id": "big", "x": "inf", "y": ["-inf"]},
+        "csv": {"id": "cell", "x": "inf", "y": "nan"},
+    }
 
 
 @XDIST_MODES
@@ -235,13 +278,9 @@ def test_unsafe_id_characters_are_replaced() -> None:
 
 
 def test_unsafe_ids_run_and_select(pytester: pytest.Pytester) -> None:
-    write(pytester.path / "agent.py", "def answer(prompt, context=None):\n    return prompt\n")
-    write(
-        pytester.path / "s.eval.yaml",
+    echo_suite(
+        pytester.path,
         """
-        metadata: {name: ids, model: m}
-        configurations: {c: {name: C, python: "agent:answer"}}
-        evals:
           - name: odd
             rows:
               - {id: "a::b/c [d]", q: one}

@@ -235,6 +235,22 @@ ACCEPTED = {
           - prompt: q
             checks: [{match: x}]
         """,
+    "dataset evals and python checks": """\
+        evals:
+          - name: inline
+            rows: [{a: 1}, {a: 2}]
+            dataset: null
+            id: "{{row.a}}"
+            prompt: "{{row.a}}"
+            checks: [{python: my.checks:ok}, {python: {function: checks:ok, threshold: 0.8}}]
+          - name: coding
+            prompt: p
+            workspace: w
+            grading: g
+            rows: null
+            dataset: null
+            id: null
+        """,
     "every kind of configuration": """\
         evals:
           - prompt: p
@@ -401,6 +417,10 @@ REJECTED = {
     "transcript outside": ("configurations: {a: {cli: x, transcript: logs/../../t.jsonl}}", "relative"),
     "transcript folder": ("configurations: {a: {cli: x, transcript: logs/}}", "relative"),
     "bad configuration id": ("configurations: {-a: {cli: x}}", "should match pattern"),
+    "python configuration without a colon": (
+        "configurations: {a: {python: nocolon}}",
+        "should match pattern",
+    ),
     "temperature too high": ("configurations: {a: {http: {temperature: 3}}}", "less than or equal to 2"),
     "score bound as text": ("score: {min: '1'}", "must be a number, not the text '1'"),
     "zero threads": ("metadata: {name: s, model: m, threads: 0}", "greater than or equal to 1"),
@@ -433,6 +453,21 @@ REJECTED_EVALS = {
     "equals a number": ("- {prompt: p, checks: [{equals: 4}]}", "must be text, not the number 4"),
     "coding eval without grading": ("- {prompt: p, workspace: w}", "`grading` is missing"),
     "bad step name": ("- {prompt: p, workspace: w, grading: g, build_steps: [-x]}", "step name '-x'"),
+    "empty rows": ("- {prompt: p, rows: [], checks: [{match: x}]}", "`rows` is empty"),
+    "id without rows": ("- {prompt: p, id: x, checks: [{match: x}]}", "`id` names the rows"),
+    "dataset beside rows": (
+        "- {prompt: p, dataset: d.csv, rows: [{a: 1}], checks: [{match: x}]}",
+        "`dataset` and `rows` exclude each other",
+    ),
+    "rows of a coding eval": ("- {prompt: p, workspace: w, grading: g, rows: [{a: 1}]}", "for prompt evals"),
+    "python check without a colon": (
+        "- {prompt: p, checks: [{python: nocolon}]}",
+        "is not `module:function`",
+    ),
+    "python check function without a colon": (
+        "- {prompt: p, checks: [{python: {function: nocolon}}]}",
+        "is not `module:function`",
+    ),
 }
 
 
@@ -483,6 +518,9 @@ GAPS = {
     "unclosed template": ("suite", HEAD + "  - prompt: \"{{var('x')\"\n    checks: [{match: x}]\n"),
     "placeholder typo": ("suite", HEAD + PROMPT_EVAL + 'configurations: {a: {cli: x, args: ["${MODLE}"]}}'),
     "malformed template": ("suite", HEAD + "  - prompt: \"{{var(x)}}\"\n    checks: [{match: x}]\n"),
+    "tool count bounds out of order": (
+        "suite", HEAD + "  - prompt: p\n    checks: [{tool_called: {name: t, min: 3, max: 2}}]\n"
+    ),
     "undefined default configuration": ("cli-config", '{"configurations": {"a": {"name": "A", "cli": "x"}}, '
                                                        '"defaultConfigurations": ["b"]}'),
 }  # fmt: skip

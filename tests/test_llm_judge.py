@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 import yaml
 from chat_server import USAGE, ChatServer
-from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
+from helpers import XDIST_MODES, assert_held_after_two, evals_by_nodeid, load_json, run, write
 
 from pytest_vibeeval.judge import JUDGE_SYSTEM_PROMPT, JudgeError, parse_verdict
-from pytest_vibeeval.report.format import money
 
 CRITERIA = "The answer names a European capital."
 
@@ -39,6 +38,18 @@ def judged_suite(root: Path, url: str, judge_model: str, judge: str | None = "gr
     if judge is not None:
         data["judge"] = judge
     return write(root / "judged.eval.yaml", yaml.safe_dump(data, sort_keys=False))
+
+
+def judged_evals(root: Path, url: str, judge_model: str, count: int) -> Path:
+    """The judged suite with ``count`` evals, each answered ``ANSWER: <i>`` and judged by an llm_judge."""
+    suite = judged_suite(root, url, judge_model)
+    data = yaml.safe_load(suite.read_text())
+    data["evals"] = [
+        {"name": f"e{i}", "prompt": f"ANSWER: {i}", "checks": [{"llm_judge": {"criteria": "ok"}}]}
+        for i in range(count)
+    ]
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    return suite
 
 
 @XDIST_MODES
@@ -277,35 +288,39 @@ def test_an_unknown_judge_cost_is_n_a_in_the_run_summary(
 def test_max_cost_counts_what_the_judges_cost_but_not_cached_answers(
     pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
 ) -> None:
-    suite = judged_suite(pytester.path, server.url, "vendor/judge-pass")
-    data = yaml.safe_load(suite.read_text())
-    data["evals"] = [
-        {"name": f"e{i}", "prompt": f"ANSWER: {i}", "checks": [{"llm_judge": {"criteria": "ok"}}]}
-        for i in range(4)
-    ]
-    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    judged_evals(pytester.path, server.url, "vendor/judge-pass", 4)
     each = 2 * USAGE["cost"]  # an eval's answer and its judge's
     limit = 1.25 * each  # reached after two evals (after three if judges cost nothing)
     results = pytester.path / "results.json"
     args = ("--vibe-cache=cache", "--vibe-max-cost", str(limit), "--vibe-results", results)
     result = run(pytester, *args, xdist=xdist)
     records = list(evals_by_nodeid(load_json(results)).values())
-    started = [r["name"] for r in records if r["outcome"] == "passed"]
-    # serially exactly two start; two workers may each start one more before seeing the spend
-    assert len(started) == 2 if not xdist else 2 <= len(started) <= 3
-    held = len(records) - len(started)
-    result.stdout.fnmatch_lines(
-        [
-            f"Budget: {money(len(started) * each)} spent of ${limit:g} (--vibe-max-cost; evals and "
-            f"their llm_judge judges); {held} eval(s) not started"
-        ]
-    )
+    started = [r["name"] for r in assert_held_after_two(result, records, each, limit, xdist)]
+    assert all(r["outcome"] == "passed" for r in records if r["name"] in started)
     asked = len(server.requests)
     again = ("-k", " or ".join(started[:2]))
     result = run(pytester, "--vibe-cache=cache", "--vibe-max-cost", str(limit), *again, xdist=xdist)
     result.assert_outcomes(passed=2)  # from the cache: nothing spent, both start
     assert len(server.requests) == asked
     result.stdout.fnmatch_lines(["Budget: $0.0000 spent of * (--vibe-max-cost; *)"])
+
+
+@XDIST_MODES
+def test_a_refused_judge_answer_counts_in_the_judge_cost_and_the_budget(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
+) -> None:
+    """A judge model's refusal was paid for: the eval errors naming it, its judge_cost holds what the
+    refusal cost and --vibe-max-cost counts it (were refusals free, four of the six evals would start)."""
+    judged_evals(pytester.path, server.url, "vendor/refusal", 6)
+    each = 2 * USAGE["cost"]  # an eval's answer and its judge's refusal
+    limit = 2 * each - 1e-6  # reached after two evals
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-max-cost", str(limit), "--vibe-results", results, xdist=xdist)
+    records = list(evals_by_nodeid(load_json(results)).values())
+    for record in assert_held_after_two(result, records, each, limit, xdist):
+        assert record["outcome"] == "error"
+        assert "failed: the model refused to answer (message.refusal)" in record["message"], record["message"]
+        assert (record["cost"], record["judge_cost"]) == (USAGE["cost"], USAGE["cost"])
 
 
 JUDGES_APP = """

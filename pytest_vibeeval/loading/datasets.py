@@ -8,6 +8,7 @@ import csv
 import datetime
 import io
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,7 +153,12 @@ def _jsonl_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
             problems.append(_too_many(line))
             return
         try:
-            value = json.loads(line_text, object_pairs_hook=unique_json_keys, parse_constant=no_json_constant)
+            value = json.loads(
+                line_text,
+                object_pairs_hook=unique_json_keys,
+                parse_constant=no_json_constant,
+                parse_float=_json_float,
+            )
         except JsonProblem as exc:
             problems.append(Problem(f"row {number}: invalid JSON: {exc}", line=line))
             continue
@@ -209,14 +215,27 @@ def _mapping_rows(raw: list[Any], line_of: Any, problems: list[Problem]) -> Iter
 
 
 def _plain(value: Any) -> Any:
-    """A YAML value as JSON holds it: dates and times become their ISO text."""
+    """A YAML value as JSON holds it: dates and times become their ISO text, a number JSON cannot
+    hold its text (:func:`_finite`)."""
     if isinstance(value, datetime.date | datetime.datetime):
         return value.isoformat()
+    if isinstance(value, float):
+        return _finite(value)
     if isinstance(value, list):
         return [_plain(item) for item in value]
     if isinstance(value, dict):
         return {str(key): _plain(item) for key, item in value.items()}
     return value
+
+
+def _finite(value: float) -> float | str:
+    """``value``, or when JSON cannot hold it (``.inf``, ``-.inf``, ``.nan``, ``1e999``) the text a
+    template shows for it: ``inf``, ``-inf``, ``nan``. The results would write it as null."""
+    return value if math.isfinite(value) else str(value)
+
+
+def _json_float(text: str) -> float | str:
+    return _finite(float(text))
 
 
 def _json_kind(value: Any) -> str:

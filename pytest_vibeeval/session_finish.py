@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 class SessionFinish:
     """The session's end; see the module's docstring. The controller's hooks fill in what they saw
-    (failed items, lost workers, a ``pytest.exit()``); the Run Summary reads what it did."""
+    (failed items, lost workers, a ``pytest.exit()``, a plugin's stop on a worker); the Run Summary
+    reads what it did."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -33,6 +34,7 @@ class SessionFinish:
         self.failed_nodeids: set[str] = set()  # items with a failed report, ours or not
         self.lost_workers: list[str] = []  # xdist workers that went down with an error
         self.exit_cause: str | None = None  # the message of a pytest.exit() that ended the session
+        self.worker_stop: str | None = None  # what another plugin said stopping an xdist worker
         self.notes: list[str] = []  # what the session's end did or could not do (exit code, files)
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
@@ -56,7 +58,9 @@ class SessionFinish:
             return  # no eval ran (--setup-plan/--setup-only run fixtures only): no results to write
         stopped = stop_reason(session)
         signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
-        interrupted = (exitstatus == pytest.ExitCode.INTERRUPTED or signalled is not None) and stopped is None
+        # xdist ends the session with its Interrupted when a plugin stopped a worker: no interruption
+        interrupted_status = exitstatus == pytest.ExitCode.INTERRUPTED and self.worker_stop is None
+        interrupted = (interrupted_status or signalled is not None) and stopped is None
         if not interrupted:
             stopped = stopped or state.budget.stop_reason()
         if interrupted:
@@ -147,7 +151,7 @@ class SessionFinish:
         if not unreported:
             return None
         selected = len(aggregator.selected or ())
-        cause = self.exit_cause or stopped_by(session)
+        cause = self.exit_cause or stopped_by(session) or self.worker_stop
         if cause is None and self.lost_workers:
             cause = "an xdist worker was lost"
         said = f"{cause}; " if cause else ""

@@ -269,11 +269,15 @@ def killer(prompt):
 """
 
 
-def assert_partial_and_not_judged(path: Path, result: pytest.RunResult, stopped: str, before: str) -> None:
+def assert_partial_and_not_judged(
+    path: Path, result: pytest.RunResult, stopped: str, before: str, exit_code: int | None = None
+) -> None:
     """The newest results file says why (``stopped``: a regular expression), the gate was not judged,
-    and neither latest.json (``before``) nor the history changed."""
+    and neither latest.json (``before``) nor the history changed. ``exit_code``: the session's, where
+    it is not 1 (the gate's)."""
     output = result.stdout.str()
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output  # the gate cannot pass on part of the suite
+    # the gate cannot pass on part of the suite
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if exit_code is None else exit_code), output
     newest = sorted(results_folder(path).glob("2*.json"), key=lambda p: p.stat().st_mtime_ns)[-1]
     data = load_json(newest)
     assert data["interrupted"] is False
@@ -350,6 +354,24 @@ def test_a_session_another_plugin_stopped_is_partial_and_says_why(pytester: pyte
     result = run(pytester, "-p", "no:randomly")
     stopped = r"ended early \(session-timeout: 60\.0 sec exceeded; 2 of 4 selected evals did not run\)"
     assert_partial_and_not_judged(pytester.path, result, stopped, before)
+
+
+@XDIST_MODES
+def test_pytest_timeouts_session_timeout_is_named_serially_and_under_xdist(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The real --session-timeout, past before the first eval ends (pytest-timeout checks it after
+    each item; a fresh process spends longer than that importing the suite's models): each process
+    that runs evals stops after its first. Under xdist the controller ends with xdist's own
+    Interrupted, yet the run was stopped, not interrupted, and says by what."""
+    make_gated_suite(pytester.path)
+    before = complete_run(pytester, xdist)
+    result = run(pytester, *xdist, "--session-timeout=0.01", "-p", "no:randomly", subprocess=True)
+    unrun = "[23]" if xdist else "3"  # under xdist each worker that got an eval ran one
+    stopped = rf"ended early \(session-timeout: 0\.01 sec exceeded; {unrun} of 4 selected evals did not run\)"
+    interrupted = pytest.ExitCode.INTERRUPTED  # xdist's own exit code when a worker stopped it
+    assert_partial_and_not_judged(pytester.path, result, stopped, before, interrupted if xdist else None)
+    assert "the session was interrupted" not in "\n".join(run_summary(result))
 
 
 @pytest.mark.parametrize("restarts", [["--max-worker-restart", "0"], []], ids=["not-replaced", "replaced"])

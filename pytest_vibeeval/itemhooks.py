@@ -22,6 +22,7 @@ from .items import BackstopTimeout, EvalItem
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
 from .pytest_private import in_runtest_phase
+from .session_finish import stopped_by
 from .stash import get_state
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, attach_record, longrepr_text
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .loading.templates import Redactor
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
+STOPPED_OUTPUT = "vibeeval_stopped"  # the same: what another plugin said when it stopped the worker
 
 
 class CollectionHooks:
@@ -101,7 +103,8 @@ def http_key_names(items: list[pytest.Item]) -> set[str]:
 
 
 class ItemHooks:
-    """Where items run: the timeout backstop, the progress board and the items' reports."""
+    """Where items run: the timeout backstop, the progress board and the items' reports, and on an
+    xdist worker what stopped its session."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -182,6 +185,14 @@ class ItemHooks:
 
     def pytest_runtest_logfinish(self) -> None:
         self.board.clear()
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """xdist worker: pass on what stopped its session (pytest-timeout's ``--session-timeout``
+        sets ``shouldfail``): the controller sees only xdist's Interrupted, as for a Ctrl-C."""
+        workeroutput = getattr(self.config, "workeroutput", None)
+        why = stopped_by(session)
+        if workeroutput is not None and why is not None:
+            workeroutput[STOPPED_OUTPUT] = why
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -15,7 +15,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -41,6 +41,33 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return path
+
+
+def python_suite(
+    path: Path,
+    evals: Iterable[str],
+    answer: str = "app:answer",
+    app: str | None = None,
+    *,
+    configuration: str = "",
+    top: str = "",
+) -> Path:
+    """Write the suite ``path`` (named after its file, model ``m``) whose ``evals`` (a YAML flow
+    mapping each) its one configuration ``app`` answers with the ``python:`` callable ``answer``;
+    ``configuration``: more of its keys (``", timeout: 1000"``), ``top``: more top-level YAML. With
+    ``app``, the callable's module is written beside the suite with that source."""
+    module, _, _ = answer.partition(":")
+    if app is not None:
+        write(path.parent / f"{module}.py", app)
+    lines = [
+        f"metadata: {{name: {path.name.removesuffix('.eval.yaml')}, model: m}}",
+        "configurations:",
+        f'  app: {{python: "{answer}"{configuration}}}',
+        *([top] if top else []),
+        "evals:",
+        *(f"  - {item}" for item in evals),
+    ]
+    return write(path, "\n".join(lines) + "\n")
 
 
 def agent(directory: Path, name: str, body: str) -> str:

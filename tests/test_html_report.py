@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import python_suite
 from helpers import run as run_pytest
-from helpers import write
 from shared_runs import SHARED_RUN_TIMEOUT, examples_run
 
 from pytest_vibeeval.report.html import render_html, write_html
@@ -503,19 +503,18 @@ def update_screenshot(page: Any) -> None:
     print(f"updated {SCREENSHOT}")
 
 
+# The evals of the sessions below, answered by a python: callable.
+ECHO = "def answer(prompt):\n    return prompt\n"
+OK = '{name: ok, prompt: fine, checks: [{match: "*fine*"}]}'
+BAD = '{name: bad, prompt: poor, checks: [{match: "*fine*"}]}'
+
+
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_vibe_html_writes_the_report_at_session_end(pytester: pytest.Pytester, xdist: list[str]) -> None:
-    write(pytester.path / "app.py", "def answer(prompt):\n    return '<b>' + prompt\n")
-    write(
+    python_suite(
         pytester.path / "h.eval.yaml",
-        """
-        metadata: {name: h, model: m}
-        configurations:
-          app: {python: "app:answer"}
-        evals:
-          - {name: ok, prompt: fine, checks: [{match: "*fine*"}]}
-          - {name: bad, prompt: poor, checks: [{match: "*fine*"}]}
-        """,
+        [OK, BAD],
+        app="def answer(prompt):\n    return '<b>' + prompt\n",
     )
     report = pytester.path / "out" / "report.html"
     result = run_pytest(pytester, "--vibe-html", str(report), xdist=xdist)
@@ -535,17 +534,7 @@ def test_when_no_eval_ran_the_files_asked_for_are_said_not_written(
     """All deselected (-k) or nothing collected: no report and no results (a score over no evals
     means nothing), and one line says so, so that a CI step looking for the files knows why."""
     if how != "empty folder":
-        write(pytester.path / "app.py", "def answer(prompt):\n    return prompt\n")
-        write(
-            pytester.path / "h.eval.yaml",
-            """
-            metadata: {name: h, model: m}
-            configurations:
-              app: {python: "app:answer"}
-            evals:
-              - {name: ok, prompt: fine, checks: [{match: "*fine*"}]}
-            """,
-        )
+        python_suite(pytester.path / "h.eval.yaml", [OK], app=ECHO)
     report, results = pytester.path / "r.html", pytester.path / "r.json"
     asked = [] if how == "not asked" else ["--vibe-html", str(report), "--vibe-results", str(results)]
     result = run_pytest(pytester, "-k", "nomatch", "--vibe-history=", *asked, xdist=xdist)
@@ -559,18 +548,7 @@ def test_when_no_eval_ran_the_files_asked_for_are_said_not_written(
 
 
 def test_a_session_stopped_by_maxfail_has_a_banner(pytester: pytest.Pytester) -> None:
-    write(pytester.path / "app.py", "def answer(prompt):\n    return prompt\n")
-    write(
-        pytester.path / "h.eval.yaml",
-        """
-        metadata: {name: h, model: m}
-        configurations:
-          app: {python: "app:answer"}
-        evals:
-          - {name: bad, prompt: poor, checks: [{match: "*fine*"}]}
-          - {name: ok, prompt: fine, checks: [{match: "*fine*"}]}
-        """,
-    )
+    python_suite(pytester.path / "h.eval.yaml", [BAD, OK], app=ECHO)
     report = pytester.path / "report.html"
     result = run_pytest(pytester, "-x", "--vibe-html", str(report), "--vibe-history=")
     result.assert_outcomes(failed=1)

@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
 # written through pytest's objects.
 PYTEST_SIDE = {
     "builtins", "coding_items", "collect", "controller", "execute", "fixtures", "hookspecs", "itemhooks",
-    "items", "report.junit", "live", "plugin", "pytest_private", "settings", "stash",
+    "items", "report.junit", "live", "plugin", "pytest_private", "session_finish", "settings",
+    "stash",
 }  # fmt: skip
 
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import XDIST_MODES, load_json, run, run_summary, write
+from helpers import XDIST_MODES, load_json, python_suite, run, run_summary, write
 
 from pytest_vibeeval import __main__ as cli
 
@@ -18,21 +18,17 @@ def answer(prompt):
 """
 
 
+ANSWER = "partial_app:answer"
+GATE = "score: {formula: success_pct, min: 50}"
+
+
+def yes(name: str, prompt: str) -> str:
+    """An eval that passes when the answer is "yes" (APP's to any prompt but "fail")."""
+    return f'{{name: {name}, prompt: {prompt}, checks: [{{equals: "yes"}}]}}'
+
+
 def make_suite(path: Path, first: str = "fail") -> None:
-    write(path / "partial_app.py", APP)
-    write(
-        path / "part.eval.yaml",
-        f"""
-        metadata: {{name: part, model: m}}
-        configurations:
-          app: {{python: "partial_app:answer"}}
-        evals:
-          - {{name: a, prompt: {first}, checks: [{{equals: "yes"}}]}}
-          - {{name: b, prompt: ok, checks: [{{equals: "yes"}}]}}
-          - {{name: c, prompt: ok, checks: [{{equals: "yes"}}]}}
-          - {{name: d, prompt: ok, checks: [{{equals: "yes"}}]}}
-        """,
-    )
+    python_suite(path / "part.eval.yaml", map(yes, "abcd", [first, "ok", "ok", "ok"]), ANSWER, APP)
 
 
 def results_folder(path: Path) -> Path:
@@ -84,17 +80,7 @@ def test_a_run_stopped_by_x_says_so_and_replaces_neither_latest_nor_history(
 
 def test_maxfail_is_named_and_resume_latest_finds_the_partial_run(pytester: pytest.Pytester) -> None:
     make_suite(pytester.path)
-    write(
-        pytester.path / "more.eval.yaml",
-        """
-        metadata: {name: more, model: m}
-        configurations:
-          app: {python: "partial_app:answer"}
-        evals:
-          - {name: e, prompt: fail, checks: [{equals: "yes"}]}
-          - {name: f, prompt: ok, checks: [{equals: "yes"}]}
-        """,
-    )
+    python_suite(pytester.path / "more.eval.yaml", [yes("e", "fail"), yes("f", "ok")], ANSWER)
     stopped = run(pytester, "--maxfail", "2", "-p", "no:randomly", "more.eval.yaml", "part.eval.yaml")
     assert "the session stopped after 2 failures (--maxfail=2)" in "\n".join(run_summary(stopped))
     assert not (results_folder(pytester.path) / "latest.json").exists()
@@ -111,17 +97,7 @@ def test_a_run_in_which_every_eval_ran_before_maxfail_stopped_it_is_complete(
 ) -> None:
     """--maxfail as a safety valve: its last failure on the last item leaves nothing unrun."""
     make_suite(pytester.path, first="ok")
-    write(
-        pytester.path / "part.eval.yaml",
-        """
-        metadata: {name: part, model: m}
-        configurations:
-          app: {python: "partial_app:answer"}
-        evals:
-          - {name: a, prompt: ok, checks: [{equals: "yes"}]}
-          - {name: b, prompt: fail, checks: [{equals: "yes"}]}
-        """,
-    )
+    python_suite(pytester.path / "part.eval.yaml", [yes("a", "ok"), yes("b", "fail")], ANSWER)
     result = run(pytester, *xdist, "--maxfail", "1", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
     summary = "\n".join(run_summary(result))
@@ -133,16 +109,7 @@ def test_a_run_in_which_every_eval_ran_before_maxfail_stopped_it_is_complete(
 
 def test_only_the_run_with_evals_left_unrun_is_partial(pytester: pytest.Pytester) -> None:
     make_suite(pytester.path)  # part: a fails first, then b, c, d never start under -x
-    write(
-        pytester.path / "done.eval.yaml",
-        """
-        metadata: {name: done, model: m}
-        configurations:
-          app: {python: "partial_app:answer"}
-        evals:
-          - {name: e, prompt: ok, checks: [{equals: "yes"}]}
-        """,
-    )
+    python_suite(pytester.path / "done.eval.yaml", [yes("e", "ok")], ANSWER)
     result = run(pytester, "-x", "-p", "no:randomly", "done.eval.yaml", "part.eval.yaml")
     lines = run_summary(result)
     stopped = [line for line in lines if "the session stopped" in line]
@@ -163,19 +130,8 @@ def answer(prompt):
 def test_a_run_cut_short_by_max_cost_is_partial_and_its_gate_is_not_judged(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
-    write(pytester.path / "budget_app.py", BUDGET_APP)
-    write(
-        pytester.path / "spend.eval.yaml",
-        """
-        metadata: {name: spend, model: m}
-        configurations:
-          app: {python: "budget_app:answer"}
-        score: {formula: success_pct, min: 50}
-        evals: [EVALS]
-        """.replace(
-            "EVALS", ", ".join(f"{{name: e{i}, prompt: good, checks: [contains: good]}}" for i in range(8))
-        ),
-    )
+    evals = [f"{{name: e{i}, prompt: good, checks: [contains: good]}}" for i in range(8)]
+    python_suite(pytester.path / "spend.eval.yaml", evals, "budget_app:answer", BUDGET_APP, top=GATE)
     run(pytester, *xdist).assert_outcomes(passed=8)
     latest = results_folder(pytester.path) / "latest.json"
     before = latest.read_text()
@@ -236,26 +192,12 @@ def test_repeated_items_left_unrun_count_for_their_run(pytester: pytest.Pytester
     assert "evals were selected" not in summary
 
 
-GATED = """
-metadata: {name: part, model: m}
-configurations:
-  app: {python: "partial_app:FUNCTION"}
-score: {formula: success_pct, min: 50}
-evals:
-EVALS
-"""
-
-
 def make_gated_suite(path: Path, evals: int = 4, first: str = "ok", function: str = "answer") -> None:
     """part.eval.yaml: ``evals`` evals that pass (but the first one's prompt is ``first``) answered
     by ``partial_app:<function>``, with a score gate."""
-    write(path / "partial_app.py", APP + KILLER)
     prompts = [first, *["ok"] * (evals - 1)]
-    lines = [
-        f"  - {{name: e{n}, prompt: {prompt}, checks: [{{equals: 'yes'}}]}}"
-        for n, prompt in enumerate(prompts)
-    ]
-    write(path / "part.eval.yaml", GATED.replace("EVALS", "\n".join(lines)).replace("FUNCTION", function))
+    lines = [yes(f"e{n}", prompt) for n, prompt in enumerate(prompts)]
+    python_suite(path / "part.eval.yaml", lines, f"partial_app:{function}", APP + KILLER, top=GATE)
 
 
 KILLER = """
@@ -269,11 +211,15 @@ def killer(prompt):
 """
 
 
-def assert_partial_and_not_judged(path: Path, result: pytest.RunResult, stopped: str, before: str) -> None:
+def assert_partial_and_not_judged(
+    path: Path, result: pytest.RunResult, stopped: str, before: str, exit_code: int | None = None
+) -> None:
     """The newest results file says why (``stopped``: a regular expression), the gate was not judged,
-    and neither latest.json (``before``) nor the history changed."""
+    and neither latest.json (``before``) nor the history changed. ``exit_code``: the session's, where
+    it is not 1 (the gate's)."""
     output = result.stdout.str()
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output  # the gate cannot pass on part of the suite
+    # the gate cannot pass on part of the suite
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if exit_code is None else exit_code), output
     newest = sorted(results_folder(path).glob("2*.json"), key=lambda p: p.stat().st_mtime_ns)[-1]
     data = load_json(newest)
     assert data["interrupted"] is False
@@ -350,6 +296,24 @@ def test_a_session_another_plugin_stopped_is_partial_and_says_why(pytester: pyte
     result = run(pytester, "-p", "no:randomly")
     stopped = r"ended early \(session-timeout: 60\.0 sec exceeded; 2 of 4 selected evals did not run\)"
     assert_partial_and_not_judged(pytester.path, result, stopped, before)
+
+
+@XDIST_MODES
+def test_pytest_timeouts_session_timeout_is_named_serially_and_under_xdist(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The real --session-timeout, past before the first eval ends (pytest-timeout checks it after
+    each item; a fresh process spends longer than that importing the suite's models): each process
+    that runs evals stops after its first. Under xdist the controller ends with xdist's own
+    Interrupted, yet the run was stopped, not interrupted, and says by what."""
+    make_gated_suite(pytester.path)
+    before = complete_run(pytester, xdist)
+    result = run(pytester, *xdist, "--session-timeout=0.01", "-p", "no:randomly", subprocess=True)
+    unrun = "[23]" if xdist else "3"  # under xdist each worker that got an eval ran one
+    stopped = rf"ended early \(session-timeout: 0\.01 sec exceeded; {unrun} of 4 selected evals did not run\)"
+    interrupted = pytest.ExitCode.INTERRUPTED  # xdist's own exit code when a worker stopped it
+    assert_partial_and_not_judged(pytester.path, result, stopped, before, interrupted if xdist else None)
+    assert "the session was interrupted" not in "\n".join(run_summary(result))
 
 
 @pytest.mark.parametrize("restarts", [["--max-worker-restart", "0"], []], ids=["not-replaced", "replaced"])

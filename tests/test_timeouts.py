@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import USAGE, ChatServer
-from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, python_suite, run, write
 
 from pytest_vibeeval.checks import BUILTIN_CHECKS, AnyOf, Check, JudgeArgs
 from pytest_vibeeval.limits import (
@@ -34,22 +34,15 @@ def answer(prompt):
     return "ok"
 """
 
-HANG_SUITE = """
-metadata: {name: hang, model: m}
-configurations:
-  app: {python: "app:answer", timeout: 1000}
-evals:
-  - {name: stuck, prompt: hang, checks: [{match: ok}]}
-  - {name: fine, prompt: fine, checks: [{match: ok}]}
-"""
+STUCK = "{name: stuck, prompt: hang, checks: [{match: ok}]}"  # line 5 of hang.eval.yaml
+FINE = "{name: fine, prompt: fine, checks: [{match: ok}]}"
 
 
-def write_hang_project(path: Path) -> None:
+def write_hang_project(path: Path, fine: str = FINE) -> None:
     """Two evals of a ``python:`` answer, one of which hangs; a backstop of 2 s (1 s of the
     configuration's timeout, 1 s of margin)."""
-    write(path / "app.py", HANGING_APP)
     write(path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 1\n")
-    write(path / "hang.eval.yaml", HANG_SUITE)
+    python_suite(path / "hang.eval.yaml", [STUCK, fine], app=HANGING_APP, configuration=", timeout: 1000")
 
 
 @XDIST_MODES
@@ -170,18 +163,8 @@ def test_a_timeout_shows_where_the_other_threads_were(pytester: pytest.Pytester,
 
 def test_without_sigalrm_or_pytest_timeout_it_warns(pytester: pytest.Pytester) -> None:
     write(pytester.path / "conftest.py", "import pytest_vibeeval.backstop as b\nb.HAS_SIGALRM = False\n")
-    write(pytester.path / "app.py", "def answer(prompt):\n    return 'ok'\n")
-    write(
-        pytester.path / "ok.eval.yaml",
-        """
-        metadata: {name: ok, model: m}
-        configurations:
-          app: {python: "app:answer"}
-        evals:
-          - {name: a, prompt: a, checks: [{match: ok}]}
-          - {name: b, prompt: b, checks: [{match: ok}]}
-        """,
-    )
+    evals = [f"{{name: {name}, prompt: {name}, checks: [{{match: ok}}]}}" for name in "ab"]
+    python_suite(pytester.path / "ok.eval.yaml", evals, app="def answer(prompt):\n    return 'ok'\n")
     result = run(pytester, "-p", "no:timeout", subprocess=True)
     result.assert_outcomes(passed=2, warnings=1)  # once, not once per item
     result.stdout.fnmatch_lines(["*eval items run without their timeout backstop*"])
@@ -317,11 +300,7 @@ def test_a_backstop_timeout_shows_the_users_frames_not_the_plugins(
 
 @XDIST_MODES
 def test_tb_line_points_at_the_eval_in_its_suite(pytester: pytest.Pytester, xdist: list[str]) -> None:
-    write_hang_project(pytester.path)
-    write(
-        pytester.path / "hang.eval.yaml",
-        HANG_SUITE.replace("prompt: fine, checks: [{match: ok}]", "prompt: fine, checks: [{match: nope}]"),
-    )
+    write_hang_project(pytester.path, FINE.replace("{match: ok}", "{match: nope}"))
     result = run(pytester, "--tb=line", xdist=xdist)
     suite = pytester.path / "hang.eval.yaml"
     assert (

@@ -15,7 +15,7 @@ import pytest
 from .collection_gc import paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
-from .itemhooks import USAGE_ERROR_OUTPUT
+from .itemhooks import NOTE_OUTPUT, USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import keep_group_suffix, load_conftests, queued_worker_reports
@@ -104,11 +104,15 @@ class ControllerSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """xdist controller: remember a usage error a worker found during its collection, and a
-        worker that was lost (it crashed, e.g. killed by the item it ran)."""
-        message = getattr(node, "workeroutput", {}).get(USAGE_ERROR_OUTPUT)
+        """xdist controller: remember a usage error or note a worker found during its collection, and
+        a worker that was lost (it crashed, e.g. killed by the item it ran)."""
+        output = getattr(node, "workeroutput", {})
+        message = output.get(USAGE_ERROR_OUTPUT)
         if message and self.usage_error is None:
             self.usage_error = str(message)
+        note = output.get(NOTE_OUTPUT)
+        if note and note not in self.state.read_notes:  # every worker collected the same items
+            self.state.read_notes.append(str(note))
         if error is not None:
             name = getattr(getattr(node, "gateway", None), "id", "?")
             self.lost_workers.append(

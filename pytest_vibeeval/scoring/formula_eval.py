@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from .formula import Formula
 
 from .formula_language import (
-    CHUNK, FUNCTIONS, WRAPPED_OPERATORS, Deferred, Refused, not_finite, parse_expression, strict,
+    CHUNK,
+    FUNCTIONS,
+    WRAPPED_OPERATORS,
+    Deferred,
+    Refused,
+    not_finite,
+    parse_expression,
+    strict,
 )
 
 

@@ -129,6 +129,7 @@ def answer_fields(
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
         "cached_input_tokens": response.cached_input_tokens,
+        "cache_write_tokens": response.cache_write_tokens,
         "response": kept,
         "response_chars": whole_chars,
         "cached": response.cached,

@@ -158,6 +158,7 @@ TURN_MEASURES = (
     "input_tokens",
     "output_tokens",
     "cached_input_tokens",
+    "cache_write_tokens",
     "response",
     "response_chars",
     "cached",
@@ -192,6 +193,7 @@ def _add(
     tokens_in = _known_sum(record.input_tokens, turn.input_tokens, first)
     tokens_out = _known_sum(record.output_tokens, turn.output_tokens, first)
     tokens_cached = _known_sum(record.cached_input_tokens, turn.cached_input_tokens, first)
+    tokens_written = _known_sum(record.cache_write_tokens, turn.cache_write_tokens, first)
     judge_cost = record.judge_cost
     if _judged(turn):  # a turn without an llm_judge check adds nothing to know
         judge_cost = _known_sum(judge_cost, turn.judge_cost, not any(map(_judged, earlier)))
@@ -204,6 +206,7 @@ def _add(
             "input_tokens": None if tokens_in is None else int(tokens_in),
             "output_tokens": None if tokens_out is None else int(tokens_out),
             "cached_input_tokens": None if tokens_cached is None else int(tokens_cached),
+            "cache_write_tokens": None if tokens_written is None else int(tokens_written),
             "response": turn.response,
             "response_chars": turn.response_chars,
             "cached": (record.cached or turn.turn == 1) and turn.cached,

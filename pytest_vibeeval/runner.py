@@ -230,7 +230,10 @@ def run_prompt_eval(
     return record, ItemVerdict(outcome, note)
 
 
-_SPENT = ("cost", "cost_source", "input_tokens", "output_tokens", "cached_input_tokens", "finish_reason")
+_SPENT = (
+    "cost", "cost_source", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
+    "finish_reason",
+)  # fmt: skip
 
 
 def _spent_fields(

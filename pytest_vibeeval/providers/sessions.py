@@ -62,7 +62,7 @@ def reported_session(stdout: Path, resume: Resume) -> str | None:
 def turn_tokens(
     totals: tuple[int | None, ...], before: tuple[int | None, ...] | None
 ) -> tuple[int | None, ...]:
-    """A continuing run's own tokens (input, output, cached input): the session's ``totals`` less
+    """A continuing run's own tokens (input, output, cached input, cache writes): the session's ``totals`` less
     those of the previous turn (``before``). Running totals grow with every turn (each sends a new
     prompt), so input tokens that did not grow are taken as the run's own (a CLI version that
     reports each turn's: equal turns would otherwise count 0); without the earlier totals the

@@ -185,7 +185,9 @@ def test_a_number_beyond_floats_fails_collection_with_a_caret(pytester: pytest.P
 
 
 @XDIST_MODES
-def test_a_comparison_with_nan_is_a_score_error_not_false(pytester: pytest.Pytester, xdist: list[str]) -> None:
+def test_a_comparison_with_nan_is_a_score_error_not_false(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
     """A value past the floats (inf) minus itself is nan, and nan > 0 is false in Python: the
     score is null with the reason, naming the formula and the operation that left the numbers."""
     formula = "(success_pct * 1e307 - success_pct * 1e307) > 0"

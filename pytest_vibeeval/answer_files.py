@@ -63,6 +63,7 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
         "cached_input_tokens": response.cached_input_tokens,
+        "cache_write_tokens": response.cache_write_tokens,
         "latency": response.latency,
         # null: the provider cannot report tool calls; []: it reported none
         "tool_calls": None
@@ -128,6 +129,7 @@ def read_answer(path: Path) -> tuple[dict[str, Any], ProviderResponse]:
             entry.get("output_tokens"),
             latency=entry.get("latency"),
             cached_input_tokens=entry.get("cached_input_tokens"),
+            cache_write_tokens=entry.get("cache_write_tokens"),
             tool_calls=None
             if entry.get("tool_calls") is None
             else [ToolCallRecord.model_validate(call) for call in entry["tool_calls"]],
@@ -145,7 +147,14 @@ def _entry_problem(entry: Any) -> str | None:
         return f"expected a JSON object, found {type(entry).__name__}"
     if not isinstance(entry.get("response"), str):
         return f"`response` must be text, not {json.dumps(entry.get('response'))[:40]}"
-    for key in ("cost", "latency", "input_tokens", "output_tokens", "cached_input_tokens"):
+    for key in (
+        "cost",
+        "latency",
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "cache_write_tokens",
+    ):
         value = entry.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"

@@ -7,6 +7,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from .report.format import money
+
 LEDGER_NAME = "spent.ledger"
 NOT_STARTED = "not started: --vibe-max-cost"  # how the skip of an item the budget held back begins
 
@@ -51,7 +53,7 @@ class Budget:
             return None
         spent = self.spent()
         if spent >= self.limit:
-            return f"{NOT_STARTED} ${self.limit:g} reached (spent ${spent:.4f})"
+            return f"{NOT_STARTED} ${self.limit:g} reached (spent {money(spent)})"
         return None
 
     def stop_reason(self) -> str | None:

@@ -15,7 +15,7 @@ import pytest
 from .collection_gc import paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
-from .itemhooks import STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
+from .itemhooks import NOTE_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import keep_group_suffix, queued_worker_reports
@@ -99,13 +99,16 @@ class ControllerSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """xdist controller: remember a usage error a worker found during its collection, what
+        """xdist controller: remember a usage error or note a worker found during its collection, what
         stopped a worker's session, and a worker that was lost (it crashed, e.g. killed by the item
         it ran)."""
         workeroutput = getattr(node, "workeroutput", {})
         message = workeroutput.get(USAGE_ERROR_OUTPUT)
         if message and self.usage_error is None:
             self.usage_error = str(message)
+        note = workeroutput.get(NOTE_OUTPUT)
+        if note and note not in self.state.read_notes:  # every worker collected the same items
+            self.state.read_notes.append(str(note))
         stopped = workeroutput.get(STOPPED_OUTPUT)
         if stopped and self.end.worker_stop is None:
             self.end.worker_stop = str(stopped)

@@ -169,6 +169,7 @@ TURN_MEASURES = (
     "input_tokens",
     "output_tokens",
     "cached_input_tokens",
+    "cache_write_tokens",
     "response",
     "response_chars",
     "cached",
@@ -225,12 +226,14 @@ def _totals(record: EvalRecord, turn: TurnRecord, cost_source: str | None) -> di
     tokens_in = _known_sum(record.input_tokens, turn.input_tokens, first)
     tokens_out = _known_sum(record.output_tokens, turn.output_tokens, first)
     tokens_cached = _known_sum(record.cached_input_tokens, turn.cached_input_tokens, first)
+    tokens_written = _known_sum(record.cache_write_tokens, turn.cache_write_tokens, first)
     return {
         "cost": _known_sum(record.cost, turn.cost, first),
         "cost_source": record.cost_source or cost_source,
         "input_tokens": None if tokens_in is None else int(tokens_in),
         "output_tokens": None if tokens_out is None else int(tokens_out),
         "cached_input_tokens": None if tokens_cached is None else int(tokens_cached),
+        "cache_write_tokens": None if tokens_written is None else int(tokens_written),
         "finish_reason": turn.finish_reason,
     }
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 STOPPED_OUTPUT = "vibeeval_stopped"  # the same: what another plugin said when it stopped the worker
+NOTE_OUTPUT = "vibeeval_collection_note"  # key in an xdist worker's workeroutput
 
 
 class CollectionHooks:
@@ -48,6 +49,7 @@ class CollectionHooks:
         from .loading.configurations import unknown_selection
 
         state.renderer.note_environment(http_key_names(items))
+        self._run_each_eval_once(items)
         for option, requested, known in (
             (state.settings.configs_from, state.settings.configs, state.known_configs),
             (state.settings.evals_from, state.settings.evals, state.known_evals),
@@ -63,6 +65,31 @@ class CollectionHooks:
             workeroutput[USAGE_ERROR_OUTPUT] = problem.message
             items.clear()
             return
+
+    def _run_each_eval_once(self, items: list[pytest.Item]) -> None:
+        """An eval item collected twice (``--keep-duplicates``) runs once: its record is kept by its
+        node id, so a second run would count in pytest's outcomes but not in the results."""
+        seen: set[str] = set()
+        kept: list[pytest.Item] = []
+        repeated: list[pytest.Item] = []
+        for item in items:
+            nodeid = item.nodeid if isinstance(item, EvalItem) else None
+            if nodeid is not None and nodeid in seen:
+                repeated.append(item)
+                continue
+            if nodeid is not None:
+                seen.add(nodeid)
+            kept.append(item)
+        if not repeated:
+            return
+        items[:] = kept
+        self.config.hook.pytest_deselected(items=repeated)
+        note = ran_once_note([item.nodeid for item in repeated])
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is None:
+            self.state.read_notes.append(note)
+        else:  # the controller shows it (it collects nothing itself)
+            workeroutput[NOTE_OUTPUT] = note
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Remember suite files that failed to load (on xdist, the controller sees workers' reports)."""
@@ -100,6 +127,18 @@ def http_key_names(items: list[pytest.Item]) -> set[str]:
             if configuration is not None and configuration.http is not None:
                 names.add(configuration.http.api_key_env or "")
     return names - {""}
+
+
+def ran_once_note(repeated: list[str]) -> str:
+    """What the Run Summary says of the eval items collected more than once (node ids of the
+    copies left out)."""
+    unique = list(dict.fromkeys(repeated))
+    shown = ", ".join(unique[:5]) + (f" and {len(unique) - 5} more" if len(unique) > 5 else "")
+    return (
+        f"{len(unique)} eval item(s) collected more than once (--keep-duplicates) ran once each; "
+        f"{len(repeated)} copies deselected: {shown}. A result is kept by its node id: to run "
+        "each eval several times, use --vibe-repeat N"
+    )
 
 
 class ItemHooks:

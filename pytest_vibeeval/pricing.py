@@ -57,20 +57,38 @@ def price_for(own: Pricing | None, model: str | None) -> tuple[Pricing | None, C
     return None, None
 
 
+# Anthropic's prompt-cache prices, as multiples of the input rate: reads, and writes to its
+# 5-minute cache. Only Anthropic's models report cache writes, so an answer that reports them
+# (even 0) is priced by these where the configuration's pricing sets no rate of its own.
+ANTHROPIC_CACHE_READ = 0.1
+ANTHROPIC_CACHE_WRITE = 1.25
+
+
 def cost_of(
     input_tokens: int | None,
     output_tokens: int | None,
     pricing: Pricing,
     cached_input_tokens: int | None = None,
+    cache_write_tokens: int | None = None,
 ) -> float | None:
-    """USD for the tokens; None when either count is unknown (a partial cost would look exact). The
-    cached input tokens, part of ``input_tokens``, are charged at ``cached_input_per_mtok`` when it
-    is set, else at the input rate like the rest."""
+    """USD for the tokens; None when either count is unknown (a partial cost would look exact).
+
+    Of ``input_tokens``, the cached ones (cache reads) are charged at ``cached_input_per_mtok`` and
+    the cache writes at ``cache_write_per_mtok``. Unset, writes cost Anthropic's 1.25 × the input
+    rate, and reads 0.1 × where writes are reported (Anthropic's accounting), else the input rate."""
     if input_tokens is None or output_tokens is None:
         return None
-    cached_rate = pricing.cached_input_per_mtok
-    cached = 0 if cached_rate is None else min(cached_input_tokens or 0, input_tokens)
-    input_cost = (input_tokens - cached) * pricing.input_per_mtok + cached * (cached_rate or 0.0)
+    rate = pricing.input_per_mtok
+    anthropic = cache_write_tokens is not None
+    read_rate = pricing.cached_input_per_mtok
+    if read_rate is None:
+        read_rate = rate * ANTHROPIC_CACHE_READ if anthropic else rate
+    write_rate = pricing.cache_write_per_mtok
+    if write_rate is None:
+        write_rate = rate * ANTHROPIC_CACHE_WRITE
+    read = min(cached_input_tokens or 0, input_tokens)
+    written = min(cache_write_tokens or 0, input_tokens - read)
+    input_cost = (input_tokens - read - written) * rate + read * read_rate + written * write_rate
     return (input_cost + output_tokens * pricing.output_per_mtok) / 1_000_000
 
 
@@ -86,5 +104,11 @@ def estimated_cost(
     prices, source = price_for(configuration.pricing if configuration else None, model if http else None)
     if prices is None:
         return None, None
-    cost = cost_of(response.input_tokens, response.output_tokens, prices, response.cached_input_tokens)
+    cost = cost_of(
+        response.input_tokens,
+        response.output_tokens,
+        prices,
+        response.cached_input_tokens,
+        response.cache_write_tokens,
+    )
     return (cost, source) if cost is not None else (None, None)

@@ -255,6 +255,11 @@ class TurnRecord(Record):
         description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
         "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
     )
+    cache_write_tokens: int | None = Field(
+        default=None,
+        description="of input_tokens, those written to the model's prompt cache, as the agent reported "
+        "them (Claude Code's cache_creation_input_tokens); None: not reported",
+    )
     judge_cost: float | None = Field(
         default=None,
         description="USD this turn's llm_judge checks cost; None: no judge asked, or one reported no cost",
@@ -303,6 +308,11 @@ class EvalRecord(Record):
         default=None,
         description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
         "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
+    )
+    cache_write_tokens: int | None = Field(
+        default=None,
+        description="of input_tokens, those written to the model's prompt cache, as the agent reported "
+        "them (Claude Code's cache_creation_input_tokens); None: not reported",
     )
     response: str | None = Field(
         default=None,

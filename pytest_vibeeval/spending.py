@@ -26,6 +26,7 @@ def answer_measures(
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
         "cached_input_tokens": response.cached_input_tokens,
+        "cache_write_tokens": response.cache_write_tokens,
         "finish_reason": response.finish_reason,
     }
 

@@ -79,7 +79,7 @@ class VibeState:
     baseline_path: str | None = None
     baseline_missing: list[str] = field(default_factory=list)  # its runs this session did not have
     resume: ResumeIndex | None = None  # --vibe-resume: finished records of an earlier run
-    read_notes: list[str] = field(default_factory=list)  # about the files read (fields ignored)
+    read_notes: list[str] = field(default_factory=list)  # about the files read and items collected
     interrupts: InterruptWatch = field(default_factory=InterruptWatch)  # SIGINT/SIGTERM seen
 
     # The suites' machinery, made when first used: a session without evals never imports it.

@@ -5,6 +5,7 @@ eval's ``latency``; the step record keeps the measured duration."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +220,36 @@ def test_python_callable_may_report_latency(pytester: pytest.Pytester, xdist: li
     assert record(data, "ask", "wordy")["message"] == (
         "vibe_latency_app:wordy returned latency='slow'; expected a non-negative finite number"
     )
+
+
+HUGE_APP = """
+def huge(prompt):
+    return {"response": "ok", "latency": 1e308, "cost": 1e300}
+"""
+
+
+@XDIST_MODES
+def test_huge_values_are_shown_in_exponent_form(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A latency of 1e308 s (and a cost, score and gate as large) prints as 1.000e+308, in the
+    Run Summary and the HTML report, never as 309 digits."""
+    write(pytester.path / "vibe_huge_app.py", HUGE_APP)
+    path = write_suite(pytester.path, {"huge": {"python": "vibe_huge_app:huge"}}, ["ask"], formula="ask_cost")
+    path.write_text(path.read_text().replace("formula: ask_cost", "formula: ask_cost\n  max: 1"))
+    html = pytester.path / "report.html"
+    result = run(pytester, "--vibe-html", html, xdist=xdist)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "Score: 1.000e+300 (formula: ask_cost)",
+            "Gate: FAILED: score 1.000e+300 is above max 1 (by 1.000e+300)",
+            "Total Cost: $1.000e+300",
+            "Latency: avg 1.000e+308s · min 1.000e+308s · max 1.000e+308s",
+        ]
+    )
+    report = html.read_text(encoding="utf-8")
+    assert "1.000e+308s" in report and "$1.000e+300" in report
+    for text in (result.stdout.str(), report):
+        assert not re.search(r"\d[\d,]{20}", text)
 
 
 def test_same_scores_serial_and_xdist(pytester: pytest.Pytester) -> None:

@@ -33,8 +33,9 @@ from pytest_vibeeval.editor_schemas import (
     suite_schema,
 )
 from pytest_vibeeval.errors import InputError
+from pytest_vibeeval.loading.command_registry import load_registry
 from pytest_vibeeval.loading.configurations import ConfigFileCache
-from pytest_vibeeval.loading.runner_config import REGISTRY, EvalConfigFile
+from pytest_vibeeval.loading.runner_config import EvalConfigFile
 from pytest_vibeeval.loading.suite import load_suite, pydantic_problems
 from pytest_vibeeval.loading.yamlsource import load_document
 from pytest_vibeeval.models import _relative_file
@@ -91,13 +92,16 @@ def loader_problem(path: Path) -> str | None:
             load_suite(path)
         elif kind == "cli-config":
             ConfigFileCache().load(path)
-        else:
+        elif kind == "eval-config":
             doc = load_document(path)
-            adapter = TypeAdapter(EvalConfigFile) if kind == "eval-config" else REGISTRY
             try:
-                adapter.validate_python(doc.data)
+                TypeAdapter(EvalConfigFile).validate_python(doc.data)
             except ValidationError as exc:
                 raise InputError(str(path), pydantic_problems(exc, doc)) from None
+        else:
+            _, problems = load_registry(load_document(path))
+            if problems:
+                raise InputError(str(path), problems)
     except InputError as exc:
         return exc.render()
     return None
@@ -358,7 +362,7 @@ INVALID = {
     "suite-missing-model.yaml": ("$.metadata", "missing required key 'model'"),
     "suite-max-tokens-not-a-number.yaml": ("$.evals[0].checks[0].max_tokens", "must be a whole number"),
     "suite-tags-not-a-list.yaml": ("$.metadata.tags", "must be a list"),
-    "suite-min-pass-rate-above-one.yaml": ("$.evals[0].min_pass_rate", "less than or equal to 1"),
+    "suite-min-pass-rate-above-one.yaml": ("$.evals[0].min_pass_rate", "must be 1 or less"),
     "suite-rubric-unknown-complexity.yaml": (
         "$.evals[0].rubric.complexity",
         "'simple', 'medium' or 'complex'",
@@ -421,9 +425,9 @@ REJECTED = {
         "configurations: {a: {python: nocolon}}",
         "should match pattern",
     ),
-    "temperature too high": ("configurations: {a: {http: {temperature: 3}}}", "less than or equal to 2"),
+    "temperature too high": ("configurations: {a: {http: {temperature: 3}}}", "must be 2 or less"),
     "score bound as text": ("score: {min: '1'}", "must be a number, not the text '1'"),
-    "zero threads": ("metadata: {name: s, model: m, threads: 0}", "greater than or equal to 1"),
+    "zero threads": ("metadata: {name: s, model: m, threads: 0}", "must be 1 or more"),
     "mcp server without url": ("metadata: {name: s, model: m, mcp_server: {name: x}}", "'url'"),
 }
 
@@ -441,14 +445,14 @@ REJECTED_EVALS = {
     "check without value": ("- {prompt: p, checks: [{match: null}]}", "must be text, not null"),
     "threshold above one": (
         "- {prompt: p, checks: [{semantic: {expected: e, threshold: 1.5}}]}",
-        "less than or equal to 1",
+        "must be 1 or less",
     ),
     "unknown semantic key": (
         "- {prompt: p, checks: [{semantic: {expected: e, threshold: 0.5, model: x}}]}",
         "unknown key 'model'",
     ),
     "empty llm_judge": ("- {prompt: p, checks: [{llm_judge: {}}]}", "missing required key 'criteria'"),
-    "negative token limit": ("- {prompt: p, checks: [{min_tokens: -1}]}", "greater than or equal to 0"),
+    "negative token limit": ("- {prompt: p, checks: [{min_tokens: -1}]}", "must be 0 or more"),
     "fractional token limit": ("- {prompt: p, checks: [{min_tokens: 2.5}]}", "a whole number, not"),
     "equals a number": ("- {prompt: p, checks: [{equals: 4}]}", "must be text, not the number 4"),
     "coding eval without grading": ("- {prompt: p, workspace: w}", "`grading` is missing"),

@@ -117,9 +117,10 @@ def test_valid_formulas(formula: str, expected: float) -> None:
             "no value for critical-eval_cost: eval 'critical-eval' reported no cost; "
             "total_cost: no eval reported cost",
         ),
-        ("1e308 * 10", "the formula gave inf, not a finite number"),
-        ("-1e308 * 10", "the formula gave -inf, not a finite number"),
-        ("1e308 * 10 - 1e308 * 10", "the formula gave nan, not a finite number"),
+        ("1e308 * 10", "1e+308 * 10 is inf (not a finite number) in '1e308 * 10'"),
+        ("-1e308 * 10", "-1e+308 * 10 is -inf (not a finite number) in '-1e308 * 10'"),
+        ("(1e308 * 10 - 1e308 * 10) > 0", "1e+308 * 10 is inf (not a finite number) in '(1e308"),
+        ("max(0, 1e308 + 1e308) == 0", "1e+308 + 1e+308 is inf (not a finite number) in 'max("),
         (f"{BIG_INT} * 10", "overflow in '999"),
         (f"{BIG_INT} / 3", "overflow in '999"),
     ],
@@ -326,12 +327,29 @@ def test_evaluate_does_not_raise_for_a_hand_made_formula() -> None:
     assert error.startswith("cannot evaluate \"open('x')\": FunctionNotDefined")
 
 
-def test_evaluate_handles_non_finite_inputs() -> None:
-    formula = parse_formula("x * 2", None)
-    assert evaluate(formula, {"x": math.inf}, {}) == (None, "the formula gave inf, not a finite number")
-    value, error = evaluate(formula, {"x": math.nan}, {})
-    assert value is None
-    assert error == "the formula gave nan, not a finite number"
+@pytest.mark.parametrize(
+    "text", ["x * 2", "x > 0", "x == x", "x != x", "1 if x else 2", "min(1, x)", "0 * x", "1 / x"]
+)
+@pytest.mark.parametrize(
+    ("value", "shown"), [(math.nan, "nan (not a number)"), (math.inf, "inf (not a finite number)")]
+)
+def test_a_variable_that_is_not_a_finite_number_is_named(text: str, value: float, shown: str) -> None:
+    """nan compares false with everything (and inf hides in 1 / x): never a silent 0 or 1."""
+    formula = parse_formula(text, None)
+    assert evaluate(formula, {"x": value}, {}) == (None, f"x is {shown} in {text!r}")
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("1e400 - 1e400 > 0", "inf - inf reads inf (not a finite number)"),
+        ("1e400 > 0", "inf > 0 reads inf (not a finite number)"),
+        ("min(1, 1e400 - 1e400)", "inf - inf reads inf (not a finite number)"),
+    ],
+)
+def test_a_hand_made_formula_reading_inf_gives_a_reason(text: str, reason: str) -> None:
+    """A Formula not made by parse_formula (which refuses 1e400) still never compares nan."""
+    assert evaluate(Formula(text, frozenset()), {}, {}) == (None, f"{reason} in {text!r}")
 
 
 def test_evaluate_returns_float_for_integer_results() -> None:

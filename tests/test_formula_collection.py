@@ -167,3 +167,35 @@ def test_a_formula_over_several_lines_is_shown_and_recorded_on_one_line(pytester
     [run_record] = json.loads(results.read_text(encoding="utf-8"))["runs"]
     assert run_record["score_formula"] == one_line
     assert run_record["score_breakdown"] == "(1 * 2 + 100) / 2"
+
+
+def test_a_number_beyond_floats_fails_collection_with_a_caret(pytester: pytest.Pytester) -> None:
+    """1e400 reads as inf, and (1e400 - 1e400) > 0 would compare nan: refused where it is written."""
+    _suite(pytester.path, "(1e400 - 1e400) > 0")
+    result = run(pytester, "--collect-only")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "s.eval.yaml:9: score.formula: the number 1e400 is beyond the largest float (about 1.8e308)",
+            "      (1e400 - 1e400) > 0",
+            "      *^^^^^",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+@XDIST_MODES
+def test_a_comparison_with_nan_is_a_score_error_not_false(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A value past the floats (inf) minus itself is nan, and nan > 0 is false in Python: the
+    score is null with the reason, naming the formula and the operation that left the numbers."""
+    formula = "(success_pct * 1e307 - success_pct * 1e307) > 0"
+    _suite(pytester.path, formula)
+    results = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", results, xdist=xdist, subprocess=bool(xdist))
+    result.assert_outcomes(passed=2)
+    reason = f"100 * 1e+307 is inf (not a finite number) in {formula!r}"
+    result.stdout.fnmatch_lines([f"Score: null (formula: {formula})", f"  score error: {reason}"])
+    [run_record] = json.loads(results.read_text(encoding="utf-8"))["runs"]
+    assert (run_record["score"], run_record["score_error"]) == (None, reason)

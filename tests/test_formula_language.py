@@ -167,6 +167,7 @@ ERRORS: list[tuple[str, str]] = [
     ("[critical-mat] * 2", "unknown variable 'critical-mat' (did you mean 'critical-math'?)"),
     ("critical-mat * 2", "unknown variable 'critical-mat' (did you mean 'critical-math'?)"),
     ("'text'", "the literal 'text' is not allowed"),
+    ("passed * 1e400", "the number 1e400 is beyond the largest float (about 1.8e308)"),
     ("x if passed else 1", "unknown variable 'x'"),
 ]
 

@@ -330,6 +330,7 @@ def test_the_controller_evaluates_the_canonical_text_when_there_is_one() -> None
         (49.999, 50.0, None, False, "score 49.999 is below min 50 (by 0.001)"),
         (95.5, 0.0, 90.0, False, "score 95.50 is above max 90 (by 5.50)"),
         (-1.0, 0.0, 1.0, False, "score -1.00 is below min 0 (by 1.00)"),
+        (1e300, None, 1e9, False, "score 1.000e+300 is above max 1e+09 (by 1.000e+300)"),
     ],
 )
 def test_gate_record(score: float, low: float | None, high: float | None, passed: bool, message: str) -> None:

@@ -326,7 +326,7 @@ def test_malformed_scores_are_errors(text: str, problem: str) -> None:
         ),
         ({"criteria": "x", "threshold": 0.5}, "`threshold` applies to `rubric` scores"),
         ({"criteria": "x", "aggregate": "mean"}, "`aggregate: mean` needs scores (`rubric`)"),
-        ({"rubric": "x", "threshold": 1.5}, "Input should be less than or equal to 1"),
+        ({"rubric": "x", "threshold": 1.5}, "must be 1 or less"),
         ({"rubric": "x", "judges": []}, "List should have at least 1 item"),
         ({"rubric": "x", "aggregate": "vote"}, "Input should be 'mean' or 'majority'"),
         ({"rubric": "x", "name": "a b"}, "String should match pattern"),

@@ -317,6 +317,13 @@ def test_cached_input_tokens_are_priced_at_the_cached_rate_when_one_is_set() -> 
     assert cost_of(100, 0, cheap_cache, None) == pytest.approx(100 * 1.25 / 1e6)  # none reported
     assert cost_of(100, 0, cheap_cache, 500) == pytest.approx(100 * 0.125 / 1e6)  # never above the input
     assert cost_of(None, 0, cheap_cache, 10) is None
+    # cache writes, reported by Anthropic's models only: 1.25 × the input rate, and reads 0.1 ×,
+    # unless the pricing sets its own rates
+    assert cost_of(1000, 0, plain, 600, 300) == pytest.approx((100 * 1.25 + 600 * 0.125 + 300 * 1.5625) / 1e6)
+    assert cost_of(1000, 0, plain, 600, 0) == pytest.approx((400 * 1.25 + 600 * 0.125) / 1e6)
+    own = Pricing(input_per_mtok=1.25, output_per_mtok=10, cached_input_per_mtok=0.5, cache_write_per_mtok=2)
+    assert cost_of(1000, 0, own, 600, 300) == pytest.approx((100 * 1.25 + 600 * 0.5 + 300 * 2) / 1e6)
+    assert cost_of(100, 0, own, 60, 500) == pytest.approx((60 * 0.5 + 40 * 2) / 1e6)  # never above the input
 
 
 def test_the_shipped_price_table_is_used_for_known_http_models() -> None:

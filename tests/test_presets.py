@@ -60,6 +60,7 @@ def test_claude_code_stream_json() -> None:
     # usage.input_tokens counts only uncached input: the cache writes and reads are input too.
     assert (parsed.input_tokens, parsed.output_tokens) == (20 + 1500 + 3000, 180)
     assert parsed.cached_input_tokens == 3000  # cache_read_input_tokens, part of the input
+    assert parsed.cache_write_tokens == 1500  # cache_creation_input_tokens, part of the input
     assert parsed.latency == pytest.approx(8.421)  # duration_ms
     assert calls(parsed) == [
         ("Bash", True, None),
@@ -668,17 +669,13 @@ def test_preset_suite_runs_with_a_fake_agent(pytester: pytest.Pytester, xdist: l
     result.stdout.fnmatch_lines(["*output.parser 'codex': line 12 is not valid JSON*"])
 
 
-@XDIST_MODES
-def test_codex_cached_input_is_priced_at_its_own_rate(pytester: pytest.Pytester, xdist: list[str]) -> None:
+def priced_records(
+    pytester: pytest.Pytester, configurations: dict[str, Any], xdist: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Run one passing eval through each of the fake agent's ``configurations``: their records
+    by configuration."""
     script = write(pytester.path / "fake_agent.py", FAKE_AGENT)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    prices = {"input_per_mtok": 1.25, "output_per_mtok": 10}
-    cached_rate = {"cached_input_per_mtok": 0.125}
-    sample = SAMPLES / "codex/events.jsonl"
-    configurations = {
-        "full": fake(pytester, "full", sample, preset="codex", pricing=prices),
-        "cheap": fake(pytester, "cheap", sample, preset="codex", pricing={**prices, **cached_rate}),
-    }
     suite = {
         "metadata": {"name": "priced", "model": "m"},
         "evals": [{"name": "ask", "prompt": PROMPT, "checks": [{"match": "*"}]}],
@@ -686,8 +683,20 @@ def test_codex_cached_input_is_priced_at_its_own_rate(pytester: pytest.Pytester,
     }
     write(pytester.path / "priced.eval.yaml", yaml.safe_dump(suite, sort_keys=False))
     path = pytester.path / "results.json"
-    run(pytester, "--vibe-results", str(path), xdist=xdist).assert_outcomes(passed=2)
-    records = {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
+    run(pytester, "--vibe-results", str(path), xdist=xdist).assert_outcomes(passed=len(configurations))
+    return {nodeid.split("[")[1].rstrip("]"): r for nodeid, r in evals_by_nodeid(load_json(path)).items()}
+
+
+@XDIST_MODES
+def test_codex_cached_input_is_priced_at_its_own_rate(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    prices = {"input_per_mtok": 1.25, "output_per_mtok": 10}
+    cached_rate = {"cached_input_per_mtok": 0.125}
+    sample = SAMPLES / "codex/events.jsonl"
+    configurations = {
+        "full": fake(pytester, "full", sample, preset="codex", pricing=prices),
+        "cheap": fake(pytester, "cheap", sample, preset="codex", pricing={**prices, **cached_rate}),
+    }
+    records = priced_records(pytester, configurations, xdist)
     # 24 763 input tokens, 24 448 of them read from codex's prompt cache, and 122 output tokens
     for record in records.values():
         tokens = record["input_tokens"], record["cached_input_tokens"], record["output_tokens"]
@@ -695,6 +704,37 @@ def test_codex_cached_input_is_priced_at_its_own_rate(pytester: pytest.Pytester,
         assert record["cost_source"] == "pricing"
     assert records["full"]["cost"] == pytest.approx((24763 * 1.25 + 122 * 10) / 1e6)  # no cached rate
     assert records["cheap"]["cost"] == pytest.approx((315 * 1.25 + 24448 * 0.125 + 122 * 10) / 1e6)
+
+
+def without_reported_cost(text: str) -> str:
+    return text.replace('"total_cost_usd":0.0421,', "")
+
+
+@XDIST_MODES
+def test_claude_cache_writes_and_reads_are_priced_at_anthropics_rates(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Claude Code's usage: 20 uncached input tokens, 1 500 written to the prompt cache, 3 000 read
+    from it, 180 output tokens. Priced from tokens, writes cost 1.25 × the input rate and reads
+    0.1 × unless the pricing sets its own; a reported total_cost_usd wins over any price."""
+    prices = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}
+    own = {**prices, "cached_input_per_mtok": 0.5, "cache_write_per_mtok": 6.0}
+    unpriced = variant(pytester.path, "claude-code/stream.jsonl", without_reported_cost, "unpriced.jsonl")
+    configurations = {
+        "reported": fake(
+            pytester, "reported", SAMPLES / "claude-code/stream.jsonl", preset="claude-code", pricing=prices
+        ),
+        "anthropic": fake(pytester, "anthropic", unpriced, preset="claude-code", pricing=prices),
+        "own": fake(pytester, "own", unpriced, preset="claude-code", pricing=own),
+    }
+    records = priced_records(pytester, configurations, xdist)
+    for record in records.values():
+        tokens = record["input_tokens"], record["cached_input_tokens"], record["cache_write_tokens"]
+        assert (*tokens, record["output_tokens"]) == (4520, 3000, 1500, 180)
+    assert (records["reported"]["cost"], records["reported"]["cost_source"]) == (0.0421, "reported")
+    assert records["anthropic"]["cost_source"] == records["own"]["cost_source"] == "pricing"
+    assert records["anthropic"]["cost"] == pytest.approx((20 * 3 + 1500 * 3.75 + 3000 * 0.3 + 180 * 15) / 1e6)
+    assert records["own"]["cost"] == pytest.approx((20 * 3 + 1500 * 6 + 3000 * 0.5 + 180 * 15) / 1e6)
 
 
 def cut_mid_emoji(text: str) -> str:

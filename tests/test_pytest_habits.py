@@ -7,6 +7,7 @@ uses nothing beyond pytest, pytest-xdist and the plugin."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -143,3 +144,26 @@ def test_setup_plan_and_setup_only_score_and_write_nothing(
     assert result.ret == pytest.ExitCode.OK
     assert "Run Summary" not in result.stdout.str()
     assert not (pytester.path / ".vibeeval").exists()
+
+
+@MODES
+def test_keep_duplicates_runs_each_eval_once(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A suite given twice with --keep-duplicates: each eval item runs once (its record is kept by
+    its node id), so pytest's outcomes, the Run Summary and the results file count the same items,
+    and the summary says why the copies were left out."""
+    make_suite(pytester.path)
+    result = run(pytester, "habits.eval.yaml", "habits.eval.yaml", "--keep-duplicates", xdist=xdist)
+    result.assert_outcomes(passed=4, failed=2, deselected=0 if xdist else 6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert sorted(ran(result)) == sorted(ALL)
+    result.stdout.fnmatch_lines(
+        [
+            "Success Rate: 66.7% (2/3)",
+            "Success Rate: 66.7% (2/3)",
+            "note: 6 eval item(s) collected more than once (--keep-duplicates) ran once each; "
+            "6 copies deselected: habits.eval.yaml::arith[[]my-app], * and 1 more. *--vibe-repeat N",
+        ]
+    )
+    latest = json.loads((pytester.path / ".vibeeval" / "results" / "latest.json").read_text("utf-8"))
+    recorded = [record["nodeid"] for run in latest["runs"] for record in run["evals"]]
+    assert sorted(recorded) == sorted(f"habits.eval.yaml::{name}" for name in ALL)

@@ -142,9 +142,7 @@ def test_bad_min_pass_rate_names_the_line(pytester: pytest.Pytester) -> None:
     make_suite(pytester, "min_pass_rate: 1.5")
     result = run(pytester)
     assert result.ret == 1
-    assert "rep.eval.yaml:12: evals[1].min_pass_rate: Input should be less than or equal to 1" in (
-        result.stdout.str()
-    )
+    assert "rep.eval.yaml:12: evals[1].min_pass_rate: must be 1 or less" in result.stdout.str()
 
 
 def test_without_repeat_the_ids_and_records_are_unchanged(pytester: pytest.Pytester) -> None:

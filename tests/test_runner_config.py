@@ -593,7 +593,7 @@ def test_problems_in_several_files_are_all_reported_and_survive_pickling(tmp_pat
     ("step", "needle", "message", "hint"),
     [
         ({"command": "python3", "timeout": 0}, '"timeout"',
-         "compile.timeout: Input should be greater than 0, not 0",
+         "compile.timeout: must be greater than 0, not 0",
          "timeout is in milliseconds: a whole number above 0, e.g. 60000"),
         ({"command": "python3", "timeout": "30000"}, '"timeout"',
          "compile.timeout: must be a whole number, not the text '30000'",
@@ -612,6 +612,47 @@ def test_a_bad_registry_value_says_what_to_write(
     path = config / "command-registry.json"
     line = max(i for i, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
     assert_one(fails(config), path, line, message, f"\n    hint: {hint}")
+
+
+NOT_A_STEP = "compile: must be an object holding the step's command"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message", "hint"),
+    [
+        ("npm run build", f"{NOT_A_STEP}, not the text 'npm run build'",
+         '"compile": {"command": "npm", "args": ["run", "build"]}'),
+        (["python3", "-m", "compileall", "."], f"{NOT_A_STEP}, not a list",
+         '"compile": {"command": "python3", "args": ["-m", "compileall", "."]}'),
+        (7, f"{NOT_A_STEP}, not the number 7", '"compile": {"command": "npm", "args": ["run", "build"]}'),
+    ],
+)  # fmt: skip
+def test_a_registry_entry_that_is_not_an_object_says_how_to_write_the_step(
+    config: Path, entry: Any, message: str, hint: str
+) -> None:
+    write_configs(config, registry={**REGISTRY, "compile": entry})  # the last entry of the file
+    path = config / "command-registry.json"
+    err = assert_one(fails(config), path, line_of(path, '"compile"'), message, f"\n    hint: write {hint}")
+    assert err.loc == ("compile",)
+
+
+@pytest.mark.parametrize(
+    ("registry", "kind", "hint"),
+    [
+        (["typecheck", "lint"], "a list (a list of step names: each needs its command)",
+         '{"typecheck": {"command": "npm", "args": ["run", "typecheck"]}, …}'),
+        ("npm test", "text", '{"build": {"command": "npm", "args": ["run", "build"]}, …}'),
+    ],
+)  # fmt: skip
+def test_a_registry_that_is_not_an_object_says_what_it_maps(
+    tmp_path: Path, registry: Any, kind: str, hint: str
+) -> None:
+    config = make_tree(tmp_path)
+    write_configs(config)
+    path = config / "command-registry.json"
+    path.write_text(json.dumps(registry), encoding="utf-8")
+    message = f"the registry must be an object mapping each step's name to its command, not {kind}"
+    assert_one(fails(config), path, 1, message, f"\n    hint: write {hint}")
 
 
 def test_a_timeout_that_is_not_a_number_says_it_is_in_milliseconds(config: Path) -> None:

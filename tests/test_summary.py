@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from pytest_vibeeval.budget import Budget
 from pytest_vibeeval.report.summary import (
     budget_lines,
     comparison_table,
@@ -290,7 +292,7 @@ def test_tiny_costs_and_scores_keep_two_significant_digits() -> None:
 
 
 def test_number_formats() -> None:
-    from pytest_vibeeval.report.format import decimal, money, score
+    from pytest_vibeeval.report.format import decimal, money, score, seconds
 
     assert [score(v) for v in (0.003, 0.0031, 0.054, 0.0999, 0.1, 12.345, 0, -0.004)] == [
         "0.003", "0.0031", "0.054", "0.10", "0.10", "12.35", "0.00", "-0.004",
@@ -300,6 +302,16 @@ def test_number_formats() -> None:
         "$0.00002", "$0.0144", "$0.00012", "$0.0000", "$12,345.6789",
     ]  # fmt: skip
     assert decimal(float("nan")) == "n/a"
+    assert [seconds(v) for v in (0.0004, 0.1, 12345.678, 1e9, 1e308, -2e10)] == [
+        "0.4ms", "0.10s", "12,345.68s", "1.000e+09s", "1.000e+308s", "-2.000e+10s",
+    ]  # fmt: skip
+    assert money(1e300) == "$1.000e+300"
+
+
+def test_the_budget_says_what_it_spent_at_every_magnitude(tmp_path: Path) -> None:
+    budget = Budget(tmp_path, 1.0)
+    budget.add(1e300)
+    assert budget.exhausted_reason() == "not started: --vibe-max-cost $1 reached (spent $1.000e+300)"
 
 
 def resumed_run() -> RunRecord:

@@ -29,8 +29,9 @@ from ..models import (
     ScoreSpec,
     Vybes,
 )
-from ..models.eval_config import DEFAULT_PROMPTS_DIR, REGISTRY, EvalConfigFile, WorkspaceEval, _check_eval_id
+from ..models.eval_config import DEFAULT_PROMPTS_DIR, EvalConfigFile, WorkspaceEval, _check_eval_id
 from ..pseudo_fs import pseudo_filesystem
+from .command_registry import load_registry
 from .configurations import CLI_CONFIG_NAME, EVAL_CONFIG_NAME, REGISTRY_NAME
 from .eval_root import EVAL_ROOT, Layout, absolute, config_eval_root, from_environment, named_paths
 from .substitution import SubstitutionError, substitute
@@ -289,12 +290,15 @@ def load_config_dir(
         except InputError as exc:
             errors.append(exc)
             return None, None
-        parsed, problems = _validated(doc, adapter, doc.data, context)
+        if adapter is None:
+            parsed, problems = load_registry(doc)
+        else:
+            parsed, problems = _validated(doc, adapter, doc.data, context)
         if problems:
             errors.append(InputError(str(doc.path), problems))
         return doc, parsed
 
-    _, registry = load(REGISTRY_NAME, REGISTRY)
+    _, registry = load(REGISTRY_NAME, None)
     cli_doc, cli = load(CLI_CONFIG_NAME, TypeAdapter(CliConfigFile))
     if cli_doc is not None and cli is not None:
         problems = [
@@ -377,7 +381,7 @@ def resolve_suite_coding(suite: Suite, config_dir: Path, environ: Mapping[str, s
         found = _nearest_registry((config_dir, folder))
         if found is not None:
             registry_doc = load_document(found)
-            registry, problems = _validated(registry_doc, REGISTRY, registry_doc.data)
+            registry, problems = load_registry(registry_doc)
             if problems:
                 raise InputError(str(found), problems)
             where = f"steps are defined in {found}"

@@ -30,7 +30,12 @@ _NUMBER_KINDS = {
     "float_type": "a number",
     "float_parsing": "a number",
 }
-_BOUND_KINDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+_BOUNDS = {  # pydantic's bound errors: the bound's key in the error's ctx, and how it is said
+    "greater_than": ("gt", "must be greater than {}"),
+    "greater_than_equal": ("ge", "must be {} or more"),
+    "less_than": ("lt", "must be less than {}"),
+    "less_than_equal": ("le", "must be {} or less"),
+}
 
 
 def given(value: Any) -> str:
@@ -124,8 +129,12 @@ def describe(error: Any, key: str | int | None, json_file: bool) -> tuple[str, s
     if kind in _NUMBER_KINDS:
         hint = _number_hint(kind, value, key, json_file)
         return f"must be {_NUMBER_KINDS[kind]}, not {given(value)}", hint or field_hint
-    if kind in _BOUND_KINDS:
-        return f"{error['msg']}, not {value!r}", field_hint
+    if kind in _BOUNDS:
+        name, said = _BOUNDS[kind]
+        bound = (error.get("ctx") or {}).get(name)
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)  # 1, as a file would write it, not 1.0
+        return f"{said.format(bound) if bound is not None else error['msg']}, not {value!r}", field_hint
     if kind == "string_too_short" and (error.get("ctx") or {}).get("min_length") == 1:
         return "must not be empty", field_hint or "give it a value that is not empty"
     if kind in ("bool_type", "bool_parsing"):

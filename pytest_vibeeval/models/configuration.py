@@ -130,7 +130,14 @@ class Pricing(StrictModel):
     cached_input_per_mtok: Price | None = Field(
         default=None,
         description="USD per million cached input tokens (prompt-cache reads, which are part of the "
-        "input tokens); unset: they are charged at input_per_mtok",
+        "input tokens); unset: 0.1 × input_per_mtok for an answer that reports cache writes (Anthropic's "
+        "rate), else input_per_mtok",
+    )
+    cache_write_per_mtok: Price | None = Field(
+        default=None,
+        description="USD per million prompt-cache write tokens (part of the input tokens; reported by "
+        "Anthropic's models only, Claude Code's cache_creation_input_tokens); unset: 1.25 × "
+        "input_per_mtok, Anthropic's rate for its 5-minute cache",
     )
 
 

@@ -57,6 +57,9 @@ class ProviderResponse:
     steps: list[StepRecord] = field(default_factory=list)
     # Of input_tokens, those read from the model's prompt cache (priced at cached_input_per_mtok).
     cached_input_tokens: int | None = None
+    # Of input_tokens, those written to the prompt cache (priced at cache_write_per_mtok); reported
+    # by Anthropic's models only (Claude Code's cache_creation_input_tokens).
+    cache_write_tokens: int | None = None
     # Seconds, as the agent itself reported it; None means the runner's measured wall time is used.
     latency: float | None = None
     # The agent's tool calls, in order (an output.parser reads them). None: this provider cannot
@@ -65,8 +68,8 @@ class ProviderResponse:
     cached: bool = False  # answered from the response cache (--vibe-cache), not asked now
     api_retries: int | None = None  # requests to the model the agent retried (ParsedOutput's)
     session_id: str | None = None  # the agent CLI's session, which a later turn continues
-    # The session's input, output and cached input tokens so far, as a CLI that reports running
-    # totals said; input_tokens, output_tokens and cached_input_tokens are then this turn's share.
+    # The session's input, output, cached input and cache write tokens so far, as a CLI that reports
+    # running totals said; the token fields are then this turn's share.
     session_tokens: tuple[int | None, ...] | None = None
     # Why the model stopped, as an HTTP model reported it (stop, length, content_filter, tool_calls).
     finish_reason: str | None = None

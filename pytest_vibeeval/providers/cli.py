@@ -230,7 +230,9 @@ class CliProvider:
                 raise ProviderError(failure, [step])
             if tool_calls is not None:
                 tool_calls = recorded_calls(way, target, tool_calls)
-        tokens: tuple[int | None, ...] = parsed.input_tokens, parsed.output_tokens, parsed.cached_input_tokens
+        tokens: tuple[int | None, ...] = (
+            parsed.input_tokens, parsed.output_tokens, parsed.cached_input_tokens, parsed.cache_write_tokens,
+        )  # fmt: skip
         totals = tokens if resume is not None and resume.running_totals else None
         if totals is not None and request.history:  # a continued session: this run's share
             tokens = turn_tokens(totals, request.session_tokens)
@@ -241,6 +243,7 @@ class CliProvider:
             tokens[1],
             [step],  # keeps the measured wall time (duration) even when the agent reports its latency
             cached_input_tokens=tokens[2],
+            cache_write_tokens=tokens[3],
             latency=parsed.latency,
             tool_calls=tool_calls,
             api_retries=parsed.api_retries if self.config.output.parser else None,

@@ -36,6 +36,7 @@ class ParsedOutput:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None  # of input_tokens, those read from the model's prompt cache
+    cache_write_tokens: int | None = None  # of input_tokens, those written to it (Anthropic's accounting)
     latency: float | None = None  # seconds, as the agent reported it (output.latency_ms / 1000)
     tool_calls: tuple[ToolCallRecord, ...] = ()  # read by an output.parser
     # Requests to the model the agent retried, as its output says (codex's `Reconnecting... 1/5`);

@@ -110,6 +110,9 @@ def parse_claude_code(path: Path) -> ParsedOutput:
         cached_input_tokens=checked_total(
             [usage.get("cache_read_input_tokens")], "usage.cache_read_input_tokens"
         ),
+        cache_write_tokens=checked_total(
+            [usage.get("cache_creation_input_tokens")], "usage.cache_creation_input_tokens"
+        ),
         latency=None if duration is None else duration / 1000,
         tool_calls=tuple(calls.records),
     )

@@ -62,11 +62,11 @@ def reported_session(stdout: Path, resume: Resume) -> str | None:
 def turn_tokens(
     totals: tuple[int | None, ...], before: tuple[int | None, ...] | None
 ) -> tuple[int | None, ...]:
-    """A continuing run's own tokens (input, output, cached input): the session's ``totals`` less
-    those of the previous turn (``before``). Running totals grow with every turn (each sends a new
-    prompt), so input tokens that did not grow are taken as the run's own (a CLI version that
-    reports each turn's: equal turns would otherwise count 0); without the earlier totals the
-    share is unknown."""
+    """A continuing run's own tokens (input, output, cached input, cache writes): the session's
+    ``totals`` less those of the previous turn (``before``). Running totals grow with every turn
+    (each sends a new prompt), so input tokens that did not grow are taken as the run's own (a CLI
+    version that reports each turn's: equal turns would otherwise count 0); without the earlier
+    totals the share is unknown."""
     if before is None:
         return tuple(None for _ in totals)
     if totals[0] is not None and before[0] is not None and totals[0] <= before[0]:

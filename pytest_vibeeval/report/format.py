@@ -4,9 +4,10 @@ run and its values: one run title, one spelling of a missing score, one of a mis
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..results import EvalRecord, RunRecord
+if TYPE_CHECKING:  # importing the models costs a session without evals (the budget's message)
+    from ..results import EvalRecord, RunRecord
 
 NULL_SCORE = "null"  # a score the formula could not give (the results JSON's null; score_error says why)
 MISSING = "n/a"  # a value no eval reported, or one that is not a finite number
@@ -67,11 +68,11 @@ def money(value: Any) -> str:
 
 
 def seconds(value: Any) -> str:
-    """Milliseconds under 0.1 s, else seconds, or ``n/a``."""
+    """Milliseconds under 0.1 s, else seconds as :func:`decimal` shows them, or ``n/a``."""
     found = number(value)
     if found is None:
         return MISSING
-    return f"{found * 1000:.1f}ms" if abs(found) < 0.1 else f"{found:,.2f}s"
+    return f"{found * 1000:.1f}ms" if abs(found) < 0.1 else f"{decimal(found, grouped=True)}s"
 
 
 def failed_check(record: EvalRecord) -> str | None:

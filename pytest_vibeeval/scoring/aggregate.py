@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..budget import NOT_STARTED
 from ..extensions import Extensions, builtin_extensions
+from ..report.format import decimal
 from ..results import NOT_FINISHED, EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
@@ -373,9 +374,9 @@ def _bounds(low: float | None, high: float | None) -> str:
 
 
 def _amount(value: float) -> str:
-    """2 decimals, as the summary shows scores; 3 significant digits below 1 (scores per dollar
-    are large, costs small)."""
-    return f"{value:.2f}" if value == 0 or abs(value) >= 1 else f"{value:.3g}"
+    """As the summary shows scores (2 decimals, exponent form from 1e9); 3 significant digits
+    below 1 (scores per dollar are large, costs small)."""
+    return decimal(value) if value == 0 or abs(value) >= 1 else f"{value:.3g}"
 
 
 def _score_near(score: float, bound: float) -> str:

@@ -15,6 +15,7 @@ Eval names may hold ``-`` (``critical-eval``): see ``formula_names`` for how the
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -222,7 +223,14 @@ def _check(root: ast.AST, rewrite: Rewrite, known: Collection[str] | None, names
         elif isinstance(node, ast.UnaryOp) and type(node.op) in OPERATORS:
             stack.append((node.operand, depth + 1))
         elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            pass
+            if node.value == math.inf:  # a literal beyond floats (1e400) reads as inf
+                literal = rewrite.snippet(node)
+                raise FormulaError(
+                    text,
+                    f"the number {literal} is beyond the largest float (about 1.8e308)",
+                    column,
+                    len(literal),
+                )
         elif isinstance(node, ast.Name):
             name = rewrite.placeholders.get(node.id, node.id)
             if known is not None and name not in known:

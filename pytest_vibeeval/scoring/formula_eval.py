@@ -13,7 +13,16 @@ from simpleeval import SimpleEval
 if TYPE_CHECKING:
     from .formula import Formula
 
-from .formula_language import CHUNK, FUNCTIONS, WRAPPED_OPERATORS, Deferred, Refused, parse_expression, strict
+from .formula_language import (
+    CHUNK,
+    FUNCTIONS,
+    WRAPPED_OPERATORS,
+    Deferred,
+    Refused,
+    not_finite,
+    parse_expression,
+    strict,
+)
 
 
 def evaluate(
@@ -25,11 +34,15 @@ def evaluate(
     if missing:
         why = "; ".join(f"{name}: {reasons.get(name, 'no value in this run')}" for name in missing)
         return None, f"no value for {why}"
+    shown = formula.shown()
+    for name in sorted(formula.names):
+        value = values[name]
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, f"{name} is {not_finite(value)} in {shown!r}"
     names = {formula.python_name(name): values[name] for name in formula.names}
     score, error = run_source(formula.source or formula.text, names)
     if error is None:
         return score, None
-    shown = formula.shown()
     if error == "division by zero":
         given = _show(formula, values)
         return None, f"division by zero in {shown!r}" + (f" with {given}" if given else "")
@@ -44,7 +57,7 @@ def run_source(source: str, names: Mapping[str, Any]) -> tuple[float | None, str
     """Evaluate ``source`` with the language's operators and functions: a value or a reason."""
     evaluator = SimpleEval(
         operators=WRAPPED_OPERATORS,
-        functions={name: strict(f.call) for name, f in FUNCTIONS.items()},
+        functions={name: strict(f.call, name) for name, f in FUNCTIONS.items()},
         names=dict(names),
     )
     try:

@@ -1,4 +1,4 @@
-"""The formula language: its operators (strict: no silent inf, nan or complex) and its
+"""The formula language: its operators (strict: no inf, nan or complex, read or made) and its
 function whitelist, shared by the checker and the evaluator."""
 
 from __future__ import annotations
@@ -29,14 +29,41 @@ class Deferred:
         raise self.error
 
 
-def strict(function: Callable[..., Any]) -> Callable[..., Any]:
+def strict(function: Callable[..., Any], label: str) -> Callable[..., Any]:
+    """``function`` (an operator's symbol or a function's name: ``label``) refusing what is not a
+    finite number, read or given: a comparison with nan would otherwise be silently false."""
+
     def wrapper(*args: Any) -> Any:
         for arg in args:
             if isinstance(arg, Deferred):
                 raise arg.error
-        return function(*args)
+            if isinstance(arg, float) and not math.isfinite(arg):
+                raise Refused(f"{_expression(label, args)} reads {not_finite(arg)}")
+        result = function(*args)
+        if isinstance(result, float) and not math.isfinite(result):
+            raise Refused(f"{_expression(label, args)} is {not_finite(result)}")
+        return result
 
     return wrapper
+
+
+def not_finite(value: float) -> str:
+    """How an error names a value that is not a finite number."""
+    return "nan (not a number)" if math.isnan(value) else f"{value!r} (not a finite number)"
+
+
+def _expression(label: str, args: tuple[Any, ...]) -> str:
+    shown = [_number(arg) for arg in args]
+    if label.isidentifier():
+        return f"{label}({', '.join(shown)})"
+    return f" {label} ".join(shown) if len(shown) > 1 else f"{label}{shown[0]}"
+
+
+def _number(value: Any) -> str:
+    try:
+        return f"{value:g}"
+    except OverflowError:  # an integer beyond floats
+        return f"{str(value)[:6]}…"
 
 
 def _power(base: float, exponent: float) -> float:
@@ -52,22 +79,23 @@ def _compare(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], float]:
     return lambda a, b: 1.0 if test(a, b) else 0.0
 
 
-OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: _power,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-    ast.Lt: _compare(operator.lt),
-    ast.LtE: _compare(operator.le),
-    ast.Gt: _compare(operator.gt),
-    ast.GtE: _compare(operator.ge),
-    ast.Eq: _compare(operator.eq),
-    ast.NotEq: _compare(operator.ne),
+SYMBOLS: dict[type[ast.AST], tuple[str, Callable[..., Any]]] = {
+    ast.Add: ("+", operator.add),
+    ast.Sub: ("-", operator.sub),
+    ast.Mult: ("*", operator.mul),
+    ast.Div: ("/", operator.truediv),
+    ast.Pow: ("**", _power),
+    ast.USub: ("-", operator.neg),
+    ast.UAdd: ("+", operator.pos),
+    ast.Lt: ("<", _compare(operator.lt)),
+    ast.LtE: ("<=", _compare(operator.le)),
+    ast.Gt: (">", _compare(operator.gt)),
+    ast.GtE: (">=", _compare(operator.ge)),
+    ast.Eq: ("==", _compare(operator.eq)),
+    ast.NotEq: ("!=", _compare(operator.ne)),
 }
-WRAPPED_OPERATORS = {op: strict(function) for op, function in OPERATORS.items()}
+OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {op: function for op, (_, function) in SYMBOLS.items()}
+WRAPPED_OPERATORS = {op: strict(function, symbol) for op, (symbol, function) in SYMBOLS.items()}
 
 
 def _round(x: float, ndigits: float | None = None) -> float:

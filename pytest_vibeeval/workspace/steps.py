@@ -113,6 +113,7 @@ def agent_report(
         "input_tokens": parsed.input_tokens,
         "output_tokens": parsed.output_tokens,
         "cached_input_tokens": parsed.cached_input_tokens,
+        "cache_write_tokens": parsed.cache_write_tokens,
         "tool_calls": list(parsed.tool_calls),
         "api_retries": parsed.api_retries,
     }

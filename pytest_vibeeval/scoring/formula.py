@@ -26,7 +26,9 @@ from .formula_language import (
     FUNCTIONS,
     LANGUAGE,
     MAX_EXPONENT,
+    MAX_LENGTH,
     OPERATORS,
+    one_line,
     parse_expression,
 )
 from .formula_names import MAX_DEPTH, FormulaError, Rewrite, rewrite_names
@@ -43,6 +45,7 @@ __all__ = [
     "FormulaError",
     "breakdown",
     "evaluate",
+    "one_line",
     "parse_formula",
     "undefined_preset_reason",
 ]
@@ -67,8 +70,6 @@ def undefined_preset_reason(preset: str | None, values: Mapping[str, float | Non
         return guard[1]
     return None
 
-
-MAX_LENGTH = 1000
 
 BUILTIN_PRESETS: Mapping[str, str] = MappingProxyType(
     {
@@ -106,11 +107,6 @@ class Formula:
 
     def shown(self) -> str:
         return show_formula(self.text, self.canonical, self.preset)
-
-
-def one_line(text: str) -> str:
-    """A formula as one line: every run of whitespace (a `formula: |` block's newlines) one space."""
-    return " ".join(text.split())
 
 
 def show_formula(text: str, canonical: str | None, preset: str | None) -> str:

@@ -16,10 +16,12 @@ if TYPE_CHECKING:
 from .formula_language import (
     CHUNK,
     FUNCTIONS,
+    MAX_LENGTH,
     WRAPPED_OPERATORS,
     Deferred,
     Refused,
     not_finite,
+    one_line,
     parse_expression,
     strict,
 )
@@ -30,6 +32,9 @@ def evaluate(
 ) -> tuple[float | None, str | None]:
     """The score, or ``None`` and why: a variable without a value, division by zero, overflow,
     a value outside a function's domain. Never raises."""
+    if len(one_line(formula.text)) > MAX_LENGTH:  # a Formula not made by parse_formula
+        # Refused the same on every Python: a newer parser would evaluate what an older one cannot.
+        return None, f"the formula is longer than {MAX_LENGTH} characters"
     missing = sorted(name for name in formula.names if values.get(name) is None)
     if missing:
         why = "; ".join(f"{name}: {reasons.get(name, 'no value in this run')}" for name in missing)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_EXPONENT = 100
+MAX_LENGTH = 1000  # characters of a formula, as one line
 CHUNK = 40  # simpleeval recurses per node: deeper subtrees are evaluated first, bottom-up
 
 
@@ -27,6 +28,11 @@ class Deferred:
 
     def __bool__(self) -> bool:
         raise self.error
+
+
+def one_line(text: str) -> str:
+    """A formula as one line: every run of whitespace (a `formula: |` block's newlines) one space."""
+    return " ".join(text.split())
 
 
 def strict(function: Callable[..., Any], label: str) -> Callable[..., Any]:

@@ -5,10 +5,10 @@ A provider takes part by saying what its answer depends on: ``cache_material(req
 JSON-able data (the HTTP request body and headers, a Python callable's name and what it is given);
 the answer is filed under the key of that and of the request (:mod:`.answer_keys`, shared with
 --vibe-record and --vibe-replay), with the digest of a Python callable's code beside it: an answer
-its code gave before it changed is a miss. Agent CLIs and coding-agent
-evals never take part: an agent acts on its environment, and each run must see what it does. Nor
-does a run with --vibe-repeat N > 1 (each repeat must be a real, independent call) or with
---vibe-replay (already answered from disk).
+its code gave before it changed is a miss. Agent CLIs and coding-agent evals never take part: an
+agent acts on its environment, and each run must see what it does. Nor does a run with
+--vibe-repeat N > 1 (each repeat must be a real, independent call) or with --vibe-replay (already
+answered from disk).
 
 An entry that cannot be read, or that belongs to another request, is a miss with a warning and is
 replaced; failed calls are never stored, nor kept are answers their asker could not use (a judge's

@@ -33,13 +33,7 @@ from .answer_files import (
 from .answer_keys import AnswerKey, answer_key, code_digest, system_prompt_sent
 from .earlier_recordings import earlier_answer_path
 from .loading.templates import Redactor
-from .providers.base import (
-    PromptRequest,
-    Provider,
-    ProviderError,
-    ProviderResponse,
-    Wrapping,
-)
+from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse, Wrapping
 
 
 class ReplayNote(UserWarning):

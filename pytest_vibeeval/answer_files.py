@@ -1,11 +1,10 @@
 """Stored answers on disk, shared by the record/replay store (:mod:`.recording`) and the response
-cache (:mod:`.cache`): the hash an answer is filed under, where its file goes, and its JSON entry,
+cache (:mod:`.cache`): where the answer filed under a key (:mod:`.answer_keys`) goes, and its JSON entry,
 written atomically with every secret masked and read back without trusting it (a regular file of
 bounded size whose values have the right types)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -13,12 +12,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .answer_keys import AnswerKey
 from .bounded_read import UnreadableFile, read_bounded
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, ProviderResponse
 from .results import ToolCallRecord
 
-FORMAT = 1
+FORMAT = 2  # of an entry; 1: without `key` and `code`, filed twice in a store
 MAX_ANSWER_BYTES = 256 * 2**20  # a stored answer is at most max_output_bytes of text, and its tool calls
 
 
@@ -27,30 +27,14 @@ class AnswerFileError(Exception):
     (``is unreadable: …`` / ``is not a stored answer: …``)."""
 
 
-def answer_digest(parts: list[object]) -> str:
-    """The sha256 (hex) of ``parts`` as JSON: what an answer is filed under."""
-    material = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+def answer_path(folder: Path, config_id: str, key: AnswerKey) -> Path:
+    """Where the answer filed under ``key`` goes: ``<folder>/<configuration>/<key's file name>``."""
+    return configuration_folder(folder, config_id) / key.file_name
 
 
-def material_key(config_id: str, material: dict[str, Any]) -> str:
-    """The hash of what a provider's answer depends on (its ``cache_material``: the request as it
-    is sent, the configuration's settings): the response cache's key, and what a recording is
-    checked against when it is replayed."""
-    return answer_digest([FORMAT, "cache", config_id, material])
-
-
-def sent_key(provider: object, config_id: str, request: PromptRequest) -> str | None:
-    """:func:`material_key` of what ``provider`` would send for ``request``; None for a provider
-    that does not say (no ``cache_material``: an agent CLI)."""
-    material = getattr(provider, "cache_material", None)
-    return material_key(config_id, material(request)) if callable(material) else None
-
-
-def answer_path(folder: Path, config_id: str, key: str) -> Path:
-    """Where the answer filed under ``key`` goes: ``<folder>/<configuration>/<key[:40]>.json``."""
-    safe = re.sub(r"[^A-Za-z0-9._+-]+", "_", config_id)
-    return folder / safe / f"{key[:40]}.json"
+def configuration_folder(folder: Path, config_id: str) -> Path:
+    """The folder of ``config_id``'s answers in the store or cache at ``folder``."""
+    return folder / re.sub(r"[^A-Za-z0-9._+-]+", "_", config_id)
 
 
 def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
@@ -74,12 +58,30 @@ def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:
     }
 
 
-def conversation_so_far(request: PromptRequest) -> dict[str, Any]:
-    """A stored answer's ``history`` (a conversation's earlier messages, for whoever reads the
-    file), or nothing for a single prompt."""
-    if not request.history:
-        return {}
-    return {"history": [{"role": role, "content": text} for role, text in request.history]}
+def stored_answer(
+    response: ProviderResponse,
+    key: AnswerKey,
+    config_id: str,
+    model: str,
+    request: PromptRequest,
+    system_prompt: str | None,
+    code: str | None,
+) -> dict[str, Any]:
+    """The entry of ``response`` to ``request`` as a store and the cache file it: its ``key``,
+    what it answers (the system prompt sent with it, a conversation's earlier messages for whoever
+    reads the file, the prompt) and the digest of the ``code`` that answered, if any."""
+    history = [{"role": role, "content": text} for role, text in request.history]
+    return answer_entry(
+        response,
+        key=key.sent,
+        configuration=config_id,
+        model=model,
+        repeat=request.repeat,
+        system_prompt=system_prompt,
+        **({"history": history} if history else {}),
+        prompt=request.prompt,
+        **({"code": code} if code is not None else {}),
+    )
 
 
 def write_answer(path: Path, entry: dict[str, Any], redact: Redactor) -> None:
@@ -158,7 +160,7 @@ def _entry_problem(entry: Any) -> str | None:
         value = entry.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
-    for key in ("sent", "finish_reason"):
+    for key in ("key", "code", "sent", "finish_reason"):
         if not isinstance(entry.get(key) or "", str):
             return f"`{key}` must be text or null"
     if not isinstance(entry.get("tool_calls") or [], list):

@@ -2,12 +2,13 @@
 and formulas asks no model twice.
 
 A provider takes part by saying what its answer depends on: ``cache_material(request)`` returns
-JSON-able data (the HTTP request body and endpoint, a Python callable's name and source hash, the
-configuration's settings); the answer is filed under the hash of that, the configuration id and
-the cache's format (:mod:`.answer_files`, shared with --vibe-record). Agent CLIs and coding-agent
-evals never take part: an agent acts on its environment, and each run must see what it does. Nor
-does a run with --vibe-repeat N > 1 (each repeat must be a real, independent call) or with
---vibe-replay (already answered from disk).
+JSON-able data (the HTTP request body and headers, a Python callable's name and what it is given);
+the answer is filed under the key of that and of the request (:mod:`.answer_keys`, shared with
+--vibe-record and --vibe-replay), with the digest of a Python callable's code beside it: an answer
+its code gave before it changed is a miss. Agent CLIs and coding-agent evals never take part: an
+agent acts on its environment, and each run must see what it does. Nor does a run with
+--vibe-repeat N > 1 (each repeat must be a real, independent call) or with --vibe-replay (already
+answered from disk).
 
 An entry that cannot be read, or that belongs to another request, is a miss with a warning and is
 replaced; failed calls are never stored, nor kept are answers their asker could not use (a judge's
@@ -23,15 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .answer_files import (
-    AnswerFileError,
-    answer_entry,
-    answer_path,
-    conversation_so_far,
-    material_key,
-    read_answer,
-    write_answer,
-)
+from .answer_files import AnswerFileError, answer_path, read_answer, stored_answer, write_answer
+from .answer_keys import AnswerKey, answer_key, code_digest, system_prompt_sent
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
 from .providers.factory import UnclaimedProvider
@@ -107,12 +101,10 @@ class ResponseCache:
         self.folder = folder
         self.redact = redact
 
-    def key(self, config_id: str, material: dict[str, Any]) -> str:
-        return material_key(config_id, material)
-
-    def load(self, config_id: str, key: str) -> ProviderResponse | None:
-        """The answer filed under ``key``, or None (a miss). An entry that cannot be read or is not
-        ``key``'s is a miss with a :class:`CacheNote`, never an error and never another answer."""
+    def load(self, config_id: str, key: AnswerKey, code: str | None) -> ProviderResponse | None:
+        """The answer filed under ``key``, or None (a miss): an answer ``code`` did not give (the
+        code changed since) is one. An entry that cannot be read or is not ``key``'s is a miss with
+        a :class:`CacheNote`, never an error and never another answer."""
         path = answer_path(self.folder, config_id, key)
         try:
             entry, response = read_answer(path)
@@ -121,36 +113,27 @@ class ResponseCache:
         except AnswerFileError as exc:
             warnings.warn(CacheNote(f"cached answer {path} {exc}; asked again"), stacklevel=2)
             return None
-        if entry.get("key") != key or entry.get("configuration") != config_id:
+        if entry.get("key") != key.sent or entry.get("configuration") != config_id:
             warnings.warn(
                 CacheNote(f"cached answer {path} is not this request's (its key differs); asked again"),
                 stacklevel=2,
             )
             return None
+        if entry.get("code") != code:
+            return None
         return replace(response, cached=True)
 
-    def save(
-        self, config_id: str, model: str, key: str, request: PromptRequest, response: ProviderResponse
-    ) -> None:
-        """Store ``response`` under ``key``; a folder that cannot be written is a warning (the
-        answer is still used), never a failed eval."""
+    def save(self, config_id: str, key: AnswerKey, entry: dict[str, Any]) -> None:
+        """Store ``entry`` under ``key``; a folder that cannot be written is a warning (the answer
+        is still used), never a failed eval."""
         path = answer_path(self.folder, config_id, key)
-        entry = answer_entry(
-            response,
-            key=key,
-            configuration=config_id,
-            model=model,
-            system_prompt=request.system_prompt,
-            **conversation_so_far(request),
-            prompt=request.prompt,
-        )
         try:
             self._tag()
             write_answer(path, entry, self.redact)
         except OSError as exc:
             warnings.warn(CacheNote(f"answer not cached in {path}: {exc.strerror or exc}"), stacklevel=2)
 
-    def drop(self, config_id: str, key: str) -> None:
+    def drop(self, config_id: str, key: AnswerKey) -> None:
         """Remove the answer filed under ``key``, if there is one (one that cannot be removed is a
         warning: the next run answers from it again)."""
         path = answer_path(self.folder, config_id, key)
@@ -179,21 +162,26 @@ class CachingProvider(Wrapping):
     def __init__(self, inner: Cacheable, cache: ResponseCache, config_id: str, model: str | None) -> None:
         self.inner, self.cache, self.config_id, self.model = inner, cache, config_id, model
 
+    def key(self, request: PromptRequest) -> AnswerKey:
+        return answer_key(self.inner, self.config_id, self.model or request.model, request)
+
     def answer(self, request: PromptRequest) -> ProviderResponse:
-        key = self.cache.key(self.config_id, self.inner.cache_material(request))
-        cached = self.cache.load(self.config_id, key)
+        key, code = self.key(request), code_digest(self.inner)
+        cached = self.cache.load(self.config_id, key, code)
         if cached is not None:
             return cached
         started = time.perf_counter()
         response = self.inner.answer(request)
         if response.latency is None:  # a cached answer reports the latency of the call that made it
             response = replace(response, latency=time.perf_counter() - started)
-        self.cache.save(self.config_id, self.model or request.model, key, request, response)
+        model, system_prompt = self.model or request.model, system_prompt_sent(self.inner, request)
+        entry = stored_answer(response, key, self.config_id, model, request, system_prompt, code)
+        self.cache.save(self.config_id, key, entry)
         return response
 
     def forget(self, request: PromptRequest) -> None:
         """Drop the cached answer to ``request``."""
-        self.cache.drop(self.config_id, self.cache.key(self.config_id, self.inner.cache_material(request)))
+        self.cache.drop(self.config_id, self.key(request))
 
 
 def forget(provider: Provider, request: PromptRequest) -> None:

@@ -109,7 +109,8 @@ class SuiteCollector(_EvalFile):
             )
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
-        for config_id in config_ids:
+        # --vibe-replay answers from its store: a machine without the application replays too
+        for config_id in config_ids if state.settings.replay is None else ():
             python = configs.configurations[config_id].python if config_id in configs.configurations else None
             clash = module_name_clash(state.python_modules, python, self.path.parent) if python else None
             if clash:

@@ -1,65 +1,54 @@
 """Record and replay provider answers, for deterministic CI and cheap iteration on checks and
 formulas.
 
-A store is a folder: one JSON file per answer under ``<store>/<configuration>/``, named by a hash
-of the request (configuration, model, the suite's system prompt, prompt, and in a conversation
-every earlier message and answer). Each answer also holds ``sent``: the hash of what the provider
-sent for it, as the response cache keys it (the request body with the configuration's own system
-prompt, temperature and params, the endpoint, the configuration's settings; see
-:func:`.answer_files.sent_key`). ``--vibe-record DIR`` wraps every provider in a
-:class:`RecordingProvider`; ``--vibe-replay DIR`` answers from the store with a
-:class:`ReplayProvider`, which fails clearly on a miss, and an answer recorded for what the
-configuration would not send now is a miss. A configuration's ``replay: DIR`` has no request of its
-own to compare: it answers by the request's hash alone. Stored prompts are redacted for reading; the
-hashes are of the real prompt.
+A store is a folder: one JSON file per answer under ``<store>/<configuration>/``, named by the
+answer's key (:mod:`.answer_keys`, the response cache's too): the hash of its request and of what
+was sent for it. ``--vibe-record DIR`` wraps every provider in a :class:`RecordingProvider`, which
+files each answer once, replacing an answer to the same request sent otherwise;
+``--vibe-replay DIR`` answers from the store with a :class:`ReplayProvider`, which fails clearly
+on a miss: an answer recorded for what the configuration would not send now is one, and so is one
+a Python callable's code gave before it changed (where that code can be imported). A
+configuration's ``replay: DIR`` sends nothing to compare: it answers by the request alone (the
+answer recorded last, when it was sent in several ways). Stores
+of the earlier format are read too (:mod:`.earlier_recordings`). Stored prompts are redacted for
+reading; the hashes are of the real prompt.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from .answer_files import (
-    FORMAT,
     AnswerFileError,
-    answer_digest,
-    answer_entry,
     answer_path,
-    conversation_so_far,
+    configuration_folder,
     read_answer,
-    sent_key,
+    stored_answer,
     write_answer,
 )
+from .answer_keys import AnswerKey, answer_key, code_digest, system_prompt_sent
+from .earlier_recordings import earlier_answer_path
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse, Wrapping
 
 
-def answer_key(
-    config_id: str,
-    model: str,
-    system_prompt: str | None,
-    prompt: str,
-    repeat: int = 0,
-    history: tuple[tuple[str, str], ...] = (),
-) -> str:
-    """The hash an answer is stored under. Each repeat (--vibe-repeat) has its own answer: a repeat
-    served the answer of another would not be an independent sample. A conversation's later turn
-    is keyed on the whole conversation so far (``history``): a changed earlier prompt or answer
-    is a miss."""
-    parts: list[object] = [FORMAT, config_id, model, system_prompt, prompt]
-    if repeat:
-        parts.append(repeat)
-    if history:
-        parts.append({"history": history})
-    return answer_digest(parts)
+class ReplayNote(UserWarning):
+    """What --vibe-replay could not check (shown in pytest's warnings summary)."""
 
 
-def request_key(config_id: str, model: str, request: PromptRequest, sent: str | None = None) -> str:
-    """:func:`answer_key` of ``request``; with ``sent`` (the hash of what was sent for it), the key
-    of that request as sent."""
-    key = answer_key(config_id, model, request.system_prompt, request.prompt, request.repeat, request.history)
-    return key if sent is None else answer_digest([key, {"sent": sent}])
+@dataclass(frozen=True)
+class Recorded:
+    """An answer found in a store: its file, its entry and the answer, and whether the store is of
+    the earlier format."""
+
+    path: Path
+    entry: dict[str, Any]
+    response: ProviderResponse
+    earlier: bool = False
 
 
 class Store:
@@ -69,55 +58,61 @@ class Store:
         self.folder = folder
         self.redact = redact or Redactor()
 
-    def path_for(self, config_id: str, key: str) -> Path:
+    def path_for(self, config_id: str, key: AnswerKey) -> Path:
         return answer_path(self.folder, config_id, key)
 
-    def save(
-        self, config_id: str, model: str, request: PromptRequest, response: ProviderResponse, sent: str | None
-    ) -> None:
-        """Store ``response`` to ``request`` under the key of what was sent for it (``sent``; None:
-        the provider does not say), and under the request's own key, where a ``replay:``
-        configuration, which knows no more of the request, finds it."""
-        entry = answer_entry(
-            response,
-            configuration=config_id,
-            model=model,
-            repeat=request.repeat,
-            system_prompt=request.system_prompt,
-            **conversation_so_far(request),
-            prompt=request.prompt,
-            **({"sent": sent} if sent is not None else {}),
-        )
-        for key in {request_key(config_id, model, request), request_key(config_id, model, request, sent)}:
-            write_answer(self.path_for(config_id, key), entry, self.redact)
+    def save(self, config_id: str, key: AnswerKey, entry: dict[str, Any]) -> None:
+        write_answer(self.path_for(config_id, key), entry, self.redact)
 
     def load(
-        self, config_id: str, model: str, request: PromptRequest, sent: str | None = None
-    ) -> ProviderResponse | str:
-        """The answer to ``request``, or why there is none (empty: none was recorded). ``sent``: the
-        hash of what would be sent for it now, which the recorded answer must have been sent for."""
-        path = self.path_for(config_id, request_key(config_id, model, request, sent))
+        self, config_id: str, model: str, request: PromptRequest, key: AnswerKey, exact: bool
+    ) -> Recorded | str:
+        """The answer filed under ``key``, or why there is none (empty: none was recorded). With
+        ``exact``, only an answer sent as ``key`` says will do; without, the answer to ``key``'s
+        request, whatever was sent for it (the last one recorded). A store of the earlier format
+        is read by ``model`` and ``request``."""
         try:
-            return read_answer(path)[1]
+            return self._read(self.path_for(config_id, key))
         except FileNotFoundError:
             pass
+        others = list(configuration_folder(self.folder, config_id).glob(f"{key.prefix}*.json"))
+        if others and exact:
+            return STALE
+        for path in sorted(others, key=_recorded_at, reverse=True):
+            try:
+                return self._read(path)
+            except FileNotFoundError:
+                continue
+        try:
+            return replace(
+                self._read(earlier_answer_path(self.folder, config_id, model, request)), earlier=True
+            )
+        except FileNotFoundError:
+            return ""
+
+    def _read(self, path: Path) -> Recorded:
+        try:
+            return Recorded(path, *read_answer(path))
         except AnswerFileError as exc:
             raise ProviderError(f"recorded answer {path} {exc}") from None
-        if sent is not None and self.path_for(config_id, request_key(config_id, model, request)).is_file():
-            return STALE  # the request was recorded, sent otherwise
-        return ""
+
+
+def _recorded_at(path: Path) -> tuple[int, str]:
+    try:
+        return path.stat().st_mtime_ns, path.name
+    except OSError:
+        return 0, path.name
 
 
 STALE = (
     "; this prompt was recorded, but sent with other request settings than the configuration's "
-    "now (its system prompt, temperature, params, base URL or other settings changed since, or it "
-    "was recorded before recordings noted what was sent)"
+    "now (its system prompt, temperature, params, headers or other settings changed since)"
 )
 
 
 class RecordingProvider(Wrapping):
-    """Answers with ``inner`` and stores every answer, with the hash of what ``source`` (the
-    configuration's own provider, under any cache) sent for it."""
+    """Answers with ``inner`` and stores every answer under the key of what ``source`` (the
+    configuration's own provider, under any cache) sent for it, with the digest of its code."""
 
     def __init__(
         self, inner: Provider, store: Store, config_id: str, model: str | None, source: Provider | None = None
@@ -130,9 +125,14 @@ class RecordingProvider(Wrapping):
         response = self.inner.answer(request)
         if response.latency is None:  # replays report the latency measured now
             response = replace(response, latency=time.perf_counter() - started)
+        model = self.model or request.model
+        key = answer_key(self.source, self.config_id, model, request)
+        system_prompt = system_prompt_sent(self.source, request)
+        entry = stored_answer(
+            response, key, self.config_id, model, request, system_prompt, code_digest(self.source)
+        )
         try:
-            sent = sent_key(self.source, self.config_id, request)
-            self.store.save(self.config_id, self.model or request.model, request, response, sent)
+            self.store.save(self.config_id, key, entry)
         except OSError as exc:  # the folder checked at the start is gone, full or read-only now
             raise ProviderError(f"--vibe-record: the answer could not be stored: {exc}") from None
         return response
@@ -149,6 +149,7 @@ class ReplayProvider:
         self, store: Store, config_id: str, model: str | None, source: Provider | None = None
     ) -> None:
         self.store, self.config_id, self.model, self.source = store, config_id, model, source
+        self._noted_earlier = False
 
     def unavailable_reason(self) -> str | None:
         if not self.store.folder.is_dir():
@@ -157,25 +158,60 @@ class ReplayProvider:
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         model = self.model or request.model
-        sent = sent_key(self.source, self.config_id, request) if self.source is not None else None
-        response = self.store.load(self.config_id, model, request, sent)
-        if isinstance(response, str):
-            key = request_key(self.config_id, model, request, sent)
-            which = f"repeat {request.repeat} of " if request.repeat else ""
-            if request.turn:
-                which = f"turn {request.turn} of a conversation, {which}"
-            how = (
-                " with the same --vibe-repeat (each repeat is answered on its own, never from another's "
-                "answer)"
-                if request.repeat
-                else ""
-            )
+        key = answer_key(self.source or self, self.config_id, model, request)
+        found = self.store.load(self.config_id, model, request, key, exact=self.source is not None)
+        if isinstance(found, str):
+            raise ProviderError(self._miss(request, model, key, found))
+        if self.source is not None:
+            self._check(found)
+        return found.response
+
+    def _check(self, found: Recorded) -> None:
+        """Refuse an answer the configuration's code gave before it changed; note (once) a store of
+        the earlier format, whose answers cannot be checked."""
+        if found.earlier:
+            if not self._noted_earlier:
+                self._noted_earlier = True
+                warnings.warn(ReplayNote(earlier_note(self.config_id, self.store.folder)), stacklevel=3)
+            return
+        recorded_code = found.entry.get("code")
+        if recorded_code is None:
+            return
+        try:
+            code = code_digest(self.source)
+        except ProviderError:
+            return  # its code cannot be imported here: the recording is what there is
+        if code != recorded_code:
             raise ProviderError(
-                f"no recorded answer for {which}configuration {self.config_id!r}, model {model!r} and this "
-                f"prompt in {self.store.folder} (expected {self.store.path_for(self.config_id, key).name})"
-                f"{response}; record it with --vibe-record {self.store.folder}{how}"
+                f"recorded answer {found.path} was given by other code than configuration "
+                f"{self.config_id!r} runs now (its Python module, or the file that defines its "
+                f"function, changed since); record it again with --vibe-record {self.store.folder}"
             )
-        return response
+
+    def _miss(self, request: PromptRequest, model: str, key: AnswerKey, reason: str) -> str:
+        which = f"repeat {request.repeat} of " if request.repeat else ""
+        if request.turn:
+            which = f"turn {request.turn} of a conversation, {which}"
+        how = (
+            " with the same --vibe-repeat (each repeat is answered on its own, never from another's answer)"
+            if request.repeat
+            else ""
+        )
+        return (
+            f"no recorded answer for {which}configuration {self.config_id!r}, model {model!r} and this "
+            f"prompt in {self.store.folder} (expected {self.store.path_for(self.config_id, key).name})"
+            f"{reason}; record it with --vibe-record {self.store.folder}{how}"
+        )
+
+
+def earlier_note(config_id: str, store: Path) -> str:
+    """What --vibe-replay says of the answers of ``config_id`` in a store of the earlier format."""
+    return (
+        f"--vibe-replay: the answers of configuration {config_id!r} in {store} were recorded in an "
+        "earlier format, which does not say what was sent for them: they are replayed without "
+        "checking that the configuration would send the same requests now (or run the same code); "
+        "record them again with --vibe-record to have them checked"
+    )
 
 
 def recorded(

@@ -413,10 +413,11 @@ def test_a_judge_answer_that_is_no_verdict_is_not_kept_so_the_next_run_asks_agai
 
 
 class ScriptedJudge:
-    """A cacheable provider answering its texts in turn; every request is the same to the cache."""
+    """A cacheable provider answering its texts in turn, keeping the requests it was asked."""
 
     def __init__(self, *texts: str) -> None:
         self.texts = list(texts)
+        self.requests: list[PromptRequest] = []
 
     def unavailable_reason(self) -> str | None:
         return None
@@ -425,6 +426,7 @@ class ScriptedJudge:
         return {"same": True}
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
+        self.requests.append(request)
         return ProviderResponse(self.texts.pop(0), cost=0.5)
 
 
@@ -434,8 +436,9 @@ def test_a_cached_judge_answer_that_is_no_verdict_errors_once_saying_so_and_is_d
     """A cache written before such answers were dropped: the judge errors saying where the answer
     came from, and the entry goes, so the next run asks."""
     cache = ResponseCache(tmp_path / "cache", Redactor())
-    request = PromptRequest("x", "m", None, "s", "e", "grader", tmp_path)
-    CachingProvider(ScriptedJudge("Looks fine to me."), cache, "grader", None).answer(request)
+    asked = ScriptedJudge('{"pass": true, "reason": "fine"}')  # the request the judge sends
+    Judge(asked, "grader", "m", "prompt", "s", "e", tmp_path).decide(JudgeArgs(criteria="c"), "response")
+    CachingProvider(ScriptedJudge("Looks fine to me."), cache, "grader", None).answer(asked.requests[0])
     provider = CachingProvider(ScriptedJudge('{"pass": true, "reason": "fine"}'), cache, "grader", None)
     judge = Judge(provider, "grader", "m", "prompt", "s", "e", tmp_path)
     with pytest.raises(JudgeError, match="did not answer a JSON verdict") as raised:

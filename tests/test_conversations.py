@@ -31,11 +31,9 @@ from helpers import (
 from mcp_process import TOKEN, McpProcess
 
 import pytest_vibeeval
-from pytest_vibeeval.cache import ResponseCache
-from pytest_vibeeval.loading.templates import Redactor
+from pytest_vibeeval.answer_keys import answer_key
 from pytest_vibeeval.providers import PromptRequest
 from pytest_vibeeval.providers.http import HttpProvider
-from pytest_vibeeval.recording import answer_key, request_key
 
 COST, TOKENS_IN, TOKENS_OUT = 0.001, 10, 3
 
@@ -350,8 +348,8 @@ def test_cache_and_replay_key_on_the_conversation_so_far(
     result.assert_outcomes(passed=1)
     assert len(server.requests) == asked + 3
     stored = [load_json(path) for path in (pytester.path / "store" / "memory").glob("*.json")]
-    # each turn's answer under its request's key and under the key of what was sent for it
-    assert sorted(len(entry.get("history", [])) for entry in stored) == [0, 0, 2, 2, 4, 4]
+    # each turn's answer, filed once
+    assert sorted(len(entry.get("history", [])) for entry in stored) == [0, 2, 4]
     suite(pytester.path, {"memory": http}, [changed])
     result, by_name = results(pytester, xdist, "--vibe-replay=store")
     result.assert_outcomes(errors=0, failed=1)
@@ -364,21 +362,16 @@ def test_keys_change_with_an_earlier_answer() -> None:
     request = PromptRequest("What is my name?", "m", "Be brief.", "chat", "remember", "memory", Path("."))
     first = (("user", "My name is Ana."), ("assistant", "Hello Ana."))
     other = (("user", "My name is Ana."), ("assistant", "Hello Bo."))
-    keys = {
-        request_key("memory", "m", request),
-        request_key("memory", "m", PromptRequest(**{**vars(request), "turn": 2, "history": first})),
-        request_key("memory", "m", PromptRequest(**{**vars(request), "turn": 2, "history": other})),
-    }
-    assert len(keys) == 3
     provider = HttpProvider("memory", None, set(), None)
-    cache = ResponseCache(Path("unused"), Redactor())
-    materials = [
-        provider.cache_material(PromptRequest(**{**vars(request), "turn": 2, "history": history}))
-        for history in (first, other)
+    keys = [
+        answer_key(
+            provider, "memory", "m", PromptRequest(**{**vars(request), "turn": turn, "history": history})
+        )
+        for turn, history in ((0, ()), (2, first), (2, other))
     ]
-    assert cache.key("memory", materials[0]) != cache.key("memory", materials[1])
-    # A single prompt's keys and body are what they were before conversations existed.
-    assert request_key("memory", "m", request) == answer_key("memory", "m", "Be brief.", "What is my name?")
+    # the request's part too: a `replay:` configuration, which knows no more, tells them apart
+    assert len({key.request for key in keys}) == len({key.sent for key in keys}) == 3
+    # A single prompt's body is what it was before conversations existed.
     assert provider.body(request)["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "What is my name?"},

@@ -393,8 +393,8 @@ def test_every_server_behaviour_through_real_runs(
 def test_a_base_url_template_is_filled_when_the_eval_runs_and_cached_as_written(
     pytester: pytest.Pytester, server: ChatServer, xdist: list[str]
 ) -> None:
-    """A conftest.py that starts a model server on a free port exports its address; answers are
-    cached under the URL as written, so the next session's port still finds them."""
+    """A conftest.py that starts a model server on a free port exports its address; where a
+    request is sent is no part of its answer's key, so the next session's port still finds them."""
     configurations = {
         "local": {"http": {"base_url": "{{var('model_url')}}", "api_key_env": ""}, "model": "v/ok"}
     }

@@ -4,6 +4,7 @@ the store with the server gone, giving the same outcomes and scores."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,11 @@ import yaml
 from chat_server import ChatServer
 from helpers import XDIST_MODES, comparable, evals_by_nodeid, load_json, run, write
 
-from pytest_vibeeval import recording
-from pytest_vibeeval.providers import PromptRequest
-
 KEY = "sk-record-0123456789"
 
 
-def recorded_suite(root: Path, url: str) -> Path:
+def recorded_suite(root: Path, url: str, **sut: Any) -> Path:
+    """Three evals on an HTTP model (``sut``: more of its configuration's settings), one judged."""
     data: dict[str, Any] = {
         "metadata": {"name": "recorded", "model": "vendor/ok", "system_prompt": "Be brief."},
         "evals": [
@@ -31,7 +30,7 @@ def recorded_suite(root: Path, url: str) -> Path:
             },
         ],
         "configurations": {
-            "sut": {"http": {"base_url": url, "api_key_env": "CHAT_KEY"}, "model": "vendor/ok"},
+            "sut": {"http": {"base_url": url, "api_key_env": "CHAT_KEY"}, "model": "vendor/ok", **sut},
             "grader": {"http": {"base_url": url}, "model": "vendor/judge-pass"},
         },
         "default_configurations": ["sut"],
@@ -56,9 +55,8 @@ def test_record_then_replay_without_the_server(
         asked = len(server.requests)
     assert asked == 4  # three evals and one judge call
     files = sorted(p.relative_to(store).as_posix() for p in store.rglob("*.json"))
-    # one answer per configuration × model × system prompt × prompt (`four` and `five` share
-    # theirs), each under that key and under the key of what was sent for it
-    assert [f.split("/")[0] for f in files] == ["grader", "grader", "sut", "sut", "sut", "sut"]
+    # one answer per request sent (`four` and `five` share theirs)
+    assert [f.split("/")[0] for f in files] == ["grader", "sut", "sut"]
     stored = [json.loads(p.read_text()) for p in store.rglob("*.json")]
     assert all(KEY not in json.dumps(entry) for entry in stored)
     # the server is gone: every answer, the judge's too, comes from the store
@@ -159,15 +157,15 @@ def test_an_answer_that_cannot_be_stored_errors_its_eval_saying_why(
         {"system_prompt": "Answer in French."},
         {"http": {"temperature": 1.5}},
         {"http": {"params": {"max_tokens": 5}}},
-        {"http": {"base_url": "http://127.0.0.1:9/other/v1"}},
+        {"http": {"headers": {"X-Route": "eu"}}},
     ],
-    ids=["system_prompt", "temperature", "params", "base_url"],
+    ids=["system_prompt", "temperature", "params", "headers"],
 )
 @XDIST_MODES
 def test_a_replay_misses_when_the_configuration_would_send_another_request(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str], change: dict[str, Any]
 ) -> None:
-    """What is sent (the configuration's own system prompt, temperature, params, endpoint) is part
+    """What is sent (the configuration's own system prompt, temperature, params, headers) is part
     of what a recording is for: the suite's system prompt alone was, so a replay answered a request
     the configuration would no longer send."""
     monkeypatch.setenv("CHAT_KEY", KEY)
@@ -194,25 +192,140 @@ def test_a_replay_misses_when_the_configuration_would_send_another_request(
     assert message.endswith(f"record it with --vibe-record {store}")
 
 
-def test_an_answer_recorded_without_what_was_sent_is_a_miss(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+@XDIST_MODES
+def test_each_answer_is_filed_once_with_the_system_prompt_it_was_sent_with(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
-    """A recording made before answers held what was sent for them cannot be checked: re-record it
-    (a `replay:` configuration, which has no request of its own to compare, still reads it)."""
+    """One key for every lookup: --vibe-replay and a `replay:` configuration read the one file of
+    an answer, and the file says what was sent (the configuration's own system prompt)."""
     monkeypatch.setenv("CHAT_KEY", KEY)
     store = pytester.path / "store"
     with ChatServer() as server:
+        suite = recorded_suite(pytester.path, server.url, system_prompt="Answer tersely.")
+        run(pytester, "--vibe-record", store, xdist=xdist).assert_outcomes(passed=2, failed=1)
+        sent = {request["body"]["messages"][0]["content"] for request in server.requests}
+    assert "Answer tersely." in sent
+    entries = {path.parent.name: load_json(path) for path in store.rglob("*.json")}
+    stored = [load_json(path) for path in (store / "sut").glob("*.json")]
+    assert len(stored) == 2 and len(list(store.rglob("*.json"))) == 3
+    assert {entry["system_prompt"] for entry in stored} == {"Answer tersely."}
+    assert entries["grader"]["system_prompt"] in sent  # the grading instructions, as sent
+    run(pytester, "--vibe-replay", store, xdist=xdist).assert_outcomes(passed=2, failed=1)
+    data = yaml.safe_load(suite.read_text())
+    data["configurations"] = {
+        "sut": {"replay": "store", "model": "vendor/ok"},
+        "grader": {"replay": "store", "model": "vendor/judge-pass"},
+    }
+    write(suite, yaml.safe_dump(data, sort_keys=False))
+    run(pytester, xdist=xdist).assert_outcomes(passed=2, failed=1)
+
+
+@XDIST_MODES
+def test_where_a_request_is_sent_is_no_part_of_its_key(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """A server on a new port each session (a fixture's, a container's) still finds the answers
+    of the cache and of a recording: the URL says where a request goes, not what it asks."""
+    monkeypatch.setenv("CHAT_KEY", KEY)
+    args = ("--vibe-cache=cache", "--vibe-results", "r.json", "-k", "four")
+    with ChatServer() as server:
         recorded_suite(pytester.path, server.url)
-        run(pytester, "--vibe-record", store, "-k", "four").assert_outcomes(passed=1)
-    answers = list((store / "sut").glob("*.json"))
-    assert len(answers) == 2 and len(json.loads(answers[0].read_text())["sent"]) == 64
-    request_key = recording.request_key(
-        "sut", "vendor/ok", PromptRequest("ANSWER: 4", "", "Be brief.", "", "", "", pytester.path)
+        run(pytester, *args, "--vibe-record", "store", xdist=xdist).assert_outcomes(passed=1)
+    with ChatServer() as elsewhere:
+        recorded_suite(pytester.path, elsewhere.url)
+        run(pytester, *args, xdist=xdist).assert_outcomes(passed=1)
+        assert elsewhere.requests == []
+    assert evals_by_nodeid(load_json(pytester.path / "r.json"))["recorded.eval.yaml::four[sut]"]["cached"]
+    recorded_suite(pytester.path, "http://127.0.0.1:9/nowhere/v1")
+    run(pytester, "--vibe-replay", "store", "-k", "four", xdist=xdist).assert_outcomes(passed=1)
+
+
+APP = """
+def answer(prompt):
+    return "{VERSION}"
+"""
+
+
+def python_suite(root: Path, version: str = "yes") -> Path:
+    """A suite of one eval answered by a Python callable; the callable's module."""
+    write(
+        root / "app.eval.yaml",
+        """
+        metadata: {name: app, model: m}
+        configurations: {app: {python: "replayed_app:answer"}}
+        evals: [{name: a, prompt: hi, checks: [{equals: "yes"}]}]
+        """,
     )
-    [sent] = [path for path in answers if not path.name.startswith(request_key[:40])]
-    sent.unlink()  # as a recording made before answers were filed by what was sent
-    result = run(pytester, "--vibe-replay", store, "-k", "four")
+    return write(root / "replayed_app.py", APP.replace("{VERSION}", version))
+
+
+@XDIST_MODES
+def test_a_python_recording_replays_where_its_module_cannot_be_imported(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Replaying offline is the point: a machine without the application (its module, or a
+    package it imports) answers from the recording, which keeps the code's digest beside it."""
+    app = python_suite(pytester.path)
+    run(pytester, "--vibe-record", "store", "--vibe-history=", xdist=xdist).assert_outcomes(passed=1)
+    (entry,) = [load_json(path) for path in (pytester.path / "store").rglob("*.json")]
+    assert len(entry["code"]) == 64
+    write(app, "import a_package_this_machine_lacks\n")
+    run(pytester, "--vibe-replay", "store", "--vibe-history=", xdist=xdist).assert_outcomes(passed=1)
+    app.unlink()
+    run(pytester, "--vibe-replay", "store", "--vibe-history=", xdist=xdist).assert_outcomes(passed=1)
+
+
+@XDIST_MODES
+def test_a_python_recording_of_other_code_is_an_error_on_replay(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A stale recording must not pass as the new code's answer: where the module can be imported,
+    an answer recorded from other code is an error saying so, as a changed setting is a miss."""
+    python_suite(pytester.path)
+    run(pytester, "--vibe-record", "store", "--vibe-history=", xdist=xdist).assert_outcomes(passed=1)
+    (recorded,) = (pytester.path / "store").rglob("*.json")
+    python_suite(pytester.path, "no")
+    result = run(pytester, "--vibe-replay", "store", "--vibe-results", "r.json", xdist=xdist)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*or it was recorded before recordings noted what was sent); record it with*"]
+    message = evals_by_nodeid(load_json(pytester.path / "r.json"))["app.eval.yaml::a[app]"]["message"]
+    assert message == (
+        f"recorded answer {recorded} was given by other code than configuration 'app' runs now (its "
+        "Python module, or the file that defines its function, changed since); record it again with "
+        f"--vibe-record {pytester.path / 'store'}"
     )
+    run(pytester, "--vibe-record", "store", "--vibe-history=", xdist=xdist).assert_outcomes(failed=1)
+    assert [path.name for path in (pytester.path / "store").rglob("*.json")] == [recorded.name]
+    run(pytester, "--vibe-replay", "store", "--vibe-history=", xdist=xdist).assert_outcomes(failed=1)
+    assert load_json(recorded)["response"] == "no"  # the new code's answer, replayed as it is
+
+
+EARLIER = Path(__file__).parent / "samples" / "earlier-store"
+
+
+def earlier_store(root: Path) -> None:
+    """A store recorded by the earlier format (each answer filed twice: under its request's key and
+    under the key of what was sent), with the suite and the application it was recorded from."""
+    shutil.copytree(EARLIER / "store", root / "store")
+    shutil.copy(EARLIER / "earlier_app.py", root)
+    shutil.copy(EARLIER / "suite.yaml", root / "earlier.eval.yaml")
+
+
+@XDIST_MODES
+def test_a_store_of_the_earlier_format_still_replays(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A user's existing recordings keep replaying, with the application or without it and from a
+    `replay:` configuration; --vibe-replay says they cannot be checked against what is sent."""
+    earlier_store(pytester.path)
+    assert len(list((pytester.path / "store").rglob("*.json"))) == 6  # three answers, filed twice
+    args = ("--vibe-history=", "-W", "always")
+    result = run(pytester, "--vibe-replay", "store", *args, xdist=xdist)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*--vibe-replay: the answers of configuration 'app' in * were recorded in an earlier format, *"]
+    )
+    (pytester.path / "earlier_app.py").unlink()
+    run(pytester, "--vibe-replay", "store", *args, xdist=xdist).assert_outcomes(passed=2)
+    suite = pytester.path / "earlier.eval.yaml"
+    suite.write_text(suite.read_text().replace('python: "earlier_app:answer"', "replay: store"))
+    result = run(pytester, *args, xdist=xdist)
+    result.assert_outcomes(passed=2)
+    assert "earlier format" not in result.stdout.str()  # a `replay:` configuration never compared

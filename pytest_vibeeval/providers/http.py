@@ -92,8 +92,7 @@ class HttpProvider:
         self.openrouter = spec.base_url is None
         self.renderer = renderer
         # As written: {{var()}} templates are filled when the URL is used (the environment a
-        # conftest.py set then), and answers are cached under the URL as written (a port that
-        # changes every session does not change the answer).
+        # conftest.py set then).
         self.written_url = (spec.base_url or os.environ.get(OPENROUTER_BASE_ENV) or OPENROUTER_URL).rstrip(
             "/"
         )
@@ -149,8 +148,7 @@ class HttpProvider:
     def body(self, request: PromptRequest) -> dict[str, Any]:
         """The chat-completions request for ``request``."""
         config = self.config
-        own = config.system_prompt if config is not None and not request.grading else None
-        system = own or request.system_prompt
+        system = self.sent_system_prompt(request)
         messages = [{"role": "system", "content": system}] if system else []
         messages.extend(request.messages)  # the earlier turns of a conversation, then this prompt
         model = (config.model if config is not None else None) or request.model
@@ -162,15 +160,20 @@ class HttpProvider:
         body.update(self.spec.params)
         return body
 
+    def sent_system_prompt(self, request: PromptRequest) -> str | None:
+        """The system prompt sent with ``request``: the configuration's own, else the suite's (an
+        llm_judge's grading instructions are sent as they are)."""
+        own = self.config.system_prompt if self.config is not None and not request.grading else None
+        return own or request.system_prompt
+
     def cache_material(self, request: PromptRequest) -> dict[str, Any]:
-        """What an answer depends on (--vibe-cache): the endpoint, the request body (model, messages,
-        temperature, params), the extra headers, the configuration's settings and the MCP server."""
+        """What an answer depends on (its key: :mod:`..answer_keys`): the request body (model,
+        messages, temperature, params), the extra headers as written and the MCP server; not the
+        endpoint, which says where the request goes, not what it asks."""
         return {
             "kind": "http",
-            "url": f"{self.written_url}/chat/completions",
             "body": self.body(request),
             "headers": self.spec.headers,
-            "configuration": self.config.model_dump(mode="json") if self.config is not None else None,
             "mcp_server": without_token(request.mcp_server),
         }
 

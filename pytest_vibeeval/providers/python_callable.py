@@ -50,6 +50,8 @@ class PythonProvider:
         self._function: Callable[..., Any] | None = None
         self._takes_context: bool | None = None
         self._source_digests: list[str] | None = None
+        self._code: str | None = None
+        self._unimportable: str | None = None  # why the module could not be imported
 
     def unavailable_reason(self) -> str | None:
         missing = missing_env_reason(self.config_id, self.config.requires_env)
@@ -85,15 +87,12 @@ class PythonProvider:
             return False  # it cannot be imported: the item errors without calling it
 
     def cache_material(self, request: PromptRequest) -> dict[str, Any]:
-        """What an answer depends on (--vibe-cache): the function's name and the sha256 of the
-        module it is named in and of the file that defines it (an edit there is a miss; an edit in
-        another module it imports is not seen), the configuration's settings, and everything the
-        function is given but the item's private folder."""
+        """What an answer depends on (its key: :mod:`..answer_keys`): the function's name and
+        everything it is given but the item's private folder. Its code is not: see
+        :meth:`code_digest`."""
         return {
             "kind": "python",
             "target": self.target,
-            "source": self.source_digests(),
-            "configuration": self.config.model_dump(mode="json"),
             "model": request.model,
             "system_prompt": request.system_prompt,
             "prompt": request.prompt,
@@ -102,6 +101,20 @@ class PythonProvider:
             "mcp_server": without_token(request.mcp_server),
             **({"history": request.history} if request.history else {}),
         }
+
+    def code_digest(self) -> str:
+        """The sha256 of the module the function is named in and of the file that defines it, which
+        a stored answer keeps beside it: an edit there makes the answer stale (an edit in another
+        module it imports is not seen). Raises ProviderError when the module cannot be imported
+        (tried once per process)."""
+        if self._code is None and self._unimportable is None:
+            try:
+                self._code = hashlib.sha256(" ".join(self.source_digests()).encode()).hexdigest()
+            except ProviderError as exc:
+                self._unimportable = exc.message
+        if self._code is None:
+            raise ProviderError(self._unimportable or "")
+        return self._code
 
     def source_digests(self) -> list[str]:
         """The sha256 of the target's module file and of the function's own source file (read once

@@ -1,0 +1,84 @@
+"""The one key an answer is filed under, by the response cache (--vibe-cache), --vibe-record,
+--vibe-replay and ``replay:`` configurations alike: the hash of what is sent for it, never of
+where it is sent (an endpoint on a new port each session must still find its answers).
+
+The key has two parts. ``request`` is the hash of what any configuration of that id is asked:
+its model, the suite's system prompt, the prompt, a conversation's earlier messages, the repeat
+and the suite's MCP server (its name and settings). ``sent`` adds what the provider says the
+answer depends on (its ``cache_material``: an HTTP request's body, with the configuration's own
+system prompt, temperature and params, and its headers; a Python callable's name and what it is
+given). An answer's file is named by both, so a ``replay:`` configuration, which sends nothing,
+finds an answer by its request alone.
+
+The code that answers (a ``python:`` configuration's source files) is no part of the key: its
+digest is stored beside the answer (:func:`code_digest`), so a recording replays where the code
+cannot be imported, and a cache or replay that can import it compares the two."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from .providers.base import PromptRequest, without_token
+
+KEY_FORMAT = 2  # 1: answers filed under the request's key and again under the key of what was sent
+
+
+@dataclass(frozen=True)
+class AnswerKey:
+    """An answer's key: the hash of its request, and of everything sent for it."""
+
+    request: str
+    sent: str
+
+    @property
+    def prefix(self) -> str:
+        """The start of the file name of every answer to this request, whatever was sent."""
+        return f"{self.request[:24]}-"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.prefix}{self.sent[:16]}.json"
+
+
+def answer_digest(parts: list[object]) -> str:
+    """The sha256 (hex) of ``parts`` as JSON."""
+    material = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def answer_key(provider: object, config_id: str, model: str, request: PromptRequest) -> AnswerKey:
+    """The key of ``provider``'s answer to ``request`` for configuration ``config_id``, whose model
+    is ``model``. Each repeat (--vibe-repeat) has its own answer: a repeat served the answer of
+    another would not be an independent sample. A conversation's later turn is keyed on the whole
+    conversation so far: a changed earlier prompt or answer is a miss."""
+    asked: dict[str, object] = {
+        "model": model,
+        "system_prompt": request.system_prompt,
+        "prompt": request.prompt,
+    }
+    if request.history:
+        asked["history"] = request.history
+    if request.repeat:
+        asked["repeat"] = request.repeat
+    if request.mcp_server:
+        asked["mcp_server"] = without_token(request.mcp_server)
+    key = answer_digest([KEY_FORMAT, config_id, asked])
+    material = getattr(provider, "cache_material", None)
+    return AnswerKey(key, answer_digest([KEY_FORMAT, key, material(request) if callable(material) else None]))
+
+
+def system_prompt_sent(provider: object, request: PromptRequest) -> str | None:
+    """The system prompt ``provider`` sends with ``request``: its ``sent_system_prompt`` (a
+    configuration's own one, for providers that send it), else the suite's."""
+    sent = getattr(provider, "sent_system_prompt", None)
+    return sent(request) if callable(sent) else request.system_prompt
+
+
+def code_digest(provider: object) -> str | None:
+    """The digest of the code that answers for ``provider`` (a Python callable's source files), or
+    None for a provider whose answers come from elsewhere. Raises ProviderError when the code
+    cannot be imported."""
+    digest = getattr(provider, "code_digest", None)
+    return digest() if callable(digest) else None

@@ -299,7 +299,7 @@ def test_a_python_recording_of_other_code_is_an_error_on_replay(
     assert load_json(recorded)["response"] == "no"  # the new code's answer, replayed as it is
 
 
-EARLIER = Path(__file__).parent / "samples" / "earlier-store"
+EARLIER = Path(__file__).parent / "earlier_store"
 
 
 def earlier_store(root: Path) -> None:

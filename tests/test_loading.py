@@ -247,7 +247,7 @@ def test_json_values_are_the_json_parsers_with_the_yaml_parsers_lines(tmp_path: 
 @pytest.mark.parametrize(
     ("text", "line", "problem"),
     [
-        ('{\n  "a": 1,\n}\n', 3, "invalid JSON: Expecting property name enclosed in double quotes"),
+        ('{\n  "a": 1,\n}\n', 2, "invalid JSON: a comma after the last entry (column 9)"),
         ('{"a": NaN}', None, "invalid JSON: NaN is not a JSON value"),
         ('{"a": 1,\n "a": 2}', 2, "duplicate key 'a' (first defined on line 1)"),
     ],

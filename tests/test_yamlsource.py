@@ -274,11 +274,12 @@ def test_latin1_text_names_its_line_and_says_to_save_as_utf8(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("text", "line", "message", "hint"),
     [
-        ('{"a": 1,\n "b": 2,\n}\n', 3, "Expecting property name enclosed in double quotes (column 1)",
+        ('{"a": 1,\n "b": 2,\n}\n', 2, "a comma after the last entry (column 8)",
          "remove the comma after the last entry: JSON allows no trailing comma"),
         ("{'a': 1}", 1, "Expecting property name enclosed in double quotes (column 2)",
          'a key must be text in double quotes, e.g. "name": …; single quotes are not JSON'),
-        ('{"a": [1,]}', 1, "Expecting value (column 10)", "remove the comma after the last entry"),
+        ('{"a": [1,]}', 1, "a comma after the last entry (column 9)", "remove the comma after"),
+        ('{"a": [1, ]}', 1, "a comma after the last entry (column 9)", "remove the comma after"),
         ('{"a": 1 "b": 2}', 1, "Expecting ',' delimiter (column 9)", "a comma is missing between two"),
         ('{"a": "C:\\x"}', 1, "Invalid \\escape (column 10)", "a backslash in a string starts an escape"),
     ],

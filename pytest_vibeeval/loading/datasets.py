@@ -16,6 +16,7 @@ from typing import Any
 
 from ..bounded_read import UnreadableFile, read_bounded
 from ..errors import InputError, Problem
+from .syntax_hints import json_syntax
 from .yamlsource import Document, JsonProblem, no_json_constant, parse_yaml, unique_json_keys, yaml_kind
 
 MAX_DATASET_BYTES = 256 * 2**20  # far beyond any eval dataset; a mistaken path to a dump fails fast
@@ -165,7 +166,7 @@ def _jsonl_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
         except json.JSONDecodeError as exc:
             problems.append(
                 Problem(
-                    f"row {number}: invalid JSON: {exc.msg} (column {exc.colno})",
+                    f"row {number}: invalid JSON: {json_syntax(exc).message}",
                     line=line,
                     hint="each line of a .jsonl file is one JSON object",
                 )

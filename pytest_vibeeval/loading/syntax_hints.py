@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 # characters that start something else than plain text when a YAML value begins with them
 YAML_INDICATORS = "*&[{!|>%@`"
@@ -77,10 +78,43 @@ _JSON_HINTS = (
 )
 
 
+TRAILING_COMMA_HINT = "remove the comma after the last entry: JSON allows no trailing comma"
+
+
+@dataclass(frozen=True)
+class JsonSyntax:
+    """A JSON syntax error as the plugin reports it: ``message`` (with its column), its line, how to
+    fix it."""
+
+    message: str
+    line: int
+    hint: str
+
+
+def json_syntax(exc: json.JSONDecodeError) -> JsonSyntax:
+    """The JSON parser's error, the same on every Python: a comma before a closing bracket is
+    reported at the comma (Python 3.13 says "Illegal trailing comma" there; earlier versions say
+    "Expecting property name" or "Expecting value" at the bracket)."""
+    text, pos = exc.doc, exc.pos
+    before = text[:pos].rstrip()
+    if exc.msg.startswith("Illegal trailing comma"):
+        comma = pos
+    elif exc.msg.startswith(("Expecting property name", "Expecting value")) and (
+        text[pos : pos + 1] in ("}", "]") and before.endswith(",")
+    ):
+        comma = len(before) - 1
+    else:
+        return JsonSyntax(f"{exc.msg} (column {exc.colno})", exc.lineno, json_syntax_hint(exc.msg, text, pos))
+    column = comma - text.rfind("\n", 0, comma)
+    return JsonSyntax(
+        f"a comma after the last entry (column {column})", text.count("\n", 0, comma) + 1, TRAILING_COMMA_HINT
+    )
+
+
 def json_syntax_hint(message: str, text: str, pos: int) -> str:
     """The hint for the JSON parser's ``message`` about the character at ``pos`` of ``text``."""
     if message.startswith(("Expecting property name", "Expecting value")) and text[:pos].rstrip()[-1:] == ",":
-        return "remove the comma after the last entry: JSON allows no trailing comma"
+        return TRAILING_COMMA_HINT
     return next(
         (hint for start, hint in _JSON_HINTS if message.startswith(start)),
         "check commas, brackets and double quotes near this column",

@@ -15,7 +15,7 @@ import yaml
 
 from ..bounded_read import UnreadableFile, read_text_bounded
 from ..errors import InputError, Loc, Problem
-from .syntax_hints import json_syntax_hint, yaml_syntax_hint
+from .syntax_hints import json_syntax, yaml_syntax_hint
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
@@ -379,12 +379,9 @@ def load_document(path: Path) -> Document:
             text.removeprefix("\ufeff"), object_pairs_hook=unique_json_keys, parse_constant=no_json_constant
         )
     except json.JSONDecodeError as exc:
-        raise InputError.single(
-            path,
-            f"invalid JSON: {exc.msg} (column {exc.colno})",
-            line=exc.lineno,
-            hint=json_syntax_hint(exc.msg, exc.doc, exc.pos),
-        ) from None
+        syntax = json_syntax(exc)
+        message = f"invalid JSON: {syntax.message}"
+        raise InputError.single(path, message, line=syntax.line, hint=syntax.hint) from None
     except JsonProblem as exc:
         with contextlib.suppress(YamlSyntaxError):
             parse_yaml(path, text)  # says the same with the line, where it can read the file

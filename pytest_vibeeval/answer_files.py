@@ -160,7 +160,7 @@ def _entry_problem(entry: Any) -> str | None:
         value = entry.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             return f"`{key}` must be a number or null, not {json.dumps(value)[:40]}"
-    for key in ("key", "code", "sent", "finish_reason"):
+    for key in ("key", "code", "sent", "finish_reason", "recorded_at"):
         if not isinstance(entry.get(key) or "", str):
             return f"`{key}` must be text or null"
     if not isinstance(entry.get("tool_calls") or [], list):

@@ -4,7 +4,8 @@ formulas.
 A store is a folder: one JSON file per answer under ``<store>/<configuration>/``, named by the
 answer's key (:mod:`.answer_keys`, the response cache's too): the hash of its request and of what
 was sent for it. ``--vibe-record DIR`` wraps every provider in a :class:`RecordingProvider`, which
-files each answer once, replacing an answer to the same request sent otherwise;
+files each answer once, stamped with when it was recorded (an answer to the same request sent
+otherwise stays beside it);
 ``--vibe-replay DIR`` answers from the store with a :class:`ReplayProvider`, which fails clearly
 on a miss: an answer recorded for what the configuration would not send now is one, and so is one
 a Python callable's code gave before it changed (where that code can be imported). A
@@ -19,6 +20,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +64,10 @@ class Store:
         return answer_path(self.folder, config_id, key)
 
     def save(self, config_id: str, key: AnswerKey, entry: dict[str, Any]) -> None:
-        write_answer(self.path_for(config_id, key), entry, self.redact)
+        """File ``entry`` under ``key`` with when it was recorded: a ``replay:`` configuration picks
+        the latest of a request's answers by it (file times do not survive a git checkout)."""
+        stamped = {**entry, "recorded_at": datetime.now(UTC).isoformat(timespec="microseconds")}
+        write_answer(self.path_for(config_id, key), stamped, self.redact)
 
     def load(
         self, config_id: str, model: str, request: PromptRequest, key: AnswerKey, exact: bool
@@ -78,17 +83,21 @@ class Store:
         others = list(configuration_folder(self.folder, config_id).glob(f"{key.prefix}*.json"))
         if others and exact:
             return STALE
-        for path in sorted(others, key=_recorded_at, reverse=True):
-            try:
-                return self._read(path)
-            except FileNotFoundError:
-                continue
+        found = [recorded for recorded in map(self._read_if_there, others) if recorded is not None]
+        if found:
+            return max(found, key=_recorded_at)
         try:
             return replace(
                 self._read(earlier_answer_path(self.folder, config_id, model, request)), earlier=True
             )
         except FileNotFoundError:
             return ""
+
+    def _read_if_there(self, path: Path) -> Recorded | None:
+        try:
+            return self._read(path)
+        except FileNotFoundError:  # replaced by another xdist worker meanwhile
+            return None
 
     def _read(self, path: Path) -> Recorded:
         try:
@@ -97,11 +106,14 @@ class Store:
             raise ProviderError(f"recorded answer {path} {exc}") from None
 
 
-def _recorded_at(path: Path) -> tuple[int, str]:
+def _recorded_at(recorded: Recorded) -> tuple[str, int, str]:
+    """When ``recorded`` was recorded: its stamp (an answer of the earlier format has none, and is
+    older than any that has one), then its file's time, then its name (never a tie)."""
     try:
-        return path.stat().st_mtime_ns, path.name
+        mtime = recorded.path.stat().st_mtime_ns
     except OSError:
-        return 0, path.name
+        mtime = 0
+    return str(recorded.entry.get("recorded_at") or ""), mtime, recorded.path.name
 
 
 STALE = (

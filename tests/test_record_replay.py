@@ -4,6 +4,7 @@ the store with the server gone, giving the same outcomes and scores."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,9 @@ import pytest
 import yaml
 from chat_server import ChatServer
 from helpers import XDIST_MODES, comparable, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.providers.base import PromptRequest, ProviderResponse
+from pytest_vibeeval.recording import RecordingProvider, ReplayProvider, Store
 
 KEY = "sk-record-0123456789"
 
@@ -329,3 +333,38 @@ def test_a_store_of_the_earlier_format_still_replays(pytester: pytest.Pytester, 
     result = run(pytester, *args, xdist=xdist)
     result.assert_outcomes(passed=2)
     assert "earlier format" not in result.stdout.str()  # a `replay:` configuration never compared
+
+
+class SettingsProvider:
+    """A provider whose answer depends on a setting sent with the request (as an HTTP model's
+    temperature is)."""
+
+    def __init__(self, temperature: float, text: str) -> None:
+        self.temperature, self.text = temperature, text
+
+    def unavailable_reason(self) -> None:
+        return None
+
+    def cache_material(self, request: PromptRequest) -> dict[str, Any]:
+        return {"body": {"temperature": self.temperature, "prompt": request.prompt}}
+
+    def answer(self, request: PromptRequest) -> ProviderResponse:
+        return ProviderResponse(self.text, 0.0, 1, 1)
+
+
+def test_a_replay_configuration_answers_with_the_answer_recorded_last_after_a_checkout(
+    tmp_path: Path,
+) -> None:
+    """Recorded again with other settings, a request has two answers; a ``replay:`` configuration
+    (which sends nothing to tell them apart) takes the one recorded last, also when a git checkout
+    wrote the files in the other order."""
+    request = PromptRequest("hi", "m", None, "s", "e", "c", tmp_path)
+    for temperature, text in ((0.0, "first"), (1.0, "second")):
+        provider = SettingsProvider(temperature, text)
+        RecordingProvider(provider, Store(tmp_path / "store"), "c", None, provider).answer(request)
+    files = sorted((tmp_path / "store" / "c").glob("*.json"))
+    assert len(files) == 2
+    for path in files:  # the earlier answer's file written last
+        written = 2 * 10**18 if json.loads(path.read_text())["response"] == "first" else 10**18
+        os.utime(path, ns=(written, written))
+    assert ReplayProvider(Store(tmp_path / "store"), "c", None).answer(request).text == "second"

@@ -79,7 +79,8 @@ def run_conversation(
                 latency=exc.latency,
                 **measures,
             )
-            update = _totals(record, turn, spent["cost_source"]) if spent else {}
+            # Paid for now, so the eval's answers did not all come from the cache.
+            update = {**_totals(record, turn, spent["cost_source"]), "cached": False} if spent else {}
             update["steps"] = [*record.steps, *redact_steps(exc.steps, redact)]
             update["latency"] = _plus(record.latency, exc.latency)
             record = record.model_copy(update=update)

@@ -175,8 +175,10 @@ def _mark(name: str) -> pytest.MarkDecorator:
 def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     """The end of every item's body: count its cost (its judges' is counted as they answer), put its
     record on the report, and pass, skip or fail it as the verdict says."""
+    from .spending import spent_now  # with the eval machinery, imported once an eval runs
+
     state = get_state(item.config)
-    state.budget.add(None if record.cached else record.cost)  # a cached answer cost nothing now
+    state.budget.add(spent_now(record))
     # Under --runxfail pytest ignores the mark: the eval is then reported (and recorded) as any other.
     expected = item.plan.expected_failure is not None and not item.config.option.runxfail
     update = {"xfail": expected, **_row_fields(item.plan, state)}

@@ -12,6 +12,7 @@ from .pricing import estimated_cost
 if TYPE_CHECKING:
     from .models import Configuration
     from .providers import ProviderError, ProviderResponse
+    from .results import EvalRecord
 
 
 def answer_measures(
@@ -35,3 +36,11 @@ def spent_measures(exc: ProviderError, configuration: Configuration | None, mode
     """What the answer that came with ``exc`` cost (see :func:`answer_measures`); empty when none
     came (the request failed, so nothing is known to be spent)."""
     return {} if exc.spent is None else answer_measures(exc.spent, configuration, model)
+
+
+def spent_now(record: EvalRecord) -> float | None:
+    """What ``record``'s answers cost in this run, for ``--vibe-max-cost``: an answer from the
+    response cache cost nothing now, so a conversation counts its turns that were not cached."""
+    if record.turns:
+        return sum(turn.cost or 0.0 for turn in record.turns if not turn.cached)
+    return None if record.cached else record.cost

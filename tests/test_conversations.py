@@ -492,6 +492,38 @@ def test_a_refused_turn_counts_what_it_cost(pytester: pytest.Pytester, xdist: li
         assert (record["input_tokens"], record["output_tokens"], record["finish_reason"]) == (24, 10, reason)
 
 
+@XDIST_MODES
+def test_a_refused_turn_after_cached_ones_counts_for_the_budget(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """With --vibe-cache, turn 1 is answered from the cache on the second run and costs nothing now;
+    the refused turn 2 is asked again and paid for: the budget counts it (were the eval taken for
+    cached as a whole, all six evals would start)."""
+    evals = [
+        {
+            "name": f"c{i}",
+            "turns": [
+                {"prompt": f"hello {i}", "checks": [{"match": "*"}]},
+                {"prompt": "WITHHOLD: refusal", "checks": [{"match": "*"}]},
+            ],
+        }
+        for i in range(6)
+    ]
+    limit = 2 * USAGE["cost"] - 1e-6  # reached after two evals, each paying for its refused turn
+    with ChatServer() as chat:
+        suite(
+            pytester.path,
+            {"model": {"http": {"base_url": chat.url, "max_retries": 0}, "model": "v/ok"}},
+            evals,
+        )
+        results(pytester, xdist, "--vibe-cache")  # fills the cache with every first turn
+        result, by_name = results(pytester, xdist, "--vibe-cache", "--vibe-max-cost", str(limit))
+    for record in assert_held_after_two(result, list(by_name.values()), USAGE["cost"], limit, xdist):
+        answered, refused = record["turns"]
+        assert (answered["cached"], refused["cached"]) == (True, False)
+        assert record["cached"] is False, record
+
+
 HALF_PRICED = """
 def chat(prompt, context):
     usage = {} if context.turn == 2 else {"cost": 0.5, "input_tokens": 10, "output_tokens": 10}

@@ -363,6 +363,19 @@ BAD_INPUTS = {
         ["cases.jsonl:3: row 2: a row is a JSON object, not a list"],
     ),
     "jsonl invalid": ("cases.jsonl", '{"id": "a",\n', ["cases.jsonl:1: row 1: invalid JSON*"]),
+    "jsonl trailing comma": (
+        "cases.jsonl",
+        '{"id": "a", "answer": "4",}\n',
+        [
+            "cases.jsonl:1: row 1: invalid JSON: a comma after the last entry (column 26)",
+            "*hint: remove the comma after the last entry: JSON allows no trailing comma",
+        ],
+    ),
+    "jsonl integer too long": (
+        "cases.jsonl",
+        '{"id": "a", "answer": ' + "9" * 5000 + "}\n",
+        ["cases.jsonl:1: row 1: invalid JSON: Exceeds the limit (4300 digits)*"],
+    ),
     "jsonl duplicate key": (
         "cases.jsonl",
         '{"id": "a", "answer": "4"}\n{"id": "b", "answer": "4", "answer": "5"}\n',

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..bounded_read import UnreadableFile, read_bounded
 from ..errors import InputError, Problem
-from .syntax_hints import json_syntax
+from .syntax_hints import TRAILING_COMMA_HINT, json_syntax
 from .yamlsource import Document, JsonProblem, no_json_constant, parse_yaml, unique_json_keys, yaml_kind
 
 MAX_DATASET_BYTES = 256 * 2**20  # far beyond any eval dataset; a mistaken path to a dump fails fast
@@ -164,13 +164,16 @@ def _jsonl_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
             problems.append(Problem(f"row {number}: invalid JSON: {exc}", line=line))
             continue
         except json.JSONDecodeError as exc:
-            problems.append(
-                Problem(
-                    f"row {number}: invalid JSON: {json_syntax(exc).message}",
-                    line=line,
-                    hint="each line of a .jsonl file is one JSON object",
-                )
+            syntax = json_syntax(exc)
+            hint = (
+                syntax.hint
+                if syntax.hint == TRAILING_COMMA_HINT
+                else "each line of a .jsonl file is one JSON object"
             )
+            problems.append(Problem(f"row {number}: invalid JSON: {syntax.message}", line=line, hint=hint))
+            continue
+        except ValueError as exc:  # a number Python will not read: an integer of over 4 300 digits
+            problems.append(Problem(f"row {number}: invalid JSON: {exc}", line=line))
             continue
         if not isinstance(value, dict):
             problems.append(

@@ -20,8 +20,9 @@ class PromptRequest:
     In a conversation (an eval's ``turns``) ``turn`` is this prompt's number (1, 2, …; 0 for a
     single prompt), ``history`` holds the earlier turns, oldest first, as ``(role, text)`` pairs:
     each user message and the answer to it; ``session_id`` is what the previous turn's agent CLI
-    reported, to continue its session, and ``session_tokens`` the input, output and cached input
-    tokens it reported for the whole session so far (by a CLI that reports running totals)."""
+    reported, to continue its session, and ``session_tokens`` the input, output, cached input and
+    cache-write tokens it reported for the whole session so far (by a CLI that reports running
+    totals)."""
 
     prompt: str
     model: str

@@ -285,5 +285,6 @@ def _final(text: str, usage: list[ProviderResponse], calls: list[ToolCallRecord]
         total("output_tokens"),
         tool_calls=list(calls),
         cached_input_tokens=total("cached_input_tokens"),
+        cache_write_tokens=total("cache_write_tokens"),
         finish_reason=usage[-1].finish_reason if usage else None,
     )

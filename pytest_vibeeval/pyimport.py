@@ -1,15 +1,30 @@
-"""Import a ``module:function`` target from a suite's folder (Python configurations, ``python`` checks)."""
+"""What names a Python callable (``module:function``) and importing it from a suite's folder (Python
+configurations, ``python`` checks)."""
 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 # What names a callable: ``module:function``, the module dotted (Python configurations, ``python`` checks).
 TARGET_PATTERN = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+_TARGET = re.compile(TARGET_PATTERN)
+
+
+def python_target(value: str) -> str:
+    """``value`` if it names a callable (``module:function``); a ValueError saying so if not."""
+    if not _TARGET.fullmatch(value):
+        raise ValueError(f"{value!r} is not `module:function` (e.g. `my_checks:is_polite`)")
+    return value
+
+
+PythonTarget = Annotated[str, AfterValidator(python_target)]
 
 
 class ImportProblem(Exception):

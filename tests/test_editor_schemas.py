@@ -368,6 +368,10 @@ INVALID = {
         "'simple', 'medium' or 'complex'",
     ),
     "suite-configuration-cli-and-python.yaml": ("$.configurations.app", "found cli and python"),
+    "suite-python-configuration-without-colon.yaml": (
+        "$.configurations.app.python",
+        "'app.answer' is not `package.module:function` (did you mean 'app:answer'?)",
+    ),
     "suite-empty-or.yaml": ("$.evals[0].checks[1].or", "`or` needs a non-empty list"),
     "suite-check-with-two-keys.yaml": ("$.evals[0].checks[0]", "exactly one key (found match, max_tokens)"),
     "suite-semantic-missing-threshold.yaml": (
@@ -423,7 +427,7 @@ REJECTED = {
     "bad configuration id": ("configurations: {-a: {cli: x}}", "should match pattern"),
     "python configuration without a colon": (
         "configurations: {a: {python: nocolon}}",
-        "should match pattern",
+        "is not `package.module:function`",
     ),
     "temperature too high": ("configurations: {a: {http: {temperature: 3}}}", "must be 2 or less"),
     "score bound as text": ("score: {min: '1'}", "must be a number, not the text '1'"),
@@ -466,11 +470,11 @@ REJECTED_EVALS = {
     "rows of a coding eval": ("- {prompt: p, workspace: w, grading: g, rows: [{a: 1}]}", "for prompt evals"),
     "python check without a colon": (
         "- {prompt: p, checks: [{python: nocolon}]}",
-        "is not `module:function`",
+        "is not `package.module:function`",
     ),
     "python check function without a colon": (
         "- {prompt: p, checks: [{python: {function: nocolon}}]}",
-        "is not `module:function`",
+        "is not `package.module:function`",
     ),
 }
 
@@ -546,6 +550,34 @@ def test_a_timeout_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
         '    hint: write the number without quotes: "timeout": 30000'
     )
     assert [error.json_path for error in schema_errors(path)] == ["$.configurations.a.timeout"]
+
+
+PYTHON_TARGETS = {
+    "suite": (
+        HEAD + PROMPT_EVAL + "configurations:\n  a:\n    python: app/chat.py:answer\n",
+        "7: configurations.a.python: 'app/chat.py:answer' is not `package.module:function` (did you "
+        "mean 'app.chat:answer'?): 'app/chat.py' is no module name (letters, digits, _ and dots, not "
+        "starting with a digit)",
+    ),
+    "cli-config": (
+        '{"configurations": {"a": {"name": "A", "python": "app:"}}}',
+        "1: configurations.a.python: 'app:' is not `package.module:function`: it names no function "
+        "after the colon",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "said"), [(k, *v) for k, v in PYTHON_TARGETS.items()], ids=list(PYTHON_TARGETS)
+)
+def test_a_python_target_of_another_form_is_refused_in_the_plugins_words(
+    tmp_path: Path, kind: str, text: str, said: str
+) -> None:
+    """Not pydantic's "String should match pattern": what is wrong, the form, and an example."""
+    path = write(tmp_path, kind, text)
+    example = "; e.g. `my_app.chat:answer` is answer() in my_app/chat.py"
+    assert loader_problem(path) == f"{path}:{said}{example}"
+    assert "$.configurations.a.python" in {error.json_path for error in schema_errors(path)}
 
 
 TEXT_NUMBERS = {

@@ -598,13 +598,39 @@ def test_numbers_written_as_text_that_the_loader_accepts_are_flagged_by_the_edit
     assert schema_errors(path)
 
 
-def test_a_score_bound_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
-    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + "score: {min: '50'}\n")
+EXPONENT = " (in YAML a number in exponent form needs a dot and a signed exponent)"
+BOUNDS_AS_TEXT = {
+    # written -> the hint, whose `min: …` is what YAML reads as that number
+    "quoted": ("'50'", "write the number without quotes: min: 50"),
+    "quoted exponent": ("'1e305'", "write the number without quotes: min: 1.0e+305"),
+    "exponent": ("1e305", f"YAML reads 1e305 as text, not a number{EXPONENT}: write min: 1.0e+305"),
+    "exponent with a dot": ("2.5E3", f"YAML reads 2.5E3 as text, not a number{EXPONENT}: write min: 2.5e+3"),
+    "quoted exponent YAML reads": ("-1.0e-5", "write the number without quotes: min: -1.0e-5"),
+    "leading dot and sign": ("-.5", "YAML reads -.5 as text, not a number: write min: -0.5"),
+}
+
+
+@pytest.mark.parametrize(("written", "hint"), BOUNDS_AS_TEXT.values(), ids=list(BOUNDS_AS_TEXT))
+def test_a_score_bound_written_as_text_is_refused_by_both_saying_how_to_write_it(
+    tmp_path: Path, written: str, hint: str
+) -> None:
+    """A bound YAML read as text gets a hint that fits how it was written: a quoted one "without
+    quotes", one YAML reads as text unquoted (1e305: YAML 1.1's exponent needs a dot and a sign)
+    what YAML made of it, never "without quotes"; each hint's form loads."""
+    if "without quotes" in hint and not written.startswith("'"):
+        written = f"'{written}'"
+    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + f"score: {{min: {written}}}\n")
     assert loader_problem(path) == (
-        f"{path}:5: score.min: must be a number, not the text '50'\n"
-        "    hint: write the number without quotes: min: 50"
+        f"{path}:5: score.min: must be a number, not the text {written.strip(chr(39))!r}\n    hint: {hint}"
     )
     assert schema_errors(path)
+    path.write_text(HEAD + PROMPT_EVAL + f"score: {{{hint[hint.rindex('min: ') :]}}}\n", encoding="utf-8")
+    assert loader_problem(path) is None
+
+
+def test_a_score_bound_yaml_reads_as_text_that_is_no_finite_number_gets_no_hint(tmp_path: Path) -> None:
+    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + "score: {min: inf}\n")
+    assert loader_problem(path) == f"{path}:5: score.min: must be a number, not the text 'inf'"
 
 
 # --- check types from plugins --------------------------------------------------------------------

@@ -7,8 +7,8 @@ against the rubric, ``{"score": 0–1, "reasoning": "..."}``, and the check pass
 ``aggregate`` (mean score, or majority). An answer that is no such object is a :class:`JudgeError`
 (the eval errors) naming the judge and showing the answer's start, never a pass or a silent 0; so
 is an answer holding several such objects that disagree, and so is a judge that failed or refused.
-A judge that answered so (a refusal too) is in the check's ``judges`` all the same, with that
-``error`` and what it cost.
+A judge that answered no verdict (a refusal and a filtered answer too) is in the check's ``judges``
+all the same, with that ``error`` and what its answer cost.
 The judges' cost is counted apart from the system under test's (``judge_cost``).
 """
 

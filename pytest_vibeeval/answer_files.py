@@ -9,13 +9,15 @@ import json
 import os
 import re
 import tempfile
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .answer_keys import AnswerKey
+from .answer_keys import AnswerKey, system_prompt_sent
 from .bounded_read import UnreadableFile, read_bounded
 from .loading.templates import Redactor
-from .providers.base import PromptRequest, ProviderResponse
+from .providers.base import PromptRequest, Provider, ProviderResponse
 from .results import ToolCallRecord
 
 FORMAT = 2  # of an entry; 1: without `key` and `code`, filed twice in a store
@@ -82,6 +84,27 @@ def stored_answer(
         prompt=request.prompt,
         **({"code": code} if code is not None else {}),
     )
+
+
+def answer_to_store(
+    provider: Provider,
+    request: PromptRequest,
+    key: AnswerKey,
+    config_id: str,
+    model: str,
+    source: Provider,
+    code: str | None,
+) -> tuple[ProviderResponse, dict[str, Any]]:
+    """``provider``'s answer to ``request`` and the entry it is filed as under ``key``
+    (:func:`stored_answer`): ``source`` is the provider whose request is sent (its system prompt is
+    stored), ``code`` the digest of the code that answers. An answer that reports no latency gets
+    the one measured here, which the entry keeps: a stored answer reports its original call's."""
+    started = time.perf_counter()
+    response = provider.answer(request)
+    if response.latency is None:
+        response = replace(response, latency=time.perf_counter() - started)
+    system_prompt = system_prompt_sent(source, request)
+    return response, stored_answer(response, key, config_id, model, request, system_prompt, code)
 
 
 def write_answer(path: Path, entry: dict[str, Any], redact: Redactor) -> None:

@@ -36,6 +36,7 @@ def check_record(result: CheckResult, redact: Redactor) -> CheckRecord:
             update={
                 "prompt": response_excerpt(redact(judge.prompt) or "")[0],
                 "reasoning": redact(judge.reasoning) or "",
+                "error": redact(judge.error),
             }
         )
         for judge in result.judges

@@ -17,15 +17,14 @@ that is no verdict: :func:`forget`)."""
 from __future__ import annotations
 
 import os
-import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .answer_files import AnswerFileError, answer_path, read_answer, stored_answer, write_answer
-from .answer_keys import AnswerKey, answer_key, code_digest, system_prompt_sent
+from .answer_files import AnswerFileError, answer_path, answer_to_store, read_answer, write_answer
+from .answer_keys import AnswerKey, answer_key, code_digest
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
 from .providers.factory import UnclaimedProvider
@@ -170,12 +169,8 @@ class CachingProvider(Wrapping):
         cached = self.cache.load(self.config_id, key, code)
         if cached is not None:
             return cached
-        started = time.perf_counter()
-        response = self.inner.answer(request)
-        if response.latency is None:  # a cached answer reports the latency of the call that made it
-            response = replace(response, latency=time.perf_counter() - started)
-        model, system_prompt = self.model or request.model, system_prompt_sent(self.inner, request)
-        entry = stored_answer(response, key, self.config_id, model, request, system_prompt, code)
+        model = self.model or request.model
+        response, entry = answer_to_store(self.inner, request, key, self.config_id, model, self.inner, code)
         self.cache.save(self.config_id, key, entry)
         return response
 

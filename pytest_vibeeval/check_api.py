@@ -94,7 +94,7 @@ class JudgeError(Exception):
 
     def __init__(self, message: str, judges: tuple[JudgeRecord, ...] = ()) -> None:
         super().__init__(message)
-        self.judges = judges  # the answers of the check's judges asked before the one that failed
+        self.judges = judges  # the check's judges' answers, the one that failed last if it answered
 
 
 Evaluator = Callable[[Any, Response], Verdict]

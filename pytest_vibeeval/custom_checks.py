@@ -9,7 +9,6 @@ another kind, makes the eval an error with the message, never a pass.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,26 +16,16 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
 from .check_api import CheckError, CheckName, CheckType, Response, Verdict, against_threshold, raised_at
-from .pyimport import TARGET_PATTERN, ImportProblem, import_target
+from .pyimport import ImportProblem, PythonTarget, import_target
 from .structural_checks import suite_dir
 
-TARGET = re.compile(TARGET_PATTERN)
 DEFAULT_THRESHOLD = 0.5
 RETURNS = "a bool, a 0–1 score, (verdict, reason), {pass|score, reason} or a Verdict"
 
 
-def _target(value: str) -> str:
-    if not TARGET.fullmatch(value):
-        raise ValueError(f"{value!r} is not `module:function` (e.g. `my_checks:is_polite`)")
-    return value
-
-
-Target = Annotated[str, AfterValidator(_target)]
-
-
 class PythonArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    function: Target = Field(description="`module:function`; the suite's folder is importable")
+    function: PythonTarget = Field(description="`module:function`; the suite's folder is importable")
     threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
         default=DEFAULT_THRESHOLD, description="a returned score passes at or above this (0–1)"
     )
@@ -63,7 +52,7 @@ def _parse(value: str | PythonArgs, info: ValidationInfo) -> PythonCheck:
     return PythonCheck(args.function, args.threshold, suite_dir(info).resolve(), args.name)
 
 
-PythonValue = Annotated[Target | PythonArgs, AfterValidator(_parse)]
+PythonValue = Annotated[PythonTarget | PythonArgs, AfterValidator(_parse)]
 
 
 def _score(value: Any, check: PythonCheck) -> float:

@@ -26,7 +26,6 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
-from .custom_checks import _target as _python_target
 from .models import (
     CONFIG_ID_PATTERN,
     EVAL_NAME_PATTERN,
@@ -45,7 +44,7 @@ from .models import (
 from .models.eval_config import REGISTRY, EvalConfigFile, _eval_id
 from .presets import AGENT_PRESETS, OTHER_KINDS
 from .providers.parsers import BUILTIN_PARSERS
-from .pyimport import TARGET_PATTERN
+from .pyimport import TARGET_PATTERN, python_target
 from .registry import CheckRegistry
 from .scoring.variables import EVAL_VARIABLES, run_variable_names
 
@@ -92,7 +91,7 @@ FIELD_RULES: dict[Callable[..., Any], Callable[[JsonSchema], JsonSchema]] = {
     _known_parser: _with(type="string", enum=list(BUILTIN_PARSERS)),
     _relative_file: _with(type="string", pattern=RELATIVE_FILE_PATTERN),
     _eval_id: _with(type="string", pattern=EVAL_NAME_PATTERN, **{"not": {"enum": forbidden_eval_names()}}),
-    _python_target: _with(type="string", pattern=f"^{TARGET_PATTERN}$"),
+    python_target: _with(type="string", pattern=f"^{TARGET_PATTERN}$"),
 }
 
 

@@ -6,7 +6,9 @@ against the rubric, ``{"score": 0–1, "reasoning": "..."}``, and the check pass
 ``judges: [model, ...]`` asks each model through the judge configuration; their verdicts combine by
 ``aggregate`` (mean score, or majority). An answer that is no such object is a :class:`JudgeError`
 (the eval errors) naming the judge and showing the answer's start, never a pass or a silent 0; so
-is an answer holding several such objects that disagree.
+is an answer holding several such objects that disagree, and so is a judge that failed or refused.
+A judge that answered no verdict (a refusal and a filtered answer too) is in the check's ``judges``
+all the same, with that ``error`` and what its answer cost.
 The judges' cost is counted apart from the system under test's (``judge_cost``).
 """
 
@@ -19,6 +21,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +29,9 @@ from .cache import forget
 from .check_api import JudgeError, Verdict, against_threshold
 from .checks import JudgeArgs
 from .models import Configuration
-from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .results import JudgeRecord
-from .spending import spent_measures
+from .spending import answer_measures, spent_measures
 from .surrogates import loads
 
 JUDGE_SYSTEM_PROMPT = (
@@ -194,9 +196,12 @@ class Judge:
         answers: list[JudgeRecord] = []
         for model in models:
             try:
-                answers.append(self._ask(args, response, model))
+                answer = self._ask(args, response, model)
             except JudgeError as exc:
                 raise JudgeError(str(exc), tuple(answers)) from None
+            answers.append(answer)
+            if answer.error is not None:
+                raise JudgeError(answer.error, tuple(answers))
         return combine(args, tuple(answers))
 
     def _who(self, model: str | None) -> str:
@@ -205,6 +210,9 @@ class Judge:
         return f"llm_judge: the judge model {model!r} (configuration {self.config_id!r})"
 
     def _ask(self, args: JudgeArgs, response: str, model: str | None) -> JudgeRecord:
+        """One judge's answer; one that is no verdict (a refusal, a filtered answer, or something
+        else than a verdict) has an ``error``, and what it cost all the same. A :class:`JudgeError`
+        when no answer came (the request failed): nothing is known to be spent."""
         graded = args.rubric is not None
         system = JUDGE_RUBRIC_PROMPT if graded else JUDGE_SYSTEM_PROMPT
         text = args.rubric if args.rubric is not None else args.criteria or ""
@@ -219,37 +227,29 @@ class Judge:
             self.workdir,
             grading=True,
         )
+        judged = partial(JudgeRecord, model=model, system_prompt=system, prompt=asked)
         self.calls += 1
         started = time.perf_counter()
         try:
             answer = self.provider.answer(request)
         except ProviderError as exc:
+            failed = f"{self._who(model)} failed: {exc.message}"
             spent = spent_measures(exc, self.configuration, request.model)
-            if spent:  # a refusal was paid for
-                self._count(spent["cost"], cached=False)
-            raise JudgeError(f"{self._who(model)} failed: {exc.message}") from None
+            if not spent:
+                raise JudgeError(failed) from None
+            self._count(spent["cost"], cached=False)  # a refusal was paid for
+            latency = time.perf_counter() - started
+            return judged(passed=None, reasoning="", error=failed, latency=latency, **_recorded(spent))
         latency = answer.latency if answer.latency is not None else time.perf_counter() - started
-        cost, cost_source = estimated_cost(answer, self.configuration, request.model)
-        self._count(cost, answer.cached)
+        measures = _recorded(answer_measures(answer, self.configuration, request.model))
+        self._count(measures["cost"], answer.cached)
+        judged = partial(judged, latency=latency, cached=answer.cached, **measures)
         try:
             passed, score, reasoning = _read(args, answer.text, self._who(model))
         except JudgeError as exc:
             forget(self.provider, request)  # the next run asks again instead of repeating it
-            raise JudgeError(f"{exc}{FROM_CACHE if answer.cached else ''}") from None
-        return JudgeRecord(
-            model=model,
-            system_prompt=system,
-            prompt=asked,
-            passed=passed,
-            score=score,
-            reasoning=reasoning,
-            cost=cost,
-            cost_source=cost_source,
-            input_tokens=answer.input_tokens,
-            output_tokens=answer.output_tokens,
-            latency=latency,
-            cached=answer.cached,
-        )
+            return judged(passed=None, reasoning="", error=f"{exc}{FROM_CACHE if answer.cached else ''}")
+        return judged(passed=passed, score=score, reasoning=reasoning)
 
     def _count(self, cost: float | None, cached: bool) -> None:
         """Add an answer's ``cost`` to the judge's (unknown once one's is) and tell the budget
@@ -259,6 +259,11 @@ class Judge:
         if cost is None:
             self.unpriced += 1
         self.cost = None if self.unpriced else (self.cost or 0.0) + (cost or 0.0)
+
+
+def _recorded(measures: dict[str, Any]) -> dict[str, Any]:
+    """The measures of an answer (:mod:`.spending`) that a :class:`JudgeRecord` holds."""
+    return {key: measures.get(key) for key in ("cost", "cost_source", "input_tokens", "output_tokens")}
 
 
 def _read(args: JudgeArgs, text: str, judge: str) -> tuple[bool, float | None, str]:
@@ -289,7 +294,7 @@ def combine(args: JudgeArgs, answers: tuple[JudgeRecord, ...]) -> Verdict:
         passed, compared = against_threshold(score, args.pass_mark)
         message = f"judges: mean score {compared} ({each})"
     else:
-        ayes = sum(a.passed for a in answers)
+        ayes = sum(a.passed is True for a in answers)
         passed = 2 * ayes > len(answers)
         mark = "" if score is None else f" (score >= {args.pass_mark:g})"
         message = (

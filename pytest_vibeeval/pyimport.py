@@ -1,15 +1,68 @@
-"""Import a ``module:function`` target from a suite's folder (Python configurations, ``python`` checks)."""
+"""What names a Python callable (``module:function``) and importing it from a suite's folder (Python
+configurations, ``python`` checks)."""
 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
 
 # What names a callable: ``module:function``, the module dotted (Python configurations, ``python`` checks).
 TARGET_PATTERN = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+_TARGET = re.compile(TARGET_PATTERN)
+_MODULE = re.compile(r"[A-Za-z_][\w.]*")
+_FUNCTION = re.compile(r"[A-Za-z_]\w*")
+
+
+def python_target(value: str) -> str:
+    """``value`` if it names a callable (``module:function``); else an error saying what is wrong
+    with it, the form, and the target meant where it is clear (``app.answer``: ``app:answer``)."""
+    if _TARGET.fullmatch(value):
+        return value
+    meant = _meant(value)
+    raise PydanticCustomError(
+        "python_target",
+        "{target} is not `package.module:function`{meant}: {problem}; e.g. `my_app.chat:answer` is "
+        "answer() in my_app/chat.py",
+        {
+            "target": repr(value),
+            "problem": _target_problem(value),
+            "meant": f" (did you mean {meant!r}?)" if meant else "",
+        },
+    )
+
+
+def _target_problem(value: str) -> str:
+    """What is wrong with ``value``, which is no ``module:function``."""
+    if ":" not in value:
+        return "it has no colon between the module and the function"
+    if value.count(":") > 1:
+        return "it has more than one colon"
+    module, _, function = value.partition(":")
+    if not module:
+        return "it names no module before the colon"
+    if not function:
+        return "it names no function after the colon"
+    if not _MODULE.fullmatch(module):
+        return f"{module!r} is no module name (letters, digits, _ and dots, not starting with a digit)"
+    return f"{function!r} is no function name (letters, digits and _, not starting with a digit)"
+
+
+def _meant(value: str) -> str | None:
+    """The target ``value`` most likely means: its last dot a colon (``app.answer``), a file path
+    a module (``app/chat.py:answer``), no call parentheses; None when that is no target either."""
+    module, _, function = value.rpartition(":" if ":" in value else ".")
+    candidate = f"{module.removesuffix('.py').replace('/', '.')}:{function.strip().removesuffix('()')}"
+    return candidate if _TARGET.fullmatch(candidate) else None
+
+
+PythonTarget = Annotated[str, AfterValidator(python_target)]
 
 
 class ImportProblem(Exception):

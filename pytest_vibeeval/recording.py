@@ -17,7 +17,6 @@ reading; the hashes are of the real prompt.
 
 from __future__ import annotations
 
-import time
 import warnings
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -27,12 +26,12 @@ from typing import Any
 from .answer_files import (
     AnswerFileError,
     answer_path,
+    answer_to_store,
     configuration_folder,
     read_answer,
-    stored_answer,
     write_answer,
 )
-from .answer_keys import AnswerKey, answer_key, code_digest, system_prompt_sent
+from .answer_keys import AnswerKey, answer_key, code_digest
 from .earlier_recordings import earlier_answer_path
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse, Wrapping
@@ -133,16 +132,9 @@ class RecordingProvider(Wrapping):
         self.source = source if source is not None else inner
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
-        started = time.perf_counter()
-        response = self.inner.answer(request)
-        if response.latency is None:  # replays report the latency measured now
-            response = replace(response, latency=time.perf_counter() - started)
         model = self.model or request.model
-        key = answer_key(self.source, self.config_id, model, request)
-        system_prompt = system_prompt_sent(self.source, request)
-        entry = stored_answer(
-            response, key, self.config_id, model, request, system_prompt, code_digest(self.source)
-        )
+        key, code = answer_key(self.source, self.config_id, model, request), code_digest(self.source)
+        response, entry = answer_to_store(self.inner, request, key, self.config_id, model, self.source, code)
         try:
             self.store.save(self.config_id, key, entry)
         except OSError as exc:  # the folder checked at the start is gone, full or read-only now

@@ -148,9 +148,12 @@ class JudgeRecord(Record):
         description="what the judge was asked: the criteria or rubric, the eval's prompt and the response "
         "(one longer than 64 KiB is kept as its head and tail)"
     )
-    passed: bool = Field(description="this judge's verdict (with a rubric: its score >= the threshold)")
+    passed: bool | None = Field(
+        description="this judge's verdict (with a rubric: its score >= the threshold); None: it gave "
+        "none (`error` says why)"
+    )
     score: float | None = Field(default=None, description="0–1 with a rubric; None for a pass/fail verdict")
-    reasoning: str = Field(description="why, in the judge's words")
+    reasoning: str = Field(description="why, in the judge's words; empty when it gave no verdict")
     cost: float | None = Field(
         default=None,
         description="USD: reported, else from the judge configuration's pricing or the shipped price "
@@ -168,6 +171,12 @@ class JudgeRecord(Record):
         default=False,
         description="answered from the response cache (--vibe-cache): `cost` and `latency` are the "
         "original call's, not spent again",
+    )
+    error: str | None = Field(
+        default=None,
+        description="why this judge gave no verdict, as the check's message says (the check errs): it "
+        "refused or a content filter withheld its answer (paid for all the same: `cost`), or it "
+        "answered something else; None when it gave one",
     )
 
 

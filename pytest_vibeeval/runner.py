@@ -26,12 +26,10 @@ from .answering import (
 )
 from .checks import AnyOf, CheckNode, ChecksError, named_checks
 from .conversation import run_conversation
-from .excerpts import RESPONSE_EXCERPT_CHARS, response_excerpt
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
 from .phases import Progress
-from .pricing import estimated_cost
 from .providers import PromptRequest, Provider, ProviderError
 from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
@@ -259,13 +257,10 @@ def failure_message(record: EvalRecord, response_chars: int = 600) -> str:
 
 
 __all__ = [  # and, for the modules that import them from here, what .answering holds
-    "RESPONSE_EXCERPT_CHARS",
     "ItemVerdict",
-    "estimated_cost",
     "failure_message",
     "mcp_unsupported_reason",
     "redact_steps",
     "render_checks",
-    "response_excerpt",
     "run_prompt_eval",
 ]

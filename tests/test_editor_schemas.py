@@ -368,6 +368,10 @@ INVALID = {
         "'simple', 'medium' or 'complex'",
     ),
     "suite-configuration-cli-and-python.yaml": ("$.configurations.app", "found cli and python"),
+    "suite-python-configuration-without-colon.yaml": (
+        "$.configurations.app.python",
+        "'app.answer' is not `package.module:function` (did you mean 'app:answer'?)",
+    ),
     "suite-empty-or.yaml": ("$.evals[0].checks[1].or", "`or` needs a non-empty list"),
     "suite-check-with-two-keys.yaml": ("$.evals[0].checks[0]", "exactly one key (found match, max_tokens)"),
     "suite-semantic-missing-threshold.yaml": (
@@ -423,7 +427,7 @@ REJECTED = {
     "bad configuration id": ("configurations: {-a: {cli: x}}", "should match pattern"),
     "python configuration without a colon": (
         "configurations: {a: {python: nocolon}}",
-        "should match pattern",
+        "is not `package.module:function`",
     ),
     "temperature too high": ("configurations: {a: {http: {temperature: 3}}}", "must be 2 or less"),
     "score bound as text": ("score: {min: '1'}", "must be a number, not the text '1'"),
@@ -466,11 +470,11 @@ REJECTED_EVALS = {
     "rows of a coding eval": ("- {prompt: p, workspace: w, grading: g, rows: [{a: 1}]}", "for prompt evals"),
     "python check without a colon": (
         "- {prompt: p, checks: [{python: nocolon}]}",
-        "is not `module:function`",
+        "is not `package.module:function`",
     ),
     "python check function without a colon": (
         "- {prompt: p, checks: [{python: {function: nocolon}}]}",
-        "is not `module:function`",
+        "is not `package.module:function`",
     ),
 }
 
@@ -548,6 +552,34 @@ def test_a_timeout_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
     assert [error.json_path for error in schema_errors(path)] == ["$.configurations.a.timeout"]
 
 
+PYTHON_TARGETS = {
+    "suite": (
+        HEAD + PROMPT_EVAL + "configurations:\n  a:\n    python: app/chat.py:answer\n",
+        "7: configurations.a.python: 'app/chat.py:answer' is not `package.module:function` (did you "
+        "mean 'app.chat:answer'?): 'app/chat.py' is no module name (letters, digits, _ and dots, not "
+        "starting with a digit)",
+    ),
+    "cli-config": (
+        '{"configurations": {"a": {"name": "A", "python": "app:"}}}',
+        "1: configurations.a.python: 'app:' is not `package.module:function`: it names no function "
+        "after the colon",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "said"), [(k, *v) for k, v in PYTHON_TARGETS.items()], ids=list(PYTHON_TARGETS)
+)
+def test_a_python_target_of_another_form_is_refused_in_the_plugins_words(
+    tmp_path: Path, kind: str, text: str, said: str
+) -> None:
+    """Not pydantic's "String should match pattern": what is wrong, the form, and an example."""
+    path = write(tmp_path, kind, text)
+    example = "; e.g. `my_app.chat:answer` is answer() in my_app/chat.py"
+    assert loader_problem(path) == f"{path}:{said}{example}"
+    assert "$.configurations.a.python" in {error.json_path for error in schema_errors(path)}
+
+
 TEXT_NUMBERS = {
     # docs/running.md (Editor support): the editor flags every number written as text; the loader
     # accepts these, and refuses a timeout or a score bound written so (the tests above and below)
@@ -566,13 +598,39 @@ def test_numbers_written_as_text_that_the_loader_accepts_are_flagged_by_the_edit
     assert schema_errors(path)
 
 
-def test_a_score_bound_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
-    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + "score: {min: '50'}\n")
+EXPONENT = " (in YAML a number in exponent form needs a dot and a signed exponent)"
+BOUNDS_AS_TEXT = {
+    # written -> the hint, whose `min: …` is what YAML reads as that number
+    "quoted": ("'50'", "write the number without quotes: min: 50"),
+    "quoted exponent": ("'1e305'", "write the number without quotes: min: 1.0e+305"),
+    "exponent": ("1e305", f"YAML reads 1e305 as text, not a number{EXPONENT}: write min: 1.0e+305"),
+    "exponent with a dot": ("2.5E3", f"YAML reads 2.5E3 as text, not a number{EXPONENT}: write min: 2.5e+3"),
+    "quoted exponent YAML reads": ("-1.0e-5", "write the number without quotes: min: -1.0e-5"),
+    "leading dot and sign": ("-.5", "YAML reads -.5 as text, not a number: write min: -0.5"),
+}
+
+
+@pytest.mark.parametrize(("written", "hint"), BOUNDS_AS_TEXT.values(), ids=list(BOUNDS_AS_TEXT))
+def test_a_score_bound_written_as_text_is_refused_by_both_saying_how_to_write_it(
+    tmp_path: Path, written: str, hint: str
+) -> None:
+    """A bound YAML read as text gets a hint that fits how it was written: a quoted one "without
+    quotes", one YAML reads as text unquoted (1e305: YAML 1.1's exponent needs a dot and a sign)
+    what YAML made of it, never "without quotes"; each hint's form loads."""
+    if "without quotes" in hint and not written.startswith("'"):
+        written = f"'{written}'"
+    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + f"score: {{min: {written}}}\n")
     assert loader_problem(path) == (
-        f"{path}:5: score.min: must be a number, not the text '50'\n"
-        "    hint: write the number without quotes: min: 50"
+        f"{path}:5: score.min: must be a number, not the text {written.strip(chr(39))!r}\n    hint: {hint}"
     )
     assert schema_errors(path)
+    path.write_text(HEAD + PROMPT_EVAL + f"score: {{{hint[hint.rindex('min: ') :]}}}\n", encoding="utf-8")
+    assert loader_problem(path) is None
+
+
+def test_a_score_bound_yaml_reads_as_text_that_is_no_finite_number_gets_no_hint(tmp_path: Path) -> None:
+    path = write(tmp_path, "suite", HEAD + PROMPT_EVAL + "score: {min: inf}\n")
+    assert loader_problem(path) == f"{path}:5: score.min: must be a number, not the text 'inf'"
 
 
 # --- check types from plugins --------------------------------------------------------------------

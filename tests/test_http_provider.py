@@ -327,8 +327,8 @@ def test_cached_input_tokens_are_priced_at_the_cached_rate_when_one_is_set() -> 
 
 
 def test_the_shipped_price_table_is_used_for_known_http_models() -> None:
+    from pytest_vibeeval.pricing import estimated_cost
     from pytest_vibeeval.providers import ProviderResponse
-    from pytest_vibeeval.runner import estimated_cost
 
     response = ProviderResponse("x", None, 1_000_000, 1_000_000)
     http = Configuration.model_validate({"http": {}, "model": "openai/gpt-4o-mini"})

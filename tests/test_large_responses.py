@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from helpers import PYTHON, XDIST_MODES, agent, evals_by_nodeid, load_json, run, write
 
+from pytest_vibeeval.excerpts import RESPONSE_EXCERPT_CHARS, response_excerpt
 from pytest_vibeeval.results import EvalRecord
-from pytest_vibeeval.runner import RESPONSE_EXCERPT_CHARS, failure_message, response_excerpt
+from pytest_vibeeval.runner import failure_message
 
 # 300 000 characters: a start, a word only in the middle, and the answer at the very end.
 LONG_AGENT = """

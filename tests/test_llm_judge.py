@@ -323,6 +323,36 @@ def test_a_refused_judge_answer_counts_in_the_judge_cost_and_the_budget(
         assert (record["cost"], record["judge_cost"]) == (USAGE["cost"], USAGE["cost"])
 
 
+NO_VERDICT = {
+    "refusal": 'failed: the model refused to answer (message.refusal): "I can\'t help with that."',
+    "filtered": "withheld the answer: its content filter stopped it (finish_reason: content_filter)",
+    "judge-garbage": "did not answer a JSON verdict",
+}
+
+
+@pytest.mark.parametrize("judge_model", list(NO_VERDICT))
+@XDIST_MODES
+def test_a_judge_that_answered_no_verdict_is_in_the_checks_judges_with_what_it_cost(
+    pytester: pytest.Pytester, server: ChatServer, xdist: list[str], judge_model: str
+) -> None:
+    """A judge that refused, whose answer a content filter withheld, or that answered something else
+    than a verdict was paid for: it is in the check's `judges`, with no verdict, why it gave none and
+    what it cost, so a reader sees which judge the eval's judge_cost went to."""
+    judged_suite(pytester.path, server.url, f"vendor/{judge_model}")
+    results = pytester.path / "results.json"
+    run(pytester, "--vibe-results", results, xdist=xdist).assert_outcomes(passed=1, failed=1)
+    capital = evals_by_nodeid(load_json(results))["judged.eval.yaml::capital[sut]"]
+    [check] = capital["checks"]
+    assert (capital["outcome"], check["error"], check["passed"]) == ("error", True, None)
+    [judged] = check["judges"]
+    assert (judged["model"], judged["passed"], judged["score"], judged["reasoning"]) == (None, None, None, "")
+    assert judged["error"] == check["message"] and NO_VERDICT[judge_model] in judged["error"], judged["error"]
+    assert (judged["cost"], judged["cost_source"]) == (USAGE["cost"], "reported")
+    assert (judged["input_tokens"], judged["output_tokens"], judged["cached"]) == (12, 5, False)
+    assert judged["latency"] is not None and "impartial grader" in judged["system_prompt"]
+    assert capital["judge_cost"] == judged["cost"]
+
+
 JUDGES_APP = """
 import json
 

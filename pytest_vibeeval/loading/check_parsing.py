@@ -108,7 +108,8 @@ def _parse_one(
             message = error["msg"].removeprefix("Value error, ")
             hint = None
             clean = doc.clean_loc(sub)
-            described = describe(error, clean[-1] if clean else None, json_file=False)
+            unquoted = clean in doc.numbers_as_text
+            described = describe(error, clean[-1] if clean else None, json_file=False, unquoted=unquoted)
             if described is not None:
                 message, hint = described
             if error["type"] == "string_too_short":

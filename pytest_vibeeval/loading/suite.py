@@ -200,7 +200,8 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
             )
             continue
         message, hint = error["msg"], None
-        described = describe(error, clean[-1] if clean else None, doc.path.suffix.lower() == ".json")
+        json_file = doc.path.suffix.lower() == ".json"
+        described = describe(error, clean[-1] if clean else None, json_file, clean in doc.numbers_as_text)
         if described is not None:
             message, hint = described
         if kind == "too_short" and clean == ("evals",):

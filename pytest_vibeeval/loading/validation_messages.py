@@ -4,6 +4,7 @@ what, and how to write it."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from datetime import date
@@ -30,6 +31,7 @@ _NUMBER_KINDS = {
     "float_type": "a number",
     "float_parsing": "a number",
 }
+_EXPONENT = re.compile(r"([-+]?)(\d*)(?:\.(\d*))?[eE]([-+]?)(\d+)")
 _BOUNDS = {  # pydantic's bound errors: the bound's key in the error's ctx, and how it is said
     "greater_than": ("gt", "must be greater than {}"),
     "greater_than_equal": ("ge", "must be {} or more"),
@@ -88,17 +90,37 @@ def _text_problem(value: Any, key: str | int | None, json_file: bool) -> tuple[s
     return f"must be text, not {given(value)}{why}", hint
 
 
-def _number_hint(kind: str, value: Any, key: str | int | None, json_file: bool) -> str | None:
-    """ "write it without quotes" for a number in quotes."""
+def _number_hint(kind: str, value: Any, key: str | int | None, json_file: bool, unquoted: bool) -> str | None:
+    """How to write a number that was read as text: without quotes, or, where YAML reads it as text
+    unquoted (``unquoted``) or would without the quotes (``1e305``), as YAML writes a number."""
     if not isinstance(value, str):
         return None
+    written = value.strip()
     try:
-        float(value)  # a number in quotes, or no number at all
+        number = float(written)
     except ValueError:
+        return None  # no number at all
+    whole = re.fullmatch(r"[+-]?\d+", written) is not None
+    if not (kind.startswith("float") or whole) or not math.isfinite(number):
         return None
-    if kind.startswith("float") or re.fullmatch(r"[+-]?\d+", value.strip()):
-        return f"write the number without quotes: {_entry(key, value.strip(), json_file)}"
-    return None
+    meant = written
+    if not json_file and not isinstance(yaml.safe_load(written), int | float):
+        meant = str(int(written)) if whole else _yaml_number(written, number)
+    if not unquoted:
+        return f"write the number without quotes: {_entry(key, meant, json_file)}"
+    why = " (in YAML a number in exponent form needs a dot and a signed exponent)"
+    why = why if _EXPONENT.fullmatch(written) else ""
+    return f"YAML reads {written} as text, not a number{why}: write {_entry(key, meant, False)}"
+
+
+def _yaml_number(text: str, number: float) -> str:
+    """``number``, written ``text``, as YAML 1.1 reads a number: an exponent form with a dot and a
+    signed exponent (``1e305``: ``1.0e+305``), else as Python writes it (``-.5``: ``-0.5``)."""
+    match = _EXPONENT.fullmatch(text) or _EXPONENT.fullmatch(repr(number))
+    if match is None:
+        return repr(number)
+    sign, whole, fraction, exponent_sign, exponent = match.groups()
+    return f"{sign}{whole or '0'}.{fraction or '0'}e{exponent_sign or '+'}{exponent}"
 
 
 def _mapping_hint(value: Any, key: str | int | None, json_file: bool) -> str | None:
@@ -117,17 +139,20 @@ def _list_hint(value: Any, key: str | int | None, json_file: bool) -> str | None
     return f"write a list, e.g. {_entry(key, f'[{item}]', json_file)}"
 
 
-def describe(error: Any, key: str | int | None, json_file: bool) -> tuple[str, str | None] | None:
+def describe(
+    error: Any, key: str | int | None, json_file: bool, unquoted: bool = False
+) -> tuple[str, str | None] | None:
     """The message and hint for one pydantic error about the value of ``key`` (the last key of its
     location: a list index for an item), or None to keep pydantic's message. ``json_file``: the
-    file is JSON, where strings are in double quotes."""
+    file is JSON, where strings are in double quotes; ``unquoted``: the value is text YAML read
+    from a number written without quotes (:attr:`.yamlsource.Document.numbers_as_text`)."""
     kind = error["type"]
     value = error.get("input")
     field_hint = FIELD_HINTS.get(key) if isinstance(key, str) else None
     if kind == "string_type":
         return _text_problem(value, key, json_file)
     if kind in _NUMBER_KINDS:
-        hint = _number_hint(kind, value, key, json_file)
+        hint = _number_hint(kind, value, key, json_file, unquoted)
         return f"must be {_NUMBER_KINDS[kind]}, not {given(value)}", hint or field_hint
     if kind in _BOUNDS:
         name, said = _BOUNDS[kind]

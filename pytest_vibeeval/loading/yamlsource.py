@@ -9,7 +9,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -46,6 +46,9 @@ class Document:
     path: Path
     data: Any
     lines: dict[Loc, int] = field(default_factory=dict)
+    # the unquoted values YAML 1.1 read as text that Python reads as numbers (`1e305`: YAML wants
+    # `1.0e+305`), so that a message does not say to drop quotes that are not there
+    numbers_as_text: set[Loc] = field(default_factory=set)
 
     def line_of(self, loc: Loc) -> int | None:
         """Line of the deepest node on ``loc`` that exists in the data (see :meth:`clean_loc`)."""
@@ -87,6 +90,8 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 INT_TAG = "tag:yaml.org,2002:int"
 _STARTS = frozenset({yaml.SequenceStartEvent, yaml.MappingStartEvent})
 _ENDS = frozenset({yaml.SequenceEndEvent, yaml.MappingEndEvent})
+# how a finite number Python reads in a text starts (a text that starts otherwise is none)
+_NUMBER_STARTS = frozenset("0123456789+-.")
 # what YAML counts as a line break, as the parser's marks do (CRLF is one)
 _LINE_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")
 
@@ -103,6 +108,7 @@ class _Builder:
         # without aliases no node is reached twice: nothing to count
         self.built: set[yaml.Node] | None = set() if aliases else None
         self.count = 0
+        self.numbers_as_text: set[Loc] = set()
 
     def _tick(self, node: yaml.Node) -> None:
         """Count ``node`` if it was built before (reached again through an alias or a merge key), and
@@ -199,6 +205,16 @@ class _Builder:
                     own.append((key, key_node, value_node))
         return own
 
+    def _note_number(self, node: yaml.ScalarNode, loc: Loc) -> None:
+        """Note ``loc`` if ``node`` is a number written without quotes that YAML 1.1 reads as text."""
+        if node.style:
+            return
+        try:
+            float(node.value)
+        except ValueError:
+            return
+        self.numbers_as_text.add(loc)
+
     def build(self, node: yaml.Node, loc: Loc, depth: int) -> Any:
         if self.built is not None:
             self._tick(node)
@@ -226,6 +242,8 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(child, (*loc, i), depth + 1) for i, child in enumerate(node.value)]
         if node.tag == STR_TAG:  # most scalars: the text itself (see _construct)
+            if node.value[:1] in _NUMBER_STARTS:
+                self._note_number(cast(yaml.ScalarNode, node), loc)
             return node.value
         return self._construct(node)
 
@@ -350,7 +368,7 @@ def parse_yaml(path: Path, text: str) -> Document:
         raise _reader_error(path, text, exc) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(path), [Problem(f"invalid YAML: {exc}")]) from None
-    return Document(path, data, builder.lines)
+    return Document(path, data, builder.lines, builder.numbers_as_text)
 
 
 def load_document(path: Path) -> Document:

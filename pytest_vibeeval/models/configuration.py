@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 
 from ..errors import did_you_mean
 from ..presets import AGENT_PRESETS, OTHER_KINDS, with_preset
-from ..pyimport import TARGET_PATTERN
+from ..pyimport import PythonTarget
 from .common import (
     DEFAULT_TIMEOUT_MS,
     PARSERS_CONTEXT,
@@ -247,7 +247,7 @@ class Configuration(StrictModel):
         description="the executable: a name on PATH, or a path (a relative one from the folder of the "
         "file that defines the configuration)",
     )
-    python: Annotated[str, StringConstraints(pattern=f"^{TARGET_PATTERN}$")] | None = Field(
+    python: PythonTarget | None = Field(
         default=None,
         description="`module:function`, called in-process as function(prompt, context) or "
         "function(prompt); the suite's folder is importable",

@@ -126,8 +126,9 @@ AGENT_PRESETS: dict[str, Preset] = {
         mcp="gemini",
         env=("GEMINI_*", "GOOGLE_*", *NETWORK_ENV),
     ),
-    # A fork of Gemini CLI: the same flags and output formats (choose the backend with
-    # `--provider` in your own args).
+    # A fork of Gemini CLI with its output formats, but no --skip-trust (it runs in a new folder).
+    # The backend comes from a profile (LLXPRT_PROFILE) or --provider in your own args. Headless,
+    # auto_edit offers the read-only tools and `replace` (which creates files), no write_file or shell.
     "llxprt": Preset(
         cli="llxprt",
         args=("--output-format", "stream-json", "--approval-mode", "auto_edit", "-p", "${PROMPT}"),

@@ -1,7 +1,8 @@
 """Contract tests: the real agent CLIs (pinned, installed by ``tests/real_clis/install.py``) driven
 through the plugin's presets in real pytest runs, against the scripted API server of
 ``tests/real_clis/api_server.py`` on 127.0.0.1, each with a private HOME. They skip, saying why,
-where node or the install is missing.
+where node or the install is missing (llxprt's package may be missing from the registry: name a
+build of it in ``VIBE_CLI_LLXPRT``, see docs/development.md).
 
 One pytest run per CLI holds a configuration per scenario (plain answer, a tool that writes a
 file, a tool that fails, 401, 500); a second, with ``-n 2``, runs a scenario per CLI again and a
@@ -39,12 +40,26 @@ ERRORS = {
     "claude-code": ("the model API answered with status 401", "the model API answered with status 500"),
     "codex": ("unexpected status 401 Unauthorized", "codex reported turn.failed"),
     "gemini": ('"code":401', '"code":500'),
+    "llxprt": ("an error (status 401)", "an error (status 500)"),
     "aider": ("aider reported an API error: litellm.AuthenticationError", "litellm.InternalServerError"),
 }
 REPORTS_COST = {"claude-code", "aider"}
-REPORTS_LATENCY = {"claude-code", "gemini"}  # duration_ms in their final event
-FAILING_TOOL = {"claude-code": "Read", "codex": "command_execution", "gemini": "read_file", "aider": "edit"}
-WRITING_TOOL = {"claude-code": "Write", "codex": "command_execution", "gemini": "write_file", "aider": "edit"}
+REPORTS_LATENCY = {"claude-code", "gemini", "llxprt"}  # duration_ms in their final event
+FAILING_TOOL = {
+    "claude-code": "Read",
+    "codex": "command_execution",
+    "gemini": "read_file",
+    "llxprt": "read_file",
+    "aider": "edit",
+}
+# llxprt under auto_edit offers `replace` (which creates a file from an empty old_string), not write_file
+WRITING_TOOL = {
+    "claude-code": "Write",
+    "codex": "command_execution",
+    "gemini": "write_file",
+    "llxprt": "replace",
+    "aider": "edit",
+}
 
 
 @pytest.fixture(scope="module")
@@ -176,10 +191,11 @@ def test_xdist_run_and_coding_eval(pytester: pytest.Pytester, api: AgentApiServe
     require(preset)
     prompt_suite(pytester.path, preset, ("plain", "broken"), api)
     coding_config_dir(pytester.path, preset, api)
-    # Inside bwrap, codex and gemini cannot write their HOME (codex: "failed to initialize
-    # in-process app-server client: Read-only file system"; gemini: EROFS on ~/.gemini, exit 1):
-    # they run unconfined here (see "codex, gemini and sandboxes" in docs/configurations.md).
-    sandbox = ("--vibe-sandbox", "none") if preset in ("codex", "gemini") else ()
+    # Inside bwrap, codex, gemini and llxprt cannot write their HOME (codex: "failed to initialize
+    # in-process app-server client: Read-only file system"; gemini: EROFS on ~/.gemini, exit 1;
+    # llxprt: EROFS on ~/.local, exit 1): they run unconfined here (see "codex, gemini, llxprt and
+    # sandboxes" in docs/configurations.md).
+    sandbox = ("--vibe-sandbox", "none") if preset in ("codex", "gemini", "llxprt") else ()
     result, by_config = records(pytester, ["-n", "2"], *sandbox)
     assert "INTERNALERROR" not in result.stdout.str()
     nodes = evals_by_nodeid(load_json(pytester.path / "results.json"))

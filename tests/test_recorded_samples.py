@@ -11,7 +11,7 @@ from helpers import PYTHON, XDIST_MODES, load_json, run, write
 
 from pytest_vibeeval.models import OutputSpec
 from pytest_vibeeval.providers.failure import failure_report
-from pytest_vibeeval.providers.output import OutputError
+from pytest_vibeeval.providers.output import OutputError, ParsedOutput
 from pytest_vibeeval.providers.parse_codex import own_sandbox_problem
 from pytest_vibeeval.providers.parsers import parse_with
 from pytest_vibeeval.results import StepRecord
@@ -217,3 +217,43 @@ def test_a_coding_eval_whose_agent_reported_an_api_error_is_an_error_naming_it(
         "the agent reported its run failed: output.parser 'aider': aider reported an API error: "
         "litellm.AuthenticationError"
     )
+
+
+def test_llxprt_api_errors_name_the_status() -> None:
+    """llxprt ends an API error with an `error` event (no `result`) whose `status` is the HTTP one."""
+    assert error_of("llxprt", "llxprt/recorded/unauthorized.jsonl") == (
+        "output.parser 'llxprt': the run reported an error (status 401) and no `result` event: "
+        "Provider retries exhausted after 1 transport attempts: invalid api key for the scripted server"
+    )
+    assert "an error (status 500) and no `result` event" in error_of("llxprt", "llxprt/recorded/broken.jsonl")
+
+
+def tool_calls_of(parsed: ParsedOutput) -> list[tuple[str, bool | None, str | None]]:
+    return [(call.tool, call.success, call.error) for call in parsed.tool_calls]
+
+
+def test_llxprt_stream_json() -> None:
+    plain = parse_with("llxprt", RECORDED / "llxprt/recorded/plain.jsonl")
+    assert (plain.text, plain.input_tokens, plain.output_tokens) == ("The answer is 4.", 120, 30)
+    assert plain.latency == pytest.approx(0.122) and plain.tool_calls == ()
+    wrote = parse_with("llxprt", RECORDED / "llxprt/recorded/write.jsonl")
+    assert tool_calls_of(wrote) == [("replace", True, None)]  # auto_edit offers no write_file
+    assert (wrote.input_tokens, wrote.output_tokens) == (240, 60)
+    failed = parse_with("llxprt", RECORDED / "llxprt/recorded/fail.jsonl")
+    assert tool_calls_of(failed) == [("read_file", False, "File not found: /tmp/item/no-such-file.txt")]
+    assert failed.text.startswith("Done: the tool said: ")
+
+
+def test_llxprt_json_output(tmp_path: Path) -> None:
+    """`--output-format json` counts tool calls per tool, and writes an error to stderr only."""
+    wrote = parse_with("llxprt", RECORDED / "llxprt/recorded/write.json")
+    assert wrote.text == "Done: the tool said: Created new file: /tmp/item/hello.txt with provided content."
+    assert (wrote.input_tokens, wrote.output_tokens) == (240, 60)
+    assert tool_calls_of(wrote) == [("replace", True, None)]
+    assert parse_with("llxprt", RECORDED / "llxprt/recorded/plain.json").text == "The answer is 4."
+    empty = tmp_path / "agent.stdout"
+    empty.write_bytes(b"")
+    stderr = RECORDED / "llxprt/recorded/unauthorized-json.stderr"
+    report = failure_report("llxprt exited with code 1", empty, stderr, OutputSpec(parser="llxprt"))
+    assert '    "status": 401,' in report.splitlines()  # the tail of stderr
+    assert "invalid api key for the scripted server" in report

@@ -41,6 +41,7 @@ def _gemini_stream(path: Path) -> ParsedOutput:
     chunks: list[str] = []
     result: dict[str, Any] | None = None
     last_error: str | None = None
+    error_status: int | None = None
     seen = 0
     for event in json_events(path):
         seen += 1
@@ -61,11 +62,14 @@ def _gemini_stream(path: Path) -> ParsedOutput:
             calls.finish(call_id, success, str(message or "error"), duration)
         elif kind == "error":  # warnings, and errors that may end the run
             last_error = str(event.get("message") or "no message")
+            status = event.get("status")  # llxprt's: the model API's HTTP status
+            error_status = status if isinstance(status, int) and not isinstance(status, bool) else None
         elif kind == "result":
             result = event
     if result is None:
         if last_error is not None:
-            raise AgentReported(f"the run reported an error and no `result` event: {shorten(last_error)}")
+            said = "an error" if error_status is None else f"an error (status {error_status})"
+            raise AgentReported(f"the run reported {said} and no `result` event: {shorten(last_error)}")
         raise no_final("`result` event", seen)
     if result.get("status") == "error":
         message = as_dict(result.get("error")).get("message") or "no message"
@@ -114,10 +118,12 @@ def _gemini_json(path: Path) -> ParsedOutput:
 def parse_gemini(path: Path) -> ParsedOutput:
     """Gemini CLI's stream-json events: assistant ``message`` chunks (joined: the response),
     ``tool_use`` / ``tool_result`` (``status``, ``error``; the duration from their timestamps)
-    and the final ``result`` (``stats``: tokens, ``duration_ms``). Also reads ``--output-format
-    json`` (``response``, ``stats.models``; tool calls only as counts per tool, so its records
-    carry no error or duration). Notices before the JSON are passed over; output without any JSON
-    is read as a stream without its ``result`` event (empty: the run was cut off)."""
+    and the final ``result`` (``stats``: tokens, ``duration_ms``); a run without one that reported
+    an ``error`` (llxprt's, on an API error, with the HTTP ``status``) is the agent's failure.
+    Also reads ``--output-format json`` (``response``, ``stats.models``; tool calls only as counts
+    per tool, so its records carry no error or duration). Notices before the JSON are passed over;
+    output without any JSON is read as a stream without its ``result`` event (empty: the run was
+    cut off)."""
     start = json_start(path)
     try:
         first = json.loads(start)

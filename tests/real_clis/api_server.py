@@ -1,7 +1,8 @@
 """A scripted model API server for the real agent CLIs, on 127.0.0.1, built on the tests' chat
 server (:class:`chat_server.ChatServer`): the subset of four APIs that the CLIs call.
 
-- Anthropic Messages (``POST …/v1/messages``, streamed or not; ``count_tokens``): claude-code
+- Anthropic Messages (``POST …/v1/messages``, streamed or not; ``count_tokens``): claude-code,
+  llxprt (its ``anthropic`` provider)
 - OpenAI Responses (``POST …/responses``, streamed): codex
 - OpenAI chat completions (``POST …/chat/completions``): aider
 - Gemini (``POST …/models/<model>:streamGenerateContent`` / ``:generateContent`` / ``:countTokens``):
@@ -70,6 +71,8 @@ def _write_call(tools: list[str], cwd: str | None, path: str, text: str) -> Turn
         return Turn(tool="Write", arguments={"file_path": where, "content": text})
     if "write_file" in tools:
         return Turn(tool="write_file", arguments={"file_path": path, "content": text})
+    if "replace" in tools:  # llxprt's only editing tool under auto_edit: "" creates the file
+        return Turn(tool="replace", arguments={"file_path": where, "old_string": "", "new_string": text})
     if "apply_patch" in tools:
         return Turn(tool="apply_patch", raw_input=_patch_add(path, text))
     if "exec_command" in tools:
@@ -81,8 +84,9 @@ def _failing_call(tools: list[str], cwd: str | None) -> Turn:
     """A call of a tool that fails: reading (or patching) a file that does not exist."""
     if "Read" in tools:
         return Turn(tool="Read", arguments={"file_path": f"{cwd or '/nonexistent'}/{MISSING_FILE}"})
-    if "read_file" in tools:
-        return Turn(tool="read_file", arguments={"file_path": MISSING_FILE})
+    if "read_file" in tools:  # llxprt's wants an absolute path, gemini's takes a relative one
+        where = f"{cwd}/{MISSING_FILE}" if cwd else MISSING_FILE
+        return Turn(tool="read_file", arguments={"file_path": where})
     if "apply_patch" in tools:
         patch = f"*** Begin Patch\n*** Update File: {MISSING_FILE}\n@@\n-old\n+new\n*** End Patch\n"
         return Turn(tool="apply_patch", raw_input=patch)
@@ -112,12 +116,12 @@ def next_turn(scenario: str, tools: list[str], results: list[str], cwd: str | No
     raise LookupError(f"unknown scenario {scenario!r}")
 
 
-_CWD = re.compile(r"working directory: (/\S+)", re.IGNORECASE)
+_CWD = re.compile(r"(?:working directory|workspace root): (/\S+)", re.IGNORECASE)
 
 
 def working_directory(texts: Iterable[str]) -> str | None:
-    """The working directory a CLI states in its system prompt (claude-code's Write wants an
-    absolute path)."""
+    """The working directory a CLI states in its system prompt (claude-code's Write and llxprt's
+    replace want an absolute path)."""
     for text in texts:
         match = _CWD.search(text)
         if match:
@@ -265,7 +269,8 @@ class AgentApiServer(ChatServer):
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": USAGE_OUT},
+                    # cumulative, as the API sends it now (llxprt takes it for the whole usage)
+                    "usage": usage,
                 },
             ),
             ("message_stop", {"type": "message_stop"}),

@@ -18,6 +18,7 @@ MODELS = {
     "claude-code": "claude-sonnet-4-5",
     "codex": "gpt-5.1-codex",
     "gemini": "gemini-2.5-pro",
+    "llxprt": "claude-sonnet-4-5",
     "aider": "openai/gpt-4o",
 }
 # The local server, never a proxy (a CI machine's proxy variables would catch 127.0.0.1).
@@ -85,6 +86,21 @@ def cli_setup(preset: str, home: Path, base_url: str, bin_dir: Path) -> CliSetup
             encoding="utf-8",
         )
         env |= {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": DUMMY_KEY}
+    elif preset == "llxprt":
+        # The backend comes from a profile that LLXPRT_PROFILE names (the preset's arguments stay
+        # as they are), the key from the environment. One attempt: its default is six, with
+        # backoff from 4 s, on a 500 (minutes). Its error reports go to TMPDIR.
+        profiles = home / ".config" / "llxprt-code" / "profiles"
+        profiles.mkdir(parents=True, exist_ok=True)
+        profile = {
+            "version": 1,
+            "provider": "anthropic",
+            "model": model,
+            "ephemeralSettings": {"base-url": base_url, "retries": 1, "retrywait": 0},
+        }
+        (profiles / "scripted.json").write_text(json.dumps(profile), encoding="utf-8")
+        (home / "tmp").mkdir(exist_ok=True)
+        env |= {"LLXPRT_PROFILE": "scripted", "ANTHROPIC_API_KEY": DUMMY_KEY, "TMPDIR": str(home / "tmp")}
     elif preset == "aider":
         # aider fetches litellm's model price list from GitHub unless its cache (a day old at most)
         # holds an entry, and prints a failed fetch into the answer (no network, no DNS); an empty

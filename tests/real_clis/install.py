@@ -7,7 +7,9 @@ The cache folder is ``$VIBE_CLI_CACHE``, by default ``pytest-vibeeval/clis`` und
 ``$XDG_CACHE_HOME`` (``~/.cache``). ``VIBE_CLI_VERSIONS=latest`` installs today's releases instead of
 the pinned ones (into folders of their own, refreshed on every install). A CLI whose package asks
 for a newer Node than the system's gets the ``node`` package of that major version beside it.
-Exits 0 when every CLI asked for is installed, else 1 with one line per failure.
+``VIBE_CLI_<PRESET>`` (``VIBE_CLI_LLXPRT``; ``-`` as ``_``) names an executable to test instead of
+the install, such as a build from source where the registry lacks the package. Exits 0 when every
+CLI asked for is installed, else 1 with one line per failure.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 INSTALLED = ".installed"  # written last: its presence means the folder is complete
+FAILED = ".failed"  # why the last install failed, for the tests' skip reason
 
 
 @dataclass(frozen=True)
@@ -42,13 +45,18 @@ CLIS: dict[str, Cli] = {
         Cli("claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude", "npm"),
         Cli("codex", "@openai/codex", "0.169.0", "codex", "npm"),
         Cli("gemini", "@google/gemini-cli", "0.61.0", "gemini", "npm"),
+        Cli("llxprt", "@vybestack/llxprt-code", "0.10.0", "llxprt", "npm"),
         Cli("aider", "aider-chat", "0.86.2", "aider", "pypi"),
     )
 }
 
 
 class InstallError(RuntimeError):
-    """A CLI could not be installed; the message says why."""
+    """A CLI could not be installed; the message says why, ``output`` is what the command printed."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
 
 
 def _default_cache() -> Path:
@@ -76,26 +84,49 @@ def folder(cli: Cli, version: str | None = None) -> Path:
     return cache_dir() / f"{cli.preset}-{version or wanted_version(cli)}"
 
 
+def override_variable(cli: Cli) -> str:
+    """The variable naming an executable to test instead of the install: ``VIBE_CLI_LLXPRT``."""
+    return "VIBE_CLI_" + cli.preset.upper().replace("-", "_")
+
+
+def override(cli: Cli) -> Path | None:
+    """The executable ``VIBE_CLI_<PRESET>`` names, if it is set."""
+    value = os.environ.get(override_variable(cli), "").strip()
+    return Path(value).expanduser().absolute() if value else None
+
+
 def bin_dir(cli: Cli, version: str | None = None) -> Path:
     """The folder holding the CLI's executable (and, where it needs one, its own ``node``)."""
+    chosen = override(cli)
+    if chosen is not None:
+        return chosen.parent
     root = folder(cli, version)
     return root / "bin" if cli.registry == "pypi" else root / "node_modules" / ".bin"
 
 
 def installed(cli: Cli) -> Path | None:
-    """The CLI's executable if its install is complete, else None."""
+    """The CLI's executable if its install is complete (or the one ``VIBE_CLI_<PRESET>`` names
+    exists), else None."""
+    chosen = override(cli)
+    if chosen is not None:
+        return chosen if chosen.is_file() else None
     path = bin_dir(cli) / cli.executable
     return path if (folder(cli) / INSTALLED).exists() and path.exists() else None
 
 
 def missing_reason(cli: Cli) -> str | None:
     """Why the CLI cannot run here (for a skip), or None."""
+    chosen = override(cli)
+    if chosen is not None:
+        return None if chosen.is_file() else f"{override_variable(cli)}: no file {chosen}"
     if cli.registry == "npm" and shutil.which("node") is None and not (bin_dir(cli) / "node").exists():
         return f"{cli.preset}: node is not on PATH"
     if installed(cli) is None:
+        failed = folder(cli) / FAILED
+        why = f" (the last install failed: {failed.read_text().strip()})" if failed.is_file() else ""
         return (
-            f"{cli.package} {wanted_version(cli)} is not installed in {folder(cli)}: "
-            "run `python tests/real_clis/install.py`"
+            f"{cli.package} {wanted_version(cli)} is not installed in {folder(cli)}{why}: "
+            f"run `python tests/real_clis/install.py`, or name a build in {override_variable(cli)}"
         )
     return None
 
@@ -107,7 +138,9 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
         raise InstallError(f"{argv[0]}: {exc}") from None
     if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-10:])
-        raise InstallError(f"`{' '.join(argv)}` exited with code {done.returncode}:\n{tail}")
+        raise InstallError(
+            f"`{' '.join(argv)}` exited with code {done.returncode}:\n{tail}", done.stderr or done.stdout
+        )
     return done.stdout
 
 
@@ -140,8 +173,21 @@ def _install_pypi(cli: Cli, root: Path, version: str) -> None:
     _run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--upgrade", spec])
 
 
+def _first_lines(error: InstallError) -> str:
+    """The first two lines the failed command printed, or the error's message: npm's ``npm error
+    code E404; npm error 404 Not Found - GET …``."""
+    lines = [line.strip() for line in error.output.splitlines() if line.strip()]
+    return "; ".join(lines[:2]) or str(error)
+
+
 def install(cli: Cli) -> Path:
-    """Install ``cli`` (once per version; ``latest`` every time) and return its executable."""
+    """Install ``cli`` (once per version; ``latest`` every time) and return its executable: the
+    one ``VIBE_CLI_<PRESET>`` names instead, where it is set."""
+    if override(cli) is not None:
+        chosen = installed(cli)
+        if chosen is None:
+            raise InstallError(str(missing_reason(cli)))
+        return chosen
     version = wanted_version(cli)
     root = folder(cli, version)
     root.mkdir(parents=True, exist_ok=True)
@@ -151,10 +197,15 @@ def install(cli: Cli) -> Path:
         if done is not None and version != "latest":
             return done
         (root / INSTALLED).unlink(missing_ok=True)
-        if cli.registry == "npm":
-            _install_npm(cli, root, version)
-        else:
-            _install_pypi(cli, root, version)
+        try:
+            if cli.registry == "npm":
+                _install_npm(cli, root, version)
+            else:
+                _install_pypi(cli, root, version)
+        except InstallError as exc:
+            (root / FAILED).write_text(_first_lines(exc) + "\n")
+            raise
+        (root / FAILED).unlink(missing_ok=True)
         (root / INSTALLED).write_text(version + "\n")
     path = installed(cli)
     if path is None:

@@ -7,6 +7,7 @@ import filecmp
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -27,17 +28,45 @@ def _umask() -> int:
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
     rename it over ``path``: a reader sees the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with _written(path.parent, path.name, text) as temporary:
+        os.replace(temporary, path)
+
+
+def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:
+    """Write ``text`` as :func:`write_atomic` does to ``<folder>/<stem>.json``, or ``<stem>-2.json``,
+    … when that name is taken, and return the path: never over another file, even one another session
+    writes under the same name at the same moment (the whole file is linked to a name, which fails
+    when the name exists)."""
+    with _written(folder, f"{stem}.json", text) as temporary:
+        n = 1
+        while True:
+            path = folder / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+            try:
+                os.link(temporary, path)
+                return path
+            except FileExistsError:
+                n += 1
+            except OSError:  # a file system without hard links: the name checked, then taken
+                if not os.path.lexists(path):
+                    os.replace(temporary, path)
+                    return path
+                n += 1
+
+
+@contextmanager
+def _written(folder: Path, name: str, text: str | Iterable[str]) -> Iterator[str]:
+    """A temporary file in ``folder`` (made, with its parents) holding ``text``, removed afterwards
+    unless the block renamed it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
     try:
         # mkstemp creates the file 0600; give it the mode any file the user writes gets.
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.writelines([text] if isinstance(text, str) else text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        yield temporary
+    finally:
+        Path(temporary).unlink(missing_ok=True)
 
 
 def copy_atomic(source: Path, path: Path) -> None:
@@ -183,12 +212,7 @@ def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) ->
 def _write_default(results: ResultsFile, rootdir: Path, latest: bool = True) -> list[Path]:
     folder = rootdir / DEFAULT_DIR
     stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
-    stamped = folder / f"{stamp}.json"
-    n = 1
-    while stamped.exists():
-        n += 1
-        stamped = folder / f"{stamp}-{n}.json"
-    write_atomic(stamped, results_json(results))
+    stamped = write_new(folder, stamp, results_json(results))
     if results.partial or not latest:
         return [stamped]
     copy_atomic(stamped, folder / LATEST)

@@ -208,8 +208,8 @@ class ControllerSession:
 
     def _write_failure_reasons(self, terminalreporter: Any) -> None:
         """With pytest's ``--no-summary``: only why the session failed, one line each (suites that did
-        not load, a failed score gate, a regression, a run where no eval ran); the results file is
-        written still."""
+        not load, a failed score gate, a regression, a run where no eval ran, results that could be
+        written nowhere); the results file is written still."""
         from .report.summary import gate_failures
 
         if self.state.load_errors:
@@ -221,6 +221,8 @@ class ControllerSession:
             terminalreporter.write_line(end.regression_note, red=True)
         if end.nothing_ran_lines:
             terminalreporter.write_line(end.nothing_ran_lines[0], red=True, bold=True)
+        if end.unwritten:
+            terminalreporter.write_line(end.unwritten, red=True, bold=True)
 
     def _load_errors_line(self, where: str) -> str:
         errors = self.state.load_errors
@@ -285,6 +287,8 @@ class ControllerSession:
         for note in (*end.notes, end.regression_note):
             if note:
                 terminalreporter.write_line(note, red=note is end.regression_note)
+        if end.unwritten:
+            terminalreporter.write_line(end.unwritten, red=True, bold=True)
         for path in state.results_written:
             terminalreporter.write_line(f"results: {path}")
         for line in end.writer_lines:

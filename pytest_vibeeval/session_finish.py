@@ -39,6 +39,7 @@ class SessionFinish:
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
+        self.unwritten: str | None = None  # the results could be written nowhere: why (it fails the session)
 
     def hold_signals(self) -> None:
         """The run loop is over: where there are results to write, a signal from now on waits
@@ -124,10 +125,14 @@ class SessionFinish:
             state.results_written = write_results(results, state.settings.results, self.config.rootpath)
         except ResultsNotWritten as exc:
             state.results_written = exc.written
-            self.notes.append(str(exc))
-        except OSError as exc:  # not even the default folder under the rootdir
-            state.results_written = []
-            self.notes.append(f"results not written: {exc}")
+            if exc.written:
+                self.notes.append(str(exc))
+            else:
+                where = str(exc).removeprefix("results not written")  # " to …: why"
+                self.unwritten = (
+                    f"RESULTS NOT WRITTEN{where}; nothing records this session's runs and score gates, "
+                    "so it fails"
+                )
         written = state.results_written[0] if state.results_written else None
         self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
@@ -141,6 +146,8 @@ class SessionFinish:
                 f"latest.json not replaced: this run is partial ({results.stopped_early}), so it is no "
                 "baseline and enters no history"
             )
+        if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
 
     def _ended_early(self, session: pytest.Session) -> str | None:
         """Why a session that stopped for none of the reasons known above is partial: selected evals

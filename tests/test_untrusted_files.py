@@ -233,6 +233,52 @@ def test_results_that_cannot_be_written_at_the_end_go_to_the_default_folder(
     assert not (pytester.path / ".vibeeval" / "results" / "latest.json").exists()  # asked for elsewhere
 
 
+LATEST_IN_THE_WAY_APP = """
+import pathlib
+
+
+def answer(prompt):  # a folder appears where latest.json, the copy of the run's results, goes
+    pathlib.Path(".vibeeval/results/latest.json").mkdir(parents=True, exist_ok=True)
+    return "hi"
+"""
+
+
+@XDIST_MODES
+def test_a_latest_json_that_cannot_be_replaced_leaves_the_results_in_their_own_file(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The results are written to their timestamped file, then copied to latest.json: when only the
+    copy fails, the results are kept and named, the history line names their file, and the Run
+    Summary says that latest.json is not this run's."""
+    write(pytester.path / "latest_app.py", LATEST_IN_THE_WAY_APP)
+    write(
+        pytester.path / "m.eval.yaml",
+        """
+        metadata: {name: m, model: m}
+        configurations:
+          app: {python: "latest_app:answer"}
+        evals:
+          - {name: a, prompt: hi, checks: [{equals: hi}]}
+        """,
+    )
+    result = run(pytester, xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK
+    folder = pytester.path / ".vibeeval" / "results"
+    [kept] = folder.glob("2*.json")
+    output = result.stdout.str()
+    assert "Traceback" not in output and "results not written" not in output, output
+    result.stdout.fnmatch_lines(
+        [
+            f"{folder / 'latest.json'} not replaced: Is a directory; this run's results are in {kept} "
+            "only (latest.json is not this run's)",
+            f"results: {kept}",
+        ]
+    )
+    assert json.loads(kept.read_text())["runs"][0]["evals"][0]["outcome"] == "passed"
+    [line] = (pytester.path / ".vibeeval" / "history.jsonl").read_text().splitlines()
+    assert json.loads(line)["results"] == f".vibeeval/results/{kept.name}"
+
+
 @XDIST_MODES
 @pytest.mark.parametrize("how", ["permissions", "read-only-mount"])
 def test_a_results_folder_without_write_permission_is_a_usage_error_before_the_run(

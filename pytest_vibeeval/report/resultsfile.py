@@ -184,39 +184,67 @@ def results_json(results: ResultsFile) -> Iterator[str]:
 
 
 class ResultsNotWritten(Exception):
-    """The results could not be written where asked; ``written``: where they are instead."""
+    """Not every results file could be written: the message says which and why, and where the
+    results are instead; ``written``: the files that were written (empty: none)."""
 
-    def __init__(self, wanted: Path, error: OSError, written: list[Path]) -> None:
-        super().__init__(wanted, error, written)
-        self.wanted, self.error, self.written = wanted, error, written
+    def __init__(self, message: str, written: list[Path]) -> None:
+        super().__init__(message, written)
+        self.message, self.written = message, written
 
     def __str__(self) -> str:
-        where = f"; they are in {self.written[0]} instead" if self.written else ""
-        return f"results not written to {self.wanted}: {self.error.strerror or self.error}{where}"
+        return self.message
 
 
 def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:
     """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and, for a
     complete run, ``latest.json`` (a partial run never replaces it). When ``explicit`` cannot be
     written after all (checked before the run, but the disk may change), the results go to the
-    timestamped file and :class:`ResultsNotWritten` says so: a run's results are never lost."""
+    timestamped file. :class:`ResultsNotWritten` says what could not be written, and where the
+    results are instead, if anywhere; no other error is raised."""
     if explicit is None:
         return _write_default(results, rootdir)
     try:
         write_atomic(explicit, results_json(results))
     except OSError as exc:
-        raise ResultsNotWritten(explicit, exc, _write_default(results, rootdir, latest=False)) from None
+        wanted = f"results not written to {explicit}: {_reason(exc)}"
+        try:
+            stamped = _write_stamped(results, rootdir)
+        except OSError as again:
+            raise ResultsNotWritten(
+                f"{wanted}, nor to {rootdir / DEFAULT_DIR}: {_reason(again)}", []
+            ) from None
+        raise ResultsNotWritten(f"{wanted}; they are in {stamped} instead", [stamped]) from None
     return [explicit]
 
 
-def _write_default(results: ResultsFile, rootdir: Path, latest: bool = True) -> list[Path]:
-    folder = rootdir / DEFAULT_DIR
-    stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
-    stamped = write_new(folder, stamp, results_json(results))
-    if results.partial or not latest:
+def _write_default(results: ResultsFile, rootdir: Path) -> list[Path]:
+    try:
+        stamped = _write_stamped(results, rootdir)
+    except OSError as exc:
+        raise ResultsNotWritten(
+            f"results not written to {rootdir / DEFAULT_DIR}: {_reason(exc)}", []
+        ) from None
+    if results.partial:
         return [stamped]
-    copy_atomic(stamped, folder / LATEST)
-    return [stamped, folder / LATEST]
+    latest = stamped.parent / LATEST
+    try:
+        copy_atomic(stamped, latest)
+    except OSError as exc:
+        raise ResultsNotWritten(
+            f"{latest} not replaced: {_reason(exc)}; this run's results are in {stamped} only "
+            f"({LATEST} is not this run's)",
+            [stamped],
+        ) from None
+    return [stamped, latest]
+
+
+def _write_stamped(results: ResultsFile, rootdir: Path) -> Path:
+    stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
+    return write_new(rootdir / DEFAULT_DIR, stamp, results_json(results))
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def stamped_original(path: Path) -> Path:

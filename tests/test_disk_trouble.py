@@ -1,0 +1,53 @@
+"""A disk that fails a session while it runs (full, or a file-size limit: ``RLIMIT_FSIZE`` in the
+pytest process makes every write past it fail as a full disk does): what could not be written is
+named, nothing half-written is left behind, no traceback comes from the plugin, and a session whose
+results could be written nowhere does not exit as if it had passed."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import XDIST_MODES, python_suite, run_with_file_limit
+
+APP = """
+def answer(prompt):
+    return prompt
+"""
+
+SMALL = 4096  # bytes: less than the results of two evals
+
+
+def gated_suite(pytester: pytest.Pytester) -> None:
+    """Two evals that pass, in a run with a score gate they pass too."""
+    python_suite(
+        pytester.path / "gated.eval.yaml",
+        ["{name: a, prompt: hi, checks: [{equals: hi}]}", "{name: b, prompt: yo, checks: [{equals: yo}]}"],
+        app=APP,
+        top="score: {min: 50}",
+    )
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--vibe-results", "out/r.json"], ["--no-summary"]],
+    ids=["default", "vibe-results", "no-summary"],
+)
+def test_results_that_can_be_written_nowhere_fail_the_session_and_say_so(
+    pytester: pytest.Pytester, xdist: list[str], args: list[str]
+) -> None:
+    """Every eval passed and the gate with them, but nothing records it: the session fails (exit 1),
+    saying where the results could not go and why (also with --no-summary, which prints only what
+    failed the session), and no partial file is left where a later run would read it."""
+    gated_suite(pytester)
+    result = run_with_file_limit(pytester, SMALL, "--vibe-history=", *args, xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2)
+    folder = pytester.path / ".vibeeval" / "results"
+    where = f"{folder}: File too large"
+    if args and args[0] == "--vibe-results":
+        where = f"{pytester.path / 'out' / 'r.json'}: File too large, nor to {where}"
+    result.stdout.fnmatch_lines(
+        [f"RESULTS NOT WRITTEN to {where}; nothing records this session's runs and score gates, so it fails"]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert list(folder.iterdir()) == [] and not (pytester.path / "out" / "r.json").exists()

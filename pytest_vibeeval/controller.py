@@ -19,7 +19,7 @@ from .itemhooks import NOTE_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import keep_group_suffix, queued_worker_reports
-from .session_finish import SessionFinish
+from .session_finish import SessionFinish, runs_no_eval
 from .stash import get_state, rootdir_relative
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
 
@@ -79,9 +79,26 @@ class ControllerSession:
         self._select(frozenset(item.nodeid for item in session.items if isinstance(item, EvalItem)))
 
     def _select(self, selected: frozenset[str]) -> None:
-        """Remember which eval items the session selected: one that never reports did not run."""
-        if selected:
-            self.state.aggregator.selected = selected
+        """Remember which eval items the session selected: one that never reports did not run. The
+        first time there are some, the results folder they will be written to is checked, before
+        any of them runs."""
+        if not selected:
+            return
+        aggregator = self.state.aggregator
+        if aggregator.selected is None:
+            self._check_results_folder()
+        aggregator.selected = selected
+
+    def _check_results_folder(self) -> None:
+        """A usage error when the session's results could not be written in the default folder (an
+        explicit --vibe-results was checked with the options); none for a session that runs nothing."""
+        if self.state.settings.results is not None or runs_no_eval(self.config):
+            return
+        from .report.resultsfile import default_folder_problem
+
+        problem = default_folder_problem(self.config.rootpath)
+        if problem:
+            raise pytest.UsageError(problem)
 
     def _collected_by_us(self, nodeid: str) -> bool:
         """Whether the file of ``nodeid`` (collected by an xdist worker) is one this plugin collects:

@@ -54,9 +54,8 @@ class SessionFinish:
         state = self.state
         if not (state.aggregated() or state.load_errors):
             return
-        option = self.config.option
-        if option.collectonly or getattr(option, "setuponly", False) or getattr(option, "setupplan", False):
-            return  # no eval ran (--setup-plan/--setup-only run fixtures only): no results to write
+        if runs_no_eval(self.config):
+            return  # no results to write
         stopped = stop_reason(session)
         signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
         # xdist ends the session with its Interrupted when a plugin stopped a worker: no interruption
@@ -275,6 +274,15 @@ class SessionFinish:
                 self.notes.append("; ".join(notes))
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def runs_no_eval(config: pytest.Config) -> bool:
+    """Whether the session runs no eval whatever it collects: --collect-only, or --setup-plan and
+    --setup-only, which run fixtures only."""
+    option = config.option
+    return bool(
+        option.collectonly or getattr(option, "setuponly", False) or getattr(option, "setupplan", False)
+    )
 
 
 def passed_by_rate(runs: list[RunRecord]) -> set[str]:

@@ -127,7 +127,7 @@ def _touching_suite(pytester: pytest.Pytester) -> Path:
         configurations:
           app: {{cli: "touch", args: ["{ran}"]}}
         evals:
-          - {{name: a, prompt: hi}}
+          - {{name: a, prompt: hi, checks: [{{match: "*"}}]}}
         """,
     )
     return ran
@@ -231,6 +231,43 @@ def test_results_that_cannot_be_written_at_the_end_go_to_the_default_folder(
     assert f"they are in {kept} instead" in output
     assert json.loads(kept.read_text())["runs"][0]["evals"][0]["outcome"] == "passed"
     assert not (pytester.path / ".vibeeval" / "results" / "latest.json").exists()  # asked for elsewhere
+
+
+NOT_A_FOLDER = "{root}/{folder} is not a folder, so {latest} cannot be created"
+IN_THE_WAY = {  # what stands where the default results folder's files go, and what is said of it
+    "a-file-for-.vibeeval": (".vibeeval", NOT_A_FOLDER.replace("{folder}", ".vibeeval")),
+    "a-file-for-results": (".vibeeval/results", NOT_A_FOLDER.replace("{folder}", ".vibeeval/results")),
+    "a-folder-for-latest": (".vibeeval/results/latest.json/", "{latest} is a folder"),
+}
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(("obstacle", "problem"), IN_THE_WAY.values(), ids=IN_THE_WAY.keys())
+def test_a_default_results_folder_that_cannot_be_written_is_a_usage_error_before_the_run(
+    pytester: pytest.Pytester, xdist: list[str], obstacle: str, problem: str
+) -> None:
+    """Without --vibe-results the results go under .vibeeval/results: something in the way there is
+    found before any agent runs, not after the whole run (whose results it would lose). A session
+    that runs no eval writes nothing there, and is not stopped."""
+    ran = _touching_suite(pytester)
+    write(pytester.path / "test_plain.py", "def test_plain():\n    pass\n")
+    if obstacle.endswith("/"):
+        (pytester.path / obstacle).mkdir(parents=True)
+    else:
+        write(pytester.path / obstacle, "in the way\n")
+    result = run(pytester, "--vibe-history=", xdist=xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    folder = pytester.path / ".vibeeval" / "results"
+    said = problem.format(root=pytester.path, latest=folder / "latest.json")
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: the results folder {folder} cannot be written ({said}): move what is in the way, "
+            "or write the results elsewhere with --vibe-results PATH"
+        ]
+    )
+    assert not ran.exists()
+    run(pytester, "--vibe-history=", "test_plain.py", xdist=xdist).assert_outcomes(passed=1)
+    run(pytester, "--vibe-history=", "--collect-only", "-q").assert_outcomes()
 
 
 LATEST_IN_THE_WAY_APP = """

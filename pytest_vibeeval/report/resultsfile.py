@@ -76,17 +76,18 @@ def copy_atomic(source: Path, path: Path) -> None:
         write_atomic(path, iter(lambda: handle.read(1 << 16), ""))
 
 
-def unwritable_reason(path: Path, example: str = "results.json") -> str | None:
+def unwritable_reason(path: Path, example: str | None = "results.json") -> str | None:
     """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
     name too long, no write permission), or None; checked before a run, so that its results are not
-    lost at the end. ``example``: the name suggested for a file in a folder given instead of a file."""
+    lost at the end. ``example``: the name suggested for a file in a folder given instead of a file
+    (None: no suggestion)."""
     try:
         return _unwritable_reason(path, example)
     except OSError as exc:  # e.g. a path too long for the file system even to look it up
         return f"{path} cannot be written: {exc.strerror or exc}"
 
 
-def _unwritable_reason(path: Path, example: str) -> str | None:
+def _unwritable_reason(path: Path, example: str | None) -> str | None:
     folder = path.parent
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent  # the folders write_atomic would create
@@ -97,13 +98,26 @@ def _unwritable_reason(path: Path, example: str) -> str | None:
             if size > longest:
                 return f"{path} cannot be created: a name in it has {size} bytes, at most {longest} allowed"
     if path.is_dir():
-        return f"{path} is a folder; name a file in it, e.g. {path / example}"
+        return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
     target = path if path.exists() else folder
     if not os.access(target, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK):
         return f"{target} is not writable"
     return None
+
+
+def default_folder_problem(rootdir: Path) -> str | None:
+    """Why a session without --vibe-results could not write its results under ``rootdir`` (a file
+    where the folder goes, a folder where latest.json goes, no write permission), or None: checked
+    before its evals run, as an explicit path is."""
+    problem = unwritable_reason(rootdir / DEFAULT_DIR / LATEST, example=None)
+    if problem is None:
+        return None
+    return (
+        f"the results folder {rootdir / DEFAULT_DIR} cannot be written ({problem}): move what is in "
+        "the way, or write the results elsewhere with --vibe-results PATH"
+    )
 
 
 def build_results(

@@ -6,7 +6,7 @@ results could be written nowhere does not exit as if it had passed."""
 from __future__ import annotations
 
 import pytest
-from helpers import XDIST_MODES, python_suite, run_with_file_limit
+from helpers import XDIST_MODES, python_suite, run, run_with_file_limit, write
 
 APP = """
 def answer(prompt):
@@ -51,3 +51,28 @@ def test_results_that_can_be_written_nowhere_fail_the_session_and_say_so(
     )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert list(folder.iterdir()) == [] and not (pytester.path / "out" / "r.json").exists()
+
+
+@XDIST_MODES
+@pytest.mark.parametrize("how", ["disk-full", "killed"])
+def test_a_cache_folder_left_half_made_is_used_by_the_next_run(
+    pytester: pytest.Pytester, xdist: list[str], how: str
+) -> None:
+    """A session that ran out of disk, or was killed, while it marked a new --vibe-cache folder as a
+    cache left it without its CACHEDIR.TAG: the next session uses the folder (and marks it), it does
+    not refuse it as a folder of other files."""
+    gated_suite(pytester)
+    cache = pytester.path / "cache"
+    if how == "disk-full":
+        full = run_with_file_limit(pytester, 64, "--vibe-cache=cache", "--vibe-history=", xdist=xdist)
+        full.assert_outcomes(passed=2)
+        full.stdout.fnmatch_lines([f"*answer not cached in {cache}/app/*.json: File too large*"])
+        assert list(cache.iterdir()) == []  # nothing half-written left behind
+    else:
+        write(cache / ".CACHEDIR.TAG.4242", "Signature: 8a47")  # the temporary tag of a killed session
+    first = run(pytester, "--vibe-cache=cache", "--vibe-history=", xdist=xdist)
+    first.assert_outcomes(passed=2)
+    assert (cache / "CACHEDIR.TAG").is_file()
+    again = run(pytester, "--vibe-cache=cache", "--vibe-history=", xdist=xdist)
+    again.assert_outcomes(passed=2)
+    again.stdout.fnmatch_lines(["Cache: 2 answers from cache, 0 asked (cache)*"])

@@ -6,7 +6,7 @@ results could be written nowhere does not exit as if it had passed."""
 from __future__ import annotations
 
 import pytest
-from helpers import XDIST_MODES, python_suite, run, run_with_file_limit, write
+from helpers import XDIST_MODES, evals_by_nodeid, load_json, python_suite, run, run_with_file_limit, write
 
 APP = """
 def answer(prompt):
@@ -76,3 +76,34 @@ def test_a_cache_folder_left_half_made_is_used_by_the_next_run(
     again = run(pytester, "--vibe-cache=cache", "--vibe-history=", xdist=xdist)
     again.assert_outcomes(passed=2)
     again.stdout.fnmatch_lines(["Cache: 2 answers from cache, 0 asked (cache)*"])
+
+
+@XDIST_MODES
+def test_an_agent_whose_input_file_cannot_be_written_is_an_error_saying_so(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A prompt too long for a pipe reaches an agent CLI through a file in the item's folder: when
+    that file cannot be written, the eval is an error naming the folder and why, not a traceback
+    from the plugin's code, and the other evals run on."""
+    long = "x" * 20000
+    write(
+        pytester.path / "cat.eval.yaml",
+        f"""
+        metadata: {{name: cat, model: m}}
+        configurations:
+          cat: {{cli: cat}}
+        evals:
+          - {{name: long, prompt: "{long}", checks: [{{match: "x*"}}]}}
+          - {{name: short, prompt: "xyz", checks: [{{match: "x*"}}]}}
+        """,
+    )
+    args = ("--vibe-results", "r.json", "--vibe-history=", "--basetemp", str(pytester.path / "tmp"))
+    result = run_with_file_limit(pytester, 16384, *args, xdist=xdist)
+    result.assert_outcomes(failed=1, passed=1)
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "OSError" not in output, output
+    folder = next((pytester.path / "tmp").glob("**/*-long-cat"))
+    message = f"cannot start 'cat': cannot write its input and output files in {folder}: File too large"
+    assert (
+        evals_by_nodeid(load_json(pytester.path / "r.json"))["cat.eval.yaml::long[cat]"]["message"] == message
+    )

@@ -7,6 +7,7 @@ Registered only where that happens: never on an xdist worker."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -381,7 +382,7 @@ def read_resume(config: pytest.Config) -> None:
     if spec is None:
         return
     from .report.baseline import BaselineError, resolve_baseline
-    from .report.resultsfile import stamped_original
+    from .report.resultsfile import DEFAULT_DIR, stamped_original
     from .resume import load_resume
 
     path = resolve_baseline(spec, config.rootpath, state.settings.results, partial_ok=True)
@@ -391,5 +392,10 @@ def read_resume(config: pytest.Config) -> None:
         state.resume = load_resume(path, shown)
     except BaselineError as exc:
         hint = " (`latest` is the previous run's results file; no run wrote it yet)"
+        if os.path.lexists(path):  # there, but damaged: the run's timestamped file may not be
+            hint = (
+                " (`latest` is the newest results file: name the one to resume, "
+                f"--vibe-resume {DEFAULT_DIR}/<timestamp>.json)"
+            )
         raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None
     state.read_notes += [state.resume.note] if state.resume.note else []

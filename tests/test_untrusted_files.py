@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import FAST_ARGS, PYTHON, XDIST_MODES, run, write
+from helpers import FAST_ARGS, PYTHON, XDIST_MODES, python_suite, run, write
 
 from pytest_vibeeval.bounded_read import UnreadableFile, read_bounded, read_end, read_start
 from pytest_vibeeval.errors import InputError
@@ -287,17 +287,8 @@ def test_a_latest_json_that_cannot_be_replaced_leaves_the_results_in_their_own_f
     """The results are written to their timestamped file, then copied to latest.json: when only the
     copy fails, the results are kept and named, the history line names their file, and the Run
     Summary says that latest.json is not this run's."""
-    write(pytester.path / "latest_app.py", LATEST_IN_THE_WAY_APP)
-    write(
-        pytester.path / "m.eval.yaml",
-        """
-        metadata: {name: m, model: m}
-        configurations:
-          app: {python: "latest_app:answer"}
-        evals:
-          - {name: a, prompt: hi, checks: [{equals: hi}]}
-        """,
-    )
+    evals = ["{name: a, prompt: hi, checks: [{equals: hi}]}"]
+    python_suite(pytester.path / "m.eval.yaml", evals, "latest_app:answer", LATEST_IN_THE_WAY_APP)
     result = run(pytester, xdist=xdist)
     assert result.ret == pytest.ExitCode.OK
     folder = pytester.path / ".vibeeval" / "results"

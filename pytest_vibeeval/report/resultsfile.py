@@ -221,23 +221,13 @@ def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) ->
         write_atomic(explicit, results_json(results))
     except OSError as exc:
         wanted = f"results not written to {explicit}: {_reason(exc)}"
-        try:
-            stamped = _write_stamped(results, rootdir)
-        except OSError as again:
-            raise ResultsNotWritten(
-                f"{wanted}, nor to {rootdir / DEFAULT_DIR}: {_reason(again)}", []
-            ) from None
+        stamped = _write_stamped(results, rootdir, f"{wanted}, nor")
         raise ResultsNotWritten(f"{wanted}; they are in {stamped} instead", [stamped]) from None
     return [explicit]
 
 
 def _write_default(results: ResultsFile, rootdir: Path) -> list[Path]:
-    try:
-        stamped = _write_stamped(results, rootdir)
-    except OSError as exc:
-        raise ResultsNotWritten(
-            f"results not written to {rootdir / DEFAULT_DIR}: {_reason(exc)}", []
-        ) from None
+    stamped = _write_stamped(results, rootdir, "results not written")
     if results.partial:
         return [stamped]
     latest = stamped.parent / LATEST
@@ -252,9 +242,15 @@ def _write_default(results: ResultsFile, rootdir: Path) -> list[Path]:
     return [stamped, latest]
 
 
-def _write_stamped(results: ResultsFile, rootdir: Path) -> Path:
+def _write_stamped(results: ResultsFile, rootdir: Path, unwritten: str) -> Path:
+    """Write the timestamped file in the default folder; when it cannot be, ResultsNotWritten
+    saying ``unwritten`` to the folder, and why."""
+    folder = rootdir / DEFAULT_DIR
     stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
-    return write_new(rootdir / DEFAULT_DIR, stamp, results_json(results))
+    try:
+        return write_new(folder, stamp, results_json(results))
+    except OSError as exc:
+        raise ResultsNotWritten(f"{unwritten} to {folder}: {_reason(exc)}", []) from None
 
 
 def _reason(exc: OSError) -> str:

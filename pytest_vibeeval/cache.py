@@ -16,7 +16,6 @@ that is no verdict: :func:`forget`)."""
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterable
 from dataclasses import replace
@@ -30,6 +29,7 @@ from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailab
 from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
 from .report.format import money
+from .report.resultsfile import write_atomic
 from .results import EvalRecord, judge_records
 
 TAG_NAME = "CACHEDIR.TAG"
@@ -85,7 +85,10 @@ def folder_problem(folder: Path) -> str | None:
         return None
     if not folder.is_dir():
         return f"{folder} is not a folder"
-    if (folder / TAG_NAME).is_file() or not any(folder.iterdir()):
+    # A session killed while it wrote the tag left only its temporary file: the folder is a cache.
+    if (folder / TAG_NAME).is_file() or all(
+        path.name.startswith(f".{TAG_NAME}.") for path in folder.iterdir()
+    ):
         return None
     return (
         f"{folder} holds files but is no response cache (it has no {TAG_NAME}); the folder is "
@@ -144,12 +147,8 @@ class ResponseCache:
     def _tag(self) -> None:
         """Mark the folder as a cache (before its first entry, so that no worker sees it without)."""
         tag = self.folder / TAG_NAME
-        if tag.is_file():
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        temp = self.folder / f".{TAG_NAME}.{os.getpid()}"
-        temp.write_text(TAG_TEXT, encoding="utf-8")
-        os.replace(temp, tag)
+        if not tag.is_file():
+            write_atomic(tag, TAG_TEXT)
 
 
 class CachingProvider(Wrapping):

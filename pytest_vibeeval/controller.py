@@ -7,6 +7,7 @@ Registered only where that happens: never on an xdist worker."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from .itemhooks import NOTE_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import keep_group_suffix, queued_worker_reports
-from .session_finish import SessionFinish
+from .session_finish import SessionFinish, runs_no_eval
 from .stash import get_state, rootdir_relative
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
 
@@ -79,9 +80,26 @@ class ControllerSession:
         self._select(frozenset(item.nodeid for item in session.items if isinstance(item, EvalItem)))
 
     def _select(self, selected: frozenset[str]) -> None:
-        """Remember which eval items the session selected: one that never reports did not run."""
-        if selected:
-            self.state.aggregator.selected = selected
+        """Remember which eval items the session selected: one that never reports did not run. The
+        first time there are some, the results folder they will be written to is checked, before
+        any of them runs."""
+        if not selected:
+            return
+        aggregator = self.state.aggregator
+        if aggregator.selected is None:
+            self._check_results_folder()
+        aggregator.selected = selected
+
+    def _check_results_folder(self) -> None:
+        """A usage error when the session's results could not be written in the default folder (an
+        explicit --vibe-results was checked with the options); none for a session that runs nothing."""
+        if self.state.settings.results is not None or runs_no_eval(self.config):
+            return
+        from .report.resultsfile import default_folder_problem
+
+        problem = default_folder_problem(self.config.rootpath)
+        if problem:
+            raise pytest.UsageError(problem)
 
     def _collected_by_us(self, nodeid: str) -> bool:
         """Whether the file of ``nodeid`` (collected by an xdist worker) is one this plugin collects:
@@ -208,8 +226,8 @@ class ControllerSession:
 
     def _write_failure_reasons(self, terminalreporter: Any) -> None:
         """With pytest's ``--no-summary``: only why the session failed, one line each (suites that did
-        not load, a failed score gate, a regression, a run where no eval ran); the results file is
-        written still."""
+        not load, a failed score gate, a regression, a run where no eval ran, results that could be
+        written nowhere); the results file is written still."""
         from .report.summary import gate_failures
 
         if self.state.load_errors:
@@ -221,6 +239,8 @@ class ControllerSession:
             terminalreporter.write_line(end.regression_note, red=True)
         if end.nothing_ran_lines:
             terminalreporter.write_line(end.nothing_ran_lines[0], red=True, bold=True)
+        if end.unwritten:
+            terminalreporter.write_line(end.unwritten, red=True, bold=True)
 
     def _load_errors_line(self, where: str) -> str:
         errors = self.state.load_errors
@@ -285,6 +305,8 @@ class ControllerSession:
         for note in (*end.notes, end.regression_note):
             if note:
                 terminalreporter.write_line(note, red=note is end.regression_note)
+        if end.unwritten:
+            terminalreporter.write_line(end.unwritten, red=True, bold=True)
         for path in state.results_written:
             terminalreporter.write_line(f"results: {path}")
         for line in end.writer_lines:
@@ -360,7 +382,7 @@ def read_resume(config: pytest.Config) -> None:
     if spec is None:
         return
     from .report.baseline import BaselineError, resolve_baseline
-    from .report.resultsfile import stamped_original
+    from .report.resultsfile import DEFAULT_DIR, stamped_original
     from .resume import load_resume
 
     path = resolve_baseline(spec, config.rootpath, state.settings.results, partial_ok=True)
@@ -370,5 +392,10 @@ def read_resume(config: pytest.Config) -> None:
         state.resume = load_resume(path, shown)
     except BaselineError as exc:
         hint = " (`latest` is the previous run's results file; no run wrote it yet)"
+        if os.path.lexists(path):  # there, but damaged: the run's timestamped file may not be
+            hint = (
+                " (`latest` is the newest results file: name the one to resume, "
+                f"--vibe-resume {DEFAULT_DIR}/<timestamp>.json)"
+            )
         raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None
     state.read_notes += [state.resume.note] if state.resume.note else []

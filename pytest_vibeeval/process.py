@@ -27,8 +27,10 @@ from .workspace.cgroups import ProcessLimit, process_limit
 
 __all__ = [
     "ArgumentsTooLong",
+    "CannotStart",
     "CommandNotFound",
     "CommandResult",
+    "FilesNotWritten",
     "read_head",
     "read_tail",
     "resolve_executable",
@@ -70,13 +72,22 @@ class CommandNotFound(Exception):
         return f"command not found: {self.name!r} ({self.reason})"
 
 
-class ArgumentsTooLong(CommandNotFound):
-    """The system refused to start the command: its arguments (with the environment) exceed the
-    kernel's limit (E2BIG). A CommandNotFound, so that callers reporting an executable that cannot
-    run report this too."""
+class CannotStart(CommandNotFound):
+    """The command exists but could not be started (``reason`` says why). A CommandNotFound, so
+    that callers reporting an executable that cannot run report this too."""
 
     def __str__(self) -> str:
         return f"cannot start {self.name!r}: {self.reason}"
+
+
+class ArgumentsTooLong(CannotStart):
+    """The system refused to start the command: its arguments (with the environment) exceed the
+    kernel's limit (E2BIG)."""
+
+
+class FilesNotWritten(CannotStart):
+    """The files the command reads its input from and writes its output to could not be made (a
+    full disk, a file-size limit)."""
 
 
 def _too_long_reason(args: Sequence[str]) -> str:
@@ -218,7 +229,8 @@ def run_command(
     process group gets SIGTERM, then SIGKILL after `grace` seconds. In every case (normal exit,
     timeout, exception, KeyboardInterrupt) the group is SIGKILLed and the leader reaped before
     this returns or re-raises. Raises CommandNotFound if the executable cannot be run, and its
-    subclass ArgumentsTooLong if the arguments exceed the system's limit.
+    subclasses ArgumentsTooLong if the arguments exceed the system's limit and FilesNotWritten if
+    its input and output files cannot be written.
 
     ``max_processes`` > 0 runs the command in a pids cgroup of its own where this machine allows
     one (see :mod:`pytest_vibeeval.workspace.cgroups`): at most that many processes at once, and every one
@@ -290,9 +302,15 @@ def _run(
         # copies are closed as soon as the child has its own.
         files: list[int] = []
         try:
-            stdin = _stdin_descriptor(stdin_text, stdout_path, files)
-            stdout = _output_descriptor(stdout_path, files)
-            stderr = _output_descriptor(stderr_path, files)
+            try:
+                stdin = _stdin_descriptor(stdin_text, stdout_path, files)
+                stdout = _output_descriptor(stdout_path, files)
+                stderr = _output_descriptor(stderr_path, files)
+            except OSError as exc:
+                reason = (
+                    f"cannot write its input and output files in {stdout_path.parent}: {exc.strerror or exc}"
+                )
+                raise FilesNotWritten(args[0], reason) from exc
             start = time.monotonic()
             orphans.starting()
             try:

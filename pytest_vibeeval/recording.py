@@ -138,7 +138,10 @@ class RecordingProvider(Wrapping):
         try:
             self.store.save(self.config_id, key, entry)
         except OSError as exc:  # the folder checked at the start is gone, full or read-only now
-            raise ProviderError(f"--vibe-record: the answer could not be stored: {exc}") from None
+            where = self.store.path_for(self.config_id, key)
+            raise ProviderError(
+                f"--vibe-record: the answer could not be stored in {where}: {exc.strerror or exc}"
+            ) from None
         return response
 
 

@@ -39,6 +39,7 @@ class SessionFinish:
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
+        self.unwritten: str | None = None  # the results could be written nowhere: why (it fails the session)
 
     def hold_signals(self) -> None:
         """The run loop is over: where there are results to write, a signal from now on waits
@@ -53,9 +54,8 @@ class SessionFinish:
         state = self.state
         if not (state.aggregated() or state.load_errors):
             return
-        option = self.config.option
-        if option.collectonly or getattr(option, "setuponly", False) or getattr(option, "setupplan", False):
-            return  # no eval ran (--setup-plan/--setup-only run fixtures only): no results to write
+        if runs_no_eval(self.config):
+            return  # no results to write
         stopped = stop_reason(session)
         signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
         # xdist ends the session with its Interrupted when a plugin stopped a worker: no interruption
@@ -124,10 +124,14 @@ class SessionFinish:
             state.results_written = write_results(results, state.settings.results, self.config.rootpath)
         except ResultsNotWritten as exc:
             state.results_written = exc.written
-            self.notes.append(str(exc))
-        except OSError as exc:  # not even the default folder under the rootdir
-            state.results_written = []
-            self.notes.append(f"results not written: {exc}")
+            if exc.written:
+                self.notes.append(str(exc))
+            else:
+                where = str(exc).removeprefix("results not written")  # " to …: why"
+                self.unwritten = (
+                    f"RESULTS NOT WRITTEN{where}; nothing records this session's runs and score gates, "
+                    "so it fails"
+                )
         written = state.results_written[0] if state.results_written else None
         self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
@@ -141,6 +145,8 @@ class SessionFinish:
                 f"latest.json not replaced: this run is partial ({results.stopped_early}), so it is no "
                 "baseline and enters no history"
             )
+        if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
 
     def _ended_early(self, session: pytest.Session) -> str | None:
         """Why a session that stopped for none of the reasons known above is partial: selected evals
@@ -268,6 +274,15 @@ class SessionFinish:
                 self.notes.append("; ".join(notes))
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def runs_no_eval(config: pytest.Config) -> bool:
+    """Whether the session runs no eval whatever it collects: --collect-only, or --setup-plan and
+    --setup-only, which run fixtures only."""
+    option = config.option
+    return bool(
+        option.collectonly or getattr(option, "setuponly", False) or getattr(option, "setupplan", False)
+    )
 
 
 def passed_by_rate(runs: list[RunRecord]) -> set[str]:

@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
@@ -90,6 +91,29 @@ def run(
     if xdist or subprocess:
         return pytester.runpytest_subprocess(*FAST_ARGS, *(xdist or []), *args, timeout=180)
     return pytester.runpytest_inprocess(*FAST_ARGS, *args)
+
+
+def run_with_file_limit(
+    pytester: pytest.Pytester, max_bytes: int, *args: str, xdist: list[str] | None = None
+) -> pytest.RunResult:
+    """Run pytest in a subprocess in pytester's directory, where no file can grow beyond
+    ``max_bytes`` (``RLIMIT_FSIZE``, which its xdist workers and agents inherit): a write past it
+    fails as on a full disk (``File too large``)."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+    started = time.monotonic()
+    done = subprocess.run(
+        [PYTHON, "-m", "pytest", *FAST_ARGS, *(xdist or []), *args],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        preexec_fn=limited,
+    )
+    lines = (done.stdout.splitlines(), done.stderr.splitlines())
+    return pytest.RunResult(done.returncode, *lines, time.monotonic() - started)
 
 
 def is_agent_log(path: Path) -> bool:

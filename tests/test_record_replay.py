@@ -152,7 +152,10 @@ def test_an_answer_that_cannot_be_stored_errors_its_eval_saying_why(
     result.assert_outcomes(failed=1)
     output = result.stdout.str()
     assert "Traceback" not in output and "pytest_vibeeval/" not in output, output
-    result.stdout.fnmatch_lines(["*--vibe-record: the answer could not be stored: *"])
+    stored = f"{pytester.path / 'answers' / 'app'}/*.json"
+    result.stdout.fnmatch_lines(
+        [f"*--vibe-record: the answer could not be stored in {stored}: Not a directory*"]
+    )
 
 
 @pytest.mark.parametrize(

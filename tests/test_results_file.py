@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pytest_vibeeval.report import resultsfile
 from pytest_vibeeval.report.resultsfile import build_results, results_json, stamped_original, write_results
 from pytest_vibeeval.results import CheckRecord, EvalRecord, EvalStats, ResultsFile, RunRecord
 
@@ -124,3 +128,41 @@ def test_a_layout_it_does_not_know_is_written_whole(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(ResultsFile, "model_dump_json", compact_when_empty)
     assert "".join(results_json(results)) == expected
+
+
+OTHER_SESSION = """
+import sys
+from pathlib import Path
+from pytest_vibeeval.report.resultsfile import build_results, write_results
+write_results(build_results([], sys.argv[2], False), None, Path(sys.argv[1]))
+"""
+
+
+def test_two_sessions_started_in_the_same_second_each_keep_their_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions of one project started in the same second, whose ends overlap: another session
+    (a real process) writes its results while this one is writing its own, under the same timestamp.
+    Neither replaces the other's file, and latest.json is one of them, whole."""
+    started = "2026-01-01T00:00:00+00:00"
+    pieces = resultsfile.results_json
+
+    def other_session_meanwhile(results: ResultsFile) -> Iterator[str]:
+        written = pieces(results)
+        yield next(written)
+        subprocess.run([sys.executable, "-c", OTHER_SESSION, str(tmp_path), started], check=True, timeout=60)
+        yield from written
+
+    monkeypatch.setattr(resultsfile, "results_json", other_session_meanwhile)
+    ours = build_results(CASES["runs and evals"], started, False)
+    stamped, latest = write_results(ours, None, tmp_path)
+    folder = tmp_path / ".vibeeval" / "results"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "20260101T000000Z-2.json",
+        "20260101T000000Z.json",
+        "latest.json",
+    ]
+    theirs = ResultsFile.model_validate_json((folder / "20260101T000000Z.json").read_text())
+    assert theirs.runs == [] and stamped == folder / "20260101T000000Z-2.json"
+    assert ResultsFile.model_validate_json(stamped.read_text()) == ours
+    assert latest.read_bytes() == stamped.read_bytes()  # the last complete run to finish

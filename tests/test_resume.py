@@ -198,3 +198,33 @@ def test_reused_records_name_the_file_latest_copied(pytester: pytest.Pytester) -
     assert f"Resumed: 3 eval(s) reused from {shown}, 0 run in this session (--vibe-resume)" in (
         run_summary(result)
     )
+
+
+DAMAGED = {
+    "truncated": b'{"schema_version": 1, "runs": [',
+    "empty": b"",
+    "garbage": b"\x00\xff\xfe\x80 PK\x03\x04",
+}
+
+
+@pytest.mark.parametrize("content", DAMAGED.values(), ids=DAMAGED.keys())
+def test_a_damaged_latest_results_file_is_named_with_what_to_do(
+    pytester: pytest.Pytester, content: bytes
+) -> None:
+    """latest.json damaged (by hand, a disk that failed, another tool): --vibe-resume names it, says
+    what is wrong, and how to resume from the run's own timestamped file instead; nothing runs."""
+    make_suite(pytester)
+    (pytester.path / "fast").write_text("x")
+    run(pytester)
+    runs_logged(pytester)
+    latest = pytester.path / ".vibeeval" / "results" / "latest.json"
+    latest.write_bytes(content)
+    result = run(pytester, "--vibe-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --vibe-resume: {latest}: not *(`latest` is the newest results file: "
+            "name the one to resume, --vibe-resume .vibeeval/results/<timestamp>.json)"
+        ]
+    )
+    assert runs_logged(pytester) == []

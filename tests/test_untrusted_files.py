@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import FAST_ARGS, PYTHON, XDIST_MODES, run, write
+from helpers import FAST_ARGS, PYTHON, XDIST_MODES, python_suite, run, write
 
 from pytest_vibeeval.bounded_read import UnreadableFile, read_bounded, read_end, read_start
 from pytest_vibeeval.errors import InputError
@@ -127,7 +127,7 @@ def _touching_suite(pytester: pytest.Pytester) -> Path:
         configurations:
           app: {{cli: "touch", args: ["{ran}"]}}
         evals:
-          - {{name: a, prompt: hi}}
+          - {{name: a, prompt: hi, checks: [{{match: "*"}}]}}
         """,
     )
     return ran
@@ -231,6 +231,80 @@ def test_results_that_cannot_be_written_at_the_end_go_to_the_default_folder(
     assert f"they are in {kept} instead" in output
     assert json.loads(kept.read_text())["runs"][0]["evals"][0]["outcome"] == "passed"
     assert not (pytester.path / ".vibeeval" / "results" / "latest.json").exists()  # asked for elsewhere
+
+
+NOT_A_FOLDER = "{root}/{folder} is not a folder, so {latest} cannot be created"
+IN_THE_WAY = {  # what stands where the default results folder's files go, and what is said of it
+    "a-file-for-.vibeeval": (".vibeeval", NOT_A_FOLDER.replace("{folder}", ".vibeeval")),
+    "a-file-for-results": (".vibeeval/results", NOT_A_FOLDER.replace("{folder}", ".vibeeval/results")),
+    "a-folder-for-latest": (".vibeeval/results/latest.json/", "{latest} is a folder"),
+}
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(("obstacle", "problem"), IN_THE_WAY.values(), ids=IN_THE_WAY.keys())
+def test_a_default_results_folder_that_cannot_be_written_is_a_usage_error_before_the_run(
+    pytester: pytest.Pytester, xdist: list[str], obstacle: str, problem: str
+) -> None:
+    """Without --vibe-results the results go under .vibeeval/results: something in the way there is
+    found before any agent runs, not after the whole run (whose results it would lose). A session
+    that runs no eval writes nothing there, and is not stopped."""
+    ran = _touching_suite(pytester)
+    write(pytester.path / "test_plain.py", "def test_plain():\n    pass\n")
+    if obstacle.endswith("/"):
+        (pytester.path / obstacle).mkdir(parents=True)
+    else:
+        write(pytester.path / obstacle, "in the way\n")
+    result = run(pytester, "--vibe-history=", xdist=xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    folder = pytester.path / ".vibeeval" / "results"
+    said = problem.format(root=pytester.path, latest=folder / "latest.json")
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: the results folder {folder} cannot be written ({said}): move what is in the way, "
+            "or write the results elsewhere with --vibe-results PATH"
+        ]
+    )
+    assert not ran.exists()
+    run(pytester, "--vibe-history=", "test_plain.py", xdist=xdist).assert_outcomes(passed=1)
+    run(pytester, "--vibe-history=", "--collect-only", "-q").assert_outcomes()
+
+
+LATEST_IN_THE_WAY_APP = """
+import pathlib
+
+
+def answer(prompt):  # a folder appears where latest.json, the copy of the run's results, goes
+    pathlib.Path(".vibeeval/results/latest.json").mkdir(parents=True, exist_ok=True)
+    return "hi"
+"""
+
+
+@XDIST_MODES
+def test_a_latest_json_that_cannot_be_replaced_leaves_the_results_in_their_own_file(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The results are written to their timestamped file, then copied to latest.json: when only the
+    copy fails, the results are kept and named, the history line names their file, and the Run
+    Summary says that latest.json is not this run's."""
+    evals = ["{name: a, prompt: hi, checks: [{equals: hi}]}"]
+    python_suite(pytester.path / "m.eval.yaml", evals, "latest_app:answer", LATEST_IN_THE_WAY_APP)
+    result = run(pytester, xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK
+    folder = pytester.path / ".vibeeval" / "results"
+    [kept] = folder.glob("2*.json")
+    output = result.stdout.str()
+    assert "Traceback" not in output and "results not written" not in output, output
+    result.stdout.fnmatch_lines(
+        [
+            f"{folder / 'latest.json'} not replaced: Is a directory; this run's results are in {kept} "
+            "only (latest.json is not this run's)",
+            f"results: {kept}",
+        ]
+    )
+    assert json.loads(kept.read_text())["runs"][0]["evals"][0]["outcome"] == "passed"
+    [line] = (pytester.path / ".vibeeval" / "history.jsonl").read_text().splitlines()
+    assert json.loads(line)["results"] == f".vibeeval/results/{kept.name}"
 
 
 @XDIST_MODES

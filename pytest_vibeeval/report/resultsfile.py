@@ -7,6 +7,7 @@ import filecmp
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -27,17 +28,45 @@ def _umask() -> int:
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
     rename it over ``path``: a reader sees the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with _written(path.parent, path.name, text) as temporary:
+        os.replace(temporary, path)
+
+
+def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:
+    """Write ``text`` as :func:`write_atomic` does to ``<folder>/<stem>.json``, or ``<stem>-2.json``,
+    … when that name is taken, and return the path: never over another file, even one another session
+    writes under the same name at the same moment (the whole file is linked to a name, which fails
+    when the name exists)."""
+    with _written(folder, f"{stem}.json", text) as temporary:
+        n = 1
+        while True:
+            path = folder / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+            try:
+                os.link(temporary, path)
+                return path
+            except FileExistsError:
+                n += 1
+            except OSError:  # a file system without hard links: the name checked, then taken
+                if not os.path.lexists(path):
+                    os.replace(temporary, path)
+                    return path
+                n += 1
+
+
+@contextmanager
+def _written(folder: Path, name: str, text: str | Iterable[str]) -> Iterator[str]:
+    """A temporary file in ``folder`` (made, with its parents) holding ``text``, removed afterwards
+    unless the block renamed it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
     try:
         # mkstemp creates the file 0600; give it the mode any file the user writes gets.
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.writelines([text] if isinstance(text, str) else text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        yield temporary
+    finally:
+        Path(temporary).unlink(missing_ok=True)
 
 
 def copy_atomic(source: Path, path: Path) -> None:
@@ -47,17 +76,18 @@ def copy_atomic(source: Path, path: Path) -> None:
         write_atomic(path, iter(lambda: handle.read(1 << 16), ""))
 
 
-def unwritable_reason(path: Path, example: str = "results.json") -> str | None:
+def unwritable_reason(path: Path, example: str | None = "results.json") -> str | None:
     """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
     name too long, no write permission), or None; checked before a run, so that its results are not
-    lost at the end. ``example``: the name suggested for a file in a folder given instead of a file."""
+    lost at the end. ``example``: the name suggested for a file in a folder given instead of a file
+    (None: no suggestion)."""
     try:
         return _unwritable_reason(path, example)
     except OSError as exc:  # e.g. a path too long for the file system even to look it up
         return f"{path} cannot be written: {exc.strerror or exc}"
 
 
-def _unwritable_reason(path: Path, example: str) -> str | None:
+def _unwritable_reason(path: Path, example: str | None) -> str | None:
     folder = path.parent
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent  # the folders write_atomic would create
@@ -68,13 +98,26 @@ def _unwritable_reason(path: Path, example: str) -> str | None:
             if size > longest:
                 return f"{path} cannot be created: a name in it has {size} bytes, at most {longest} allowed"
     if path.is_dir():
-        return f"{path} is a folder; name a file in it, e.g. {path / example}"
+        return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
     target = path if path.exists() else folder
     if not os.access(target, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK):
         return f"{target} is not writable"
     return None
+
+
+def default_folder_problem(rootdir: Path) -> str | None:
+    """Why a session without --vibe-results could not write its results under ``rootdir`` (a file
+    where the folder goes, a folder where latest.json goes, no write permission), or None: checked
+    before its evals run, as an explicit path is."""
+    problem = unwritable_reason(rootdir / DEFAULT_DIR / LATEST, example=None)
+    if problem is None:
+        return None
+    return (
+        f"the results folder {rootdir / DEFAULT_DIR} cannot be written ({problem}): move what is in "
+        "the way, or write the results elsewhere with --vibe-results PATH"
+    )
 
 
 def build_results(
@@ -155,44 +198,63 @@ def results_json(results: ResultsFile) -> Iterator[str]:
 
 
 class ResultsNotWritten(Exception):
-    """The results could not be written where asked; ``written``: where they are instead."""
+    """Not every results file could be written: the message says which and why, and where the
+    results are instead; ``written``: the files that were written (empty: none)."""
 
-    def __init__(self, wanted: Path, error: OSError, written: list[Path]) -> None:
-        super().__init__(wanted, error, written)
-        self.wanted, self.error, self.written = wanted, error, written
+    def __init__(self, message: str, written: list[Path]) -> None:
+        super().__init__(message, written)
+        self.message, self.written = message, written
 
     def __str__(self) -> str:
-        where = f"; they are in {self.written[0]} instead" if self.written else ""
-        return f"results not written to {self.wanted}: {self.error.strerror or self.error}{where}"
+        return self.message
 
 
 def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:
     """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and, for a
     complete run, ``latest.json`` (a partial run never replaces it). When ``explicit`` cannot be
     written after all (checked before the run, but the disk may change), the results go to the
-    timestamped file and :class:`ResultsNotWritten` says so: a run's results are never lost."""
+    timestamped file. :class:`ResultsNotWritten` says what could not be written, and where the
+    results are instead, if anywhere; no other error is raised."""
     if explicit is None:
         return _write_default(results, rootdir)
     try:
         write_atomic(explicit, results_json(results))
     except OSError as exc:
-        raise ResultsNotWritten(explicit, exc, _write_default(results, rootdir, latest=False)) from None
+        wanted = f"results not written to {explicit}: {_reason(exc)}"
+        stamped = _write_stamped(results, rootdir, f"{wanted}, nor")
+        raise ResultsNotWritten(f"{wanted}; they are in {stamped} instead", [stamped]) from None
     return [explicit]
 
 
-def _write_default(results: ResultsFile, rootdir: Path, latest: bool = True) -> list[Path]:
+def _write_default(results: ResultsFile, rootdir: Path) -> list[Path]:
+    stamped = _write_stamped(results, rootdir, "results not written")
+    if results.partial:
+        return [stamped]
+    latest = stamped.parent / LATEST
+    try:
+        copy_atomic(stamped, latest)
+    except OSError as exc:
+        raise ResultsNotWritten(
+            f"{latest} not replaced: {_reason(exc)}; this run's results are in {stamped} only "
+            f"({LATEST} is not this run's)",
+            [stamped],
+        ) from None
+    return [stamped, latest]
+
+
+def _write_stamped(results: ResultsFile, rootdir: Path, unwritten: str) -> Path:
+    """Write the timestamped file in the default folder; when it cannot be, ResultsNotWritten
+    saying ``unwritten`` to the folder, and why."""
     folder = rootdir / DEFAULT_DIR
     stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
-    stamped = folder / f"{stamp}.json"
-    n = 1
-    while stamped.exists():
-        n += 1
-        stamped = folder / f"{stamp}-{n}.json"
-    write_atomic(stamped, results_json(results))
-    if results.partial or not latest:
-        return [stamped]
-    copy_atomic(stamped, folder / LATEST)
-    return [stamped, folder / LATEST]
+    try:
+        return write_new(folder, stamp, results_json(results))
+    except OSError as exc:
+        raise ResultsNotWritten(f"{unwritten} to {folder}: {_reason(exc)}", []) from None
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def stamped_original(path: Path) -> Path:

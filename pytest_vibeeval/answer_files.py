@@ -6,9 +6,7 @@ bounded size whose values have the right types)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +16,7 @@ from .answer_keys import AnswerKey, system_prompt_sent
 from .bounded_read import UnreadableFile, read_bounded
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderResponse
+from .report.resultsfile import write_atomic
 from .results import ToolCallRecord
 
 FORMAT = 2  # of an entry; 1: without `key` and `code`, filed twice in a store
@@ -109,18 +108,9 @@ def answer_to_store(
 
 def write_answer(path: Path, entry: dict[str, Any], redact: Redactor) -> None:
     """Write ``entry`` to ``path`` with every secret masked (in every text it holds, tool call
-    arguments too), atomically (a temporary file in the same folder, then a rename): a reader,
-    another xdist worker's included, sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_masked(entry, redact), indent=2, ensure_ascii=False)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    arguments too), atomically (:func:`write_atomic`): a reader, another xdist worker's included,
+    sees the old file or the new one, never half of one."""
+    write_atomic(path, json.dumps(_masked(entry, redact), indent=2, ensure_ascii=False) + "\n")
 
 
 def _masked(value: Any, redact: Redactor) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .bounded_read import UnreadableFile, read_end
+from .report.resultsfile import write_atomic
 from .results import EvalRecord, ResultsFile, RunRecord, StepRecord, is_coding_record
 from .scoring.vybes import vybes_result
 
@@ -183,10 +184,7 @@ def write_runner_outputs(results: ResultsFile, folder: Path) -> Written:
     for run, record, target in planned:
         data = runner_results(record, run.configuration, results.started_at, results.finished_at, logs)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temporary = target.with_suffix(".tmp")
-            temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            os.replace(temporary, target)
+            write_atomic(target, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         except OSError as exc:
             raise OutputsNotWritten(f"cannot write {target}: {exc.strerror or exc}") from None
         written.append(target)

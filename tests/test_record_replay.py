@@ -216,6 +216,11 @@ def test_each_answer_is_filed_once_with_the_system_prompt_it_was_sent_with(
     stored = [load_json(path) for path in (store / "sut").glob("*.json")]
     assert len(stored) == 2 and len(list(store.rglob("*.json"))) == 3
     assert {entry["system_prompt"] for entry in stored} == {"Answer tersely."}
+    # A store is shared (committed, read by a teammate's or CI's user): files get the mode any
+    # file the user writes gets, not mkstemp's 0600.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert {path.stat().st_mode & 0o777 for path in store.rglob("*.json")} == {0o666 & ~umask}
     assert entries["grader"]["system_prompt"] in sent  # the grading instructions, as sent
     run(pytester, "--vibe-replay", store, xdist=xdist).assert_outcomes(passed=2, failed=1)
     data = yaml.safe_load(suite.read_text())

@@ -189,6 +189,22 @@ def test_a_dir_that_is_no_folder_is_said_so(pytester: pytest.Pytester, where: st
     assert proc.stderr == expected
 
 
+def test_a_file_that_cannot_be_written_leaves_no_temporary_file(pytester: pytest.Pytester) -> None:
+    """The file is written whole or not at all, through a temporary name of its own (a fixed
+    ``results.tmp`` was left behind on failure, and two runs into one folder shared it)."""
+    make_config_dir(pytester.path)
+    path = pytester.path / "results.json"
+    run(pytester, "--vibe-results", str(path), "--vibe-config", "oracle", "--vibe-eval", "add")
+    folder = pytester.path / "out"
+    outputs(path, folder)
+    (target,) = folder.glob("*/oracle/results.json")
+    target.unlink()
+    target.mkdir()  # in the way of the file
+    proc = outputs_command(path, folder)
+    assert proc.returncode != 0 and f"cannot write {target}" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in target.parent.iterdir()) == ["results.json"]
+
+
 @pytest.mark.parametrize(("field", "value"), [("configuration", "../../escaped"), ("name", "a/b")])
 def test_an_edited_name_that_would_leave_the_dir_is_refused(
     pytester: pytest.Pytester, field: str, value: str

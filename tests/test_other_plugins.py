@@ -1,0 +1,82 @@
+"""The plugin beside the pytest plugins teams run it with: pytest-rerunfailures' reruns count
+each eval once, with what every attempt cost.
+
+The tests of a third-party plugin skip where it is not installed (``.[test]`` holds none of them):
+pytest-rerunfailures."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from helpers import (
+    XDIST_MODES,
+    evals_by_nodeid,
+    load_json,
+    needs_plugin,
+    python_suite,
+    run,
+    run_of,
+)
+
+needs_rerunfailures = needs_plugin("pytest_rerunfailures", "pytest-rerunfailures")
+
+# Each answer costs $0.01 × its attempt, and reports its attempt as its input tokens and tenths of
+# a second as its latency, so that the record shows which attempt it is. `flaky` fails its first
+# attempt, `broken` every one.
+ATTEMPTS_APP = """
+import pathlib
+
+HERE = pathlib.Path(__file__).parent
+
+def answer(prompt):
+    counter = HERE / f"attempts-{prompt}"
+    attempt = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(attempt))
+    good = prompt == "steady" or (prompt == "flaky" and attempt > 1)
+    return {"response": "ok" if good else "no", "cost": 0.01 * attempt, "input_tokens": attempt,
+            "latency": attempt / 10}
+"""
+
+
+def attempts_suite(pytester: pytest.Pytester, *names: str) -> None:
+    evals = [f"{{name: {name}, prompt: {name}, checks: [{{equals: ok}}]}}" for name in names]
+    python_suite(pytester.path / "re.eval.yaml", evals, "attempts_app:answer", ATTEMPTS_APP)
+
+
+@needs_rerunfailures
+@XDIST_MODES
+def test_a_rerun_eval_counts_once_with_what_every_attempt_cost(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """One record per eval, its last attempt's (outcome, latency, tokens), whose cost adds the
+    earlier attempts' (they were paid for), as the run's total cost and the JUnit XML do."""
+    attempts_suite(pytester, "steady", "flaky", "broken")
+    out, junit = pytester.path / "r.json", pytester.path / "j.xml"
+    result = run(pytester, "--reruns", "2", "--vibe-results", out, f"--junitxml={junit}", xdist=xdist)
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.parseoutcomes()["rerun"] == 3
+    records = evals_by_nodeid(load_json(out))
+    measured = {
+        nodeid.split("::")[1]: (r["outcome"], r["attempts"], r["input_tokens"], r["latency"], r["rerun_cost"])
+        for nodeid, r in records.items()
+    }
+    assert measured == {
+        "steady[app]": ("passed", 1, 1, 0.1, None),
+        "flaky[app]": ("passed", 2, 2, 0.2, 0.01),
+        "broken[app]": ("failed", 3, 3, 0.3, pytest.approx(0.03)),
+    }
+    costs = {nodeid.split("::")[1]: r["cost"] for nodeid, r in records.items()}
+    assert costs == pytest.approx({"steady[app]": 0.01, "flaky[app]": 0.03, "broken[app]": 0.06})
+    metrics = run_of(load_json(out), "app")["metrics"]
+    assert (metrics["passed"], metrics["total"], metrics["total_cost"]) == (2, 3, pytest.approx(0.1))
+    result.stdout.fnmatch_lines(
+        [
+            "Success Rate: 66.7% (2/3)",
+            "Total Cost: $0.1000 ($0.0400 of it on 3 earlier attempt(s) of 2 rerun eval(s))",
+        ]
+    )
+    properties = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert properties["vibe.re.eval.yaml::broken[app].attempts"] == "3"
+    assert float(properties["vibe.re.eval.yaml::broken[app].cost"]) == pytest.approx(0.06)
+    assert "vibe.re.eval.yaml::steady[app].attempts" not in properties

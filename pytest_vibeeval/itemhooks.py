@@ -155,8 +155,9 @@ class ItemHooks:
 
     @pytest.hookimpl(wrapper=True)  # inside pytest's warning capture, outside pytest-timeout's timer
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        """An eval item's timeout backstop covers its setup, call and teardown (it raises only
-        inside one of them: an exception in the report hooks between them would end the session).
+        """An eval item's timeout backstop covers its setup, call and teardown, each attempt's when a
+        plugin reruns them (it raises only inside one of them: an exception in the report hooks
+        between them would end the session).
         Where no SIGALRM timer can be armed, pytest-timeout's thread method (which ends the
         process) stands in."""
         if not isinstance(item, EvalItem):
@@ -197,7 +198,12 @@ class ItemHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Put the item on this process's progress board as it enters each phase."""
+        """Begin an eval item's attempt (a rerun's backstop has all its time again), and put the
+        item on this process's progress board as it enters each phase."""
+        if isinstance(item, EvalItem):
+            item.begin_attempt()
+            if item.attempts > 1 and self.backstop.owner is item:
+                self.backstop.restart()
         phases = phases_of(item)
         if phases is not None:
             self.state.renderer.note_environment()  # a conftest may have set secrets since

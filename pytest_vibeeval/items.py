@@ -68,6 +68,7 @@ class EvalItem(pytest.Function):
         self.setup_seconds = 0.0  # the fixtures' time (a coding item's workspace preparation)
         self.vibe_phases = PhaseTracker()
         self.vibe_progress = Progress()  # what a prompt eval finished, should its backstop stop it
+        self.attempts = 0  # how often its setup began: more than once when a plugin reran it
         structure_node_id(self)
         self.extra_keyword_matches.update(plan.keywords)
         self.add_marker(_mark("vibeeval"))
@@ -86,6 +87,13 @@ class EvalItem(pytest.Function):
             self.reused = state.resume.find(
                 info.source, info.input_digest, info.configuration, info.eval_id, info.repeat
             )
+
+    def begin_attempt(self) -> None:
+        """Its setup begins. Again when pytest-rerunfailures reruns it: then its phases and what it
+        finished start afresh, so that a rerun stopped early does not report the earlier attempt's."""
+        self.attempts += 1
+        if self.attempts > 1:
+            self.vibe_phases, self.vibe_progress = PhaseTracker(), Progress()
 
     @property
     def info(self) -> RunInfo:

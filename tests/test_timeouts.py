@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import USAGE, ChatServer
-from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, python_suite, run, write
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, needs_plugin, python_suite, run, write
 
 from pytest_vibeeval.checks import BUILTIN_CHECKS, AnyOf, Check, JudgeArgs
 from pytest_vibeeval.limits import (
@@ -61,6 +61,23 @@ def test_a_hung_prompt_eval_reports_its_phase(pytester: pytest.Pytester, xdist: 
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
     assert cases["stuck[app]"].find("failure") is not None
     assert cases["fine[app]"].find("failure") is None
+
+
+@needs_plugin("pytest_rerunfailures", "pytest-rerunfailures")
+@XDIST_MODES
+def test_a_rerun_has_a_backstop_of_its_own(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """pytest-rerunfailures runs an item's phases again inside one protocol: each attempt is timed
+    anew (the rerun of a hung answer hung the session, its backstop spent), and the record of the
+    rerun that timed out is its own, not the first attempt's."""
+    write_hang_project(pytester.path)
+    out = pytester.path / "results.json"
+    result = run(pytester, "--reruns", "1", "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.parseoutcomes()["rerun"] == 1
+    stuck = evals_by_nodeid(load_json(out))["hang.eval.yaml::stuck[app]"]
+    assert stuck["message"].startswith("stopped in the agent phase (app, "), stuck["message"]
+    assert "Timeout (>2.0s) from the vibeeval backstop" in stuck["message"]
+    assert stuck["attempts"] == 2
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from .collection_gc import settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
 from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
-from .items import BackstopTimeout, EvalItem
+from .items import BackstopTimeout, EvalItem, RerunHeld
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
 from .pytest_private import in_runtest_phase
@@ -252,7 +252,9 @@ class ItemHooks:
         redact = self.state.renderer.redactor()
         if redact.secrets:  # without secrets masking changes nothing
             _mask_report(report, redact)
-        stopped = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
+        stopped = call.excinfo is not None and not call.excinfo.errisinstance(
+            (pytest.skip.Exception, RerunHeld)  # a held rerun leaves the earlier attempt's record
+        )
         if stopped and call.when in ("setup", "call"):  # failed, or xfailed: the item's own marker
             value = call.excinfo.value if call.excinfo is not None else None
             _record_unfinished(item, report, str(value) if isinstance(value, BackstopTimeout) else None)

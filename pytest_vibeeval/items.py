@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .budget import NOT_RERUN
 from .errors import terminal_safe
 from .phases import PhaseTracker, Progress
 from .pytest_private import node_ids_are_structured, structure_node_id
@@ -52,6 +53,12 @@ class BackstopTimeout(_Failed):  # type: ignore[misc]  # a subclass of what mypy
     """The item's timeout backstop stopped it (see :mod:`.backstop`); the message says in which phase."""
 
     __module__ = "builtins"  # shown as `BackstopTimeout: …`, as pytest shows its `Failed: …`
+
+
+class RerunHeld(_Failed):  # type: ignore[misc]  # a subclass of what mypy sees as Any
+    """--vibe-max-cost held back a rerun of the item: its earlier attempt's record stands."""
+
+    __module__ = "builtins"
 
 
 class EvalItem(pytest.Function):
@@ -211,8 +218,15 @@ def _row_fields(plan: EvalPlan, state: VibeState) -> dict[str, Any]:
     return {"eval_name": case.eval_name, "row_id": case.row_id, "row": row}
 
 
-def start_or_skip(state: VibeState) -> None:
-    """Skip the item when --vibe-max-cost is spent (checked as each item starts)."""
-    reason = state.budget.exhausted_reason()
+def start_or_skip(item: EvalItem) -> None:
+    """Skip the item when --vibe-max-cost is spent (checked as each item starts). A rerun of an item
+    that ran (pytest-rerunfailures) fails instead: its earlier attempt's result stands, and pytest
+    then reports the item as the results record it, not as skipped."""
+    budget = get_state(item.config).budget
+    if item.attempts > 1:
+        reason = budget.exhausted_reason(NOT_RERUN)
+        if reason:
+            raise RerunHeld(f"{reason}: its earlier attempt's result stands", pytrace=False)
+    reason = budget.exhausted_reason()
     if reason:
         pytest.skip(reason)

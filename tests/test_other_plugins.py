@@ -1,5 +1,5 @@
 """The plugin beside the pytest plugins teams run it with: pytest-rerunfailures' reruns count
-each eval once, with what every attempt cost.
+each eval once, with what every attempt cost, and none starts once --vibe-max-cost is spent.
 
 The tests of a third-party plugin skip where it is not installed (``.[test]`` holds none of them):
 pytest-rerunfailures."""
@@ -80,3 +80,26 @@ def test_a_rerun_eval_counts_once_with_what_every_attempt_cost(
     assert properties["vibe.re.eval.yaml::broken[app].attempts"] == "3"
     assert float(properties["vibe.re.eval.yaml::broken[app].cost"]) == pytest.approx(0.06)
     assert "vibe.re.eval.yaml::steady[app].attempts" not in properties
+
+
+@needs_rerunfailures
+@XDIST_MODES
+def test_a_rerun_the_budget_holds_back_keeps_the_earlier_result(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """--vibe-max-cost spent, a failed eval is not rerun: it fails as its attempt did, for pytest
+    as in the results (the rerun was skipped, counted skipped by pytest and failed by the results)."""
+    attempts_suite(pytester, "broken", "steady")
+    out = pytester.path / "r.json"
+    result = run(pytester, "--reruns", "2", "--vibe-max-cost", "0.01", "--vibe-results", out, xdist=xdist)
+    records = evals_by_nodeid(load_json(out))
+    broken = records["re.eval.yaml::broken[app]"]
+    assert (broken["outcome"], broken["attempts"], broken["cost"]) == ("failed", 1, 0.01)
+    assert broken["message"].startswith("equals: ")
+    result.stdout.fnmatch_lines(
+        ["*not rerun: --vibe-max-cost $0.01 reached (spent $0.0*): its earlier attempt's result stands"]
+    )
+    outcomes = result.parseoutcomes()
+    for outcome in ("passed", "failed", "skipped"):  # steady ran, or was held back, under xdist
+        recorded = sum(1 for record in records.values() if record["outcome"] == outcome)
+        assert outcomes.get(outcome, 0) == recorded, (outcome, outcomes)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import sys
 import time
-import warnings
 from collections.abc import Generator
 from typing import TYPE_CHECKING, NoReturn
 
@@ -19,6 +18,7 @@ from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
 from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
 from .items import BackstopTimeout, EvalItem, RerunHeld
+from .notes import note
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
 from .pytest_private import in_runtest_phase
@@ -84,12 +84,12 @@ class CollectionHooks:
             return
         items[:] = kept
         self.config.hook.pytest_deselected(items=repeated)
-        note = ran_once_note([item.nodeid for item in repeated])
+        said = ran_once_note([item.nodeid for item in repeated])
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is None:
-            self.state.read_notes.append(note)
+            self.state.read_notes.append(said)
         else:  # the controller shows it (it collects nothing itself)
-            workeroutput[NOTE_OUTPUT] = note
+            workeroutput[NOTE_OUTPUT] = said
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Remember suite files that failed to load (on xdist, the controller sees workers' reports)."""
@@ -181,7 +181,7 @@ class ItemHooks:
             item.add_marker(pytest.mark.timeout(seconds, method="thread"))
         elif not self.warned_no_backstop:
             self.warned_no_backstop = True
-            warnings.warn(NO_BACKSTOP, stacklevel=1)
+            note(NO_BACKSTOP, stacklevel=1)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:

@@ -18,7 +18,6 @@ reading; the hashes are of the real prompt.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +34,7 @@ from .answer_files import (
 from .answer_keys import AnswerKey, answer_key, code_digest, system_prompt_sent
 from .earlier_recordings import earlier_answer_path
 from .loading.templates import Redactor
+from .notes import note
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse, Wrapping
 
 
@@ -184,7 +184,7 @@ class ReplayProvider:
         if found.earlier:
             if not self._noted_earlier:
                 self._noted_earlier = True
-                warnings.warn(ReplayNote(earlier_note(self.config_id, self.store.folder)), stacklevel=3)
+                note(ReplayNote(earlier_note(self.config_id, self.store.folder)), stacklevel=3)
             return
         recorded_code = found.entry.get("code")
         if recorded_code is None:

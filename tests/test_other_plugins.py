@@ -1,15 +1,18 @@
-"""The plugin beside the pytest plugins teams run it with: pytest-rerunfailures' reruns count
-each eval once, with what every attempt cost, and none starts once --vibe-max-cost is spent.
+"""The plugin beside the pytest plugins and options teams run it with: pytest-rerunfailures' reruns
+count each eval once, with what every attempt cost, and none starts once --vibe-max-cost is spent;
+the plugin's notes stay notes where warnings are errors.
 
 The tests of a third-party plugin skip where it is not installed (``.[test]`` holds none of them):
 pytest-rerunfailures."""
 
 from __future__ import annotations
 
+import warnings
 import xml.etree.ElementTree as ET
 
 import pytest
 from helpers import (
+    PYTHON,
     XDIST_MODES,
     evals_by_nodeid,
     load_json,
@@ -17,7 +20,11 @@ from helpers import (
     python_suite,
     run,
     run_of,
+    write,
 )
+
+from pytest_vibeeval.cache import CacheNote
+from pytest_vibeeval.notes import note
 
 needs_rerunfailures = needs_plugin("pytest_rerunfailures", "pytest-rerunfailures")
 
@@ -103,3 +110,46 @@ def test_a_rerun_the_budget_holds_back_keeps_the_earlier_result(
     for outcome in ("passed", "failed", "skipped"):  # steady ran, or was held back, under xdist
         recorded = sum(1 for record in records.values() if record["outcome"] == outcome)
         assert outcomes.get(outcome, 0) == recorded, (outcome, outcomes)
+
+
+NOT_A_SUITE = "services: {web: {image: nginx}}\n"
+ECHO_SUITE = f"""
+metadata: {{name: n, model: m}}
+configurations:
+  echo: {{cli: "{PYTHON}", args: ["-c", "import sys; print(sys.stdin.read())"]}}
+evals:
+  - {{name: a, prompt: ok, checks: [{{contains: ok}}]}}
+  - {{name: b, prompt: ok, checks: [{{contains: ok}}]}}
+"""
+
+
+@XDIST_MODES
+def test_notes_stay_notes_where_warnings_are_errors(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """With ``filterwarnings = error`` (or ``-W error``), the note on a YAML file a broad pattern
+    matches failed the collection, and the one on an agent's answers --vibe-cache does not keep
+    failed every eval of that agent, with the plugin's traceback."""
+    write(pytester.path / "pytest.ini", "[pytest]\nfilterwarnings = error\nvibe_patterns = *.yaml\n")
+    write(pytester.path / "compose.yaml", NOT_A_SUITE)
+    write(pytester.path / "n.eval.yaml", ECHO_SUITE)
+    result = run(pytester, "--vibe-cache=cache", xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK
+    assert result.parseoutcomes()["passed"] == 2
+    result.stdout.fnmatch_lines(
+        [
+            "*compose.yaml matches vibe_patterns but has no top-level `evals:`: not a suite, not collected",
+            "*CacheNote: --vibe-cache: configuration 'echo' runs an agent CLI; its answers are not cached*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_note_is_shown_where_warnings_are_errors_and_left_out_where_ignored() -> None:
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("error")
+        note(CacheNote("shown"))
+    assert [str(warning.message) for warning in shown] == ["shown"]
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", CacheNote)
+        note(CacheNote("ignored"))
+    assert shown == []

@@ -178,11 +178,13 @@ def test_a_timeout_shows_where_the_other_threads_were(pytester: pytest.Pytester,
     assert "in wait_for_ever" in result.stdout.str()
 
 
-def test_without_sigalrm_or_pytest_timeout_it_warns(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("filters", [[], ["-W", "error"]], ids=["default", "warnings-as-errors"])
+def test_without_sigalrm_or_pytest_timeout_it_warns(pytester: pytest.Pytester, filters: list[str]) -> None:
+    """A warning, also under ``-W error``, where raised it ended the session (INTERNALERROR)."""
     write(pytester.path / "conftest.py", "import pytest_vibeeval.backstop as b\nb.HAS_SIGALRM = False\n")
     evals = [f"{{name: {name}, prompt: {name}, checks: [{{match: ok}}]}}" for name in "ab"]
     python_suite(pytester.path / "ok.eval.yaml", evals, app="def answer(prompt):\n    return 'ok'\n")
-    result = run(pytester, "-p", "no:timeout", subprocess=True)
+    result = run(pytester, "-p", "no:timeout", *filters, subprocess=True)
     result.assert_outcomes(passed=2, warnings=1)  # once, not once per item
     result.stdout.fnmatch_lines(["*eval items run without their timeout backstop*"])
 

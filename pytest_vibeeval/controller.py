@@ -81,6 +81,9 @@ class ControllerSession:
     def _select(self, selected: frozenset[str]) -> None:
         """Remember which eval items the session selected: one that never reports did not run."""
         if selected:
+            refused = count_refused(self.config)
+            if refused is not None:
+                raise pytest.UsageError(refused)
             self.state.aggregator.selected = selected
 
     def _collected_by_us(self, nodeid: str) -> bool:
@@ -289,6 +292,21 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in end.writer_lines:
             terminalreporter.write_line(line)
+
+
+def count_refused(config: pytest.Config) -> str | None:
+    """Why pytest-repeat's ``--count N`` cannot run in a session with evals, or None: it repeats
+    test functions by parametrizing them, which eval items are not, so each eval would run once
+    while the session seemed to run everything N times."""
+    count = config.getoption("count", None)
+    if not config.pluginmanager.hasplugin("repeat") or not isinstance(count, int) or count < 2:
+        return None
+    return (
+        f"--count {count} (pytest-repeat) does not repeat eval items: it repeats test functions, "
+        f"which they are not, so each eval would run once. To run every eval {count} times use "
+        f"--vibe-repeat {count} (scored over the repeats: pass rates, pass@k); to repeat your other "
+        "tests, run them in a session of their own"
+    )
 
 
 def not_written_line(settings: Settings) -> str | None:

@@ -1,9 +1,10 @@
 """The plugin beside the pytest plugins and options teams run it with: pytest-rerunfailures' reruns
 count each eval once, with what every attempt cost, and none starts once --vibe-max-cost is spent;
-the plugin's notes stay notes where warnings are errors.
+pytest-repeat's ``--count``, which cannot repeat eval items, is refused; the plugin's notes stay
+notes where warnings are errors.
 
 The tests of a third-party plugin skip where it is not installed (``.[test]`` holds none of them):
-pytest-rerunfailures."""
+pytest-rerunfailures and pytest-repeat."""
 
 from __future__ import annotations
 
@@ -153,3 +154,18 @@ def test_a_note_is_shown_where_warnings_are_errors_and_left_out_where_ignored() 
         warnings.simplefilter("ignore", CacheNote)
         note(CacheNote("ignored"))
     assert shown == []
+
+
+@needs_plugin("pytest_repeat", "pytest-repeat")
+@XDIST_MODES
+def test_pytest_repeats_count_is_refused_where_evals_run(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """pytest-repeat parametrizes test functions: eval items ran once each, silently, under --count 3."""
+    attempts_suite(pytester, "steady")
+    result = run(pytester, "--count", "3", xdist=xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --count 3 (pytest-repeat) does not repeat eval items: *use --vibe-repeat 3 (scored over *"]
+    )
+    assert not (pytester.path / "attempts-steady").exists()  # nothing ran
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    run(pytester, "--count", "3", "test_plain.py", xdist=xdist).assert_outcomes(passed=3)  # no evals

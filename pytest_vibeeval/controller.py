@@ -280,7 +280,8 @@ class ControllerSession:
             which = "; ".join(end.lost_workers[:3])
             terminalreporter.write_line(
                 f"{count} xdist worker{' was' if count == 1 else 's were'} lost ({which}): "
-                "the item each was running is an error above; the other items ran on",
+                "the item each was running is an error above, unless a plugin reran it "
+                "(pytest-rerunfailures); the other items ran on",
                 red=True,
             )
         for index, line in enumerate(end.nothing_ran_lines):

@@ -406,6 +406,19 @@ def test_a_rerun_cost_is_unknown_when_an_attempt_reported_none() -> None:
     assert (record.attempts, record.cost, record.rerun_cost) == (2, None, None)
 
 
+def test_an_attempt_whose_worker_was_lost_counts_with_an_unknown_cost() -> None:
+    """pytest-rerunfailures reports a lost worker's item as "rerun" and runs it on another worker."""
+    agg = Aggregator()
+    info = run_info("add", "c", "success_pct")
+    lost = "worker 'gw0' crashed while running 'suites/math.eval.yaml::add[c]'"
+    agg.add_report(nodeid("add", "c"), "???", "rerun", None, None, lost, False)
+    feed(agg, info, eval_record("add", "c", "passed", 1.0, 0.04))
+    (run,) = agg.runs()
+    (record,) = run.evals
+    assert (record.outcome, record.attempts, record.cost, record.rerun_cost) == ("passed", 2, None, None)
+    assert run.metrics["success_pct"] == 100.0
+
+
 def test_a_rerun_that_sends_no_record_leaves_the_earlier_attempts() -> None:
     """A rerun --vibe-max-cost held back fails without a record: the failed attempt stands."""
     agg = Aggregator()

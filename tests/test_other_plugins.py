@@ -113,6 +113,42 @@ def test_a_rerun_the_budget_holds_back_keeps_the_earlier_result(
         assert outcomes.get(outcome, 0) == recorded, (outcome, outcomes)
 
 
+LOST_APP = """
+import os, pathlib
+
+def answer(prompt):
+    counter = pathlib.Path(__file__).parent / "lost-once"
+    if prompt == "crash" and not counter.exists():
+        counter.write_text("")
+        os._exit(3)  # the worker dies, once
+    return {"response": "ok", "cost": 0.01}
+"""
+
+
+@needs_rerunfailures
+def test_an_eval_whose_worker_was_lost_and_rerun_passes_with_an_unknown_cost(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest-rerunfailures runs a lost worker's item again on another worker: the eval is its rerun,
+    in a complete run; what the lost attempt spent is unknown, so its cost is too."""
+    evals = [f"{{name: {name}, prompt: {name}, checks: [{{equals: ok}}]}}" for name in ("crash", "fine")]
+    python_suite(pytester.path / "lost.eval.yaml", evals, "lost_app:answer", LOST_APP)
+    out = pytester.path / "r.json"
+    result = run(pytester, "--reruns", "1", "--vibe-results", out, xdist=["-n", "2"])
+    result.assert_outcomes(passed=2)
+    results = load_json(out)
+    crash = evals_by_nodeid(results)["lost.eval.yaml::crash[app]"]
+    assert (crash["outcome"], crash["attempts"], crash["cost"]) == ("passed", 2, None)
+    assert results["stopped_early"] is None
+    result.stdout.fnmatch_lines(
+        [
+            "Success Rate: 100.0% (2/2)",
+            "1 xdist worker was lost (*): the item each was running is an error above, unless a plugin "
+            "reran it (pytest-rerunfailures); the other items ran on",
+        ]
+    )
+
+
 NOT_A_SUITE = "services: {web: {image: nginx}}\n"
 ECHO_SUITE = f"""
 metadata: {{name: n, model: m}}

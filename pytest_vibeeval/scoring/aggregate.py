@@ -71,6 +71,9 @@ class Aggregator:
         item.info = item.info or info
         if when == "setup" and item.record is not None:  # it runs again (pytest-rerunfailures)
             item.rerun = True
+        if outcome == "rerun" and when not in _PHASES:  # its worker was lost; it runs again elsewhere
+            item.earlier = item.earlier or EarlierAttempts()
+            item.earlier.add_lost()
         if record is not None and item.rerun:
             self._earlier_attempt(item)
             item.rerun = False

@@ -23,6 +23,12 @@ class EarlierAttempts:
         self.cost = _sum(self.cost, record.cost)
         self.judge_cost = _known_sum(self.judge_cost, record.judge_cost)
 
+    def add_lost(self) -> None:
+        """Count an attempt whose xdist worker was lost: it left no record, so what it spent is
+        unknown."""
+        self.count += 1
+        self.cost = None
+
     def folded(self, last: EvalRecord) -> EvalRecord:
         """``last``, the last attempt's record, with the earlier attempts counted in its ``attempts``,
         ``cost`` and ``judge_cost``."""

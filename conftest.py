@@ -16,6 +16,11 @@ pytest_plugins = ["pytester"]
 import httpcore  # noqa: E402, F401
 import httpx  # noqa: E402, F401
 
+# The same for PyYAML: its C loader, imported again, builds nodes the new yaml module does not
+# resolve (every tag None), so every suite of a second in-process run failed to load. The semantic
+# model's libraries import it first where that extra is installed.
+import yaml  # noqa: E402, F401
+
 HAS_SENTENCE_TRANSFORMERS = importlib.util.find_spec("sentence_transformers") is not None
 
 

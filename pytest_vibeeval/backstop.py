@@ -38,6 +38,7 @@ class Backstop:
         self._previous_handler: _Handler = None
         self._previous_timer = (0.0, 0.0)  # (delay, interval) of the paused timer
         self._armed_at = 0.0
+        self._seconds = 0.0
         self._refused_since: float | None = None  # when the alarm first came where it may not raise
 
     def arm(
@@ -62,11 +63,17 @@ class Backstop:
         paused = signal.setitimer(signal.ITIMER_REAL, 0)
         previous = signal.signal(signal.SIGALRM, self._on_alarm)
         self._previous_handler, self._previous_timer = previous, paused
-        self._armed_at = self._clock()
+        self._armed_at, self._seconds = self._clock(), seconds
         self._expire, self._may_fire, self._refused_since = expire, may_fire, None
         self.owner = owner
         signal.setitimer(signal.ITIMER_REAL, seconds)
         return True
+
+    def restart(self) -> None:
+        """Arm the timer again for its owner, with all its time (whether or not it fired): the
+        owner runs again (pytest-rerunfailures reruns an item's phases inside one protocol)."""
+        if self.owner is not None and self._expire is not None:
+            self.arm(self.owner, self._seconds, self._expire, self._may_fire)
 
     def disarm(self) -> None:
         """Stop the timer (nothing happens when it is not armed) and put back what was there."""

@@ -11,6 +11,7 @@ from .report.format import money
 
 LEDGER_NAME = "spent.ledger"
 NOT_STARTED = "not started: --vibe-max-cost"  # how the skip of an item the budget held back begins
+NOT_RERUN = "not rerun: --vibe-max-cost"  # how the failure of a rerun it held back begins
 
 
 class Budget:
@@ -47,13 +48,13 @@ class Budget:
         finally:
             os.close(fd)
 
-    def exhausted_reason(self) -> str | None:
-        """Why no new item may start (the limit is reached), or None."""
+    def exhausted_reason(self, held: str = NOT_STARTED) -> str | None:
+        """Why no new item may start (the limit is reached), or None; ``held``: what was held back."""
         if self.limit is None:
             return None
         spent = self.spent()
         if spent >= self.limit:
-            return f"{NOT_STARTED} ${self.limit:g} reached (spent {money(spent)})"
+            return f"{held} ${self.limit:g} reached (spent {money(spent)})"
         return None
 
     def stop_reason(self) -> str | None:

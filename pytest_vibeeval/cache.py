@@ -16,7 +16,6 @@ that is no verdict: :func:`forget`)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from .answer_files import AnswerFileError, answer_path, answer_to_store, read_answer, write_answer
 from .answer_keys import AnswerKey, answer_key, code_digest
 from .loading.templates import Redactor
+from .notes import note
 from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
 from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
@@ -75,7 +75,7 @@ def session_cache(
 def note_coding_eval(cache: ResponseCache | None, config_id: str) -> None:
     """Say (a :class:`CacheNote`) that the coding-agent evals of ``config_id`` are not cached."""
     if cache is not None:
-        warnings.warn(CacheNote(coding_note(config_id)), stacklevel=2)
+        note(CacheNote(coding_note(config_id)), stacklevel=2)
 
 
 def folder_problem(folder: Path) -> str | None:
@@ -113,10 +113,10 @@ class ResponseCache:
         except FileNotFoundError:
             return None
         except AnswerFileError as exc:
-            warnings.warn(CacheNote(f"cached answer {path} {exc}; asked again"), stacklevel=2)
+            note(CacheNote(f"cached answer {path} {exc}; asked again"), stacklevel=2)
             return None
         if entry.get("key") != key.sent or entry.get("configuration") != config_id:
-            warnings.warn(
+            note(
                 CacheNote(f"cached answer {path} is not this request's (its key differs); asked again"),
                 stacklevel=2,
             )
@@ -133,7 +133,7 @@ class ResponseCache:
             self._tag()
             write_answer(path, entry, self.redact)
         except OSError as exc:
-            warnings.warn(CacheNote(f"answer not cached in {path}: {exc.strerror or exc}"), stacklevel=2)
+            note(CacheNote(f"answer not cached in {path}: {exc.strerror or exc}"), stacklevel=2)
 
     def drop(self, config_id: str, key: AnswerKey) -> None:
         """Remove the answer filed under ``key``, if there is one (one that cannot be removed is a
@@ -142,7 +142,7 @@ class ResponseCache:
         try:
             path.unlink(missing_ok=True)
         except OSError as exc:
-            warnings.warn(CacheNote(f"cached answer {path} not removed: {exc.strerror or exc}"), stacklevel=2)
+            note(CacheNote(f"cached answer {path} not removed: {exc.strerror or exc}"), stacklevel=2)
 
     def _tag(self) -> None:
         """Mark the folder as a cache (before its first entry, so that no worker sees it without)."""
@@ -200,7 +200,7 @@ def with_cache(
     if isinstance(provider, Cacheable):
         return CachingProvider(provider, cache, config_id, model)
     if not isinstance(provider, ReplayProvider | Unavailable | UnclaimedProvider):
-        warnings.warn(CacheNote(uncached_note(provider, config_id)), stacklevel=2)
+        note(CacheNote(uncached_note(provider, config_id)), stacklevel=2)
     return provider
 
 

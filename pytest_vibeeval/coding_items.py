@@ -65,7 +65,7 @@ def run_workspace_item(
     work, configuration = item.workspace_work, item.plan.configuration
     assert work is not None and configuration is not None
     state = get_state(item.config)
-    start_or_skip(state)
+    start_or_skip(item)
     state.renderer.note_environment()  # a fixture may have exported a secret
     provider = agent_provider(item)
     reason = provider.unavailable_reason()

@@ -85,6 +85,9 @@ class ControllerSession:
         any of them runs."""
         if not selected:
             return
+        refused = count_refused(self.config)
+        if refused is not None:
+            raise pytest.UsageError(refused)
         aggregator = self.state.aggregator
         if aggregator.selected is None:
             self._check_results_folder()
@@ -297,7 +300,8 @@ class ControllerSession:
             which = "; ".join(end.lost_workers[:3])
             terminalreporter.write_line(
                 f"{count} xdist worker{' was' if count == 1 else 's were'} lost ({which}): "
-                "the item each was running is an error above; the other items ran on",
+                "the item each was running is an error above, unless a plugin reran it "
+                "(pytest-rerunfailures); the other items ran on",
                 red=True,
             )
         for index, line in enumerate(end.nothing_ran_lines):
@@ -311,6 +315,21 @@ class ControllerSession:
             terminalreporter.write_line(f"results: {path}")
         for line in end.writer_lines:
             terminalreporter.write_line(line)
+
+
+def count_refused(config: pytest.Config) -> str | None:
+    """Why pytest-repeat's ``--count N`` cannot run in a session with evals, or None: it repeats
+    test functions by parametrizing them, which eval items are not, so each eval would run once
+    while the session seemed to run everything N times."""
+    count = config.getoption("count", None)
+    if not config.pluginmanager.hasplugin("repeat") or not isinstance(count, int) or count < 2:
+        return None
+    return (
+        f"--count {count} (pytest-repeat) does not repeat eval items: it repeats test functions, "
+        f"which they are not, so each eval would run once. To run every eval {count} times use "
+        f"--vibe-repeat {count} (scored over the repeats: pass rates, pass@k); to repeat your other "
+        "tests, run them in a session of their own"
+    )
 
 
 def not_written_line(settings: Settings) -> str | None:

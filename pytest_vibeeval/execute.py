@@ -98,7 +98,7 @@ def run_prompt_item(request: pytest.FixtureRequest, vibe_provider: Provider, vib
     """The body of a prompt-eval item for which a conftest overrides ``vibe_provider`` or
     ``vibe_workdir``."""
     item = eval_item(request, "run_prompt_item")
-    start_or_skip(get_state(item.config))
+    start_or_skip(item)
     _run_prompt(item, vibe_provider, _judge(item), vibe_workdir)
 
 
@@ -106,7 +106,7 @@ def run_prompt_item_direct(item: EvalItem) -> None:
     """The body of every other prompt-eval item: the same, with the fixtures' values made here.
     pytest's fixture machinery costs more than a short eval's own work, and the item's folder is
     made only where something may use it (its agent, its judge's, a custom check)."""
-    start_or_skip(get_state(item.config))
+    start_or_skip(item)
     provider, judge = provider_for(item), _judge(item)
     needed = any_uses_workdir(_prompt_work(item).case.checks) or any(
         uses_workdir(answering) for answering in (provider, judge.provider if judge else None) if answering

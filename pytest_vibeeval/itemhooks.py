@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import sys
 import time
-import warnings
 from collections.abc import Generator
 from typing import TYPE_CHECKING, NoReturn
 
@@ -18,7 +17,8 @@ from .collection_gc import settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
 from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
-from .items import BackstopTimeout, EvalItem
+from .items import BackstopTimeout, EvalItem, RerunHeld
+from .notes import note
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
 from .pytest_private import in_runtest_phase
@@ -84,12 +84,12 @@ class CollectionHooks:
             return
         items[:] = kept
         self.config.hook.pytest_deselected(items=repeated)
-        note = ran_once_note([item.nodeid for item in repeated])
+        said = ran_once_note([item.nodeid for item in repeated])
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is None:
-            self.state.read_notes.append(note)
+            self.state.read_notes.append(said)
         else:  # the controller shows it (it collects nothing itself)
-            workeroutput[NOTE_OUTPUT] = note
+            workeroutput[NOTE_OUTPUT] = said
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Remember suite files that failed to load (on xdist, the controller sees workers' reports)."""
@@ -155,8 +155,9 @@ class ItemHooks:
 
     @pytest.hookimpl(wrapper=True)  # inside pytest's warning capture, outside pytest-timeout's timer
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        """An eval item's timeout backstop covers its setup, call and teardown (it raises only
-        inside one of them: an exception in the report hooks between them would end the session).
+        """An eval item's timeout backstop covers its setup, call and teardown, each attempt's when a
+        plugin reruns them (it raises only inside one of them: an exception in the report hooks
+        between them would end the session).
         Where no SIGALRM timer can be armed, pytest-timeout's thread method (which ends the
         process) stands in."""
         if not isinstance(item, EvalItem):
@@ -180,7 +181,7 @@ class ItemHooks:
             item.add_marker(pytest.mark.timeout(seconds, method="thread"))
         elif not self.warned_no_backstop:
             self.warned_no_backstop = True
-            warnings.warn(NO_BACKSTOP, stacklevel=1)
+            note(NO_BACKSTOP, stacklevel=1)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
@@ -197,7 +198,12 @@ class ItemHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Put the item on this process's progress board as it enters each phase."""
+        """Begin an eval item's attempt (a rerun's backstop has all its time again), and put the
+        item on this process's progress board as it enters each phase."""
+        if isinstance(item, EvalItem):
+            item.begin_attempt()
+            if item.attempts > 1 and self.backstop.owner is item:
+                self.backstop.restart()
         phases = phases_of(item)
         if phases is not None:
             self.state.renderer.note_environment()  # a conftest may have set secrets since
@@ -246,7 +252,9 @@ class ItemHooks:
         redact = self.state.renderer.redactor()
         if redact.secrets:  # without secrets masking changes nothing
             _mask_report(report, redact)
-        stopped = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
+        stopped = call.excinfo is not None and not call.excinfo.errisinstance(
+            (pytest.skip.Exception, RerunHeld)  # a held rerun leaves the earlier attempt's record
+        )
         if stopped and call.when in ("setup", "call"):  # failed, or xfailed: the item's own marker
             value = call.excinfo.value if call.excinfo is not None else None
             _record_unfinished(item, report, str(value) if isinstance(value, BackstopTimeout) else None)

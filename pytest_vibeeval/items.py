@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .budget import NOT_RERUN
 from .errors import terminal_safe
 from .phases import PhaseTracker, Progress
 from .pytest_private import node_ids_are_structured, structure_node_id
@@ -54,6 +55,12 @@ class BackstopTimeout(_Failed):  # type: ignore[misc]  # a subclass of what mypy
     __module__ = "builtins"  # shown as `BackstopTimeout: …`, as pytest shows its `Failed: …`
 
 
+class RerunHeld(_Failed):  # type: ignore[misc]  # a subclass of what mypy sees as Any
+    """--vibe-max-cost held back a rerun of the item: its earlier attempt's record stands."""
+
+    __module__ = "builtins"
+
+
 class EvalItem(pytest.Function):
     """One eval × configuration (× repeat), made from its :class:`EvalPlan`: a prompt eval or a
     coding-agent eval, run by the body its plan's kind names (see :mod:`pytest_vibeeval.execute` and
@@ -68,6 +75,7 @@ class EvalItem(pytest.Function):
         self.setup_seconds = 0.0  # the fixtures' time (a coding item's workspace preparation)
         self.vibe_phases = PhaseTracker()
         self.vibe_progress = Progress()  # what a prompt eval finished, should its backstop stop it
+        self.attempts = 0  # how often its setup began: more than once when a plugin reran it
         structure_node_id(self)
         self.extra_keyword_matches.update(plan.keywords)
         self.add_marker(_mark("vibeeval"))
@@ -86,6 +94,13 @@ class EvalItem(pytest.Function):
             self.reused = state.resume.find(
                 info.source, info.input_digest, info.configuration, info.eval_id, info.repeat
             )
+
+    def begin_attempt(self) -> None:
+        """Its setup begins. Again when pytest-rerunfailures reruns it: then its phases and what it
+        finished start afresh, so that a rerun stopped early does not report the earlier attempt's."""
+        self.attempts += 1
+        if self.attempts > 1:
+            self.vibe_phases, self.vibe_progress = PhaseTracker(), Progress()
 
     @property
     def info(self) -> RunInfo:
@@ -203,8 +218,15 @@ def _row_fields(plan: EvalPlan, state: VibeState) -> dict[str, Any]:
     return {"eval_name": case.eval_name, "row_id": case.row_id, "row": row}
 
 
-def start_or_skip(state: VibeState) -> None:
-    """Skip the item when --vibe-max-cost is spent (checked as each item starts)."""
-    reason = state.budget.exhausted_reason()
+def start_or_skip(item: EvalItem) -> None:
+    """Skip the item when --vibe-max-cost is spent (checked as each item starts). A rerun of an item
+    that ran (pytest-rerunfailures) fails instead: its earlier attempt's result stands, and pytest
+    then reports the item as the results record it, not as skipped."""
+    budget = get_state(item.config).budget
+    if item.attempts > 1:
+        reason = budget.exhausted_reason(NOT_RERUN)
+        if reason:
+            raise RerunHeld(f"{reason}: its earlier attempt's result stands", pytrace=False)
+    reason = budget.exhausted_reason()
     if reason:
         pytest.skip(reason)

@@ -12,7 +12,6 @@ import os
 import reprlib
 import shutil
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
 from .loading.suite_files import collected_kind
 from .loading.templates import Renderer, TemplateValues
+from .notes import note
 from .settings import Settings, add_options
 from .stash import STATE_KEY, get_state, rootdir_relative
 from .state import VibeState
@@ -165,8 +165,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
 
         return EvalConfigCollector.from_parent(parent, path=file_path)
     if kind == "no-evals":  # a broad pattern's docker-compose.yaml: not a suite, not an error
-        note = f"{rel} matches vibe_patterns but has no top-level `evals:`: not a suite, not collected"
-        warnings.warn(VibeevalNote(note), stacklevel=1)
+        text = f"{rel} matches vibe_patterns but has no top-level `evals:`: not a suite, not collected"
+        note(VibeevalNote(text), stacklevel=1)
         return None
     if kind is None:
         return None

@@ -17,7 +17,6 @@ reading; the hashes are of the real prompt.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +33,7 @@ from .answer_files import (
 from .answer_keys import AnswerKey, answer_key, code_digest
 from .earlier_recordings import earlier_answer_path
 from .loading.templates import Redactor
+from .notes import note
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse, Wrapping
 
 
@@ -179,7 +179,7 @@ class ReplayProvider:
         if found.earlier:
             if not self._noted_earlier:
                 self._noted_earlier = True
-                warnings.warn(ReplayNote(earlier_note(self.config_id, self.store.folder)), stacklevel=3)
+                note(ReplayNote(earlier_note(self.config_id, self.store.folder)), stacklevel=3)
             return
         recorded_code = found.entry.get("code")
         if recorded_code is None:

@@ -402,6 +402,17 @@ class EvalRecord(Record):
         default=None, description="the eval's automatic rubric; None: not graded (e.g. a skipped eval)"
     )
     repeat: int = Field(default=0, description="1…N with --vibe-repeat N; 0 when not repeated")
+    attempts: int = Field(
+        default=1,
+        description="how many times the item ran: more than 1 when a plugin reran it (pytest-rerunfailures'"
+        " --reruns); the record is its last attempt's, but for `cost` and `judge_cost`, which count every"
+        " attempt",
+    )
+    rerun_cost: float | None = Field(
+        default=None,
+        description="USD its attempts before the last cost (part of `cost`); None: it ran once, or an "
+        "earlier attempt reported no cost",
+    )
     reused_from: str | None = Field(
         default=None, description="the results file this record was reused from (--vibe-resume); None: ran"
     )

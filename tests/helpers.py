@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -35,6 +36,15 @@ XDIST_MODES = pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial",
 FAST_ARGS = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:cacheprovider")
 
 PYTHON = sys.executable
+
+
+def needs_plugin(module: str, distribution: str) -> pytest.MarkDecorator:
+    """Skip a test of the plugin beside a third-party pytest plugin where that plugin is not
+    installed: ``.[test]`` (what CI installs) holds none of them."""
+    return pytest.mark.skipif(
+        importlib.util.find_spec(module) is None,
+        reason=f"needs {distribution} (pip install {distribution}), which .[test] does not install",
+    )
 
 
 def write(path: Path, text: str) -> Path:

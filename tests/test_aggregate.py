@@ -382,6 +382,67 @@ def test_crash_in_an_unknown_suite_is_its_own_run() -> None:
     assert run.evals[0].outcome == "error"
 
 
+# pytest-rerunfailures runs an item's phases again and reports a failed attempt as "rerun".
+def test_a_rerun_item_is_its_last_attempt_with_every_attempts_cost() -> None:
+    agg = Aggregator()
+    info = run_info("add", "c", "success_pct")
+    feed(agg, info, eval_record("add", "c", "failed", 1.0, 0.01, judge_cost=0.001), call="rerun")
+    feed(agg, info, eval_record("add", "c", "failed", 2.0, 0.02), call="rerun")
+    feed(agg, info, eval_record("add", "c", "passed", 3.0, 0.04, input_tokens=7))
+    (run,) = agg.runs()
+    (record,) = run.evals
+    assert (record.outcome, record.latency, record.input_tokens, record.attempts) == ("passed", 3.0, 7, 3)
+    assert (record.cost, record.rerun_cost, record.judge_cost) == pytest.approx((0.07, 0.03, 0.001))
+    assert (run.metrics["passed"], run.metrics["total"]) == (1, 1)
+    assert run.metrics["total_cost"] == pytest.approx(0.07)
+
+
+def test_a_rerun_cost_is_unknown_when_an_attempt_reported_none() -> None:
+    agg = Aggregator()
+    info = run_info("add", "c", "success_pct")
+    feed(agg, info, eval_record("add", "c", "failed", 1.0, None), call="rerun")
+    feed(agg, info, eval_record("add", "c", "passed", 1.0, 0.04))
+    (record,) = agg.runs()[0].evals
+    assert (record.attempts, record.cost, record.rerun_cost) == (2, None, None)
+
+
+def test_an_attempt_whose_worker_was_lost_counts_with_an_unknown_cost() -> None:
+    """pytest-rerunfailures reports a lost worker's item as "rerun" and runs it on another worker."""
+    agg = Aggregator()
+    info = run_info("add", "c", "success_pct")
+    lost = "worker 'gw0' crashed while running 'suites/math.eval.yaml::add[c]'"
+    agg.add_report(nodeid("add", "c"), "???", "rerun", None, None, lost, False)
+    feed(agg, info, eval_record("add", "c", "passed", 1.0, 0.04))
+    (run,) = agg.runs()
+    (record,) = run.evals
+    assert (record.outcome, record.attempts, record.cost, record.rerun_cost) == ("passed", 2, None, None)
+    assert run.metrics["success_pct"] == 100.0
+
+
+def test_a_rerun_that_sends_no_record_leaves_the_earlier_attempts() -> None:
+    """A rerun --vibe-max-cost held back fails without a record: the failed attempt stands."""
+    agg = Aggregator()
+    info = run_info("add", "c", "success_pct")
+    feed(agg, info, eval_record("add", "c", "failed", 1.0, 0.01), call="rerun")
+    held = "not rerun: --vibe-max-cost $0.01 reached (spent $0.0100): its earlier attempt's result stands"
+    agg.add_report(nodeid("add", "c"), "setup", "passed", info, None, None, False)
+    agg.add_report(nodeid("add", "c"), "call", "failed", info, None, held, False)
+    agg.add_report(nodeid("add", "c"), "teardown", "passed", info, None, None, False)
+    (record,) = agg.runs()[0].evals
+    assert (record.outcome, record.attempts, record.cost) == ("failed", 1, 0.01)
+
+
+def test_a_rerun_of_a_reused_record_costs_nothing_more() -> None:
+    """--vibe-resume answers every attempt with the same record, paid for in the earlier session."""
+    agg = Aggregator()
+    info = run_info("add", "c", "success_pct")
+    reused = eval_record("add", "c", "failed", 1.0, 0.01, reused_from="earlier.json")
+    feed(agg, info, reused, call="rerun")
+    feed(agg, info, reused)
+    (record,) = agg.runs()[0].evals
+    assert (record.attempts, record.cost) == (1, 0.01)
+
+
 def test_teardown_failure_turns_a_passed_record_into_an_error() -> None:
     agg = Aggregator()
     feed(

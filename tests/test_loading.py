@@ -909,6 +909,7 @@ def test_each_bad_file_gets_its_own_collection_error(pytester: pytest.Pytester) 
         ("bad tag", "tag 'bad tag' must start with a letter"),
         ("skip", "tag 'skip' is a pytest marker that changes how tests run; choose another name"),
         ("xfail", "tag 'xfail' is a pytest marker that changes how tests run"),
+        ("flaky", "tag 'flaky' is a pytest marker that changes how tests run"),  # pytest-rerunfailures'
     ],
 )
 def test_tags_that_cannot_be_markers_are_rejected(tmp_path: Path, tag: str, message: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import USAGE, ChatServer
-from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, python_suite, run, write
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, needs_plugin, python_suite, run, write
 
 from pytest_vibeeval.checks import BUILTIN_CHECKS, AnyOf, Check, JudgeArgs
 from pytest_vibeeval.limits import (
@@ -61,6 +61,23 @@ def test_a_hung_prompt_eval_reports_its_phase(pytester: pytest.Pytester, xdist: 
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
     assert cases["stuck[app]"].find("failure") is not None
     assert cases["fine[app]"].find("failure") is None
+
+
+@needs_plugin("pytest_rerunfailures", "pytest-rerunfailures")
+@XDIST_MODES
+def test_a_rerun_has_a_backstop_of_its_own(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """pytest-rerunfailures runs an item's phases again inside one protocol: each attempt is timed
+    anew (the rerun of a hung answer hung the session, its backstop spent), and the record of the
+    rerun that timed out is its own, not the first attempt's."""
+    write_hang_project(pytester.path)
+    out = pytester.path / "results.json"
+    result = run(pytester, "--reruns", "1", "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.parseoutcomes()["rerun"] == 1
+    stuck = evals_by_nodeid(load_json(out))["hang.eval.yaml::stuck[app]"]
+    assert stuck["message"].startswith("stopped in the agent phase (app, "), stuck["message"]
+    assert "Timeout (>2.0s) from the vibeeval backstop" in stuck["message"]
+    assert stuck["attempts"] == 2
 
 
 @pytest.mark.parametrize(
@@ -161,11 +178,13 @@ def test_a_timeout_shows_where_the_other_threads_were(pytester: pytest.Pytester,
     assert "in wait_for_ever" in result.stdout.str()
 
 
-def test_without_sigalrm_or_pytest_timeout_it_warns(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("filters", [[], ["-W", "error"]], ids=["default", "warnings-as-errors"])
+def test_without_sigalrm_or_pytest_timeout_it_warns(pytester: pytest.Pytester, filters: list[str]) -> None:
+    """A warning, also under ``-W error``, where raised it ended the session (INTERNALERROR)."""
     write(pytester.path / "conftest.py", "import pytest_vibeeval.backstop as b\nb.HAS_SIGALRM = False\n")
     evals = [f"{{name: {name}, prompt: {name}, checks: [{{match: ok}}]}}" for name in "ab"]
     python_suite(pytester.path / "ok.eval.yaml", evals, app="def answer(prompt):\n    return 'ok'\n")
-    result = run(pytester, "-p", "no:timeout", subprocess=True)
+    result = run(pytester, "-p", "no:timeout", *filters, subprocess=True)
     result.assert_outcomes(passed=2, warnings=1)  # once, not once per item
     result.stdout.fnmatch_lines(["*eval items run without their timeout backstop*"])
 

@@ -51,10 +51,11 @@ ConfigId = Annotated[str, StringConstraints(pattern=CONFIG_ID_PATTERN)]
 DottedPath = Annotated[str, StringConstraints(pattern=r"^[^.\s]+(\.[^.\s]+)*$")]
 
 
-# Marks that change how pytest runs an item; a tag must not silently become one of them.
+# Marks that change how pytest runs an item; a tag must not silently become one of them
+# (`flaky`: pytest-rerunfailures reruns an item so marked).
 RESERVED_MARKS = frozenset(
     {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout",
-     "xdist_group", "vibeeval", "tryfirst", "trylast"}
+     "xdist_group", "vibeeval", "tryfirst", "trylast", "flaky"}
 )  # fmt: skip
 
 

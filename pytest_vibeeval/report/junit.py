@@ -52,6 +52,8 @@ def eval_suite_properties(
         value = getattr(record, name)
         if value is not None:
             yield f"{prefix}.{name}", value
+    if record.attempts > 1:  # a plugin reran it: its cost counts every attempt
+        yield f"{prefix}.attempts", record.attempts
     if record.turns:  # a conversation: how far it got
         yield f"{prefix}.turns", len(record.turns)
         yield f"{prefix}.turns_passed", sum(1 for turn in record.turns if turn.outcome == "passed")

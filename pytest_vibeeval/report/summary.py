@@ -56,7 +56,7 @@ def run_block(
     else:
         extra = f", {m['skipped']} skipped" if m["skipped"] else ""
         lines.append(f"Success Rate: {m['success_pct']:.1f}% ({m['passed']:.0f}/{m['total']:.0f}{extra})")
-    lines.append(f"Total Cost: {money(m['total_cost'])}{_cost_gap(run)}")
+    lines.append(f"Total Cost: {money(m['total_cost'])}{_cost_gap(run)}{_reruns(run)}")
     lines.extend(_judge_cost_lines(run))
     lines.append(
         f"Latency: avg {seconds(m['avg_latency'])} · min {seconds(m['min_latency'])}"
@@ -211,6 +211,17 @@ def _cost_gap(run: RunRecord) -> str:
     if reported == len(counted):  # every eval reported one: their sum is too large for a float
         return " (the costs add up to more than the largest number)"
     return f" (reported by {reported} of {len(counted)} evals)"
+
+
+def _reruns(run: RunRecord) -> str:
+    """How much of the total cost the evals a plugin reran spent on their earlier attempts (known
+    when the total is: an eval's cost is null when one of its attempts reported none)."""
+    rerun = [r for r in run.evals if r.attempts > 1 and r.outcome != "skipped"]
+    if not rerun or run.metrics["total_cost"] is None:
+        return ""
+    spent = money(sum(r.rerun_cost or 0.0 for r in rerun))
+    count = sum(r.attempts - 1 for r in rerun)
+    return f" ({spent} of it on {count} earlier attempt(s) of {len(rerun)} rerun eval(s))"
 
 
 def _first_failed_check(record: EvalRecord) -> str:

@@ -16,6 +16,7 @@ from ..extensions import Extensions, builtin_extensions
 from ..report.format import decimal
 from ..results import NOT_FINISHED, EvalRecord, EvalStats, GateRecord, RunRecord
 from ..transport import RunInfo
+from .attempts import EarlierAttempts
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
 from .record_values import ran
 from .repeats import aggregate_scores, mean_ci95, recency_order, run_counts, stats_from_counts
@@ -36,6 +37,8 @@ class _Item:
     failure: str | None = None
     skipped: str | None = None
     xfailed: bool = False
+    earlier: EarlierAttempts | None = None  # a plugin reran it: its attempts before the last
+    rerun: bool = False  # a setup report came after its record: the next record is a new attempt's
 
 
 @dataclass
@@ -66,6 +69,14 @@ class Aggregator:
         if item is None:
             item = self.items[nodeid] = _Item(info)
         item.info = item.info or info
+        if when == "setup" and item.record is not None:  # it runs again (pytest-rerunfailures)
+            item.rerun = True
+        if outcome == "rerun" and when not in _PHASES:  # its worker was lost; it runs again elsewhere
+            item.earlier = item.earlier or EarlierAttempts()
+            item.earlier.add_lost()
+        if record is not None and item.rerun:
+            self._earlier_attempt(item)
+            item.rerun = False
         if isinstance(record, str):
             item.record = self.spool.add(record)
         elif record is not None:
@@ -76,6 +87,16 @@ class Aggregator:
             item.failed_phase, item.failure = when, longrepr
         elif outcome == "skipped" and not wasxfail and item.skipped is None:
             item.skipped = longrepr or "skipped"
+
+    def _earlier_attempt(self, item: _Item) -> None:
+        """The item's record is an earlier attempt's: count what it cost (nothing when --vibe-resume
+        reused it) before the next attempt's record replaces it. (Each attempt begins with a setup
+        report and sends one record; a rerun held back by --vibe-max-cost sends none, and the
+        earlier attempt's record stands.)"""
+        earlier = self.spool.read(item.record) if isinstance(item.record, int) else item.record
+        if earlier is not None and earlier.reused_from is None:
+            item.earlier = item.earlier or EarlierAttempts()
+            item.earlier.add(earlier)
 
     def has_info(self, nodeid: str) -> bool:
         """Whether an earlier report of the item brought its :class:`RunInfo`."""
@@ -151,6 +172,8 @@ class Aggregator:
             if interrupted:
                 return record.model_copy(update={"message": f"{NOT_FINISHED}was interrupted"})
             return record.model_copy(update={"outcome": "error", "message": "no result recorded"})
+        if item.earlier is not None:
+            record = item.earlier.folded(record)
         if item.failed_phase not in (None, "call") and record.outcome == "passed":
             return record.model_copy(
                 update={

@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest_vibeeval
 
-# Plugins of the development environment that neither side needs (hypothesis registers one).
-PYTEST_BASE = ("-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+# Plugins of the development environment (the test extra's) that neither side needs: hypothesis
+# registers one, and pytest-rerunfailures and pytest-repeat add hooks every item would pay for.
+PYTEST_BASE = (
+    "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:rerunfailures", "-p", "no:repeat",
+)  # fmt: skip
 # Variables of the calling environment that would change what pytest does; without
 # PYTHONDONTWRITEBYTECODE each project's conftest and test file are compiled (and rewritten by
 # pytest) once, not in every run, as in everyday use.

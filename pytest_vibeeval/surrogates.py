@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # pydantic is not imported by a session without evals
 _ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
 _ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Not one of the surrogates Python's "surrogateescape" makes of a byte it could not decode.
+_UNESCAPED_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 def replaced(value: Any) -> Any:
@@ -46,3 +48,13 @@ def model_json(model: BaseModel, **options: Any) -> str:
     except ValueError:  # pydantic_core.PydanticSerializationError
         clean = type(model).model_validate(replaced(model.model_dump()))
         return clean.model_dump_json(**options)
+
+
+def utf8_bytes(text: str) -> bytes:
+    """``text`` as UTF-8, whatever the locale: a surrogate that stands for a byte Python could not
+    decode (in a command-line argument, the environment, a file name) as that byte again, any other
+    lone surrogate as U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return _UNESCAPED_SURROGATE.sub("\ufffd", text).encode("utf-8", "surrogateescape")

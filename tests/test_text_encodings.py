@@ -1,0 +1,130 @@
+"""Text as people write it, end to end: files saved on Windows (a byte-order mark, CRLF line ends)
+load as UTF-8, files in another encoding are refused naming it, and what a run reads reaches the
+agent as it was meant."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, python_suite, run, run_of, write
+from test_workspace_evals import make_config_dir
+
+ECHO = "def answer(prompt):\n    return 'echo: ' + prompt\n"
+BOM = b"\xef\xbb\xbf"
+
+
+def windows(path: Path, text: str) -> Path:
+    """``path`` as a Windows editor saves ``text``: UTF-8 with a byte-order mark, CRLF line ends."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(BOM + text.replace("\n", "\r\n").encode())
+    return path
+
+
+@XDIST_MODES
+def test_files_saved_on_windows_load_as_their_text(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    windows(pytester.path / "cases.csv", 'id,q\none,"two\nlines"\n')
+    # JSON strings may hold U+2028 and U+0085, which Python's splitlines() takes for line ends
+    windows(pytester.path / "cases.jsonl", '{"id": "sep", "q": "a\u2028b\x85c"}\n')
+    windows(pytester.path / "schema.json", '{"type": "string"}\n')
+    python_suite(
+        pytester.path / "windows.eval.yaml",
+        [
+            '{name: csv, dataset: cases.csv, prompt: "{{row.q}}", checks: [{equals: "echo: {{row.q}}"}]}',
+            '{name: jsonl, dataset: cases.jsonl, prompt: "{{row.q}}", checks: [{contains: "{{row.q}}"}]}',
+            '{name: schema, prompt: "x", checks: [{not_match: "x"}, {or: [{json_schema: schema.json}, '
+            "{contains: echo}]}]}",
+        ],
+        app=ECHO,
+    )
+    path = pytester.path / "windows.eval.yaml"
+    windows(path, path.read_text(encoding="utf-8"))
+    # a suite that a vibe_patterns glob matches is one when it has `evals:`, here its first key
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_patterns = first/*.yaml\n")
+    windows(
+        pytester.path / "first" / "suite.yaml",
+        "evals: [{name: a, prompt: x, checks: [{contains: x}]}]\nmetadata: {name: first, model: m}\n"
+        'configurations: {app: {python: "first_app:answer"}}\n',
+    )
+    write(pytester.path / "first" / "first_app.py", ECHO)
+    out = pytester.path / "r.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=4)
+    responses = {r["name"]: r["response"] for r in run_of(load_json(out), "app", "windows")["evals"]}
+    assert responses == {
+        "csv[one]": "echo: two\nlines",  # line ends as \n, as in a YAML prompt
+        "jsonl[sep]": "echo: a\u2028b\x85c",
+        "schema": "echo: x",
+    }
+
+
+UTF16_HINT = (
+    'save the file as UTF-8: an editor\'s "Save with encoding", or in PowerShell `Set-Content -Encoding '
+    "utf8` (`>` and `Out-File` write UTF-16 in Windows PowerShell)"
+)
+UTF8_HINT = 'save the file as UTF-8 (an editor\'s "Save with encoding"); it may be Latin-1 or Windows-1252'
+
+
+@XDIST_MODES
+def test_files_in_another_encoding_are_refused_naming_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    good = python_suite(pytester.path / "good.eval.yaml", ['{name: a, prompt: "é", checks: [{contains: É}]}'])
+    text = good.read_text(encoding="utf-8")
+    write(pytester.path / "app.py", ECHO)
+    (pytester.path / "powershell.eval.yaml").write_bytes(text.encode("utf-16"))  # what `>` writes
+    (pytester.path / "nobom.eval.yaml").write_bytes(text.encode("utf-16-be"))
+    (pytester.path / "latin1.csv").write_bytes("id,q\none,1\ntwo,café\n".encode("latin-1"))
+    (pytester.path / "latin1.json").write_bytes('{"description": "café"}'.encode("latin-1"))
+    python_suite(
+        pytester.path / "rows.eval.yaml",
+        ["{name: r, dataset: latin1.csv, prompt: x, checks: [{contains: x}]}"],
+    )
+    python_suite(
+        pytester.path / "schema.eval.yaml", ["{name: s, prompt: x, checks: [{json_schema: latin1.json}]}"]
+    )
+    write(pytester.path / "tab.eval.yaml", text.replace("evals:\n  - ", "evals:\n\t- "))
+    result = run(pytester, xdist=xdist)
+    result.assert_outcomes(passed=1, errors=5)
+    result.stdout.fnmatch_lines_random(
+        [
+            "powershell.eval.yaml:1: the file is UTF-16 (little-endian), with a byte-order mark, not UTF-8",
+            "nobom.eval.yaml:1: the file is UTF-16 (big-endian), without a byte-order mark, not UTF-8",
+            f"    hint: {UTF16_HINT}",
+            "latin1.csv:3: not UTF-8 text: invalid continuation byte at byte 18",
+            f"    hint: {UTF8_HINT}",
+            "schema.eval.yaml:5: evals[0].checks[0].json_schema: the JSON Schema 'latin1.json', line 1: "
+            f"not UTF-8 text: invalid continuation byte at byte 20; {UTF8_HINT}",
+            "tab.eval.yaml:5: invalid YAML: *",
+            "    hint: the line is indented with a tab: YAML indents with spaces only; replace the tab",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+# A grade step as a .NET or Java test tool writes its results: JSON with a byte-order mark, JUnit
+# XML in the encoding its declaration names.
+RESULTS_STEP = """
+open("results-dotnet.json", "wb").write(b"\\xef\\xbb\\xbf" + b'[{"taskId": "a", "passed": true}]')
+open("junit-java.xml", "wb").write('<?xml version="1.0" encoding="ISO-8859-1"?>\\n<testsuite>'
+    '<testcase name="caf\\xe9"/><testcase name="b"><failure/></testcase></testsuite>'.encode("latin-1"))
+"""
+
+
+@XDIST_MODES
+def test_a_coding_eval_reads_files_saved_on_windows(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    script = write(pytester.path / "steps" / "results_step.py", RESULTS_STEP)
+    config = make_config_dir(pytester.path, {"results": {"command": PYTHON, "args": [str(script)]}})
+    data = load_json(config / "eval-config.json")
+    data["evaluations"]["add"]["gradeSteps"].append("results")
+    write(config / "eval-config.json", json.dumps(data))
+    windows(pytester.path / "prompts" / "problems" / "add.md", "problem: add\n")
+    windows(config.parent / "problems" / "add" / "workspace" / "problem.md", "Make f return a + b.\n")
+    windows(pytester.path / "prompts" / "shared" / "evaluation-instructions.md", "Shared: do not cheat.\n")
+    out = pytester.path / "r.json"
+    args = ("--vibe-config", "oracle", "--vibe-eval", "add", "--vibe-keep-workspaces")
+    result = run(pytester, *args, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(out))["evals/config/eval-config.json::add[oracle]"]
+    prompt = Path(record["steps"][0]["cwd"], "prompt.md").read_bytes()
+    assert prompt == b"problem: add\n\nMake f return a + b.\n\nShared: do not cheat.\n"
+    assert (record["subtasks_passed"], record["subtasks_total"], record["message"]) == (2, 3, None)

@@ -63,6 +63,7 @@ UTF16_HINT = (
     'save the file as UTF-8: an editor\'s "Save with encoding", or in PowerShell `Set-Content -Encoding '
     "utf8` (`>` and `Out-File` write UTF-16 in Windows PowerShell)"
 )
+HALF = "is half of a UTF-16 surrogate pair, not a character"
 UTF8_HINT = 'save the file as UTF-8 (an editor\'s "Save with encoding"); it may be Latin-1 or Windows-1252'
 
 
@@ -83,8 +84,21 @@ def test_files_in_another_encoding_are_refused_naming_it(pytester: pytest.Pytest
         pytester.path / "schema.eval.yaml", ["{name: s, prompt: x, checks: [{json_schema: latin1.json}]}"]
     )
     write(pytester.path / "tab.eval.yaml", text.replace("evals:\n  - ", "evals:\n\t- "))
+    # JSON escapes half of a character (a string cut inside an emoji by a JavaScript tool)
+    write(pytester.path / "cut.jsonl", '{"id": "a", "q": "x"}\n{"id": "b", "q": "cut \\ud83d"}\n')
+    python_suite(
+        pytester.path / "cut.eval.yaml", ["{name: c, dataset: cut.jsonl, prompt: x, checks: [{contains: x}]}"]
+    )
+    write(
+        pytester.path / "cfg" / "cli-config.json",
+        '{"configurations": {"a": {"name": "\\ude00", "cli": "x"}}}',
+    )
+    write(
+        pytester.path / "cfg" / "s.eval.yaml",
+        "metadata: {name: s, model: m}\nevals: [{prompt: x, checks: [{contains: x}]}]\n",
+    )
     result = run(pytester, xdist=xdist)
-    result.assert_outcomes(passed=1, errors=5)
+    result.assert_outcomes(passed=1, errors=7)
     result.stdout.fnmatch_lines_random(
         [
             "powershell.eval.yaml:1: the file is UTF-16 (little-endian), with a byte-order mark, not UTF-8",
@@ -94,6 +108,9 @@ def test_files_in_another_encoding_are_refused_naming_it(pytester: pytest.Pytest
             f"    hint: {UTF8_HINT}",
             "schema.eval.yaml:5: evals[0].checks[0].json_schema: the JSON Schema 'latin1.json', line 1: "
             f"not UTF-8 text: invalid continuation byte at byte 20; {UTF8_HINT}",
+            f"cut.jsonl:2: row 2: invalid JSON: \\ud83d {HALF}",
+            f"cfg/cli-config.json:1: invalid JSON: \\ude00 {HALF}",
+            "    hint: write the character itself, or both halves of its pair (`\\ud83d\\ude00`): *",
             "tab.eval.yaml:5: invalid YAML: *",
             "    hint: the line is indented with a tab: YAML indents with spaces only; replace the tab",
         ]

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..bounded_read import UnreadableFile
 from ..errors import InputError, Problem
+from ..surrogates import LONE_ESCAPE_HINT, lone_escape
 from ..text_input import NotUtf8, read_input_text
 from .syntax_hints import TRAILING_COMMA_HINT, json_syntax
 from .yamlsource import (
@@ -181,6 +182,12 @@ def _jsonl_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
             continue
         except ValueError as exc:  # a number Python will not read: an integer of over 4 300 digits
             problems.append(Problem(f"row {number}: invalid JSON: {exc}", line=line))
+            continue
+        lone = lone_escape(line_text, value)
+        if lone is not None:
+            problems.append(
+                Problem(f"row {number}: invalid JSON: {lone.message}", line=line, hint=LONE_ESCAPE_HINT)
+            )
             continue
         if not isinstance(value, dict):
             problems.append(

@@ -15,6 +15,7 @@ import yaml
 
 from ..bounded_read import UnreadableFile
 from ..errors import InputError, Loc, Problem
+from ..surrogates import LONE_ESCAPE_HINT, lone_escape
 from ..text_input import NotUtf8, read_input_text
 from .syntax_hints import json_syntax, yaml_syntax_hint
 
@@ -403,6 +404,10 @@ def load_document(path: Path) -> Document:
         with contextlib.suppress(YamlSyntaxError):
             parse_yaml(path, text)  # says the same with the line, where it can read the file
         raise InputError.single(path, f"invalid JSON: {exc}") from None
+    lone = lone_escape(text, data)
+    if lone is not None:
+        line = text.count("\n", 0, lone.offset) + 1
+        raise InputError.single(path, f"invalid JSON: {lone.message}", line=line, hint=LONE_ESCAPE_HINT)
     try:
         located = parse_yaml(path, text)
     except YamlSyntaxError:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from chat_server import ChatServer
 from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, python_suite, run, run_of, write
 from test_workspace_evals import make_config_dir
 
@@ -145,3 +146,39 @@ def test_a_coding_eval_reads_files_saved_on_windows(pytester: pytest.Pytester, x
     prompt = Path(record["steps"][0]["cwd"], "prompt.md").read_bytes()
     assert prompt == b"problem: add\n\nMake f return a + b.\n\nShared: do not cheat.\n"
     assert (record["subtasks_passed"], record["subtasks_total"], record["message"]) == (2, 3, None)
+
+
+# Answers as a macOS tool or a Windows program may write them: decomposed accents, CRLF line ends.
+DECOMPOSED = """
+def answer(prompt):
+    return "Cafe\\u0301\\r\\ncre\\u0300me"
+"""
+
+
+@XDIST_MODES
+def test_checks_see_an_answer_as_it_looks(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """Checks written in composed text with line feeds pass on an answer that looks the same in
+    decomposed Unicode (NFD) with CRLF line ends, from an HTTP model and a Python callable."""
+    checks = '[{equals: "Café\\ncrème"}, {contains: "é\\nc"}, {match: "café*"}, {regex: "é\\ncrème$"}]'
+    python_suite(
+        pytester.path / "app.eval.yaml", [f"{{name: accents, prompt: x, checks: {checks}}}"], app=DECOMPOSED
+    )
+    with ChatServer() as server:
+        prompt = '"ANSWER: Cafe\\u0301 cre\\u0300me"'
+        write(
+            pytester.path / "http.eval.yaml",
+            f"""
+            metadata: {{name: http, model: ok}}
+            configurations: {{model: {{http: {{base_url: "{server.url}"}}}}}}
+            evals:
+              - {{name: accents, prompt: {prompt}, checks: [{{equals: Café crème}}, {{match: "*é c*"}}]}}
+            """,
+        )
+        out = pytester.path / "r.json"
+        result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=2)
+    responses = {r["nodeid"]: r["response"] for r in evals_by_nodeid(load_json(out)).values()}
+    assert responses == {  # recorded as the model answered
+        "app.eval.yaml::accents[app]": "Cafe\u0301\r\ncre\u0300me",
+        "http.eval.yaml::accents[model]": "Cafe\u0301 cre\u0300me",
+    }

@@ -50,9 +50,12 @@ def wide_encoding(data: bytes) -> str | None:
     return None
 
 
-def decode_text(data: bytes) -> str:
+def decode_text(data: bytes, errors: str = "strict") -> str:
     """``data`` as text: UTF-8 without its byte-order mark, line ends ``\\n`` (``\\r\\n`` and a lone
-    ``\\r`` as ``Path.read_text`` reads them); :class:`NotUtf8` when it is not UTF-8."""
+    ``\\r`` as ``Path.read_text`` reads them); :class:`NotUtf8` when it is not UTF-8, unless
+    ``errors`` is ``"replace"`` (what an agent printed): then each byte that is not becomes U+FFFD."""
+    if errors != "strict":
+        return _line_feeds(data.decode("utf-8-sig", errors))
     wide = wide_encoding(data)
     if wide is not None:
         raise NotUtf8(f"the file is {wide}, not UTF-8", 1, WIDE_HINT)
@@ -61,6 +64,10 @@ def decode_text(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         message = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
         raise NotUtf8(message, _line_at(data, exc.start), UTF8_HINT) from None
+    return _line_feeds(text)
+
+
+def _line_feeds(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 

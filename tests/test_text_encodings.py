@@ -1,10 +1,13 @@
 """Text as people write it, end to end: files saved on Windows (a byte-order mark, CRLF line ends)
-load as UTF-8, files in another encoding are refused naming it, and what a run reads reaches the
-agent as it was meant."""
+load as UTF-8, files in another encoding are refused naming it, what a run reads reaches the agent as
+it was meant, what an agent prints is read as UTF-8, and control characters in answers leave the
+JUnit XML, the results and the HTML report whole."""
 
 from __future__ import annotations
 
 import json
+import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -182,3 +185,48 @@ def test_checks_see_an_answer_as_it_looks(pytester: pytest.Pytester, xdist: list
         "app.eval.yaml::accents[app]": "Cafe\u0301\r\ncre\u0300me",
         "http.eval.yaml::accents[model]": "Cafe\u0301 cre\u0300me",
     }
+
+
+# Prints bytes as the configuration's first argument names them.
+PRINTER = """
+import sys
+sys.stdin.read()
+sys.stdout.buffer.write({
+    "windows": b"\\xef\\xbb\\xbf42\\r\\n",  # a byte-order mark, CRLF
+    "latin1": "Réponse : 42 €".encode("cp1252"),
+    "controls": bytes(range(32)) + b"\\x7f\\x1b[31m42\\x1b[0m",
+}[sys.argv[1]])
+"""
+
+
+@XDIST_MODES
+def test_what_an_agent_prints_is_read_as_utf8_and_every_report_stays_whole(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    script = str(write(pytester.path / "printer.py", PRINTER))
+    configurations = {
+        kind: {"cli": PYTHON, "args": [script, kind]} for kind in ("windows", "latin1", "controls")
+    }
+    write(
+        pytester.path / "printed.eval.yaml",
+        json.dumps(
+            {
+                "metadata": {"name": "printed", "model": "m"},
+                "configurations": configurations,
+                "evals": [{"name": "answer", "prompt": "x", "checks": [{"equals": "42"}]}],
+            }
+        ),
+    )
+    out, junit, html = (pytester.path / name for name in ("r.json", "junit.xml", "r.html"))
+    args = ("--vibe-results", str(out), "--junitxml", str(junit), "--vibe-html", str(html))
+    result = run(pytester, *args, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=1, failed=2)
+    responses = {r["configuration"]: r["evals"][0]["response"] for r in load_json(out)["runs"]}
+    assert responses == {
+        "windows": "42\n",  # no byte-order mark: `equals: "42"` passes
+        "latin1": "R\ufffdponse : 42 \ufffd",  # what is not UTF-8 is U+FFFD, the eval kept
+        "controls": "".join(map(chr, range(32))).replace("\r", "\n") + "\x7f\x1b[31m42\x1b[0m",
+    }
+    ET.parse(junit)  # control characters leave the JUnit XML well-formed
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", html.read_text(encoding="utf-8"))
+    assert not re.search("[\x00\x07\x1b]", result.stdout.str() + result.stderr.str())

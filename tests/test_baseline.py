@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from helpers import c_locale
 from pydantic import ValidationError
 
 from pytest_vibeeval.report.baseline import (
@@ -426,14 +427,13 @@ def test_resolve_baseline(tmp_path: Path) -> None:
 # --- the CLI -----------------------------------------------------------------------------------------
 
 
-def cli(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest_vibeeval", "compare", *map(str, args)],
         cwd=cwd,
         capture_output=True,
         text=True,
         check=False,
-        env=env,
     )
 
 
@@ -455,13 +455,13 @@ def test_cli_compare_exit_codes(files: tuple[Path, Path], tmp_path: Path) -> Non
 
 
 def test_cli_compare_in_the_c_locale_escapes_what_it_cannot_print(
-    files: tuple[Path, Path], tmp_path: Path
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without Python's UTF-8 mode the C locale's output is ASCII: the run title's ``×`` is shown
     escaped, as pytest shows it, instead of ending the command in UnicodeEncodeError."""
     base, new = files
-    env = {k: v for k, v in os.environ.items() if k not in ("LANG", "PYTHONIOENCODING")}
-    shown = cli(base, new, cwd=tmp_path, env={**env, "LC_ALL": "C", "PYTHONUTF8": "0"})
+    c_locale(monkeypatch)
+    shown = cli(base, new, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "minus3 \\xd7 cfg: 80.00 \\u2192 77.00 (\\u0394 -3.00) regression, not accepted" in shown.stdout
 

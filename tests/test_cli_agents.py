@@ -16,6 +16,7 @@ from helpers import (
     PYTHON,
     XDIST_MODES,
     agent,
+    c_locale,
     evals_by_nodeid,
     load_json,
     run,
@@ -600,10 +601,7 @@ def test_prompts_and_values_reach_agents_as_utf8_in_the_c_locale(
 ) -> None:
     """Without Python's UTF-8 mode the C locale's file system encoding is ASCII; an agent still gets
     its prompt and arguments as UTF-8, and a value of the environment that is not UTF-8 as its bytes."""
-    for name in ("LANG", "PYTHONIOENCODING"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LC_ALL", "C")
-    monkeypatch.setenv("PYTHONUTF8", "0")
+    c_locale(monkeypatch)
     monkeypatch.setitem(os.environb, b"VIBE_VAR_WORD", b"caf\xe9")  # Latin-1, as a terminal may send
     script = agent(pytester.path, "bytes.py", BYTES_SEEN)
     prompt = "Réponds 😀 שלום {{var('word')}}"

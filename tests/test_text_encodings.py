@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 from chat_server import ChatServer
-from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, python_suite, run, run_of, write
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    c_locale,
+    evals_by_nodeid,
+    load_json,
+    python_suite,
+    run,
+    run_of,
+    write,
+)
 from test_workspace_evals import make_config_dir
 
 ECHO = "def answer(prompt):\n    return 'echo: ' + prompt\n"
@@ -230,3 +240,30 @@ def test_what_an_agent_prints_is_read_as_utf8_and_every_report_stays_whole(
     ET.parse(junit)  # control characters leave the JUnit XML well-formed
     assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", html.read_text(encoding="utf-8"))
     assert not re.search("[\x00\x07\x1b]", result.stdout.str() + result.stderr.str())
+
+
+@XDIST_MODES
+def test_row_ids_the_c_locale_cannot_hold_are_a_collection_error_saying_what_to_do(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """pytest puts each item's node id in the environment; in the C locale without UTF-8 mode a row
+    id such as café errored every phase of its item in pytest's own code."""
+    c_locale(monkeypatch)
+    write(pytester.path / "cities.csv", "id,q\nparis,x\ncafé,x\n")
+    python_suite(
+        pytester.path / "rows.eval.yaml",
+        ["{name: r, dataset: cities.csv, prompt: x, checks: [{contains: x}]}"],
+        app=ECHO,
+    )
+    python_suite(pytester.path / "ascii.eval.yaml", ["{name: a, prompt: é, checks: [{contains: é}]}"])
+    result = run(pytester, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "rows.eval.yaml: the item rows.eval.yaml::r[caf\\xe9][app] cannot run in this Python: pytest "
+            "puts each item's node id in the environment, which it encodes as ascii (the C or POSIX locale "
+            "without Python's UTF-8 mode), and '\\xe9' is not in it",
+            "    hint: run pytest with PYTHONUTF8=1, or in a UTF-8 locale (LC_ALL=C.UTF-8)",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()

@@ -11,6 +11,7 @@ rewrites the copies shipped in the package, in a source checkout.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -209,7 +210,17 @@ def outputs_command(results: str, folder: Path) -> int:
     return 0
 
 
+def _escape_what_the_terminal_cannot_show() -> None:
+    """Print a character the output's encoding lacks as its escape (``\\xd7``), as pytest's own
+    output does: in the C locale without Python's UTF-8 mode that encoding is ASCII, and a run
+    title's ``×`` or a row id's ``é`` ended the command in UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _escape_what_the_terminal_cannot_show()
     parser = argparse.ArgumentParser(prog="python -m pytest_vibeeval")
     sub = parser.add_subparsers(dest="command", required=True)
     schema = sub.add_parser(

@@ -50,14 +50,6 @@ def read_end(path: Path, limit: int) -> tuple[bytes, bool]:
         os.close(fd)
 
 
-def read_text_bounded(path: Path, limit: int, errors: str = "strict") -> str:
-    """:func:`read_bounded` decoded as ``Path.read_text(encoding="utf-8", errors=errors)`` does
-    (``\\r\\n`` and ``\\r`` become ``\\n``); UnicodeDecodeError when it is not UTF-8 (and
-    ``errors`` is strict)."""
-    text = read_bounded(path, limit).decode("utf-8", errors)
-    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-
-
 def file_kind(mode: int) -> str:
     """What a file of ``mode`` is, for a message: "a FIFO", "a character device", …"""
     for test, name in (

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, StringConstraints, TypeAdapter
 from pydantic_core import PydanticCustomError
 
+from .patterns import canonical
 from .results import JudgeRecord, ToolCallRecord
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
@@ -50,8 +51,9 @@ TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def count_tokens(text: str) -> int:
-    """Local token estimate: runs of word characters plus each punctuation mark."""
-    return len(TOKEN.findall(text))
+    """Local token estimate: runs of word characters plus each punctuation mark (of the composed
+    text: a combining accent is part of its letter's word, not a mark of its own)."""
+    return len(TOKEN.findall(canonical(text)))
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from .check_api import (
     raised_at,
 )
 from .custom_checks import CUSTOM_CHECKS
-from .patterns import broken_regex, compile_pattern, is_regex_pattern, pattern_matches
+from .patterns import broken_regex, canonical, compile_pattern, is_regex_pattern, pattern_matches
 from .results import JudgeRecord
 from .structural_checks import STRUCTURAL_CHECKS
 
@@ -162,12 +162,12 @@ def _max_tokens(limit: int, response: Response) -> Verdict:
 
 
 def _regex(pattern: str, response: Response) -> Verdict:
-    found = re.search(pattern, response.text) is not None
+    found = re.search(canonical(pattern), canonical(response.text)) is not None
     return Verdict(found, f"regex {quote(pattern)} {'found' if found else 'not found'} in the response")
 
 
 def _equals(expected: str, response: Response) -> Verdict:
-    ok = response.text.strip() == expected.strip()
+    ok = canonical(response.text).strip() == canonical(expected).strip()
     return Verdict(
         ok,
         f"response {'equals' if ok else 'does not equal'} {quote(expected)} (ignoring outer whitespace)",
@@ -175,7 +175,7 @@ def _equals(expected: str, response: Response) -> Verdict:
 
 
 def _contains(needle: str, response: Response) -> Verdict:
-    ok = needle.casefold() in response.text.casefold()
+    ok = canonical(needle).casefold() in canonical(response.text).casefold()
     return Verdict(
         ok,
         f"response {'contains' if ok else 'does not contain'} {quote(needle)} (case-insensitive)",

@@ -6,6 +6,7 @@ fixtures, markers, ``-k`` and xdist behave as for any test."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,14 +30,36 @@ if TYPE_CHECKING:
 def make_items(collector: pytest.File, plans: Sequence[EvalPlan]) -> Iterator[EvalItem]:
     """One item per plan; items of one kind share their body and fixture closure."""
     bodies: dict[bool, tuple[Callable[..., None], Any]] = {}
+    narrow = sys.getfilesystemencoding().lower().replace("-", "") != "utf8"
     for plan in plans:
         prompt = isinstance(plan.work, PromptWork)
         if prompt not in bodies:
             bodies[prompt] = _body(collector, prompt)
         body, fixtureinfo = bodies[prompt]
-        yield EvalItem.from_parent(
+        item = EvalItem.from_parent(
             collector, name=plan.name, callobj=body, fixtureinfo=fixtureinfo, plan=plan
         )
+        if narrow:
+            _check_environment_holds(collector, item.nodeid)
+        yield item
+
+
+def _check_environment_holds(collector: pytest.File, nodeid: str) -> None:
+    """pytest puts each item's node id in the environment (``PYTEST_CURRENT_TEST``), which this
+    Python encodes in its file system encoding: in the C locale without Python's UTF-8 mode that is
+    ASCII, and a row id such as ``café`` would error every phase of its item in pytest's code."""
+    try:
+        os.fsencode(nodeid)
+    except UnicodeEncodeError as exc:
+        shown = nodeid.encode("ascii", "backslashreplace").decode()  # this terminal shows no more
+        message = (
+            f"the item {shown} cannot run in this Python: pytest puts each item's node id in the "
+            f"environment, which it encodes as {sys.getfilesystemencoding()} (the C or POSIX locale "
+            f"without Python's UTF-8 mode), and {exc.object[exc.start]!a} is not in it"
+        )
+        hint = "run pytest with PYTHONUTF8=1, or in a UTF-8 locale (LC_ALL=C.UTF-8)"
+        error = InputError.single(collector.path, message, hint=hint)
+        raise collector.CollectError(error.render(collector.config.rootpath)) from None
 
 
 FIXTURES_MODULE = f"{__package__}.fixtures"  # named, not imported: pytest imports it as a plugin

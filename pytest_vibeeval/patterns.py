@@ -1,9 +1,22 @@
-"""Patterns of `match`/`not_match`: a glob where `*` is any run of characters, or a regular expression."""
+"""Patterns of `match`/`not_match`: a glob where `*` is any run of characters, or a regular expression;
+and the one form in which the text checks compare text."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
+
+
+def canonical(text: str) -> str:
+    """``text`` as the text checks compare it: what looks the same is the same. Unicode's composed
+    form (NFC: ``e`` and a combining acute accent are ``é``, as a model, a macOS tool or a copied
+    file may write it) and line ends as ``\\n`` (an HTTP model's or a Python callable's ``\\r\\n``,
+    as an agent's printed text is read)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", text)  # returns ``text`` itself when it is composed already
+
 
 # A pattern is read as a regular expression when it holds one of these; otherwise it is a glob.
 REGEX_MARKERS = re.compile(r"\.[*+?]|\\[dDwWsSb]|\[[^\]]*\w-\w[^\]]*\]|\(\?|\{\d+(,\d*)?\}|^\^|(?<!\\)\$$")
@@ -76,8 +89,10 @@ def _glob_matches(pattern: str, text: str) -> bool:
 
 
 def pattern_matches(pattern: str, text: str) -> bool:
-    """Whether a ``match`` pattern matches ``text``, case-insensitive. A glob must match the whole
-    text; a regex is searched for, as in vibecheck: ``^`` and ``$`` anchor it at the answer's ends."""
+    """Whether a ``match`` pattern matches ``text``, case-insensitive, both in their
+    :func:`canonical` form. A glob must match the whole text; a regex is searched for, as in
+    vibecheck: ``^`` and ``$`` anchor it at the answer's ends."""
+    pattern, text = canonical(pattern), canonical(text)
     if is_regex_pattern(pattern):
         return compile_pattern(pattern).search(text) is not None
     if "*" in pattern:

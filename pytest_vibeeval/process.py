@@ -23,6 +23,7 @@ from pathlib import Path
 from .bounded_read import UnreadableFile, read_end, read_start
 from .masking import CUT
 from .reaping import Orphans
+from .surrogates import utf8_bytes
 from .workspace.cgroups import ProcessLimit, process_limit
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "CommandNotFound",
     "CommandResult",
     "FilesNotWritten",
+    "UnpassableArgument",
     "read_head",
     "read_tail",
     "resolve_executable",
@@ -90,8 +92,33 @@ class FilesNotWritten(CannotStart):
     full disk, a file-size limit)."""
 
 
+class UnpassableArgument(CannotStart):
+    """An argument or an environment variable holds a NUL character, which no command line and no
+    environment can carry (the system ends a string at it)."""
+
+
+def _nul_reason(args: Sequence[str], env: Mapping[str, str] | None) -> str | None:
+    """Why ``args`` and ``env`` cannot be passed to a command: the first that holds a NUL."""
+    for index, arg in enumerate(args[1:], 1):
+        if "\x00" in arg:
+            return f"argument {index} holds a NUL character (\\x00), which no command line can carry"
+    for name, value in (env or {}).items():
+        if "\x00" in name or "\x00" in value:
+            return (
+                f"the environment variable {name!r} holds a NUL character (\\x00), which no "
+                "environment can carry"
+            )
+    return None
+
+
+def _os_args(args: Sequence[str]) -> list[bytes]:
+    """The arguments as the child gets them: UTF-8 whatever this process's locale (a file system
+    encoding of ASCII, in the C locale without Python's UTF-8 mode, could not encode them)."""
+    return [utf8_bytes(arg) for arg in args]
+
+
 def _too_long_reason(args: Sequence[str]) -> str:
-    sizes = [len(os.fsencode(arg)) for arg in args]
+    sizes = [len(arg) for arg in _os_args(args)]
     return (
         f"argument list too long for the system (E2BIG): {sum(sizes)} bytes of arguments, "
         f"the longest {max(sizes)} bytes"
@@ -201,7 +228,7 @@ def _stdin_descriptor(text: str | None, stdout_path: Path, files: list[int]) -> 
     descriptor made here is added to ``files``."""
     if text is None:
         return subprocess.DEVNULL
-    data = text.encode("utf-8")
+    data = utf8_bytes(text)
     fd = _prefilled_pipe(data)
     if fd is None:
         path = stdout_path.with_suffix(".stdin")
@@ -247,6 +274,9 @@ def run_command(
         # Checked up front: Popen would report this as a FileNotFoundError about the command.
         raise NotADirectoryError(f"working directory is not a directory: {cwd_str!r}")
 
+    unpassable = _nul_reason(args, env)
+    if unpassable:
+        raise UnpassableArgument(args[0], unpassable)
     target = args[0]
     if "/" in target and not os.path.isabs(target):
         target = os.path.join(cwd_str, target)  # relative paths are relative to the child's cwd
@@ -263,7 +293,7 @@ def run_command(
 
     limit = process_limit(max_processes) if max_processes > 0 else None
     orphans = Orphans()
-    child_env = None if env is None else dict(env)
+    child_env = None if env is None else {utf8_bytes(k): utf8_bytes(v) for k, v in env.items()}
     with orphans:
         proc, timed_out, start = _run(args, executable, cwd_str, child_env, stdin_text,
                                       (stdout_path, stderr_path), limit, orphans, timeout, grace)  # fmt: skip
@@ -283,7 +313,7 @@ def _run(
     args: tuple[str, ...],
     executable: str,
     cwd_str: str,
-    env: dict[str, str] | None,
+    env: dict[bytes, bytes] | None,
     stdin_text: str | None,
     outputs: tuple[Path, Path],
     limit: ProcessLimit | None,
@@ -315,7 +345,7 @@ def _run(
             orphans.starting()
             try:
                 proc = subprocess.Popen(
-                    limit.wrap([program, *args[1:]]) if limit else args,
+                    _os_args(limit.wrap([program, *args[1:]]) if limit else args),
                     executable=None if limit else program,
                     cwd=cwd_str,
                     env=env,

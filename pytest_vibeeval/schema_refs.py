@@ -18,6 +18,10 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 import yaml
 
+from .bounded_read import UnreadableFile
+from .loading.yamlsource import MAX_INPUT_BYTES
+from .text_input import NotUtf8, read_input_text
+
 __all__ = ["SchemaFiles", "read_schema_file", "referenced_files"]
 
 SchemaFiles = Mapping[str, Any]  # a referenced file's URI (relative to the root schema) → its content
@@ -27,9 +31,13 @@ def read_schema_file(file: Path, shown: str) -> Any:
     """The parsed content of a schema file (JSON, or YAML unless it ends in ``.json``); raises
     ValueError naming it as ``shown``."""
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_input_text(file, MAX_INPUT_BYTES)
+    except NotUtf8 as exc:
+        raise ValueError(f"the JSON Schema {shown!r}, {exc}; {exc.hint}") from None
     except OSError as exc:
         raise ValueError(f"cannot read the JSON Schema {shown!r}: {exc.strerror or exc}") from None
+    except UnreadableFile as exc:
+        raise ValueError(f"cannot read the JSON Schema {shown!r}: {exc}") from None
     try:
         return json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:

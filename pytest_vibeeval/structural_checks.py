@@ -23,7 +23,7 @@ from pydantic import (
 
 from .check_api import CheckError, CheckType, Count, NonEmptyStr, Response, Verdict, quote
 from .dotted import MISSING, lookup
-from .patterns import pattern_matches
+from .patterns import canonical, pattern_matches
 from .results import ToolCallRecord
 from .schema_refs import SchemaFiles, read_schema_file, referenced_files
 
@@ -93,7 +93,9 @@ def _json(args: Literal[True] | JsonArgs, response: Response) -> Verdict:
         return Verdict(False, f"the JSON response has no `{args.path}`")
     if args._has_equals:
         expected = args.equals
-        same = value == expected or (isinstance(expected, str) and as_text(value) == expected.strip())
+        same = value == expected or (
+            isinstance(expected, str) and canonical(as_text(value)) == canonical(expected).strip()
+        )
         if not same:
             shown, wanted = quote(as_text(value)), quote(as_text(expected))
             if shown == wanted:  # the same text, of another type: "2" against 2

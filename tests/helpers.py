@@ -47,6 +47,15 @@ def needs_plugin(module: str, distribution: str) -> pytest.MarkDecorator:
     )
 
 
+def c_locale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs started after this (in a subprocess) are in the C locale without Python's UTF-8 mode:
+    their file system encoding, environment and terminal are ASCII."""
+    for name in ("LANG", "PYTHONIOENCODING"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LC_ALL", "C")
+    monkeypatch.setenv("PYTHONUTF8", "0")
+
+
 def write(path: Path, text: str) -> Path:
     """Write dedented ``text`` to ``path`` (creating folders) and return the path."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from helpers import c_locale
 from pydantic import ValidationError
 
 from pytest_vibeeval.report.baseline import (
@@ -451,6 +452,18 @@ def test_cli_compare_exit_codes(files: tuple[Path, Path], tmp_path: Path) -> Non
     same = cli(base, base, "--fail-on-regression", cwd=tmp_path)
     assert same.returncode == 0
     assert same.stdout.splitlines()[-1] == "no regression"
+
+
+def test_cli_compare_in_the_c_locale_escapes_what_it_cannot_print(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without Python's UTF-8 mode the C locale's output is ASCII: the run title's ``×`` is shown
+    escaped, as pytest shows it, instead of ending the command in UnicodeEncodeError."""
+    base, new = files
+    c_locale(monkeypatch)
+    shown = cli(base, new, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "minus3 \\xd7 cfg: 80.00 \\u2192 77.00 (\\u0394 -3.00) regression, not accepted" in shown.stdout
 
 
 def test_cli_compare_latest(files: tuple[Path, Path], tmp_path: Path) -> None:

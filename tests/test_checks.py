@@ -3,6 +3,7 @@ logic and the registry."""
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from typing import Any
@@ -402,6 +403,45 @@ def test_contains_is_case_insensitive() -> None:
     assert run_one("contains", "*", "a * b").passed is True  # no glob here
     assert run_one("contains", "x", "x").message == "response contains 'x' (case-insensitive)"
     assert run_one("contains", "x", "y").message == "response does not contain 'x' (case-insensitive)"
+
+
+NFC, NFD = "Café crème", "Cafe\u0301 cre\u0300me"  # composed, and decomposed as macOS tools write it
+
+
+@pytest.mark.parametrize("expected", [NFC, NFD])
+@pytest.mark.parametrize("answer", [NFC, NFD])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("contains", "{}"),
+        ("equals", "{}"),
+        ("match", "*{}*"),
+        ("match", "^{}$"),
+        ("regex", "{}"),
+        ("json", {"path": "a", "equals": "{}"}),
+        ("json", {"path": "a", "matches": "{}"}),
+    ],
+)
+def test_text_checks_compare_what_looks_the_same_as_the_same(
+    name: str, value: Any, answer: str, expected: str
+) -> None:
+    """Text in Unicode's composed form (NFC) equals its decomposed form (NFD)."""
+    if isinstance(value, dict):
+        value = {key: item.format(expected) if key != "path" else item for key, item in value.items()}
+        text = json.dumps({"a": answer}, ensure_ascii=False)
+    else:
+        value, text = value.format(expected), answer
+    assert run_one(name, value, text).passed is True
+    assert run_one("not_match", f"*{expected}*", answer).passed is False
+
+
+@pytest.mark.parametrize("name", ["contains", "equals", "match", "regex"])
+def test_text_checks_take_crlf_line_ends_for_line_feeds(name: str) -> None:
+    assert run_one(name, "two\nlines", "two\r\nlines").passed is True
+
+
+def test_a_combining_accent_is_no_token_of_its_own() -> None:
+    assert count_tokens(NFD) == count_tokens(NFC) == 2
 
 
 # --------------------------------------------------------------------------- three-valued logic

@@ -16,6 +16,7 @@ from helpers import (
     PYTHON,
     XDIST_MODES,
     agent,
+    c_locale,
     evals_by_nodeid,
     load_json,
     run,
@@ -557,6 +558,69 @@ def test_an_argument_list_too_long_errors_suggesting_stdin(pytester: pytest.Pyte
     assert message.startswith(f"cannot start {PYTHON!r}: argument list too long for the system (E2BIG)")
     assert message.endswith("; pass the prompt on stdin instead (`prompt_via: stdin`)")
     assert "Traceback" not in result.stdout.str()
+
+
+# Reports the bytes it was given, as hex: its arguments and its stdin (whatever its own locale).
+BYTES_SEEN = """
+import json, os, sys
+stdin = sys.stdin.buffer.read()
+print(json.dumps({"argv": [os.fsencode(a).hex() for a in sys.argv[1:]], "stdin": stdin.hex()}))
+"""
+
+
+def prompt_routes(script: str) -> dict[str, Any]:
+    """The three ways to the agent: on stdin, appended as an argument, placed by ``${PROMPT}``."""
+    return {
+        "stdin": cli(script),
+        "argument": cli(script, prompt_via="argument"),
+        "placed": cli(script, args=[script, "--prompt=${PROMPT}"]),
+    }
+
+
+@XDIST_MODES
+def test_a_prompt_with_a_nul_reaches_stdin_and_is_refused_on_the_command_line(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    script = agent(pytester.path, "bytes.py", BYTES_SEEN)
+    evals = [{"name": "ask", "prompt": "before\x00after", "checks": [{"match": "*"}]}]
+    suite(pytester.path, prompt_routes(script), evals)
+    result, data = results_of(pytester, xdist=xdist)
+    result.assert_outcomes(passed=1, failed=2)
+    assert json.loads(record(data, "stdin")["response"])["stdin"] == b"before\x00after".hex()
+    for config_id in ("argument", "placed"):
+        assert record(data, config_id)["message"] == (
+            "the prompt holds a NUL character (\\x00), which no command-line argument can carry: pass "
+            "it on stdin instead (`prompt_via: stdin`, no `${PROMPT}` in `args`)"
+        )
+    assert "Traceback" not in result.stdout.str()
+
+
+@XDIST_MODES
+def test_prompts_and_values_reach_agents_as_utf8_in_the_c_locale(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """Without Python's UTF-8 mode the C locale's file system encoding is ASCII; an agent still gets
+    its prompt and arguments as UTF-8, and a value of the environment that is not UTF-8 as its bytes."""
+    c_locale(monkeypatch)
+    monkeypatch.setitem(os.environb, b"VIBE_VAR_WORD", b"caf\xe9")  # Latin-1, as a terminal may send
+    script = agent(pytester.path, "bytes.py", BYTES_SEEN)
+    prompt = "Réponds 😀 שלום {{var('word')}}"
+    suite(
+        pytester.path, prompt_routes(script), [{"name": "ask", "prompt": prompt, "checks": [{"match": "*"}]}]
+    )
+    path = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(path), xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=3)
+    sent = ("Réponds 😀 שלום ".encode() + b"caf\xe9").hex()
+    seen = {
+        config_id: json.loads(record(load_json(path), config_id)["response"])
+        for config_id in prompt_routes("")
+    }
+    assert seen == {
+        "stdin": {"argv": [], "stdin": sent},
+        "argument": {"argv": [sent], "stdin": ""},
+        "placed": {"argv": [b"--prompt=".hex() + sent], "stdin": sent},
+    }
 
 
 def test_timeouts_beyond_a_week_count_as_a_week(pytester: pytest.Pytester) -> None:

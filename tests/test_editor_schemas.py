@@ -424,7 +424,7 @@ REJECTED = {
     "absolute transcript": ("configurations: {a: {cli: x, transcript: /tmp/t.jsonl}}", "relative"),
     "transcript outside": ("configurations: {a: {cli: x, transcript: logs/../../t.jsonl}}", "relative"),
     "transcript folder": ("configurations: {a: {cli: x, transcript: logs/}}", "relative"),
-    "bad configuration id": ("configurations: {-a: {cli: x}}", "should match pattern"),
+    "bad configuration id": ("configurations: {-a: {cli: x}}", "must start with an ASCII letter or digit"),
     "python configuration without a colon": (
         "configurations: {a: {python: nocolon}}",
         "is not `package.module:function`",

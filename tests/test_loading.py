@@ -416,7 +416,7 @@ def test_eval_named_like_another_evals_variable(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["has space", "dots.not.allowed", "ümlaut", "semi;colon"])
 def test_eval_name_with_invalid_characters(tmp_path: Path, name: str) -> None:
     err = fails(tmp_path, HEAD + f"  - prompt: p\n    name: {name!r}\n    checks: [{{match: x}}]\n")
-    assert_problem(err, 6, "evals[0].name: eval name may contain only letters, digits, '-' and '_'")
+    assert_problem(err, 6, "evals[0].name: eval name may contain only ASCII letters, digits, '-' and '_'")
 
 
 def test_every_problem_is_reported(tmp_path: Path) -> None:
@@ -905,7 +905,7 @@ def test_each_bad_file_gets_its_own_collection_error(pytester: pytest.Pytester) 
 @pytest.mark.parametrize(
     ("tag", "message"),
     [
-        ("_wip", "tag '_wip' must start with a letter and hold only letters, digits and '_'"),
+        ("_wip", "tag '_wip' must start with a letter and hold only ASCII letters, digits and '_'"),
         ("bad tag", "tag 'bad tag' must start with a letter"),
         ("skip", "tag 'skip' is a pytest marker that changes how tests run; choose another name"),
         ("xfail", "tag 'xfail' is a pytest marker that changes how tests run"),

@@ -18,6 +18,7 @@ from pytest_vibeeval.workspace.subtasks import (
     DEFAULT_SUBTASK_GLOBS,
     ResultsFileError,
     Subtasks,
+    collect_modules,
     collect_subtasks,
     parse_junit,
     parse_results_json,
@@ -84,6 +85,20 @@ def test_collect_sums_files_ignores_bad_and_untouched_ones(tmp_path: Path) -> No
     assert len(found.notes) == 2
     assert any("sub/results-broken.json ignored: not JSON" in note for note in found.notes)
     assert any("junit-empty.xml ignored: not XML" in note for note in found.notes)
+
+
+def test_results_files_in_their_tools_encodings_count(tmp_path: Path) -> None:
+    """.NET test tools write JSON with a byte-order mark; JUnit XML may be in any encoding its
+    declaration names."""
+    (tmp_path / "results-dotnet.json").write_bytes(b"\xef\xbb\xbf" + b'[{"taskId": "a", "passed": true}]')
+    latin1 = JUNIT_3_OF_4.replace("UTF-8", "ISO-8859-1").replace('name="a"', 'name="caf\xe9"')
+    (tmp_path / "junit-java.xml").write_bytes(latin1.encode("latin-1"))
+    found = collect_subtasks(tmp_path, DEFAULT_SUBTASK_GLOBS)
+    assert (found.passed, found.total, found.notes) == (4, 5, ())
+    (tmp_path / "results-dotnet.json").rename(tmp_path / "module.json")
+    subtasks, modules = collect_modules(tmp_path)
+    assert (subtasks.passed, subtasks.total, subtasks.notes) == (1, 1, ())
+    assert modules is not None and modules["module"].passed_tasks == ["a"]
 
 
 def test_collect_without_files_is_unknown(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from pytest_vibeeval.process import (
     ArgumentsTooLong,
     CommandNotFound,
     CommandResult,
+    UnpassableArgument,
     read_head,
     read_tail,
     resolve_executable,
@@ -173,6 +174,31 @@ def test_an_argument_list_too_long_is_a_clear_error(tmp_path: Path) -> None:
         f"cannot start {sys.executable!r}: argument list too long for the system (E2BIG): "
         f"{sum(len(os.fsencode(arg)) for arg in argv)} bytes of arguments, the longest {2**20} bytes"
     )
+    assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "reason"),
+    [
+        (
+            ["-c", "pass", "a\x00b"],
+            None,
+            "argument 3 holds a NUL character (\\x00), which no command line can carry",
+        ),
+        (
+            ["-c", "pass"],
+            {"K": "v\x00"},
+            "the environment variable 'K' holds a NUL character (\\x00), which no environment can carry",
+        ),
+    ],
+)
+def test_a_nul_in_an_argument_or_the_environment_is_a_clear_error(
+    tmp_path: Path, argv: list[str], env: dict[str, str] | None, reason: str
+) -> None:
+    with pytest.raises(UnpassableArgument) as info:
+        run_command([sys.executable, *argv], cwd=tmp_path, output_dir=tmp_path / "out", env=env)
+    assert isinstance(info.value, CommandNotFound)  # reported as a command that cannot start
+    assert str(info.value) == f"cannot start {sys.executable!r}: {reason}"
     assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
 
 

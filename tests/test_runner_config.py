@@ -428,7 +428,7 @@ def test_invalid_evaluation_id(tmp_path: Path) -> None:
         fails(config),
         path,
         line_of(path, '"base64 fix!"'),
-        "evaluation id 'base64 fix!' may contain only letters, digits, '-' and '_'",
+        "evaluation id 'base64 fix!' may contain only ASCII letters, digits, '-' and '_'",
     )
 
 
@@ -483,7 +483,12 @@ def test_invalid_configuration_id(tmp_path: Path) -> None:
     cli["configurations"]["bad id"] = {"name": "Bad", "cli": "x"}
     write_configs(config, cli=cli)
     path = config / "cli-config.json"
-    assert_one(fails(config), path, line_of(path, '"bad id"'), "got 'bad id'")
+    assert_one(
+        fails(config),
+        path,
+        line_of(path, '"bad id"'),
+        "configuration id 'bad id' must start with an ASCII letter or digit",
+    )
 
 
 def test_a_configuration_without_a_name_is_refused_with_a_hint(tmp_path: Path) -> None:

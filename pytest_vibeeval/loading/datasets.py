@@ -14,10 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..bounded_read import UnreadableFile, read_bounded
+from ..bounded_read import UnreadableFile
 from ..errors import InputError, Problem
+from ..surrogates import LONE_ESCAPE_HINT, lone_escape
+from ..text_input import NotUtf8, read_input_text
 from .syntax_hints import TRAILING_COMMA_HINT, json_syntax
-from .yamlsource import Document, JsonProblem, no_json_constant, parse_yaml, unique_json_keys, yaml_kind
+from .yamlsource import (
+    Document,
+    JsonProblem,
+    no_json_constant,
+    not_utf8,
+    parse_yaml,
+    unique_json_keys,
+    yaml_kind,
+)
 
 MAX_DATASET_BYTES = 256 * 2**20  # far beyond any eval dataset; a mistaken path to a dump fails fast
 MAX_ROWS = 100_000  # each row is an item on every worker: more is a mistake, not a benchmark
@@ -66,15 +76,13 @@ def read_dataset(path: Path) -> Dataset:
             ".yaml/.yml list of mappings",
         )
     try:
-        data = read_bounded(path, MAX_DATASET_BYTES)
+        text = read_input_text(path, MAX_DATASET_BYTES)
     except FileNotFoundError:
         raise InputError.single(path, "dataset file not found") from None
     except UnreadableFile as exc:
         raise InputError.single(path, f"dataset {exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError.single(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except NotUtf8 as exc:
+        raise not_utf8(path, exc) from None
     problems: list[Problem] = []
     if suffix == ".csv":
         rows = list(_csv_rows(text, problems))
@@ -145,7 +153,7 @@ def _csv_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
 
 def _jsonl_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
     number = 0
-    for index, line_text in enumerate(text.splitlines()):
+    for index, line_text in enumerate(text.split("\n")):  # JSON strings may hold U+2028, \x85
         if not line_text.strip():
             continue
         number += 1
@@ -174,6 +182,12 @@ def _jsonl_rows(text: str, problems: list[Problem]) -> Iterator[DataRow]:
             continue
         except ValueError as exc:  # a number Python will not read: an integer of over 4 300 digits
             problems.append(Problem(f"row {number}: invalid JSON: {exc}", line=line))
+            continue
+        lone = lone_escape(line_text, value)
+        if lone is not None:
+            problems.append(
+                Problem(f"row {number}: invalid JSON: {lone.message}", line=line, hint=LONE_ESCAPE_HINT)
+            )
             continue
         if not isinstance(value, dict):
             problems.append(

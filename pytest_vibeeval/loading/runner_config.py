@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
-from ..bounded_read import UnreadableFile, read_text_bounded
+from ..bounded_read import UnreadableFile
 from ..errors import InputError, Loc, Problem, did_you_mean
 from ..extensions import Extensions, builtin_extensions
 from ..models import (
@@ -31,6 +31,7 @@ from ..models import (
 )
 from ..models.eval_config import DEFAULT_PROMPTS_DIR, EvalConfigFile, WorkspaceEval, _check_eval_id
 from ..pseudo_fs import pseudo_filesystem
+from ..text_input import NotUtf8, read_input_text
 from .command_registry import load_registry
 from .configurations import CLI_CONFIG_NAME, EVAL_CONFIG_NAME, REGISTRY_NAME
 from .eval_root import EVAL_ROOT, Layout, absolute, config_eval_root, from_environment, named_paths
@@ -142,8 +143,10 @@ class _Checker:
     def text(self, loc: Loc, path: Path) -> str | None:
         """The UTF-8 text of the file ``path``, or None (with a problem)."""
         try:
-            return read_text_bounded(path, MAX_INPUT_BYTES)
-        except (OSError, UnicodeDecodeError) as exc:
+            return read_input_text(path, MAX_INPUT_BYTES)
+        except NotUtf8 as exc:
+            self.add(loc, f"{path}: {exc}", exc.hint)
+        except OSError as exc:
             self.add(loc, f"cannot read {path}: {exc}", "a prompt file is UTF-8 text")
         except UnreadableFile as exc:
             self.add(loc, f"{path}: {exc}", INPUT_HINT)

@@ -207,11 +207,16 @@ def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
         if kind == "too_short" and clean == ("evals",):
             message = "`evals` is empty; a suite needs at least one eval"
         elif kind == "string_pattern_mismatch" and "evals" in loc and loc[-1] == "name":
-            message = "eval name may contain only letters, digits, '-' and '_' (it is used in formulas)"
+            message = "eval name may contain only ASCII letters, digits, '-' and '_' (it is used in formulas)"
         elif kind == "string_pattern_mismatch" and "tags" in loc:
             message = (
-                f"tag {error.get('input')!r} must start with a letter and hold only letters, digits"
+                f"tag {error.get('input')!r} must start with a letter and hold only ASCII letters, digits"
                 " and '_' (it becomes a pytest marker)"
+            )
+        elif kind == "string_pattern_mismatch" and loc[0] == "configurations" and loc[-1] == "[key]":
+            message = (
+                f"configuration id {error.get('input')!r} must start with an ASCII letter or digit and hold"
+                " only ASCII letters, digits and _.:+- (it is part of each item's node id)"
             )
         elif kind == "string_pattern_mismatch":
             message = f"{message}: got {error.get('input')!r}"

@@ -21,7 +21,7 @@ _TOP_KEY = re.compile(r"^(evals|metadata)\s*:", re.MULTILINE)
 
 def _top_level_keys(path: Path) -> set[str]:
     try:  # a FIFO or a device is no suite: never opened in a way that blocks or never ends
-        head = read_start(path, PEEK_BYTES).decode("utf-8", errors="replace")
+        head = read_start(path, PEEK_BYTES).decode("utf-8-sig", errors="replace")
     except (OSError, UnreadableFile):
         return set()
     return {match.group(1) for match in _TOP_KEY.finditer(head)}

@@ -23,6 +23,7 @@ _INDICATOR_MEANING = {
 # `key: value` or `- key: value` on one line; the key plain text, the value whatever follows
 _KEY_VALUE = re.compile(r"^\s*(?:-\s+)*(?P<key>[^\s\"'#:\[\]{}][^:#]*?):\s+(?P<value>\S.*?)\s*$")
 GENERIC_YAML_HINT = "check indentation, quoting and brackets near this line"
+TAB_INDENT_HINT = "the line is indented with a tab: YAML indents with spaces only; replace the tab"
 
 
 def _quoted(key: str, value: str) -> str:
@@ -32,7 +33,10 @@ def _quoted(key: str, value: str) -> str:
 
 def yaml_syntax_hint(line_text: str) -> str:
     """The hint for a YAML syntax error on the line ``line_text``: a value that starts with an
-    indicator character, or holds ``: ``, must be quoted; otherwise the general advice."""
+    indicator character, or holds ``: ``, must be quoted; a tab in its indentation must be spaces;
+    otherwise the general advice."""
+    if "\t" in line_text[: len(line_text) - len(line_text.lstrip())]:
+        return TAB_INDENT_HINT
     match = _KEY_VALUE.match(line_text)
     if match is None:
         return GENERIC_YAML_HINT

@@ -13,8 +13,10 @@ from typing import Any, cast
 
 import yaml
 
-from ..bounded_read import UnreadableFile, read_text_bounded
+from ..bounded_read import UnreadableFile
 from ..errors import InputError, Loc, Problem
+from ..surrogates import LONE_ESCAPE_HINT, lone_escape
+from ..text_input import NotUtf8, read_input_text
 from .syntax_hints import json_syntax, yaml_syntax_hint
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
@@ -376,14 +378,14 @@ def load_document(path: Path) -> Document:
     would read ``1e3`` as text, and accept a trailing comma); the YAML parser reads it too, for
     its line numbers and duplicate keys, unless it cannot (``\\/``): then it has no line numbers."""
     try:
-        text = read_text_bounded(path, MAX_INPUT_BYTES)
-    except UnicodeDecodeError as exc:
+        text = read_input_text(path, MAX_INPUT_BYTES)
+    except NotUtf8 as exc:
         raise not_utf8(path, exc) from None
     except OSError as exc:
         raise InputError.single(path, f"cannot read the file: {exc.strerror}") from None
     except UnreadableFile as exc:
         raise InputError.single(path, str(exc), hint=INPUT_HINT) from None
-    if text.startswith("\ufeff\ufeff"):  # the parser drops one byte-order mark, then stumbles later
+    if text.startswith("\ufeff"):  # one byte-order mark was dropped; the parser stumbles on another
         raise InputError.single(
             path,
             "the file starts with more than one byte-order mark (U+FEFF)",
@@ -393,9 +395,7 @@ def load_document(path: Path) -> Document:
     if path.suffix.lower() != ".json" or not text.strip():
         return parse_yaml(path, text)
     try:
-        data = json.loads(
-            text.removeprefix("\ufeff"), object_pairs_hook=unique_json_keys, parse_constant=no_json_constant
-        )
+        data = json.loads(text, object_pairs_hook=unique_json_keys, parse_constant=no_json_constant)
     except json.JSONDecodeError as exc:
         syntax = json_syntax(exc)
         message = f"invalid JSON: {syntax.message}"
@@ -404,6 +404,10 @@ def load_document(path: Path) -> Document:
         with contextlib.suppress(YamlSyntaxError):
             parse_yaml(path, text)  # says the same with the line, where it can read the file
         raise InputError.single(path, f"invalid JSON: {exc}") from None
+    lone = lone_escape(text, data)
+    if lone is not None:
+        line = text.count("\n", 0, lone.offset) + 1
+        raise InputError.single(path, f"invalid JSON: {lone.message}", line=line, hint=LONE_ESCAPE_HINT)
     try:
         located = parse_yaml(path, text)
     except YamlSyntaxError:
@@ -411,16 +415,9 @@ def load_document(path: Path) -> Document:
     return Document(path, data, located.lines)
 
 
-def not_utf8(path: Path, exc: UnicodeDecodeError) -> InputError:
+def not_utf8(path: Path, exc: NotUtf8) -> InputError:
     """The error for a file that is not UTF-8, on the line of its first byte that is not."""
-    raw = exc.object
-    line = raw.count(b"\n", 0, exc.start) + (raw.count(b"\r", 0, exc.start) if b"\n" not in raw else 0)
-    return InputError.single(
-        path,
-        f"not UTF-8 text: {exc.reason} at byte {exc.start}",
-        line=line + 1,
-        hint='save the file as UTF-8 (an editor\'s "Save with encoding"); it may be Latin-1 or Windows-1252',
-    )
+    return InputError.single(path, exc.message, line=exc.line, hint=exc.hint)
 
 
 class JsonProblem(ValueError):

@@ -37,7 +37,7 @@ def _check_eval_id(value: str, run_names: Collection[str] | None) -> str:
     if not re.fullmatch(EVAL_NAME_PATTERN, value):
         raise PydanticCustomError(
             "eval_id",
-            "evaluation id {id} may contain only letters, digits, '-' and '_' "
+            "evaluation id {id} may contain only ASCII letters, digits, '-' and '_' "
             "(it names pytest items and formula variables)",
             {"id": repr(value)},
         )

@@ -9,7 +9,13 @@ from pathlib import Path
 from ..loading.templates import MissingValue, Renderer
 from ..masking import mask_file
 from ..models.configuration import PLACEHOLDER, Configuration
-from ..process import ArgumentsTooLong, CommandNotFound, resolve_executable, run_command
+from ..process import (
+    ArgumentsTooLong,
+    CommandNotFound,
+    UnpassableArgument,
+    resolve_executable,
+    run_command,
+)
 from ..reaping import marked
 from ..results import StepRecord
 from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
@@ -138,11 +144,18 @@ class CliProvider:
             PROMPT: request.prompt,
         }
         args = [self._expand(arg, values) for arg in self.config.args]
-        placed = any(PROMPT in arg for arg in self.config.args)
         args.extend(extra)
-        if self.config.prompt_via == "argument" and not placed:
+        if self.config.prompt_via == "argument" and not self.prompt_placed():
             args.append(request.prompt)
         return [self.executable, *args]
+
+    def prompt_placed(self) -> bool:
+        """Whether an argument holds ``${PROMPT}``."""
+        return any(PROMPT in arg for arg in self.config.args)
+
+    def prompt_in_arguments(self) -> bool:
+        """Whether the prompt is on the command line (appended, or where ``${PROMPT}`` is)."""
+        return self.config.prompt_via == "argument" or self.prompt_placed()
 
     def mcp_handover(self, request: PromptRequest) -> tuple[McpTarget | None, CliMcp]:
         """The request's MCP server and what gives it to this CLI (nothing without a server);
@@ -183,6 +196,13 @@ class CliProvider:
             via_argument = self.config.prompt_via == "argument"
             hint = "; pass the prompt on stdin instead (`prompt_via: stdin`)" if via_argument else ""
             raise ProviderError(f"{exc}{hint}") from None
+        except UnpassableArgument as exc:
+            if "\x00" in request.prompt and self.prompt_in_arguments():
+                raise ProviderError(
+                    "the prompt holds a NUL character (\\x00), which no command-line argument can "
+                    "carry: pass it on stdin instead (`prompt_via: stdin`, no `${PROMPT}` in `args`)"
+                ) from None
+            raise ProviderError(str(exc)) from None
         except CommandNotFound as exc:
             raise ProviderError(str(exc)) from None
         finally:  # a long prompt went through a file: the agent has read it, keep it masked

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..bounded_read import UnreadableFile, read_bounded, read_text_bounded
+from ..bounded_read import UnreadableFile, read_bounded
 from ..dotted import MISSING as _MISSING
 from ..dotted import lookup
 from ..models import OutputSpec
 from ..results import ToolCallRecord
 from ..surrogates import loads
+from ..text_input import decode_text
 from .base import as_measure
 
 # The most of an agent's stdout a parser reads: max_output_bytes, checked before, is normally far less.
@@ -54,11 +55,9 @@ def read_output(path: Path) -> bytes:
 
 
 def read_output_text(path: Path) -> str:
-    """:func:`read_output` as text (undecodable bytes replaced, line ends made ``\\n``)."""
-    try:
-        return read_text_bounded(path, MAX_OUTPUT_READ, errors="replace")
-    except UnreadableFile as exc:
-        raise OutputError(f"agent output {path}: {exc}") from None
+    """:func:`read_output` as text (undecodable bytes replaced, a leading byte-order mark dropped,
+    line ends made ``\\n``)."""
+    return decode_text(read_output(path), errors="replace")
 
 
 def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from ..bounded_read import UnreadableFile, read_text_bounded
+from ..bounded_read import UnreadableFile
 from ..loading.eval_root import Layout
 from ..loading.runner_config import ResolvedEval
 from ..loading.yamlsource import MAX_INPUT_BYTES
@@ -29,6 +29,7 @@ from ..providers.parsers import Parser, parse_agent_output
 from ..reaping import marked
 from ..results import EvalRecord, StepRecord, SubtaskModule
 from ..runner import ItemVerdict
+from ..text_input import NotUtf8, read_input_text
 from .copying import copy_template, copy_tree
 from .layout import RESULTS_IN_WORKSPACE, WORKSPACE_IN_GRADING, grading_beside
 from .sandbox import Sandbox, folders_of
@@ -156,8 +157,8 @@ class PromptFileError(Exception):
 
 def _prompt_part(path: Path) -> str:
     try:
-        return read_text_bounded(path, MAX_INPUT_BYTES)
-    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+        return read_input_text(path, MAX_INPUT_BYTES)
+    except (OSError, NotUtf8, UnreadableFile) as exc:
         raise PromptFileError(
             f"the prompt is not written: {path}: {exc}; it must be a UTF-8 regular file of at most "
             f"{MAX_INPUT_BYTES // 2**20} MiB"

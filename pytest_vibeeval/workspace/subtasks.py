@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..bounded_read import UnreadableFile, read_bounded, read_text_bounded
+from ..bounded_read import UnreadableFile, read_bounded
 
 if TYPE_CHECKING:
     from ..results import SubtaskModule
@@ -33,9 +33,10 @@ class ResultsFileError(ValueError):
     """A file matched a results pattern but is not a JUnit XML or results JSON file."""
 
 
-def parse_junit(text: str) -> tuple[int, int]:
-    """(passed, total) of a JUnit XML document: every ``testcase`` counts; it passes unless it has a
-    ``failure``, ``error`` or ``skipped`` child."""
+def parse_junit(text: str | bytes) -> tuple[int, int]:
+    """(passed, total) of a JUnit XML document (bytes: in the encoding its declaration names, UTF-8
+    without one): every ``testcase`` counts; it passes unless it has a ``failure``, ``error`` or
+    ``skipped`` child."""
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -50,7 +51,7 @@ def parse_junit(text: str) -> tuple[int, int]:
     return passed, total
 
 
-def parse_results_json(text: str) -> tuple[int, int]:
+def parse_results_json(text: str | bytes) -> tuple[int, int]:
     """(passed, total) of ``[{"taskId": ..., "passed": bool}, ...]`` or ``{"results": [...]}``."""
     try:
         data = json.loads(text)
@@ -69,14 +70,16 @@ def parse_results_json(text: str) -> tuple[int, int]:
 
 
 def parse_results_file(path: Path) -> tuple[int, int]:
-    """(passed, total) of one results file, by its suffix (``.xml`` JUnit, else results JSON)."""
+    """(passed, total) of one results file, by its suffix (``.xml`` JUnit, else results JSON). Both
+    parsers read the bytes: a byte-order mark (test tools on .NET write one) or an XML declaration's
+    encoding is theirs to read."""
     try:
-        text = read_text_bounded(path, MAX_RESULTS_BYTES)
-    except (OSError, UnicodeDecodeError) as exc:
+        data = read_bounded(path, MAX_RESULTS_BYTES)
+    except OSError as exc:
         raise ResultsFileError(f"unreadable: {exc}") from None
     except UnreadableFile as exc:
         raise ResultsFileError(str(exc)) from None
-    return parse_junit(text) if path.suffix.lower() == ".xml" else parse_results_json(text)
+    return parse_junit(data) if path.suffix.lower() == ".xml" else parse_results_json(data)
 
 
 def _fingerprint(path: Path) -> tuple[int, int] | None:
@@ -146,7 +149,7 @@ def _module_of(path: Path) -> SubtaskModule | str:
     ``passed`` is true (why not, when it is not such a list)."""
     not_module = "not a JSON list of taskId/passed entries"
     try:
-        data = json.loads(read_bounded(path, MAX_RESULTS_BYTES).decode("utf-8"))
+        data = json.loads(read_bounded(path, MAX_RESULTS_BYTES))  # bytes: a byte-order mark is read
     except UnreadableFile as exc:
         return str(exc)
     except (OSError, ValueError):

@@ -1,0 +1,269 @@
+"""Text as people write it, end to end: files saved on Windows (a byte-order mark, CRLF line ends)
+load as UTF-8, files in another encoding are refused naming it, what a run reads reaches the agent as
+it was meant, what an agent prints is read as UTF-8, and control characters in answers leave the
+JUnit XML, the results and the HTML report whole."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from chat_server import ChatServer
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    c_locale,
+    evals_by_nodeid,
+    load_json,
+    python_suite,
+    run,
+    run_of,
+    write,
+)
+from test_workspace_evals import make_config_dir
+
+ECHO = "def answer(prompt):\n    return 'echo: ' + prompt\n"
+BOM = b"\xef\xbb\xbf"
+
+
+def windows(path: Path, text: str) -> Path:
+    """``path`` as a Windows editor saves ``text``: UTF-8 with a byte-order mark, CRLF line ends."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(BOM + text.replace("\n", "\r\n").encode())
+    return path
+
+
+@XDIST_MODES
+def test_files_saved_on_windows_load_as_their_text(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    windows(pytester.path / "cases.csv", 'id,q\none,"two\nlines"\n')
+    # JSON strings may hold U+2028 and U+0085, which Python's splitlines() takes for line ends
+    windows(pytester.path / "cases.jsonl", '{"id": "sep", "q": "a\u2028b\x85c"}\n')
+    windows(pytester.path / "schema.json", '{"type": "string"}\n')
+    python_suite(
+        pytester.path / "windows.eval.yaml",
+        [
+            '{name: csv, dataset: cases.csv, prompt: "{{row.q}}", checks: [{equals: "echo: {{row.q}}"}]}',
+            '{name: jsonl, dataset: cases.jsonl, prompt: "{{row.q}}", checks: [{contains: "{{row.q}}"}]}',
+            '{name: schema, prompt: "x", checks: [{not_match: "x"}, {or: [{json_schema: schema.json}, '
+            "{contains: echo}]}]}",
+        ],
+        app=ECHO,
+    )
+    path = pytester.path / "windows.eval.yaml"
+    windows(path, path.read_text(encoding="utf-8"))
+    # a suite that a vibe_patterns glob matches is one when it has `evals:`, here its first key
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_patterns = first/*.yaml\n")
+    windows(
+        pytester.path / "first" / "suite.yaml",
+        "evals: [{name: a, prompt: x, checks: [{contains: x}]}]\nmetadata: {name: first, model: m}\n"
+        'configurations: {app: {python: "first_app:answer"}}\n',
+    )
+    write(pytester.path / "first" / "first_app.py", ECHO)
+    out = pytester.path / "r.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=4)
+    responses = {r["name"]: r["response"] for r in run_of(load_json(out), "app", "windows")["evals"]}
+    assert responses == {
+        "csv[one]": "echo: two\nlines",  # line ends as \n, as in a YAML prompt
+        "jsonl[sep]": "echo: a\u2028b\x85c",
+        "schema": "echo: x",
+    }
+
+
+UTF16_HINT = (
+    'save the file as UTF-8: an editor\'s "Save with encoding", or in PowerShell `Set-Content -Encoding '
+    "utf8` (`>` and `Out-File` write UTF-16 in Windows PowerShell)"
+)
+HALF = "is half of a UTF-16 surrogate pair, not a character"
+UTF8_HINT = 'save the file as UTF-8 (an editor\'s "Save with encoding"); it may be Latin-1 or Windows-1252'
+
+
+@XDIST_MODES
+def test_files_in_another_encoding_are_refused_naming_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    good = python_suite(pytester.path / "good.eval.yaml", ['{name: a, prompt: "é", checks: [{contains: É}]}'])
+    text = good.read_text(encoding="utf-8")
+    write(pytester.path / "app.py", ECHO)
+    (pytester.path / "powershell.eval.yaml").write_bytes(text.encode("utf-16"))  # what `>` writes
+    (pytester.path / "nobom.eval.yaml").write_bytes(text.encode("utf-16-be"))
+    (pytester.path / "latin1.csv").write_bytes("id,q\none,1\ntwo,café\n".encode("latin-1"))
+    (pytester.path / "latin1.json").write_bytes('{"description": "café"}'.encode("latin-1"))
+    python_suite(
+        pytester.path / "rows.eval.yaml",
+        ["{name: r, dataset: latin1.csv, prompt: x, checks: [{contains: x}]}"],
+    )
+    python_suite(
+        pytester.path / "schema.eval.yaml", ["{name: s, prompt: x, checks: [{json_schema: latin1.json}]}"]
+    )
+    write(pytester.path / "tab.eval.yaml", text.replace("evals:\n  - ", "evals:\n\t- "))
+    # JSON escapes half of a character (a string cut inside an emoji by a JavaScript tool)
+    write(pytester.path / "cut.jsonl", '{"id": "a", "q": "x"}\n{"id": "b", "q": "cut \\ud83d"}\n')
+    python_suite(
+        pytester.path / "cut.eval.yaml", ["{name: c, dataset: cut.jsonl, prompt: x, checks: [{contains: x}]}"]
+    )
+    write(
+        pytester.path / "cfg" / "cli-config.json",
+        '{"configurations": {"a": {"name": "\\ude00", "cli": "x"}}}',
+    )
+    write(
+        pytester.path / "cfg" / "s.eval.yaml",
+        "metadata: {name: s, model: m}\nevals: [{prompt: x, checks: [{contains: x}]}]\n",
+    )
+    result = run(pytester, xdist=xdist)
+    result.assert_outcomes(passed=1, errors=7)
+    result.stdout.fnmatch_lines_random(
+        [
+            "powershell.eval.yaml:1: the file is UTF-16 (little-endian), with a byte-order mark, not UTF-8",
+            "nobom.eval.yaml:1: the file is UTF-16 (big-endian), without a byte-order mark, not UTF-8",
+            f"    hint: {UTF16_HINT}",
+            "latin1.csv:3: not UTF-8 text: invalid continuation byte at byte 18",
+            f"    hint: {UTF8_HINT}",
+            "schema.eval.yaml:5: evals[0].checks[0].json_schema: the JSON Schema 'latin1.json', line 1: "
+            f"not UTF-8 text: invalid continuation byte at byte 20; {UTF8_HINT}",
+            f"cut.jsonl:2: row 2: invalid JSON: \\ud83d {HALF}",
+            f"cfg/cli-config.json:1: invalid JSON: \\ude00 {HALF}",
+            "    hint: write the character itself, or both halves of its pair (`\\ud83d\\ude00`): *",
+            "tab.eval.yaml:5: invalid YAML: *",
+            "    hint: the line is indented with a tab: YAML indents with spaces only; replace the tab",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+# A grade step as a .NET or Java test tool writes its results: JSON with a byte-order mark, JUnit
+# XML in the encoding its declaration names.
+RESULTS_STEP = """
+open("results-dotnet.json", "wb").write(b"\\xef\\xbb\\xbf" + b'[{"taskId": "a", "passed": true}]')
+open("junit-java.xml", "wb").write('<?xml version="1.0" encoding="ISO-8859-1"?>\\n<testsuite>'
+    '<testcase name="caf\\xe9"/><testcase name="b"><failure/></testcase></testsuite>'.encode("latin-1"))
+"""
+
+
+@XDIST_MODES
+def test_a_coding_eval_reads_files_saved_on_windows(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    script = write(pytester.path / "steps" / "results_step.py", RESULTS_STEP)
+    config = make_config_dir(pytester.path, {"results": {"command": PYTHON, "args": [str(script)]}})
+    data = load_json(config / "eval-config.json")
+    data["evaluations"]["add"]["gradeSteps"].append("results")
+    write(config / "eval-config.json", json.dumps(data))
+    windows(pytester.path / "prompts" / "problems" / "add.md", "problem: add\n")
+    windows(config.parent / "problems" / "add" / "workspace" / "problem.md", "Make f return a + b.\n")
+    windows(pytester.path / "prompts" / "shared" / "evaluation-instructions.md", "Shared: do not cheat.\n")
+    out = pytester.path / "r.json"
+    args = ("--vibe-config", "oracle", "--vibe-eval", "add", "--vibe-keep-workspaces")
+    result = run(pytester, *args, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=1)
+    record = evals_by_nodeid(load_json(out))["evals/config/eval-config.json::add[oracle]"]
+    prompt = Path(record["steps"][0]["cwd"], "prompt.md").read_bytes()
+    assert prompt == b"problem: add\n\nMake f return a + b.\n\nShared: do not cheat.\n"
+    assert (record["subtasks_passed"], record["subtasks_total"], record["message"]) == (2, 3, None)
+
+
+# Answers as a macOS tool or a Windows program may write them: decomposed accents, CRLF line ends.
+DECOMPOSED = """
+def answer(prompt):
+    return "Cafe\\u0301\\r\\ncre\\u0300me"
+"""
+
+
+@XDIST_MODES
+def test_checks_see_an_answer_as_it_looks(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """Checks written in composed text with line feeds pass on an answer that looks the same in
+    decomposed Unicode (NFD) with CRLF line ends, from an HTTP model and a Python callable."""
+    checks = '[{equals: "Café\\ncrème"}, {contains: "é\\nc"}, {match: "café*"}, {regex: "é\\ncrème$"}]'
+    python_suite(
+        pytester.path / "app.eval.yaml", [f"{{name: accents, prompt: x, checks: {checks}}}"], app=DECOMPOSED
+    )
+    with ChatServer() as server:
+        prompt = '"ANSWER: Cafe\\u0301 cre\\u0300me"'
+        write(
+            pytester.path / "http.eval.yaml",
+            f"""
+            metadata: {{name: http, model: ok}}
+            configurations: {{model: {{http: {{base_url: "{server.url}"}}}}}}
+            evals:
+              - {{name: accents, prompt: {prompt}, checks: [{{equals: Café crème}}, {{match: "*é c*"}}]}}
+            """,
+        )
+        out = pytester.path / "r.json"
+        result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(passed=2)
+    responses = {r["nodeid"]: r["response"] for r in evals_by_nodeid(load_json(out)).values()}
+    assert responses == {  # recorded as the model answered
+        "app.eval.yaml::accents[app]": "Cafe\u0301\r\ncre\u0300me",
+        "http.eval.yaml::accents[model]": "Cafe\u0301 cre\u0300me",
+    }
+
+
+# Prints bytes as the configuration's first argument names them.
+PRINTER = """
+import sys
+sys.stdin.read()
+sys.stdout.buffer.write({
+    "windows": b"\\xef\\xbb\\xbf42\\r\\n",  # a byte-order mark, CRLF
+    "latin1": "Réponse : 42 €".encode("cp1252"),
+    "controls": bytes(range(32)) + b"\\x7f\\x1b[31m42\\x1b[0m",
+}[sys.argv[1]])
+"""
+
+
+@XDIST_MODES
+def test_what_an_agent_prints_is_read_as_utf8_and_every_report_stays_whole(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    script = str(write(pytester.path / "printer.py", PRINTER))
+    configurations = {
+        kind: {"cli": PYTHON, "args": [script, kind]} for kind in ("windows", "latin1", "controls")
+    }
+    write(
+        pytester.path / "printed.eval.yaml",
+        json.dumps(
+            {
+                "metadata": {"name": "printed", "model": "m"},
+                "configurations": configurations,
+                "evals": [{"name": "answer", "prompt": "x", "checks": [{"equals": "42"}]}],
+            }
+        ),
+    )
+    out, junit, html = (pytester.path / name for name in ("r.json", "junit.xml", "r.html"))
+    args = ("--vibe-results", str(out), "--junitxml", str(junit), "--vibe-html", str(html))
+    result = run(pytester, *args, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=1, failed=2)
+    responses = {r["configuration"]: r["evals"][0]["response"] for r in load_json(out)["runs"]}
+    assert responses == {
+        "windows": "42\n",  # no byte-order mark: `equals: "42"` passes
+        "latin1": "R\ufffdponse : 42 \ufffd",  # what is not UTF-8 is U+FFFD, the eval kept
+        "controls": "".join(map(chr, range(32))).replace("\r", "\n") + "\x7f\x1b[31m42\x1b[0m",
+    }
+    ET.parse(junit)  # control characters leave the JUnit XML well-formed
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", html.read_text(encoding="utf-8"))
+    assert not re.search("[\x00\x07\x1b]", result.stdout.str() + result.stderr.str())
+
+
+@XDIST_MODES
+def test_row_ids_the_c_locale_cannot_hold_are_a_collection_error_saying_what_to_do(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """pytest puts each item's node id in the environment; in the C locale without UTF-8 mode a row
+    id such as café errored every phase of its item in pytest's own code."""
+    c_locale(monkeypatch)
+    write(pytester.path / "cities.csv", "id,q\nparis,x\ncafé,x\n")
+    python_suite(
+        pytester.path / "rows.eval.yaml",
+        ["{name: r, dataset: cities.csv, prompt: x, checks: [{contains: x}]}"],
+        app=ECHO,
+    )
+    python_suite(pytester.path / "ascii.eval.yaml", ["{name: a, prompt: é, checks: [{contains: é}]}"])
+    result = run(pytester, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "rows.eval.yaml: the item rows.eval.yaml::r[caf\\xe9][app] cannot run in this Python: pytest "
+            "puts each item's node id in the environment, which it encodes as ascii (the C or POSIX locale "
+            "without Python's UTF-8 mode), and '\\xe9' is not in it",
+            "    hint: run pytest with PYTHONUTF8=1, or in a UTF-8 locale (LC_ALL=C.UTF-8)",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()

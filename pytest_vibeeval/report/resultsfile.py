@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import filecmp
+import functools
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,7 +20,21 @@ DEFAULT_DIR = Path(".vibeeval") / "results"
 LATEST = "latest.json"  # in DEFAULT_DIR: a copy of the last complete run's timestamped file
 
 
+# On Linux a "Umask:" line tells the process's umask without changing it.
+_PROC_STATUS = Path("/proc/self/status")
+
+
+@functools.cache
 def _umask() -> int:
+    """The process's umask, read once (for every file written, a cached or recorded answer each):
+    from :data:`_PROC_STATUS`, else by setting it and setting it back, which changes process-wide
+    state another thread could see meanwhile."""
+    try:
+        for line in _PROC_STATUS.read_bytes().splitlines():
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, IndexError, ValueError):  # no /proc, or a line of another form
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -79,8 +94,8 @@ def copy_atomic(source: Path, path: Path) -> None:
 def unwritable_reason(path: Path, example: str | None = "results.json") -> str | None:
     """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
     name too long, no write permission in its folder), or None; checked before a run, so that its
-    results are not lost at the end. ``example``: the name suggested for a file in a folder given instead of a file
-    (None: no suggestion)."""
+    results are not lost at the end. ``example``: the name suggested for a file in a folder given
+    instead of a file (None: no suggestion)."""
     try:
         return _unwritable_reason(path, example)
     except OSError as exc:  # e.g. a path too long for the file system even to look it up

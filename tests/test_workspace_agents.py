@@ -9,17 +9,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import stat
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import (
-    FAST_ARGS,
     HANGING_TREE_SCRIPT,
     PYTHON,
     XDIST_MODES,

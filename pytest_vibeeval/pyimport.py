@@ -25,6 +25,15 @@ def python_target(value: str) -> str:
     with it, the form, and the target meant where it is clear (``app.answer``: ``app:answer``)."""
     if _TARGET.fullmatch(value):
         return value
+    module = _file_module(value) if ":" not in value else None
+    if module is not None:  # a file named: the likeliest form of the mistake, its function unknown
+        raise PydanticCustomError(
+            "python_target",
+            "{target} is not `package.module:function`: it names a file, not a module and a function; "
+            "write the module without .py and the function after a colon, e.g. `{module}:answer` for "
+            "answer() in {file}",
+            {"target": repr(value), "module": module, "file": value},
+        )
     meant = _meant(value)
     raise PydanticCustomError(
         "python_target",
@@ -54,11 +63,20 @@ def _target_problem(value: str) -> str:
     return f"{function!r} is no function name (letters, digits and _, not starting with a digit)"
 
 
+def _file_module(value: str) -> str | None:
+    """The module a Python file's path names (``app/chat.py``: ``app.chat``), or None when ``value``
+    is no such path."""
+    if not value.endswith(".py"):
+        return None
+    module = value.removeprefix("./").removesuffix(".py").replace("/", ".")
+    return module if _MODULE.fullmatch(module) else None
+
+
 def _meant(value: str) -> str | None:
     """The target ``value`` most likely means: its last dot a colon (``app.answer``), a file path
     a module (``app/chat.py:answer``), no call parentheses; None when that is no target either."""
     module, _, function = value.rpartition(":" if ":" in value else ".")
-    candidate = f"{module.removesuffix('.py').replace('/', '.')}:{function.strip().removesuffix('()')}"
+    candidate = f"{_file_module(module) or module}:{function.strip().removesuffix('()')}"
     return candidate if _TARGET.fullmatch(candidate) else None
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import resource
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -133,6 +134,23 @@ def run_with_file_limit(
     )
     lines = (done.stdout.splitlines(), done.stderr.splitlines())
     return pytest.RunResult(done.returncode, *lines, time.monotonic() - started)
+
+
+# The capabilities that let root bypass file permissions (dropped by run_unprivileged).
+DAC_CAPS = "-dac_override,-dac_read_search"
+
+
+def run_unprivileged(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """pytest in a subprocess that file permissions apply to: as root, without the capabilities
+    that bypass them (skips where they cannot be dropped)."""
+    command = [PYTHON, "-m", "pytest", f"--basetemp={pytester.path / 'basetemp'}", *FAST_ARGS, *args]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        drop = [f"--inh-caps={DAC_CAPS}", f"--bounding-set={DAC_CAPS}", "--"]
+        if setpriv is None or subprocess.run([setpriv, *drop, "true"], check=False).returncode != 0:
+            pytest.skip("running as root and the capabilities that bypass file permissions stay")
+        command = [setpriv, *drop, *command]
+    return pytester.run(*command, timeout=180)
 
 
 def is_agent_log(path: Path) -> bool:

@@ -552,31 +552,46 @@ def test_a_timeout_written_as_text_is_refused_by_both(tmp_path: Path) -> None:
     assert [error.json_path for error in schema_errors(path)] == ["$.configurations.a.timeout"]
 
 
+EXAMPLE = "; e.g. `my_app.chat:answer` is answer() in my_app/chat.py"
 PYTHON_TARGETS = {
     "suite": (
         HEAD + PROMPT_EVAL + "configurations:\n  a:\n    python: app/chat.py:answer\n",
         "7: configurations.a.python: 'app/chat.py:answer' is not `package.module:function` (did you "
         "mean 'app.chat:answer'?): 'app/chat.py' is no module name (letters, digits, _ and dots, not "
-        "starting with a digit)",
+        "starting with a digit)" + EXAMPLE,
     ),
     "cli-config": (
         '{"configurations": {"a": {"name": "A", "python": "app:"}}}',
         "1: configurations.a.python: 'app:' is not `package.module:function`: it names no function "
-        "after the colon",
+        "after the colon" + EXAMPLE,
+    ),
+    # a file named: its function cannot be known, so no "did you mean 'app:py'", and an example in it
+    "suite, a file": (
+        HEAD + PROMPT_EVAL + "configurations:\n  a:\n    python: app.py\n",
+        "7: configurations.a.python: 'app.py' is not `package.module:function`: it names a file, not a "
+        "module and a function; write the module without .py and the function after a colon, e.g. "
+        "`app:answer` for answer() in app.py",
+    ),
+    "cli-config, a file in a package": (
+        '{"configurations": {"a": {"name": "A", "python": "app/chat.py"}}}',
+        "1: configurations.a.python: 'app/chat.py' is not `package.module:function`: it names a file, "
+        "not a module and a function; write the module without .py and the function after a colon, "
+        "e.g. `app.chat:answer` for answer() in app/chat.py",
     ),
 }
 
 
 @pytest.mark.parametrize(
-    ("kind", "text", "said"), [(k, *v) for k, v in PYTHON_TARGETS.items()], ids=list(PYTHON_TARGETS)
+    ("kind", "text", "said"),
+    [(k.split(",")[0], *v) for k, v in PYTHON_TARGETS.items()],
+    ids=list(PYTHON_TARGETS),
 )
 def test_a_python_target_of_another_form_is_refused_in_the_plugins_words(
     tmp_path: Path, kind: str, text: str, said: str
 ) -> None:
     """Not pydantic's "String should match pattern": what is wrong, the form, and an example."""
     path = write(tmp_path, kind, text)
-    example = "; e.g. `my_app.chat:answer` is answer() in my_app/chat.py"
-    assert loader_problem(path) == f"{path}:{said}{example}"
+    assert loader_problem(path) == f"{path}:{said}"
     assert "$.configurations.a.python" in {error.json_path for error in schema_errors(path)}
 
 

@@ -3,8 +3,8 @@ count each eval once, with what every attempt cost, and none starts once --vibe-
 pytest-repeat's ``--count``, which cannot repeat eval items, is refused; the plugin's notes stay
 notes where warnings are errors.
 
-The tests of a third-party plugin skip where it is not installed (``.[test]`` holds none of them):
-pytest-rerunfailures and pytest-repeat."""
+``.[test]`` installs both third-party plugins, pytest-rerunfailures and pytest-repeat, so these
+tests run in CI; a test of one skips where it is not installed (an environment set up otherwise)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import FAST_ARGS, PYTHON, XDIST_MODES, python_suite, run, write
+from helpers import FAST_ARGS, PYTHON, XDIST_MODES, python_suite, run, run_unprivileged, write
 
 from pytest_vibeeval.bounded_read import UnreadableFile, read_bounded, read_end, read_start
 from pytest_vibeeval.errors import InputError
@@ -342,6 +342,27 @@ def test_a_results_folder_without_write_permission_is_a_usage_error_before_the_r
     assert f"--vibe-results: {locked} is not writable" in done.stderr, output
     assert "Traceback" not in output and "INTERNALERROR" not in output, output
     assert not ran.exists()  # found before any agent ran, not after the whole run
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(
+    "option", [[], ["--vibe-results", ".vibeeval/results/latest.json"]], ids=["default", "explicit"]
+)
+def test_a_read_only_results_file_in_a_writable_folder_is_replaced(
+    pytester: pytest.Pytester, xdist: list[str], option: list[str]
+) -> None:
+    """The results are written beside their file and renamed over it, which the folder's write
+    permission allows whatever the file's mode: a read-only latest.json (mode 444, as a checkout or a
+    copy may leave it), or --vibe-results file, was refused as `… is not writable`, stopping every
+    run. Run as a user file modes stop (for root, without the capabilities that bypass them)."""
+    ran = _touching_suite(pytester)
+    latest = write(pytester.path / ".vibeeval" / "results" / "latest.json", "{}\n")
+    latest.chmod(0o444)
+    result = run_unprivileged(pytester, *xdist, "--vibe-sandbox", "none", "--vibe-history=", *option)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, output
+    assert ran.exists()
+    assert json.loads(latest.read_text())["runs"][0]["evals"][0]["outcome"] == "passed"
 
 
 # --- every other file read: a FIFO or /dev/zero in its place ---------------------------------------

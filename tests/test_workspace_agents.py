@@ -9,17 +9,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import stat
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import (
-    FAST_ARGS,
     HANGING_TREE_SCRIPT,
     PYTHON,
     XDIST_MODES,
@@ -27,6 +24,7 @@ from helpers import (
     evals_by_nodeid,
     load_json,
     run,
+    run_unprivileged,
     wait_gone,
     write,
     write_cli_config,
@@ -372,20 +370,6 @@ with open("locked/notes.txt", "w") as handle:
     handle.write("private")
 os.chmod("locked", 0)
 """
-DAC_CAPS = "-dac_override,-dac_read_search"
-
-
-def run_unprivileged(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """pytest in a subprocess that file permissions apply to: as root, without the capabilities
-    that bypass them (skips where they cannot be dropped)."""
-    command = [PYTHON, "-m", "pytest", f"--basetemp={pytester.path / 'basetemp'}", *FAST_ARGS, *args]
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        drop = [f"--inh-caps={DAC_CAPS}", f"--bounding-set={DAC_CAPS}", "--"]
-        if setpriv is None or subprocess.run([setpriv, *drop, "true"], check=False).returncode != 0:
-            pytest.skip("running as root and the capabilities that bypass file permissions stay")
-        command = [setpriv, *drop, *command]
-    return pytester.run(*command, timeout=180)
 
 
 @XDIST_MODES

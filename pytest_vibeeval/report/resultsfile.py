@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import filecmp
+import functools
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,7 +20,21 @@ DEFAULT_DIR = Path(".vibeeval") / "results"
 LATEST = "latest.json"  # in DEFAULT_DIR: a copy of the last complete run's timestamped file
 
 
+# On Linux a "Umask:" line tells the process's umask without changing it.
+_PROC_STATUS = Path("/proc/self/status")
+
+
+@functools.cache
 def _umask() -> int:
+    """The process's umask, read once (for every file written, a cached or recorded answer each):
+    from :data:`_PROC_STATUS`, else by setting it and setting it back, which changes process-wide
+    state another thread could see meanwhile."""
+    try:
+        for line in _PROC_STATUS.read_bytes().splitlines():
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, IndexError, ValueError):  # no /proc, or a line of another form
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -78,9 +93,9 @@ def copy_atomic(source: Path, path: Path) -> None:
 
 def unwritable_reason(path: Path, example: str | None = "results.json") -> str | None:
     """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
-    name too long, no write permission), or None; checked before a run, so that its results are not
-    lost at the end. ``example``: the name suggested for a file in a folder given instead of a file
-    (None: no suggestion)."""
+    name too long, no write permission in its folder), or None; checked before a run, so that its
+    results are not lost at the end. ``example``: the name suggested for a file in a folder given
+    instead of a file (None: no suggestion)."""
     try:
         return _unwritable_reason(path, example)
     except OSError as exc:  # e.g. a path too long for the file system even to look it up
@@ -101,16 +116,17 @@ def _unwritable_reason(path: Path, example: str | None) -> str | None:
         return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
-    target = path if path.exists() else folder
-    if not os.access(target, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK):
-        return f"{target} is not writable"
+    # The file is written beside its name and renamed over it: that needs the folder's permission
+    # only, whatever the mode of a file already there (a read-only latest.json is replaced).
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
     return None
 
 
 def default_folder_problem(rootdir: Path) -> str | None:
     """Why a session without --vibe-results could not write its results under ``rootdir`` (a file
-    where the folder goes, a folder where latest.json goes, no write permission), or None: checked
-    before its evals run, as an explicit path is."""
+    where the folder goes, a folder where latest.json goes, no write permission in the folder), or
+    None: checked before its evals run, as an explicit path is."""
     problem = unwritable_reason(rootdir / DEFAULT_DIR / LATEST, example=None)
     if problem is None:
         return None

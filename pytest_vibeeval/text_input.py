@@ -59,11 +59,12 @@ def decode_text(data: bytes, errors: str = "strict") -> str:
     wide = wide_encoding(data)
     if wide is not None:
         raise NotUtf8(f"the file is {wide}, not UTF-8", 1, WIDE_HINT)
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data.decode("utf-8-sig")
+        text = str(memoryview(data)[bom:], "utf-8")
     except UnicodeDecodeError as exc:
-        message = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
-        raise NotUtf8(message, _line_at(data, exc.start), UTF8_HINT) from None
+        at = bom + exc.start  # of the file: the decoder counted from after the byte-order mark
+        raise NotUtf8(f"not UTF-8 text: {exc.reason} at byte {at}", _line_at(data, at), UTF8_HINT) from None
     return _line_feeds(text)
 
 

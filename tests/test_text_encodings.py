@@ -203,10 +203,17 @@ def answer(prompt):
 @XDIST_MODES
 def test_checks_see_an_answer_as_it_looks(pytester: pytest.Pytester, xdist: list[str]) -> None:
     """Checks written in composed text with line feeds pass on an answer that looks the same in
-    decomposed Unicode (NFD) with CRLF line ends, from an HTTP model and a Python callable."""
+    decomposed Unicode (NFD) with CRLF line ends, from an HTTP model and a Python callable; a regex
+    that spells the answer's CR or combining accent as an escape is found in it too, and forbids."""
     checks = '[{equals: "Café\\ncrème"}, {contains: "é\\nc"}, {match: "café*"}, {regex: "é\\ncrème$"}]'
+    escapes = "[{regex: 'e\\u0301\\r\\n'}, {match: '(?s)^cafe\\u0301.*'}, {not_match: '(?s).*\\r.*'}]"
     python_suite(
-        pytester.path / "app.eval.yaml", [f"{{name: accents, prompt: x, checks: {checks}}}"], app=DECOMPOSED
+        pytester.path / "app.eval.yaml",
+        [
+            f"{{name: accents, prompt: x, checks: {checks}}}",
+            f"{{name: escapes, prompt: x, checks: {escapes}}}",
+        ],
+        app=DECOMPOSED,
     )
     with ChatServer() as server:
         prompt = '"ANSWER: Cafe\\u0301 cre\\u0300me"'
@@ -221,10 +228,14 @@ def test_checks_see_an_answer_as_it_looks(pytester: pytest.Pytester, xdist: list
         )
         out = pytester.path / "r.json"
         result = run(pytester, "--vibe-results", str(out), xdist=xdist)
-    result.assert_outcomes(passed=2)
-    responses = {r["nodeid"]: r["response"] for r in evals_by_nodeid(load_json(out)).values()}
+    result.assert_outcomes(passed=2, failed=1)
+    records = evals_by_nodeid(load_json(out))
+    verdicts = [check["passed"] for check in records["app.eval.yaml::escapes[app]"]["checks"]]
+    assert verdicts == [True, True, False]  # not_match: the answer as it came holds a CR
+    responses = {r["nodeid"]: r["response"] for r in records.values()}
     assert responses == {  # recorded as the model answered
         "app.eval.yaml::accents[app]": "Cafe\u0301\r\ncre\u0300me",
+        "app.eval.yaml::escapes[app]": "Cafe\u0301\r\ncre\u0300me",
         "http.eval.yaml::accents[model]": "Cafe\u0301 cre\u0300me",
     }
 

@@ -12,7 +12,7 @@ import sysconfig
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,7 +53,11 @@ TOKEN = re.compile(r"\w+|[^\w\s]")
 def count_tokens(text: str) -> int:
     """Local token estimate: runs of word characters plus each punctuation mark (of the composed
     text: a combining accent is part of its letter's word, not a mark of its own)."""
-    return len(TOKEN.findall(canonical(text)))
+    return _tokens_of(canonical(text))
+
+
+def _tokens_of(canonical_text: str) -> int:
+    return len(TOKEN.findall(canonical_text))
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,16 @@ class Response:
     prompt: str | None = None  # the eval's prompt, templates filled
     workdir: Path | None = None  # the item's folder, where the answering agent ran
 
+    @cached_property
+    def canonical_text(self) -> str:
+        """``text`` in the form the text checks compare (:func:`~pytest_vibeeval.patterns.canonical`:
+        composed Unicode, ``\\n`` line ends), made once for all the checks of the answer."""
+        return canonical(self.text)
+
     def tokens(self) -> tuple[int, str]:
         if self.output_tokens is not None:
             return self.output_tokens, "reported by the provider"
-        return count_tokens(self.text), "counted locally"
+        return _tokens_of(self.canonical_text), "counted locally"
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from .check_api import (
     raised_at,
 )
 from .custom_checks import CUSTOM_CHECKS
-from .patterns import broken_regex, canonical, compile_pattern, is_regex_pattern, pattern_matches
+from .patterns import broken_regex, canonical, compile_pattern, is_regex_pattern, pattern_matches, regex_found
 from .results import JudgeRecord
 from .structural_checks import STRUCTURAL_CHECKS
 
@@ -140,12 +140,12 @@ def _pattern_message(pattern: str, matched: bool, forbidden: bool = False) -> st
 
 
 def _match(pattern: str, response: Response) -> Verdict:
-    matched = pattern_matches(pattern, response.text)
+    matched = pattern_matches(pattern, response.text, response.canonical_text)
     return Verdict(matched, _pattern_message(pattern, matched))
 
 
 def _not_match(pattern: str, response: Response) -> Verdict:
-    matched = pattern_matches(pattern, response.text)
+    matched = pattern_matches(pattern, response.text, response.canonical_text)
     return Verdict(not matched, _pattern_message(pattern, matched, forbidden=True))
 
 
@@ -162,12 +162,12 @@ def _max_tokens(limit: int, response: Response) -> Verdict:
 
 
 def _regex(pattern: str, response: Response) -> Verdict:
-    found = re.search(canonical(pattern), canonical(response.text)) is not None
+    found = regex_found(pattern, response.text, response.canonical_text)
     return Verdict(found, f"regex {quote(pattern)} {'found' if found else 'not found'} in the response")
 
 
 def _equals(expected: str, response: Response) -> Verdict:
-    ok = canonical(response.text).strip() == canonical(expected).strip()
+    ok = response.canonical_text.strip() == canonical(expected).strip()
     return Verdict(
         ok,
         f"response {'equals' if ok else 'does not equal'} {quote(expected)} (ignoring outer whitespace)",
@@ -175,7 +175,7 @@ def _equals(expected: str, response: Response) -> Verdict:
 
 
 def _contains(needle: str, response: Response) -> Verdict:
-    ok = canonical(needle).casefold() in canonical(response.text).casefold()
+    ok = canonical(needle).casefold() in response.canonical_text.casefold()
     return Verdict(
         ok,
         f"response {'contains' if ok else 'does not contain'} {quote(needle)} (case-insensitive)",

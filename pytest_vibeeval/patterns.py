@@ -7,15 +7,15 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from .text_input import line_feeds
+
 
 def canonical(text: str) -> str:
     """``text`` as the text checks compare it: what looks the same is the same. Unicode's composed
     form (NFC: ``e`` and a combining acute accent are ``é``, as a model, a macOS tool or a copied
     file may write it) and line ends as ``\\n`` (an HTTP model's or a Python callable's ``\\r\\n``,
     as an agent's printed text is read)."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return unicodedata.normalize("NFC", text)  # returns ``text`` itself when it is composed already
+    return unicodedata.normalize("NFC", line_feeds(text))  # ``text`` itself when it is so already
 
 
 # A pattern is read as a regular expression when it holds one of these; otherwise it is a glob.
@@ -88,13 +88,48 @@ def _glob_matches(pattern: str, text: str) -> bool:
     return start >= position and (not last_len or last.match(text, start) is not None)
 
 
-def pattern_matches(pattern: str, text: str) -> bool:
-    """Whether a ``match`` pattern matches ``text``, case-insensitive, both in their
-    :func:`canonical` form. A glob must match the whole text; a regex is searched for, as in
-    vibecheck: ``^`` and ``$`` anchor it at the answer's ends."""
-    pattern, text = canonical(pattern), canonical(text)
+@lru_cache(maxsize=4096)
+def _canonical_pattern(pattern: str) -> str:
+    return canonical(pattern)
+
+
+@lru_cache(maxsize=4096)
+def _regexes(pattern: str, flags: int) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """The regular expression ``pattern`` as written, and in its :func:`canonical` form (the same
+    object when that is the same text; None in the odd case where it no longer compiles)."""
+    written = re.compile(pattern, flags)
+    composed = _canonical_pattern(pattern)
+    if composed == pattern:
+        return written, written
+    try:
+        return written, re.compile(composed, flags)
+    except re.error:
+        return written, None
+
+
+def regex_found(pattern: str, text: str, canonical_text: str, flags: int = 0) -> bool:
+    """Whether the regular expression ``pattern`` is found in ``text`` as it came, or (in its
+    :func:`canonical` form) in ``canonical_text``, ``text``'s: a regex may spell as an escape what
+    that form changes (``\\r\\n``, ``e\\u0301``), which only the text as it came still has, or write
+    the composed text the answer spelled otherwise. A forbidding check fails when either is found."""
+    written, composed = _regexes(pattern, flags)
+    if written.search(text) is not None:
+        return True
+    if composed is None or (composed is written and canonical_text is text):
+        return False  # the same search again
+    return composed.search(canonical_text) is not None
+
+
+def pattern_matches(pattern: str, text: str, canonical_text: str | None = None) -> bool:
+    """Whether a ``match`` pattern matches ``text``, case-insensitive (``canonical_text`` is its
+    :func:`canonical` form, when the caller has it made). A glob must match the whole text, both in
+    their canonical form; a regex is searched for, as in vibecheck (``^`` and ``$`` anchor it at the
+    answer's ends), in the text as it came and in that form (:func:`regex_found`)."""
+    if canonical_text is None:
+        canonical_text = canonical(text)
     if is_regex_pattern(pattern):
-        return compile_pattern(pattern).search(text) is not None
+        return regex_found(pattern, text, canonical_text, re.IGNORECASE | re.DOTALL)
+    pattern = _canonical_pattern(pattern)
     if "*" in pattern:
-        return _glob_matches(pattern, text)
-    return compile_pattern(pattern).fullmatch(text) is not None
+        return _glob_matches(pattern, canonical_text)
+    return compile_pattern(pattern).fullmatch(canonical_text) is not None

@@ -55,19 +55,22 @@ def decode_text(data: bytes, errors: str = "strict") -> str:
     ``\\r`` as ``Path.read_text`` reads them); :class:`NotUtf8` when it is not UTF-8, unless
     ``errors`` is ``"replace"`` (what an agent printed): then each byte that is not becomes U+FFFD."""
     if errors != "strict":
-        return _line_feeds(data.decode("utf-8-sig", errors))
+        return line_feeds(data.decode("utf-8-sig", errors))
     wide = wide_encoding(data)
     if wide is not None:
         raise NotUtf8(f"the file is {wide}, not UTF-8", 1, WIDE_HINT)
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data.decode("utf-8-sig")
+        text = str(memoryview(data)[bom:], "utf-8")
     except UnicodeDecodeError as exc:
-        message = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
-        raise NotUtf8(message, _line_at(data, exc.start), UTF8_HINT) from None
-    return _line_feeds(text)
+        at = bom + exc.start  # of the file: the decoder counted from after the byte-order mark
+        raise NotUtf8(f"not UTF-8 text: {exc.reason} at byte {at}", _line_at(data, at), UTF8_HINT) from None
+    return line_feeds(text)
 
 
-def _line_feeds(text: str) -> str:
+def line_feeds(text: str) -> str:
+    """``text`` with its line ends as ``\\n``: ``\\r\\n`` and a lone ``\\r`` as ``Path.read_text``
+    reads them."""
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 

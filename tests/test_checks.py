@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import string
+import unicodedata
 from typing import Any
 
 import pytest
@@ -29,7 +30,9 @@ from pytest_vibeeval.checks import (
     pattern_matches,
     run_checks,
 )
+from pytest_vibeeval.patterns import canonical
 from pytest_vibeeval.registry import CheckRegistry
+from pytest_vibeeval.results import ToolCallRecord
 
 REGISTRY = CheckRegistry()
 
@@ -264,18 +267,19 @@ ASCII_NO_STAR = st.text(alphabet=string.printable.replace("*", ""), max_size=20)
 @example("2+2?", "Q: What is 2+2? A: 4")
 @example("A", "xa")
 @example("", "")
+@example("\r", "\n")  # a glob compares line ends as \n
 def test_star_text_star_means_contains(t: str, s: str) -> None:
     pattern = "*" + t + "*"
     assume(not is_regex_pattern(pattern))
-    assert pattern_matches(pattern, s) == (t.lower() in s.lower())
+    assert pattern_matches(pattern, s) == (canonical(t).lower() in canonical(s).lower())
 
 
 @settings(max_examples=100, deadline=None)
 @given(ASCII_NO_STAR, ASCII_NO_STAR, st.text(alphabet=string.printable, max_size=40))
 def test_prefix_and_suffix_globs(t: str, rest: str, s: str) -> None:
     assume(not is_regex_pattern(t + "*") and not is_regex_pattern("*" + t))
-    assert pattern_matches(t + "*", s) == s.lower().startswith(t.lower())
-    assert pattern_matches("*" + t, s) == s.lower().endswith(t.lower())
+    assert pattern_matches(t + "*", s) == canonical(s).lower().startswith(canonical(t).lower())
+    assert pattern_matches("*" + t, s) == canonical(s).lower().endswith(canonical(t).lower())
     assert pattern_matches(t + "*", t + rest)
 
 
@@ -438,6 +442,70 @@ def test_text_checks_compare_what_looks_the_same_as_the_same(
 @pytest.mark.parametrize("name", ["contains", "equals", "match", "regex"])
 def test_text_checks_take_crlf_line_ends_for_line_feeds(name: str) -> None:
     assert run_one(name, "two\nlines", "two\r\nlines").passed is True
+
+
+CRLF, DECOMPOSED = "line1\r\nline2\r\n", "cafe\u0301"  # what the canonical form changes
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "answer"),
+    [
+        ("regex", r"\r\n", CRLF),
+        ("regex", r"e\u0301", DECOMPOSED),
+        ("match", r"(?s).*\r.*", CRLF),
+        ("match", r"(?:e\u0301)", DECOMPOSED),
+        ("json", {"path": "a", "matches": r"^line1\r\n"}, json.dumps({"a": CRLF})),
+        ("json", {"path": "a", "matches": r"(?:e\u0301)"}, json.dumps({"a": DECOMPOSED})),
+    ],
+)
+def test_a_regex_is_found_in_the_answer_as_it_came(name: str, value: Any, answer: str) -> None:
+    """A regex that spells as an escape what the canonical form changes (``\\r``, a combining
+    accent) is found in the answer as it came, and a ``not_match`` forbidding it fails; one that
+    neither form holds is not found."""
+    assert run_one(name, value, answer).passed is True
+    if name == "match":
+        assert run_one("not_match", value, answer).passed is False
+        assert run_one("match", value, "line1\nline2 caf\xe9").passed is False
+        assert run_one("not_match", value, "line1\nline2 caf\xe9").passed is True
+    if name == "regex":
+        assert run_one(name, value, "line1\nline2 caf\xe9").passed is False
+
+
+def test_a_tool_call_argument_regex_is_found_in_the_argument_as_it_came() -> None:
+    made = (ToolCallRecord(tool="search", args={"q": DECOMPOSED}),)
+    value = {"name": "(?:search)", "args": {"q": r"(?:e\u0301)"}}
+    assert check("tool_called", value).run(Response("", tool_calls=made)).passed is True
+    value = {"name": "search", "args": {"q": "caf\xe9"}}  # a literal: compared composed
+    assert check("tool_called", value).run(Response("", tool_calls=made)).passed is True
+
+
+def test_the_answer_is_put_in_its_canonical_form_once_for_all_its_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    normalized: list[str] = []
+    normalize = unicodedata.normalize
+
+    def counting(form: str, text: str) -> str:
+        normalized.append(text)
+        return normalize(form, text)
+
+    monkeypatch.setattr(unicodedata, "normalize", counting)
+    answer = "Cafe\u0301\r\ncre\u0300me " + "x" * 100
+    checks = [
+        check(name, value)
+        for name, value in [
+            ("contains", "café"),
+            ("equals", "x"),
+            ("match", "café*"),
+            ("not_match", "*thé*"),
+            ("regex", "crème"),
+            ("match", ".*x{3}"),
+            ("min_tokens", 1),
+        ]
+    ]
+    verdict, _ = run_checks(checks, Response(answer))
+    assert verdict is False  # equals
+    assert sum(text.startswith("Cafe") for text in normalized) == 1
 
 
 def test_a_combining_accent_is_no_token_of_its_own() -> None:

@@ -101,6 +101,46 @@ def test_results_files_in_their_tools_encodings_count(tmp_path: Path) -> None:
     assert modules is not None and modules["module"].passed_tasks == ["a"]
 
 
+# JUnit XML as a tool in an East Asian locale writes it: 3 of 4 testcases pass.
+JUNIT_JAPANESE = JUNIT_3_OF_4.replace('name="a"', 'name="足し算"').replace("wrong", "間違い")
+
+
+@pytest.mark.parametrize("encoding", ["Shift_JIS", "GBK", "EUC-JP", "UTF-16"])
+def test_junit_in_a_multibyte_encoding_counts(encoding: str) -> None:
+    assert parse_junit(JUNIT_JAPANESE.replace("UTF-8", encoding).encode(encoding)) == (3, 4)
+    # UTF-8 with a byte-order mark, whatever its declaration says
+    assert parse_junit(b"\xef\xbb\xbf" + JUNIT_JAPANESE.replace("UTF-8", encoding).encode()) == (3, 4)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            JUNIT_3_OF_4.replace("UTF-8", "x-klingon").encode(),
+            "its XML declaration names the encoding 'x-klingon', which is no text encoding Python "
+            "knows; write the file in UTF-8",
+        ),
+        (
+            JUNIT_3_OF_4.replace("UTF-8", "Shift_JIS").encode("utf-16"),
+            "its encoding cannot be read: multi-byte encodings are not supported",
+        ),
+        (
+            b"<?xml version='1.0' encoding='EUC-JP'?>\n<testsuite name='\xff'/>",
+            "not EUC-JP text, as its XML declaration says: illegal multibyte sequence at byte 57",
+        ),
+        (
+            b"\xef\xbb\xbf<testsuite>\n<testcase name='\xff'/></testsuite>",
+            "line 2: not UTF-8 text: invalid start byte at byte 31, though it starts with UTF-8's "
+            "byte-order mark",
+        ),
+    ],
+)
+def test_junit_in_an_encoding_that_cannot_be_read_is_refused_saying_why(data: bytes, message: str) -> None:
+    with pytest.raises(ResultsFileError) as caught:
+        parse_junit(data)
+    assert str(caught.value) == message
+
+
 def test_collect_without_files_is_unknown(tmp_path: Path) -> None:
     write(tmp_path / "other.xml", JUNIT_3_OF_4)  # no pattern matches it
     found = collect_subtasks(tmp_path, DEFAULT_SUBTASK_GLOBS)
@@ -212,6 +252,38 @@ def test_grade_step_junit_gives_partial_credit(pytester: pytest.Pytester) -> Non
     assert variables["mul_vybes"] == 300.0  # no vybes block, no subtasks, passed: 100 × 3 × 1 × 1
     assert variables["vybes_score"] == pytest.approx(225.0)  # (150 + 300) / 2
     result.stdout.fnmatch_lines(["Subtasks: 75.0% (3/4 from 1 of 2 evals)"])
+
+
+# A grade step writing JUnit XML in Shift_JIS (3 of 4 testcases pass), and one whose declared
+# encoding Python has no codec for.
+SHIFT_JIS_STEP = f"""
+open("junit-sjis.xml", "wb").write({JUNIT_JAPANESE.replace("UTF-8", "Shift_JIS").encode("shift_jis")!r})
+open("junit-klingon.xml", "wb").write({JUNIT_3_OF_4.replace("UTF-8", "x-klingon").encode()!r})
+"""
+
+
+@XDIST_MODES
+def test_grade_step_junit_in_shift_jis_gives_partial_credit(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """It was an error of the eval in its grade phase (ElementTree's "multi-byte encodings are not
+    supported"); the file in an unknown encoding is ignored with a note naming it."""
+    script = write(pytester.path / "steps" / "sjis_step.py", SHIFT_JIS_STEP)
+    config = make_config_dir(pytester.path, {"sjis": {"command": PYTHON, "args": [str(script)]}})
+    data = load_json(config / "eval-config.json")
+    data["evaluations"]["add"]["gradeSteps"].append("sjis")
+    write(config / "eval-config.json", json.dumps(data))
+    out = pytester.path / "r.json"
+    args = ("--vibe-config", "oracle", "--vibe-eval", "add", "--vibe-results", str(out))
+    result = run(pytester, *args, xdist=xdist)
+    result.assert_outcomes(passed=1)
+    (record,) = run_of(load_json(out), "oracle")["evals"]
+    assert (record["subtasks_passed"], record["subtasks_total"]) == (3, 4)
+    assert record["message"] == (
+        "results file junit-klingon.xml ignored: its XML declaration names the encoding 'x-klingon', "
+        "which is no text encoding Python knows; write the file in UTF-8"
+    )
+    assert "Traceback" not in result.stdout.str()
 
 
 @XDIST_MODES

@@ -25,6 +25,8 @@ from helpers import (
 )
 from test_workspace_evals import make_config_dir
 
+from pytest_vibeeval.text_input import NotUtf8, decode_text
+
 ECHO = "def answer(prompt):\n    return 'echo: ' + prompt\n"
 BOM = b"\xef\xbb\xbf"
 
@@ -90,9 +92,18 @@ def test_files_in_another_encoding_are_refused_naming_it(pytester: pytest.Pytest
     (pytester.path / "nobom.eval.yaml").write_bytes(text.encode("utf-16-be"))
     (pytester.path / "latin1.csv").write_bytes("id,q\none,1\ntwo,café\n".encode("latin-1"))
     (pytester.path / "latin1.json").write_bytes('{"description": "café"}'.encode("latin-1"))
+    # saved with a byte-order mark, which the line and byte of the error count as the file's
+    (pytester.path / "bom.csv").write_bytes(BOM + "country,capital\nÇote,Paris\n".encode("latin-1"))
+    (pytester.path / "bom.eval.yaml").write_bytes(BOM + text.encode("latin-1"))
+    accent = BOM + text[: text.index("é")].encode()  # the file up to its first byte that is not UTF-8
+    accent_line = accent.count(b"\n") + 1
     python_suite(
         pytester.path / "rows.eval.yaml",
         ["{name: r, dataset: latin1.csv, prompt: x, checks: [{contains: x}]}"],
+    )
+    python_suite(
+        pytester.path / "bomrows.eval.yaml",
+        ["{name: r, dataset: bom.csv, prompt: x, checks: [{contains: x}]}"],
     )
     python_suite(
         pytester.path / "schema.eval.yaml", ["{name: s, prompt: x, checks: [{json_schema: latin1.json}]}"]
@@ -112,13 +123,15 @@ def test_files_in_another_encoding_are_refused_naming_it(pytester: pytest.Pytest
         "metadata: {name: s, model: m}\nevals: [{prompt: x, checks: [{contains: x}]}]\n",
     )
     result = run(pytester, xdist=xdist)
-    result.assert_outcomes(passed=1, errors=7)
+    result.assert_outcomes(passed=1, errors=9)
     result.stdout.fnmatch_lines_random(
         [
             "powershell.eval.yaml:1: the file is UTF-16 (little-endian), with a byte-order mark, not UTF-8",
             "nobom.eval.yaml:1: the file is UTF-16 (big-endian), without a byte-order mark, not UTF-8",
             f"    hint: {UTF16_HINT}",
             "latin1.csv:3: not UTF-8 text: invalid continuation byte at byte 18",
+            "bom.csv:2: not UTF-8 text: invalid continuation byte at byte 19",
+            f"bom.eval.yaml:{accent_line}: not UTF-8 text: invalid continuation byte at byte {len(accent)}",
             f"    hint: {UTF8_HINT}",
             "schema.eval.yaml:5: evals[0].checks[0].json_schema: the JSON Schema 'latin1.json', line 1: "
             f"not UTF-8 text: invalid continuation byte at byte 20; {UTF8_HINT}",
@@ -130,6 +143,25 @@ def test_files_in_another_encoding_are_refused_naming_it(pytester: pytest.Pytest
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "byte"),
+    [
+        (b"a\nb\n\xff", 3, 4),
+        (BOM + b"a\nb\n\xff", 3, 7),
+        (BOM + b"a\r\nb\r\xff", 3, 8),
+        (BOM + b"\xff", 1, 3),
+    ],
+)
+def test_a_byte_that_is_not_utf8_is_placed_in_the_file(data: bytes, line: int, byte: int) -> None:
+    """Its line and byte count from the file's start, a byte-order mark included."""
+    with pytest.raises(NotUtf8) as caught:
+        decode_text(data)
+    assert (caught.value.line, caught.value.message) == (
+        line,
+        f"not UTF-8 text: invalid start byte at byte {byte}",
+    )
 
 
 # A grade step as a .NET or Java test tool writes its results: JSON with a byte-order mark, JUnit
@@ -171,10 +203,17 @@ def answer(prompt):
 @XDIST_MODES
 def test_checks_see_an_answer_as_it_looks(pytester: pytest.Pytester, xdist: list[str]) -> None:
     """Checks written in composed text with line feeds pass on an answer that looks the same in
-    decomposed Unicode (NFD) with CRLF line ends, from an HTTP model and a Python callable."""
+    decomposed Unicode (NFD) with CRLF line ends, from an HTTP model and a Python callable; a regex
+    that spells the answer's CR or combining accent as an escape is found in it too, and forbids."""
     checks = '[{equals: "Café\\ncrème"}, {contains: "é\\nc"}, {match: "café*"}, {regex: "é\\ncrème$"}]'
+    escapes = "[{regex: 'e\\u0301\\r\\n'}, {match: '(?s)^cafe\\u0301.*'}, {not_match: '(?s).*\\r.*'}]"
     python_suite(
-        pytester.path / "app.eval.yaml", [f"{{name: accents, prompt: x, checks: {checks}}}"], app=DECOMPOSED
+        pytester.path / "app.eval.yaml",
+        [
+            f"{{name: accents, prompt: x, checks: {checks}}}",
+            f"{{name: escapes, prompt: x, checks: {escapes}}}",
+        ],
+        app=DECOMPOSED,
     )
     with ChatServer() as server:
         prompt = '"ANSWER: Cafe\\u0301 cre\\u0300me"'
@@ -189,10 +228,14 @@ def test_checks_see_an_answer_as_it_looks(pytester: pytest.Pytester, xdist: list
         )
         out = pytester.path / "r.json"
         result = run(pytester, "--vibe-results", str(out), xdist=xdist)
-    result.assert_outcomes(passed=2)
-    responses = {r["nodeid"]: r["response"] for r in evals_by_nodeid(load_json(out)).values()}
+    result.assert_outcomes(passed=2, failed=1)
+    records = evals_by_nodeid(load_json(out))
+    verdicts = [check["passed"] for check in records["app.eval.yaml::escapes[app]"]["checks"]]
+    assert verdicts == [True, True, False]  # not_match: the answer as it came holds a CR
+    responses = {r["nodeid"]: r["response"] for r in records.values()}
     assert responses == {  # recorded as the model answered
         "app.eval.yaml::accents[app]": "Cafe\u0301\r\ncre\u0300me",
+        "app.eval.yaml::escapes[app]": "Cafe\u0301\r\ncre\u0300me",
         "http.eval.yaml::accents[model]": "Cafe\u0301 cre\u0300me",
     }
 

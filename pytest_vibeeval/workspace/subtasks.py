@@ -3,7 +3,9 @@ grade steps wrote, ignoring files the agent planted and those of dependencies.""
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..bounded_read import UnreadableFile, read_bounded
+from ..text_input import NotUtf8, decode_text
 
 if TYPE_CHECKING:
     from ..results import SubtaskModule
@@ -33,14 +36,47 @@ class ResultsFileError(ValueError):
     """A file matched a results pattern but is not a JUnit XML or results JSON file."""
 
 
+# The encoding an XML declaration names, in a document whose bytes are ASCII's where it is.
+_DECLARED_ENCODING = re.compile(rb"""<\?xml\s[^>]*?\bencoding\s*=\s*["']([^"']*)["']""")
+
+
+def _xml_text(data: bytes) -> str | bytes:
+    """A JUnit document's bytes as its text, for ElementTree, whose own decoding knows only UTF-8,
+    UTF-16 and one-byte encodings (it raises ValueError for Shift_JIS, GBK, EUC-JP): UTF-8 after a
+    byte-order mark, in the encoding its declaration names with Python's codec of it; without
+    either, the bytes (UTF-8, or UTF-16, which ElementTree tells by their start)."""
+    if data.startswith(codecs.BOM_UTF8):
+        try:
+            return decode_text(data)
+        except NotUtf8 as exc:
+            raise ResultsFileError(f"{exc}, though it starts with UTF-8's byte-order mark") from None
+    declared = _DECLARED_ENCODING.match(data)
+    if declared is None:
+        return data
+    encoding = declared.group(1).decode("ascii", "replace")
+    try:
+        return data.decode(encoding)
+    except LookupError:
+        raise ResultsFileError(
+            f"its XML declaration names the encoding {encoding!r}, which is no text encoding "
+            "Python knows; write the file in UTF-8"
+        ) from None
+    except UnicodeError as exc:
+        at = f": {exc.reason} at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise ResultsFileError(f"not {encoding} text, as its XML declaration says{at}") from None
+
+
 def parse_junit(text: str | bytes) -> tuple[int, int]:
     """(passed, total) of a JUnit XML document (bytes: in the encoding its declaration names, UTF-8
     without one): every ``testcase`` counts; it passes unless it has a ``failure``, ``error`` or
     ``skipped`` child."""
+    document = _xml_text(text) if isinstance(text, bytes) else text
     try:
-        root = ET.fromstring(text)
+        root = ET.fromstring(document)
     except ET.ParseError as exc:
         raise ResultsFileError(f"not XML: {exc}") from None
+    except (ValueError, LookupError) as exc:  # an encoding ElementTree cannot read, declared in UTF-16
+        raise ResultsFileError(f"its encoding cannot be read: {exc}") from None
     if root.tag not in ("testsuites", "testsuite"):
         raise ResultsFileError(f"root element <{root.tag}> is not <testsuites> or <testsuite>")
     passed = total = 0

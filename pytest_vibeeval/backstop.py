@@ -1,6 +1,6 @@
-"""The timeout backstop of an eval item: a ``SIGALRM`` timer armed for the item's whole run (setup,
-call and teardown) that raises in the item when it expires, so the item's own ``finally`` blocks
-kill the commands it started and the item still reports.
+"""The timeout backstop of an eval item: a ``SIGALRM`` timer armed for each attempt of the item (its
+setup, call and teardown; a plugin may rerun them) that raises in the item when it expires, so the
+item's own ``finally`` blocks kill the commands it started and the item still reports.
 
 It is armed and disarmed with a few system calls, where a timeout mark per item would be parsed
 again and again. Where ``SIGALRM`` cannot be used (a platform without it, a thread other than the
@@ -21,6 +21,11 @@ HAS_SIGALRM = hasattr(signal, "SIGALRM")
 RETRY_S = 0.05  # how soon an alarm that came where it may not raise looks again
 RETRY_FOR_S = 10.0  # how long it keeps looking before it raises wherever it is
 _Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def backstop_available() -> bool:
+    """Whether a ``SIGALRM`` timer can be armed here (a platform that has it, the main thread)."""
+    return HAS_SIGALRM and threading.current_thread() is threading.main_thread()
 
 
 class Backstop:
@@ -54,7 +59,7 @@ class Backstop:
         until it may, or for :data:`RETRY_FOR_S` seconds at most: then it raises where it is (a
         hook that hangs must not hang the session). False when no ``SIGALRM`` timer can be
         armed here."""
-        if not HAS_SIGALRM or threading.current_thread() is not threading.main_thread():
+        if not backstop_available():
             return False
         self.disarm()
         # The outer timer is paused before the handler changes, and signal.signal runs the
@@ -68,12 +73,6 @@ class Backstop:
         self.owner = owner
         signal.setitimer(signal.ITIMER_REAL, seconds)
         return True
-
-    def restart(self) -> None:
-        """Arm the timer again for its owner, with all its time (whether or not it fired): the
-        owner runs again (pytest-rerunfailures reruns an item's phases inside one protocol)."""
-        if self.owner is not None and self._expire is not None:
-            self.arm(self.owner, self._seconds, self._expire, self._may_fire)
 
     def disarm(self) -> None:
         """Stop the timer (nothing happens when it is not armed) and put back what was there."""

@@ -30,7 +30,7 @@ from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
 from .report.format import money
 from .report.resultsfile import write_atomic
-from .results import EvalRecord, judge_records
+from .results import EvalRecord, attempt_of
 
 TAG_NAME = "CACHEDIR.TAG"
 # https://bford.info/cachedir/: backup tools skip a folder holding this file.
@@ -243,15 +243,13 @@ def summary_lines(records: Iterable[EvalRecord], shown: str, unused: str | None)
     for r in records:
         if r.reused_from is not None or r.outcome == "skipped":
             continue
-        if r.cached:
-            hits += 1
-            cost += r.cost or 0.0
-        else:
-            asked += 1
-        for judge in judge_records(r.checks):
-            judges += 1
-            judge_hits += judge.cached
-            cost += (judge.cost or 0.0) if judge.cached else 0.0
+        # a rerun eval: each attempt (its record's `cached` is the last one's, its cost all of theirs)
+        for attempt in r.rerun_attempts or (attempt_of(r),):
+            hits += attempt.cached
+            asked += not attempt.cached
+            judges += attempt.judges
+            judge_hits += attempt.judges_cached
+            cost += attempt.cached_cost
     line = f"Cache: {_answers(hits)} from cache, {asked} asked ({shown})"
     if judges:
         line += f"; llm_judge: {_answers(judge_hits)} from cache, {judges - judge_hits} asked"

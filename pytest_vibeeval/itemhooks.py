@@ -4,15 +4,18 @@ report only; an unfinished record for an item that stopped without one)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from .backstop import Backstop, other_threads_stacks
+from .backstop import Backstop, backstop_available, other_threads_stacks
+from .budget import NOT_RERUN
 from .collection_gc import settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
@@ -21,7 +24,7 @@ from .items import BackstopTimeout, EvalItem, RerunHeld
 from .notes import note
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
-from .pytest_private import in_runtest_phase
+from .pytest_private import in_runtest_phase, reruns_left, stop_reruns
 from .session_finish import stopped_by
 from .stash import get_state
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, attach_record, longrepr_text
@@ -151,27 +154,35 @@ class ItemHooks:
         self.board = ProgressBoard(self.state.lock_dir)  # what this process runs now (live progress)
         self.in_worker = hasattr(config, "workerinput")  # an xdist worker: reports travel as JSON
         self.backstop = Backstop()
+        self.timed: _Timed | None = None  # the eval item whose protocol runs, its backstop's timing
         self.warned_no_backstop = False
 
     @pytest.hookimpl(wrapper=True)  # inside pytest's warning capture, outside pytest-timeout's timer
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        """An eval item's timeout backstop covers its setup, call and teardown, each attempt's when a
-        plugin reruns them (it raises only inside one of them: an exception in the report hooks
-        between them would end the session).
+        """An eval item's timeout backstop covers its setup, call and teardown: each attempt's when a
+        plugin reruns them. It is armed as the protocol starts, again with all its time as each
+        later attempt's setup begins, and disarmed once each attempt's teardown ends, so it never
+        runs through the delay between attempts (pytest-rerunfailures' ``--reruns-delay``, a
+        sleep in its protocol). It raises only inside a phase: an exception in the report hooks
+        between them would end the session.
         Where no SIGALRM timer can be armed, pytest-timeout's thread method (which ends the
-        process) stands in."""
+        process) stands in: its timer covers the whole protocol, every attempt and delay."""
         if not isinstance(item, EvalItem):
             return (yield)
         seconds = item.backstop_s
+        if not backstop_available():
+            self._fall_back(item, seconds)
+            return (yield)
         expire = functools.partial(_backstop_expired, item, seconds)
         # The frame that called this hook stays on the stack for the whole protocol: what lies
         # above it (a test this session runs inside) is not this item's.
         may_fire = functools.partial(in_runtest_phase, stop=sys._getframe(1))
-        if not self.backstop.arm(item, seconds, expire, may_fire):
-            self._fall_back(item, seconds)
+        self.timed = _Timed(item, seconds, expire, may_fire)
+        self.backstop.arm(item, seconds, expire, may_fire)
         try:
             return (yield)
         finally:
+            self.timed = None
             self.backstop.disarm()
 
     def _fall_back(self, item: EvalItem, seconds: float) -> None:
@@ -186,11 +197,14 @@ class ItemHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
         """pytest-timeout (a global ``--timeout``) leaves alone an item the backstop times."""
-        return True if self.backstop.owner is item else None
+        return True if self._times(item) else None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
-        return True if self.backstop.owner is item else None
+        return True if self._times(item) else None
+
+    def _times(self, item: pytest.Item) -> bool:
+        return self.timed is not None and self.timed.item is item
 
     def pytest_enter_pdb(self) -> None:
         """Someone debugging an item is not a hung item."""
@@ -202,8 +216,10 @@ class ItemHooks:
         item on this process's progress board as it enters each phase."""
         if isinstance(item, EvalItem):
             item.begin_attempt()
-            if item.attempts > 1 and self.backstop.owner is item:
-                self.backstop.restart()
+            timed = self.timed
+            if timed is not None and timed.item is item and self.backstop.owner is not item:
+                # a later attempt (the earlier one's teardown disarmed it): all its time again
+                self.backstop.arm(item, timed.seconds, timed.expire, timed.may_fire)
         phases = phases_of(item)
         if phases is not None:
             self.state.renderer.note_environment()  # a conftest may have set secrets since
@@ -215,6 +231,16 @@ class ItemHooks:
             board.show(Running(nodeid, phase, detail, started, time.time()))
 
         phases.listener = show
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        """The attempt's backstop ends with its teardown (what follows, up to the next attempt's
+        setup, is no part of it)."""
+        try:
+            return (yield)
+        finally:
+            if self._times(item):
+                self.backstop.disarm()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
@@ -239,16 +265,24 @@ class ItemHooks:
         if workeroutput is not None and why is not None:
             workeroutput[STOPPED_OUTPUT] = why
 
-    @pytest.hookimpl(wrapper=True)
+    # Outside pytest-rerunfailures' wrapper, which makes its flags afresh as each setup is reported.
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """The record travels on the call report only: the teardown report would copy it again
         (responses can be megabytes) for the controller to parse twice. Under xdist the item's
-        run info travels on its setup report only: the controller reads it once."""
+        run info travels on its setup report only: the controller reads it once. A failed attempt
+        pytest-rerunfailures would rerun is its last once --vibe-max-cost is spent."""
         report = yield
         if not isinstance(item, EvalItem):
             return report
+        failed = report.failed and call.when in ("setup", "call") and call.excinfo is not None
+        if failed and call.excinfo is not None and reruns_left(item):
+            held = call.excinfo.errisinstance(RerunHeld)
+            if not held:  # what a held rerun says first
+                item.failure = str(call.excinfo.value)
+            _hold_reruns(item, report, held)
         redact = self.state.renderer.redactor()
         if redact.secrets:  # without secrets masking changes nothing
             _mask_report(report, redact)
@@ -264,6 +298,16 @@ class ItemHooks:
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RUN_PROPERTY]
         _skip_at_eval_line(item, report)
         return report
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Timed:
+    """How the backstop times the attempts of the eval item whose protocol runs."""
+
+    item: EvalItem
+    seconds: float
+    expire: Callable[[], None]
+    may_fire: Callable[[FrameType | None], bool]
 
 
 NO_BACKSTOP = pytest.PytestWarning(
@@ -283,6 +327,20 @@ def _backstop_expired(item: EvalItem, seconds: float) -> NoReturn:
         sys.stderr.write(f"vibeeval backstop: the other threads when it fired:\n{stacks}")
     where = item.vibe_phases.describe()
     raise BackstopTimeout(f"stopped {where}: Timeout (>{seconds}s) from the vibeeval backstop")
+
+
+def _hold_reruns(item: EvalItem, report: pytest.TestReport, held: bool) -> None:
+    """Once --vibe-max-cost is spent, no rerun of ``item`` starts (pytest-rerunfailures would rerun
+    it, see :func:`.pytest_private.reruns_left`): its failed attempt is its last, and says why it
+    is not rerun. ``held``: the attempt was itself held back (the budget ran out between attempts),
+    and says so already."""
+    if held:
+        stop_reruns(item)
+        return
+    reason = get_state(item.config).budget.exhausted_reason(NOT_RERUN)
+    if reason is not None:
+        stop_reruns(item)
+        report.sections.append(("vibeeval", f"{reason}: this attempt's result stands"))
 
 
 def _mask_report(report: pytest.TestReport, redact: Redactor) -> None:

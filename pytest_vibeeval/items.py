@@ -76,6 +76,7 @@ class EvalItem(pytest.Function):
         self.vibe_phases = PhaseTracker()
         self.vibe_progress = Progress()  # what a prompt eval finished, should its backstop stop it
         self.attempts = 0  # how often its setup began: more than once when a plugin reran it
+        self.failure: str | None = None  # why its last failed attempt that may be rerun failed
         structure_node_id(self)
         self.extra_keyword_matches.update(plan.keywords)
         self.add_marker(_mark("vibeeval"))
@@ -221,12 +222,16 @@ def _row_fields(plan: EvalPlan, state: VibeState) -> dict[str, Any]:
 def start_or_skip(item: EvalItem) -> None:
     """Skip the item when --vibe-max-cost is spent (checked as each item starts). A rerun of an item
     that ran (pytest-rerunfailures) fails instead: its earlier attempt's result stands, and pytest
-    then reports the item as the results record it, not as skipped."""
+    then reports the item as the results record it, not as skipped, with that attempt's failure
+    first. (A failed attempt once the budget is spent is not rerun at all: see
+    ``itemhooks._hold_reruns``; this holds back a rerun whose budget ran out after its attempt.)"""
     budget = get_state(item.config).budget
     if item.attempts > 1:
         reason = budget.exhausted_reason(NOT_RERUN)
         if reason:
-            raise RerunHeld(f"{reason}: its earlier attempt's result stands", pytrace=False)
+            held = f"{reason}: its earlier attempt's result stands"
+            earlier = item.failure
+            raise RerunHeld(terminal_safe(f"{earlier}\n({held})" if earlier else held), pytrace=False)
     reason = budget.exhausted_reason()
     if reason:
         pytest.skip(reason)

@@ -1,4 +1,5 @@
-"""Every use of pytest's private API in the plugin, in one place, each with why no public API does.
+"""Every use of pytest's private API in the plugin (and of xdist's and pytest-rerunfailures'), in one
+place, each with why no public API does.
 
 A pytest upgrade that changes one of these breaks this module alone; ``tests/test_pytest_private.py``
 fails when an attribute used here disappears.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from queue import Empty
@@ -188,3 +190,37 @@ def in_runtest_phase(frame: FrameType | None, stop: FrameType | None) -> bool:
             return local.get("when") in _PHASES and getattr(func, "__code__", frame.f_code) is frame.f_code
         frame = caller
     return False
+
+
+_HELD_BY_BUDGET = "vibeeval: --vibe-max-cost"  # our key among pytest-rerunfailures' flags
+
+
+def reruns_left(item: pytest.Item) -> bool:
+    """Whether pytest-rerunfailures will rerun ``item`` should its current attempt fail: it runs
+    the item and has reruns left for it.
+
+    pytest-rerunfailures has no API for it: it counts an item's attempts in
+    ``item.execution_count`` (set by its protocol) against its public ``get_reruns_count(item)``,
+    and keeps per attempt the dict ``item._terminal_errors`` (made as the attempt's setup is
+    reported) whose flags end the reruns."""
+    module = sys.modules.get("pytest_rerunfailures")
+    count = getattr(item, "execution_count", None)
+    flags = getattr(item, "_terminal_errors", None)
+    if module is None or not isinstance(count, int) or not isinstance(flags, dict):
+        return False
+    reruns = module.get_reruns_count(item)
+    return bool(reruns) and count <= reruns
+
+
+def stop_reruns(item: pytest.Item) -> None:
+    """Tell pytest-rerunfailures not to rerun ``item`` after its current attempt: that attempt's
+    reports are its last, logged as they are (a failure stays a failure, not a rerun).
+
+    It has no API for that. Its ``--only-rerun`` and ``--rerun-except`` filters end an item's reruns
+    through ``item._terminal_errors``, a dict of flags (one per phase) that it makes afresh as
+    each attempt's setup is reported and reads, after the attempt's teardown, to decide whether
+    to rerun it (any flag set: not rerun) and whether to keep the higher scopes' finalizers for a
+    rerun. A flag of our own there ends the reruns as those filters do."""
+    terminal = getattr(item, "_terminal_errors", None)
+    if isinstance(terminal, dict):
+        terminal[_HELD_BY_BUDGET] = True

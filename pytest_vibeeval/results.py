@@ -286,6 +286,42 @@ class TurnRecord(Record):
     )
 
 
+class AttemptRecord(Record):
+    """One attempt of an eval a plugin reran (pytest-rerunfailures): what it cost and which of its
+    answers came from the response cache."""
+
+    outcome: Outcome = Field(description="this attempt's result")
+    cost: float | None = Field(default=None, description="USD this attempt's answer cost; None: not reported")
+    judge_cost: float | None = Field(
+        default=None,
+        description="USD its llm_judge checks cost; None: no judge asked, or one reported no cost",
+    )
+    cached: bool = Field(default=False, description="its answer came from the response cache (--vibe-cache)")
+    judges: int = Field(default=0, description="the llm_judge judges it asked")
+    judges_cached: int = Field(default=0, description="of those, the ones answered from the response cache")
+    cached_cost: float = Field(
+        default=0.0,
+        description="USD of its answers (the eval's and its judges') that came from the response cache: "
+        "their original calls' cost, not spent again",
+    )
+
+
+def attempt_of(record: EvalRecord) -> AttemptRecord:
+    """What ``record``, one attempt's, says of that attempt's cost and cache use."""
+    judges = list(judge_records(record.checks))
+    cached_cost = (record.cost or 0.0) if record.cached else 0.0
+    cached_cost += sum(judge.cost or 0.0 for judge in judges if judge.cached)
+    return AttemptRecord(
+        outcome=record.outcome,
+        cost=record.cost,
+        judge_cost=record.judge_cost,
+        cached=record.cached,
+        judges=len(judges),
+        judges_cached=sum(judge.cached for judge in judges),
+        cached_cost=cached_cost,
+    )
+
+
 class EvalRecord(Record):
     """One item's result: one eval against one configuration."""
 
@@ -412,6 +448,12 @@ class EvalRecord(Record):
         default=None,
         description="USD its attempts before the last cost (part of `cost`); None: it ran once, or an "
         "earlier attempt reported no cost",
+    )
+    rerun_attempts: list[AttemptRecord] = Field(
+        default_factory=list,
+        description="an item a plugin reran: each of its attempts that left a record, in order, the last "
+        "included (an attempt whose xdist worker was lost left none); empty when it ran once. The record's "
+        "`cached` is its last attempt's: these say which attempts' answers came from the cache",
     )
     reused_from: str | None = Field(
         default=None, description="the results file this record was reused from (--vibe-resume); None: ran"

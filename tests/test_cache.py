@@ -498,3 +498,28 @@ def test_a_cache_that_cannot_be_written_is_a_warning_not_a_failure(
     result.assert_outcomes(passed=2)
     assert f"answer not cached in {pytester.path / 'cache' / 'app'}" in result.stdout.str()
     assert "Traceback" not in result.stdout.str()
+
+
+def test_the_cache_line_counts_the_judges_of_every_attempt() -> None:
+    """A rerun eval's judges: the first attempt asked its judge, the rerun got both answers from the
+    cache; the line counts both attempts' judges (it counted the last attempt's only)."""
+    from pytest_vibeeval.cache import summary_lines
+    from pytest_vibeeval.results import CheckRecord, EvalRecord, JudgeRecord
+    from pytest_vibeeval.scoring.attempts import EarlierAttempts
+
+    def attempt(cached: bool) -> EvalRecord:
+        judge = JudgeRecord(
+            model=None, system_prompt="s", prompt="p", passed=False, reasoning="r", cost=0.001, cached=cached
+        )
+        check = CheckRecord(type="llm_judge", passed=False, message="no", judges=[judge])
+        return EvalRecord(
+            name="e", nodeid="x::e[app]", outcome="failed", cost=0.01, cached=cached, checks=[check]
+        )
+
+    earlier = EarlierAttempts()
+    earlier.add(attempt(cached=False))
+    folded = earlier.folded(attempt(cached=True))
+    assert summary_lines([folded], "cache", None) == [
+        "Cache: 1 answer from cache, 1 asked (cache); llm_judge: 1 answer from cache, 1 asked; the cached "
+        "answers' cost and latency are their original calls' ($0.0110, not spent again)"
+    ]

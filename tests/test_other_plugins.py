@@ -97,17 +97,103 @@ def test_a_rerun_the_budget_holds_back_keeps_the_earlier_result(
 ) -> None:
     """--vibe-max-cost spent by its first attempt, a failed eval is not rerun: it fails as that
     attempt did, for pytest as in the results (the rerun was skipped: pytest counted the eval
-    skipped, the results failed)."""
+    skipped, the results failed). Its reruns stop there: pytest counted 3 reruns (each held
+    attempt one more) and the FAILED line showed the hold, not the check's failure."""
     attempts_suite(pytester, "broken")
     out = pytester.path / "r.json"
-    result = run(pytester, "--reruns", "2", "--vibe-max-cost", "0.01", "--vibe-results", out, xdist=xdist)
+    result = run(pytester, "--reruns", "3", "--vibe-max-cost", "0.01", "--vibe-results", out, xdist=xdist)
     result.assert_outcomes(failed=1)
+    assert "rerun" not in result.parseoutcomes()
     broken = evals_by_nodeid(load_json(out))["re.eval.yaml::broken[app]"]
     assert (broken["outcome"], broken["attempts"], broken["cost"]) == ("failed", 1, 0.01)
     assert broken["message"].startswith("equals: ")
     result.stdout.fnmatch_lines(
-        ["*not rerun: --vibe-max-cost $0.01 reached (spent $0.0100): its earlier attempt's result stands"]
+        [
+            "*not rerun: --vibe-max-cost $0.01 reached (spent $0.0100): this attempt's result stands",
+            "FAILED re.eval.yaml::broken?app? - Failed: equals: *",  # ?: [app] would be a class
+        ]
     )
+    assert (pytester.path / "attempts-broken").read_text() == "1"
+
+
+SPEND_BETWEEN_ATTEMPTS = """
+from pytest_vibeeval.stash import get_state
+
+def pytest_runtest_logreport(report):
+    if report.outcome == "rerun":  # after the attempt, before the rerun: as another worker would
+        get_state(report_config[0]).budget.add(5.0)
+
+report_config = []
+
+def pytest_configure(config):
+    report_config.append(config)
+"""
+
+
+@needs_rerunfailures
+@XDIST_MODES
+def test_a_rerun_whose_budget_ran_out_while_it_waited_is_held_once(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The budget spent between the attempts (by another worker), the rerun that starts is held
+    back: it fails at once with the earlier attempt's failure first, and its reruns end there (each
+    held attempt was one more rerun); the results keep the earlier attempt's record."""
+    attempts_suite(pytester, "broken")
+    write(pytester.path / "conftest.py", SPEND_BETWEEN_ATTEMPTS)
+    out = pytester.path / "r.json"
+    result = run(pytester, "--reruns", "3", "--vibe-max-cost", "1", "--vibe-results", out, xdist=xdist)
+    result.assert_outcomes(failed=1)
+    assert result.parseoutcomes()["rerun"] == 1
+    result.stdout.fnmatch_lines(
+        [
+            "equals: response does not equal 'ok' (ignoring outer whitespace)",
+            # spent $5.01, or $10.01 where the xdist controller's hook has run too
+            "(not rerun: --vibe-max-cost $1 reached (spent $*): its earlier attempt's result stands)",
+            "FAILED re.eval.yaml::broken?app? - RerunHeld: equals: response does not equal*",
+        ]
+    )
+    broken = evals_by_nodeid(load_json(out))["re.eval.yaml::broken[app]"]
+    assert (broken["outcome"], broken["attempts"], broken["cost"]) == ("failed", 1, 0.01)
+    assert (pytester.path / "attempts-broken").read_text() == "1"
+
+
+CALLS_APP = """
+import pathlib
+
+def answer(prompt):
+    with open(pathlib.Path(__file__).parent / "calls.txt", "a") as calls:
+        calls.write(prompt + "\\n")
+    return {"response": "no", "cost": 0.01}
+"""
+
+
+@needs_rerunfailures
+@XDIST_MODES
+def test_the_cache_line_counts_each_attempt_of_a_rerun_eval(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The rerun of a failed eval gets its first attempt's answer from --vibe-cache: one answer
+    asked, one from the cache, $0.01 not spent again (the line read the folded record: the last
+    attempt's `cached` with every attempt's cost, so 1 from cache, 0 asked, $0.0200)."""
+    python_suite(
+        pytester.path / "re.eval.yaml",
+        ["{name: wrong, prompt: wrong, checks: [{equals: ok}]}"],
+        "calls_app:answer",
+        CALLS_APP,
+    )
+    out = pytester.path / "r.json"
+    result = run(pytester, "--reruns", "1", "--vibe-cache=cache", "--vibe-results", out, xdist=xdist)
+    result.assert_outcomes(failed=1)
+    assert (pytester.path / "calls.txt").read_text().split() == ["wrong"]
+    result.stdout.fnmatch_lines(
+        [
+            "Cache: 1 answer from cache, 1 asked (cache); the cached answers' cost and latency are "
+            "their original calls' ($0.0100, not spent again)"
+        ]
+    )
+    wrong = evals_by_nodeid(load_json(out))["re.eval.yaml::wrong[app]"]
+    assert (wrong["attempts"], wrong["cached"], wrong["cost"]) == (2, True, 0.02)
+    assert [(a["cached"], a["cost"]) for a in wrong["rerun_attempts"]] == [(False, 0.01), (True, 0.01)]
 
 
 LOST_APP = """

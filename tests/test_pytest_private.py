@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import needs_plugin
 
 PROBE = """
 import json, pathlib
@@ -108,3 +109,37 @@ def test_where_an_items_phases_run_can_be_told(pytester: pytest.Pytester) -> Non
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     found = json.loads((pytester.path / "probe.json").read_text())
     assert found == {"setup": True, "call": True, "teardown": True, "logreport": False, "logfinish": False}
+
+
+RERUN_PROBE = """
+import json, pathlib
+import pytest
+from pytest_vibeeval.pytest_private import reruns_left, stop_reruns
+
+SEEN = []
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.when == "call":
+        SEEN.append(reruns_left(item))
+        if "stop" in item.name:
+            stop_reruns(item)
+    return report
+
+def pytest_sessionfinish():
+    pathlib.Path("probe.json").write_text(json.dumps(SEEN))
+"""
+
+
+@needs_plugin("pytest_rerunfailures", "pytest-rerunfailures")
+def test_pytest_rerunfailures_can_be_told_to_rerun_no_more(pytester: pytest.Pytester) -> None:
+    """pytest-rerunfailures' ``execution_count`` and ``_terminal_errors``, through which the plugin
+    sees whether a failed eval will be rerun and ends its reruns (--vibe-max-cost spent)."""
+    pytester.makeconftest(RERUN_PROBE)
+    pytester.makepyfile(test_probe="def test_stop():\n    assert False\n\ndef test_go():\n    assert False\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--reruns", "2")
+    result.assert_outcomes(failed=2)
+    assert result.parseoutcomes()["rerun"] == 2  # test_go's; test_stop's first attempt is its last
+    seen = json.loads((pytester.path / "probe.json").read_text())
+    assert seen == [True, True, True, False], seen  # test_stop once; test_go thrice, the last with none left

@@ -80,6 +80,36 @@ def test_a_rerun_has_a_backstop_of_its_own(pytester: pytest.Pytester, xdist: lis
     assert stuck["attempts"] == 2
 
 
+@needs_plugin("pytest_rerunfailures", "pytest-rerunfailures")
+@XDIST_MODES
+def test_the_backstop_sleeps_through_the_delay_between_attempts(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The backstop times each attempt's setup, call and teardown, not pytest-rerunfailures' delay
+    between attempts: it stayed armed through that sleep and fired inside it (serially an
+    INTERNALERROR and no results; under xdist a lost worker and the eval an error without a
+    result). Backstop 1 s (0.5 s of timeout, 0.5 s of margin), a delay of 1.5 s; an alarm outside
+    the phases waits 0.2 s (not 10) before it raises where it is."""
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 0.5\n")
+    write(pytester.path / "conftest.py", "import pytest_vibeeval.backstop as b\nb.RETRY_FOR_S = 0.2\n")
+    python_suite(
+        pytester.path / "slow.eval.yaml",
+        ["{name: wrong, prompt: p, checks: [{equals: ok}]}"],
+        "slow_app:answer",
+        "import time\n\ndef answer(prompt):\n    time.sleep(0.3)\n    return 'no'\n",
+        configuration=", timeout: 500",
+    )
+    out = pytester.path / "results.json"
+    options = ("--reruns", "1", "--reruns-delay", "1.5", "--vibe-results", str(out))
+    result = run(pytester, *options, xdist=xdist, subprocess=True)  # the conftest's change stays there
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(failed=1)
+    assert result.parseoutcomes()["rerun"] == 1
+    wrong = evals_by_nodeid(load_json(out))["slow.eval.yaml::wrong[app]"]
+    assert (wrong["outcome"], wrong["attempts"]) == ("failed", 2)
+    assert wrong["message"].startswith("equals: "), wrong["message"]
+
+
 @pytest.mark.parametrize(
     ("options", "xdist"),
     [(["-p", "no:timeout"], []), (["--timeout=600"], ["-n", "2"])],

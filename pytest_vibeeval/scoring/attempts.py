@@ -4,9 +4,9 @@ for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..results import EvalRecord
+from ..results import AttemptRecord, EvalRecord, attempt_of
 
 
 @dataclass(slots=True)
@@ -16,10 +16,12 @@ class EarlierAttempts:
     count: int = 0
     cost: float | None = 0.0  # None once one of them reported none: never a partial sum
     judge_cost: float | None = None  # their llm_judge judges', where they asked one
+    recorded: list[AttemptRecord] = field(default_factory=list)  # those that left a record
 
     def add(self, record: EvalRecord) -> None:
         """Count the record of an attempt that was not the last."""
         self.count += 1
+        self.recorded.append(attempt_of(record))
         self.cost = _sum(self.cost, record.cost)
         self.judge_cost = _known_sum(self.judge_cost, record.judge_cost)
 
@@ -31,10 +33,11 @@ class EarlierAttempts:
 
     def folded(self, last: EvalRecord) -> EvalRecord:
         """``last``, the last attempt's record, with the earlier attempts counted in its ``attempts``,
-        ``cost`` and ``judge_cost``."""
+        ``cost`` and ``judge_cost``, and each attempt's cache use in its ``rerun_attempts``."""
         return last.model_copy(
             update={
                 "attempts": self.count + 1,
+                "rerun_attempts": [*self.recorded, attempt_of(last)],
                 "rerun_cost": self.cost,
                 "cost": _sum(self.cost, last.cost),
                 "judge_cost": _known_sum(self.judge_cost, last.judge_cost),

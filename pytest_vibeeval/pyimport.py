@@ -106,9 +106,11 @@ def import_target(target: str, folder: Path, used_by: str) -> Callable[..., Any]
     try:
         module = importlib.import_module(module_name)
     except (Exception, SystemExit) as exc:
+        as_file = _file_module(module_name)
+        hint = f"; a module is written without .py: `{as_file}:{attr}`" if as_file else ""
         raise ImportProblem(
             f"cannot import {module_name!r} for {used_by} (looked in {where} and sys.path): "
-            f"{type(exc).__name__}: {exc}"
+            f"{type(exc).__name__}: {exc}{hint}"
         ) from None
     local = local_module_source(folder, module_name)
     loaded = getattr(module, "__file__", None)

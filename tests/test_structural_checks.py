@@ -451,6 +451,9 @@ def test_python_check_pass_beside_a_score_decides_and_says_so(checks_folder: Pat
         ),
         ("vibe_sc_checks:nothing", "'vibe_sc_checks' has no callable 'nothing' (a python check)"),
         ("vibe_sc_missing:f", "cannot import 'vibe_sc_missing' for a python check"),
+        # A file's name before the colon passes the pattern (a module may be named `py`) and fails
+        # only on import, where the message says how it is written.
+        ("vibe_sc_checks.py:boom", "a module is written without .py: `vibe_sc_checks:boom`"),
     ],
 )
 def test_python_check_problems_are_check_errors(checks_folder: Path, target: str, message: str) -> None:

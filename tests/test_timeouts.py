@@ -88,9 +88,10 @@ def test_the_backstop_sleeps_through_the_delay_between_attempts(
     """The backstop times each attempt's setup, call and teardown, not pytest-rerunfailures' delay
     between attempts: it stayed armed through that sleep and fired inside it (serially an
     INTERNALERROR and no results; under xdist a lost worker and the eval an error without a
-    result). Backstop 1 s (0.5 s of timeout, 0.5 s of margin), a delay of 1.5 s; an alarm outside
-    the phases waits 0.2 s (not 10) before it raises where it is."""
-    write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 0.5\n")
+    result). Backstop 3 s (0.5 s of timeout, 2.5 s of margin: an attempt of 0.3 s fits in it on a
+    loaded machine), a delay of 4 s; an alarm outside the phases waits 0.2 s (not 10) before it
+    raises where it is."""
+    write(pytester.path / "pytest.ini", "[pytest]\nvibe_timeout_margin = 2.5\n")
     write(pytester.path / "conftest.py", "import pytest_vibeeval.backstop as b\nb.RETRY_FOR_S = 0.2\n")
     python_suite(
         pytester.path / "slow.eval.yaml",
@@ -100,7 +101,7 @@ def test_the_backstop_sleeps_through_the_delay_between_attempts(
         configuration=", timeout: 500",
     )
     out = pytester.path / "results.json"
-    options = ("--reruns", "1", "--reruns-delay", "1.5", "--vibe-results", str(out))
+    options = ("--reruns", "1", "--reruns-delay", "4", "--vibe-results", str(out))
     result = run(pytester, *options, xdist=xdist, subprocess=True)  # the conftest's change stays there
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.assert_outcomes(failed=1)

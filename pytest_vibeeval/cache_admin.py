@@ -72,7 +72,7 @@ class CacheFile:
     kind: Kind
     size: int
     mtime_ns: int
-    problem: str | None = None  # a damaged entry's: why no run can use it
+    problem: str | None = None  # a damaged entry's: why no run can use it ("is unreadable: …")
 
     @property
     def mtime(self) -> float:
@@ -80,7 +80,7 @@ class CacheFile:
 
 
 @dataclass
-class Configuration:
+class ConfigurationFolder:
     """The folder of one configuration's answers."""
 
     folder: Path
@@ -105,7 +105,7 @@ class CacheContents:
     """What a cache folder holds."""
 
     folder: Path
-    configurations: list[Configuration] = field(default_factory=list)
+    configurations: list[ConfigurationFolder] = field(default_factory=list)
     leftovers: list[CacheFile] = field(default_factory=list)  # its tag's temporaries left behind
     busy: int = 0
     others: list[str] = field(default_factory=list)
@@ -131,7 +131,7 @@ def cache_problem(folder: Path) -> str | None:
     if (folder.parent / TAG_NAME).is_file():
         return (
             f"{problem}: it is the folder of one configuration in the cache {folder.parent}; give "
-            f"that folder, and --configuration to choose a configuration"
+            "that folder, and --configuration to choose a configuration"
         )
     return problem
 
@@ -164,12 +164,12 @@ def _listing(folder: Path) -> list[os.DirEntry[str]]:
         raise CacheAdminError(f"cannot read {folder}: {exc.strerror or exc}") from None
 
 
-def _read_configuration(contents: CacheContents, folder: Path, now: float) -> Configuration:
-    configuration = Configuration(folder)
+def _read_configuration(contents: CacheContents, folder: Path, now: float) -> ConfigurationFolder:
+    configuration = ConfigurationFolder(folder)
     try:
         listing = _listing(folder)
-    except CacheAdminError as exc:
-        contents.others.append(f"{folder.name}/ ({exc})")
+    except CacheAdminError as exc:  # its answers are not known: nothing in it is touched
+        configuration.others.append(f"{folder.name}/ ({exc})")
         return configuration
     for item in listing:
         if not item.is_file(follow_symlinks=False):
@@ -185,7 +185,7 @@ def _read_configuration(contents: CacheContents, folder: Path, now: float) -> Co
     return configuration
 
 
-def _temporary(holder: Configuration | CacheContents, item: os.DirEntry[str], now: float) -> None:
+def _temporary(holder: ConfigurationFolder | CacheContents, item: os.DirEntry[str], now: float) -> None:
     try:
         info = item.stat(follow_symlinks=False)
     except FileNotFoundError:  # renamed to its entry, or removed, since it was listed
@@ -194,10 +194,10 @@ def _temporary(holder: Configuration | CacheContents, item: os.DirEntry[str], no
         holder.busy += 1
         return
     found = CacheFile(Path(item.path), "temporary", info.st_size, info.st_mtime_ns)
-    (holder.files if isinstance(holder, Configuration) else holder.leftovers).append(found)
+    (holder.files if isinstance(holder, ConfigurationFolder) else holder.leftovers).append(found)
 
 
-def _entry(configuration: Configuration, item: os.DirEntry[str]) -> CacheFile | None:
+def _entry(configuration: ConfigurationFolder, item: os.DirEntry[str]) -> CacheFile | None:
     """The entry ``item``, read as the cache reads it (None when it went since it was listed)."""
     path = Path(item.path)
     try:
@@ -206,7 +206,7 @@ def _entry(configuration: Configuration, item: os.DirEntry[str]) -> CacheFile | 
     except FileNotFoundError:
         return None
     except AnswerFileError as exc:
-        return CacheFile(path, "damaged", info.st_size, info.st_mtime_ns, f"{path.name} {exc}")
+        return CacheFile(path, "damaged", info.st_size, info.st_mtime_ns, str(exc))
     key, config_id = entry.get("key"), entry.get("configuration")
     if (
         not isinstance(key, str)
@@ -215,8 +215,8 @@ def _entry(configuration: Configuration, item: os.DirEntry[str]) -> CacheFile | 
         or configuration_folder(Path(), config_id).name != configuration.folder.name
     ):
         problem = (
-            f"{path.name} is not the answer its name says (its key or configuration differs: an entry "
-            "of an older version, or a copy)"
+            "is not the answer its name says (its key or configuration differs: an entry of an older "
+            "version, or a copy)"
         )
         return CacheFile(path, "damaged", info.st_size, info.st_mtime_ns, problem)
     configuration.ids.add(config_id)
@@ -240,7 +240,7 @@ class Pruning:
     """What a prune removes: per configuration it looks at, the files that go."""
 
     contents: CacheContents
-    chosen: list[tuple[Configuration, list[CacheFile]]]
+    chosen: list[tuple[ConfigurationFolder, list[CacheFile]]]
     leftovers: list[CacheFile]  # the tag's temporaries left behind
 
     def going(self) -> list[CacheFile]:
@@ -281,9 +281,9 @@ def choose(
     return Pruning(contents, chosen, [] if configurations else contents.leftovers)
 
 
-def _named(contents: CacheContents, names: Sequence[str]) -> list[Configuration]:
+def _named(contents: CacheContents, names: Sequence[str]) -> list[ConfigurationFolder]:
     by_folder = {configuration.folder.name: configuration for configuration in contents.configurations}
-    found: list[Configuration] = []
+    found: list[ConfigurationFolder] = []
     unknown: list[str] = []
     for name in dict.fromkeys(names):
         configuration = by_folder.get(configuration_folder(Path(), name).name) if name else None

@@ -77,7 +77,7 @@ def _notes(contents: CacheContents) -> list[str]:
             f"{counted(damaged)}, which no run can use (a run asks the answer again and stores it anew); "
             "`cache prune` removes damaged entries:"
         )
-        lines.extend(f"  {contents.relative(file.path.parent)}/{file.problem}" for file in damaged)
+        lines.extend(f"  {contents.relative(file.path)} {file.problem}" for file in damaged)
     left = [file for file in contents.files() if file.kind == "temporary"]
     if left:
         lines.append(f"{counted(left)}; `cache prune` removes such files")

@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cache_admin import CacheAdminError, choose, parse_duration, read_cache, remove
 from .editor_schemas import EDITOR_SCHEMAS, render_schema
 from .report.baseline import (
     BaselineError,
@@ -29,7 +28,6 @@ from .report.baseline import (
     read_results,
     resolve_baseline,
 )
-from .report.cache_text import info_lines, prune_lines
 from .results import ResultsFile
 from .runner_outputs import OutputsNotWritten, not_a_folder, write_runner_outputs
 from .scoring.variables import BUILTIN_RUN_VARIABLES
@@ -219,6 +217,7 @@ def default_cache_folder(folder: Path) -> Path:
     """The cache ``pytest --vibe-cache`` uses when started in ``folder``: the ini value
     ``vibe_cache`` (relative to the rootdir) where one is set, else ``.vibeeval/cache`` under the
     rootdir, the rootdir being the one pytest finds there."""
+    from .cache_admin import CacheAdminError
     from .pytest_private import rootdir_and_ini
     from .settings import DEFAULT_CACHE
 
@@ -243,6 +242,9 @@ def cache_command(
     holds; ``cache prune``: remove what :func:`~.cache_admin.choose` chooses (``dry_run``: only
     say what). 2 for a folder that is no cache or an unknown configuration, 1 when a file could
     not be removed (each is named)."""
+    from .cache_admin import CacheAdminError, choose, read_cache, remove
+    from .report.cache_text import info_lines, prune_lines
+
     try:
         target = folder if folder is not None else default_cache_folder(Path.cwd())
         if folder is None and not target.exists():
@@ -266,6 +268,8 @@ def cache_command(
 
 
 def _duration(text: str) -> float:
+    from .cache_admin import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as exc:
@@ -292,6 +296,7 @@ def _add_cache_parser(sub: Any) -> argparse.ArgumentParser:
         "them), bytes, and when the oldest and newest entry were stored (its file's time).",
     )
     info.add_argument("folder", nargs="?", type=Path, metavar="DIR", help=folder_help)
+    info.set_defaults(older_than=None, configuration=[], all=False, dry_run=False)
     prune: argparse.ArgumentParser = actions.add_parser(
         "prune",
         help="remove answers by age (--older-than), configuration (--configuration) or all (--all)",
@@ -382,21 +387,13 @@ def main(argv: list[str] | None = None) -> int:
     prune = _add_cache_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "cache":
-        if args.cache_action == "prune" and args.all and (args.older_than is not None or args.configuration):
+        if args.all and (args.older_than is not None or args.configuration):
             prune.error(
                 "--all removes every answer: give it alone, or --older-than and --configuration without it"
             )
-        options = (
-            {}
-            if args.cache_action == "info"
-            else {
-                "older_than": args.older_than,
-                "configurations": args.configuration,
-                "everything": args.all,
-                "dry_run": args.dry_run,
-            }
+        return cache_command(
+            args.cache_action, args.folder, args.older_than, args.configuration, args.all, args.dry_run
         )
-        return cache_command(args.cache_action, args.folder, **options)
     if args.command == "outputs":
         return outputs_command(args.results, args.dir)
     if args.command == "compare":

@@ -133,7 +133,7 @@ def cache_problem(folder: Path) -> str | None:
             f"{problem}: it is the folder of one configuration in the cache {folder.parent}; give "
             "that folder, and --configuration to choose a configuration"
         )
-    return problem
+    return f"{problem}: nothing in it is touched; give the folder --vibe-cache stores its answers in"
 
 
 def read_cache(folder: Path, now: float | None = None) -> CacheContents:

@@ -309,7 +309,8 @@ def test_a_folder_that_is_no_cache_is_refused(tmp_path: Path, cache: Path) -> No
     assert cache_problem(tmp_path / "missing") == f"{tmp_path / 'missing'}: no such folder"
     assert cache_problem(tmp_path / "afile") == f"{tmp_path / 'afile'} is not a folder"
     assert cache_problem(tmp_path / "suites") == (
-        f"{tmp_path / 'suites'} holds files but is no response cache (it has no CACHEDIR.TAG)"
+        f"{tmp_path / 'suites'} holds files but is no response cache (it has no CACHEDIR.TAG): nothing in "
+        "it is touched; give the folder --vibe-cache stores its answers in"
     )
     assert cache_problem(cache / "app") == (
         f"{cache / 'app'} holds files but is no response cache (it has no CACHEDIR.TAG): it is the folder "

@@ -178,7 +178,8 @@ def test_bad_input_is_exit_2_with_a_message_and_no_traceback(pytester: pytest.Py
         (
             ("prune", ".", "--all"),  # the suites' folder is no cache: nothing in it is removed
             root,
-            f"error: {root} holds files but is no response cache (it has no CACHEDIR.TAG)\n",
+            f"error: {root} holds files but is no response cache (it has no CACHEDIR.TAG): nothing in it is "
+            "touched; give the folder --vibe-cache stores its answers in\n",
         ),
         (
             ("prune", "cache", "--configuration", "nope", "--configuration", "app"),

@@ -6,6 +6,7 @@ import datetime as dt
 import filecmp
 import functools
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,9 +43,24 @@ def _umask() -> int:
 
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
-    rename it over ``path``: a reader sees the old file or the whole new one, never a part."""
+    rename it over ``path``: a reader sees the old file or the whole new one, never a part. A
+    device or a pipe there (``/dev/null``, a FIFO) is written to, never replaced: a rename over
+    ``/dev/null`` replaced the system's with a file."""
+    if _special(path):
+        with path.open("w", encoding="utf-8") as handle:
+            handle.writelines([text] if isinstance(text, str) else text)
+        return
     with _written(path.parent, path.name, text) as temporary:
         os.replace(temporary, path)
+
+
+def _special(path: Path) -> bool:
+    """Whether ``path`` is (or links to) something else than a file or a folder: a device, a pipe."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:
@@ -116,6 +132,8 @@ def _unwritable_reason(path: Path, example: str | None) -> str | None:
         return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
+    if _special(path):  # written to, not replaced (/dev/null)
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
     # The file is written beside its name and renamed over it: that needs the folder's permission
     # only, whatever the mode of a file already there (a read-only latest.json is replaced).
     if not os.access(folder, os.W_OK | os.X_OK):

@@ -19,8 +19,8 @@ from .providers.base import PromptRequest, Provider, ProviderResponse
 from .report.resultsfile import write_atomic
 from .results import ToolCallRecord
 
-# Of an entry. 1: without `key` and `code`, filed twice in a store; 2: a Python callable's answers
-# filed by their request without the eval that asks (only their `key` held it), and without it.
+# Of an entry. 1: without `key` and `code`, filed twice in a store; 2: without `suite` and `eval`,
+# a Python callable's answer filed under a request that did not hold the eval that asked.
 FORMAT = 3
 MAX_ANSWER_BYTES = 256 * 2**20  # a stored answer is at most max_output_bytes of text, and its tool calls
 

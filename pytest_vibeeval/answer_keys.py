@@ -40,6 +40,11 @@ class AnswerKey:
     earlier: AnswerKey | None = None
 
     @property
+    def filed_under(self) -> tuple[AnswerKey, ...]:
+        """The keys its answer may be filed under: this one, then the ``earlier`` one."""
+        return (self,) if self.earlier is None else (self, self.earlier)
+
+    @property
     def names_asker(self) -> bool:
         """Whether the request holds the eval that asks (and its suite)."""
         return self.earlier is not None

@@ -142,9 +142,7 @@ class ResponseCache:
     def drop(self, config_id: str, key: AnswerKey) -> None:
         """Remove the answer filed under ``key`` (and under its ``earlier`` key), if there is one
         (one that cannot be removed is a warning: the next run answers from it again)."""
-        for each in (key, key.earlier):
-            if each is None:
-                continue
+        for each in key.filed_under:
             path = answer_path(self.folder, config_id, each)
             try:
                 path.unlink(missing_ok=True)

@@ -80,10 +80,9 @@ class Store:
         it (the last one recorded), that of the eval that asks first. A store of the earlier
         format is read by ``model`` and ``request``."""
         if exact:
-            for each in (key, key.earlier):
-                if each is not None:
-                    with contextlib.suppress(FileNotFoundError):
-                        return self._read(self.path_for(config_id, each))
+            for each in key.filed_under:
+                with contextlib.suppress(FileNotFoundError):
+                    return self._read(self.path_for(config_id, each))
             if self._files(config_id, key.prefix):
                 return STALE
         else:

@@ -2,7 +2,8 @@
 run continues where it stopped.
 
 An item's earlier record is reused when the same suite file content and configuration settings
-(the run's ``input_digest``), configuration id, eval and repeat finished there with a verdict
+as written (the run's ``input_digest``: not what a version of the plugin fills in, so a run
+resumes after an upgrade), configuration id, eval and repeat finished there with a verdict
 (passed or failed). Errors, skips and anything not reached run again.
 """
 

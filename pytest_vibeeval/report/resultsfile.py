@@ -55,12 +55,13 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
 
 
 def _special(path: Path) -> bool:
-    """Whether ``path`` is (or links to) something else than a file or a folder: a device, a pipe."""
+    """Whether ``path`` is something else than a file, a folder or a link: a device, a pipe (a link
+    is replaced, as a file is: what it links to is left alone)."""
     try:
-        mode = path.stat().st_mode
+        mode = path.lstat().st_mode
     except (OSError, ValueError):
         return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:

@@ -248,6 +248,9 @@ sys.stdout.buffer.write({
     "windows": b"\\xef\\xbb\\xbf42\\r\\n",  # a byte-order mark, CRLF
     "latin1": "Réponse : 42 €".encode("cp1252"),
     "controls": bytes(range(32)) + b"\\x7f\\x1b[31m42\\x1b[0m",
+    "utf16": "42\\r\\n".encode("utf-16"),  # a byte-order mark, little-endian
+    "utf16be": "42\\n".encode("utf-16-be"),  # none
+    "jsonl": '{"type": "result", "text": "42"}\\n'.encode("utf-16"),
 }[sys.argv[1]])
 """
 
@@ -310,3 +313,34 @@ def test_row_ids_the_c_locale_cannot_hold_are_a_collection_error_saying_what_to_
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+@XDIST_MODES
+def test_an_agent_that_prints_utf16_errors_naming_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """UTF-16 read as UTF-8 is an answer of NULs and U+FFFD that fails its checks for no visible
+    reason; it is refused as an input file in UTF-16 is, naming the encoding."""
+    script = str(write(pytester.path / "printer.py", PRINTER))
+    jsonl = {"format": "jsonl", "response": "text", "where": {"type": "result"}}
+    configurations = {kind: {"cli": PYTHON, "args": [script, kind]} for kind in ("utf16", "utf16be")}
+    configurations["jsonl"] = {"cli": PYTHON, "args": [script, "jsonl"], "output": jsonl}
+    write(
+        pytester.path / "wide.eval.yaml",
+        json.dumps(
+            {
+                "metadata": {"name": "wide", "model": "m"},
+                "configurations": configurations,
+                "evals": [{"name": "answer", "prompt": "x", "checks": [{"equals": "42"}]}],
+            }
+        ),
+    )
+    out = pytester.path / "r.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist, subprocess=True)
+    result.assert_outcomes(failed=3)
+    messages = {r["configuration"]: r["evals"][0]["message"] for r in load_json(out)["runs"]}
+    said = "the agent's output is UTF-16 ({}-endian), {} a byte-order mark, not UTF-8; make it print UTF-8"
+    assert messages == {
+        "utf16": said.format("little", "with"),
+        "utf16be": said.format("big", "without"),
+        "jsonl": said.format("little", "with"),
+    }
+    assert said.format("big", "without") in result.stdout.str()

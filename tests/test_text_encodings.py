@@ -344,3 +344,33 @@ def test_an_agent_that_prints_utf16_errors_naming_it(pytester: pytest.Pytester, 
         "jsonl": said.format("little", "with"),
     }
     assert said.format("big", "without") in result.stdout.str()
+
+
+# Characters str.splitlines() breaks a line at, though the checks (and a terminal) do not: each is
+# one character in its line, shown escaped; only \n (and \r\n, as the checks see it) ends a line.
+SPLITLINES_ONLY = "first\x0bsecond\x0cthird\x1cfourth\x1dfifth\x1esixth\x85seventh\u2028eighth\u2029ninth"
+LINE_APP = f"def answer(prompt, context=None):\n    return {SPLITLINES_ONLY + chr(13) + chr(10) + 'last'!r}\n"
+
+
+@XDIST_MODES
+def test_a_failed_answer_is_shown_in_the_lines_the_checks_see(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    python_suite(
+        pytester.path / "lines.eval.yaml",
+        [
+            "{name: one, prompt: x, checks: [{equals: nope}]}",
+            "{name: talk, turns: [{prompt: x, checks: [{equals: nope}]}]}",
+        ],
+        app=LINE_APP,
+    )
+    out, html = pytester.path / "r.json", pytester.path / "r.html"
+    result = run(pytester, "--vibe-results", str(out), "--vibe-html", str(html), xdist=xdist)
+    result.assert_outcomes(failed=2)
+    messages = {r["name"]: r["message"] for r in load_json(out)["runs"][0]["evals"]}
+    assert messages["one"].endswith(f"\nresponse:\n  {SPLITLINES_ONLY}\n  last"), messages["one"]
+    assert messages["talk"].endswith(f"\n  response:\n    {SPLITLINES_ONLY}\n    last"), messages["talk"]
+    shown = r"first\x0bsecond\x0cthird\x1cfourth\x1dfifth\x1esixth\x85seventh\u2028eighth\u2029ninth"
+    lines = result.stdout.lines
+    assert f"  {shown}" in lines and f"    {shown}" in lines, result.stdout.str()
+    assert f"  assistant: {shown}\n  assistant: last" in html.read_text(encoding="utf-8")

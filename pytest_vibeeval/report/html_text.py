@@ -36,6 +36,8 @@ def clean(text: str) -> str:
     character a browser would not show as is (controls, lone surrogates, and the bidi controls and
     zero-width characters that could reorder or hide what the page shows) escaped as the terminal
     shows them (:func:`~pytest_vibeeval.errors.terminal_safe`): ``a\\u202eb``."""
+    if text.isprintable():  # most texts: nothing to escape
+        return text
     text = text.replace("\r\n", "\n")  # what an HTML parser makes of it anyway
     return "\t".join(map(terminal_safe, text.split("\t")))
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from ..errors import terminal_safe
 from .format import decimal, number
 
 TEXT_LIMIT = 4000  # characters of a message or a response
@@ -15,8 +15,6 @@ LOG_BYTES = 16384  # read at most this much from the end of a log file
 LOG_LIMIT = 6000  # characters of a log tail shown
 FAILURES_SHOWN = 100  # failure blocks per suite; the rest are counted
 OUTCOME_LABEL = {"passed": "pass", "failed": "fail", "error": "error", "skipped": "skip"}
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass
@@ -34,9 +32,14 @@ class Counter:
 
 
 def clean(text: str) -> str:
-    """``text`` safe to write as UTF-8 HTML: no lone surrogates, no control characters but tab/newline."""
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    return _CONTROL.sub("\ufffd", text)
+    """``text`` safe to write as UTF-8 HTML and shown as it is: its lines and tabs kept, every other
+    character a browser would not show as is (controls, lone surrogates, and the bidi controls and
+    zero-width characters that could reorder or hide what the page shows) escaped as the terminal
+    shows them (:func:`~pytest_vibeeval.errors.terminal_safe`): ``a\\u202eb``."""
+    if text.isprintable():  # most texts: nothing to escape
+        return text
+    text = text.replace("\r\n", "\n")  # what an HTML parser makes of it anyway
+    return "\t".join(map(terminal_safe, text.split("\t")))
 
 
 def h(value: object) -> str:

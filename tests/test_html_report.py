@@ -230,9 +230,9 @@ def test_control_characters_and_lone_surrogates_do_not_break_the_page(tmp_path: 
     assert r"a\x00b\x1bc\ud800d" in text  # shown escaped, as the terminal shows them
 
 
-# Characters that reorder or hide text (Trojan source): the page shows them escaped, as the terminal does.
-BIDI = "safe\u202e\u2066txt.exe\u2069\u202c\u200b\u2028end"
-INVISIBLE = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# Characters that reorder text (Trojan source): the page shows them escaped, as the terminal does.
+BIDI = "safe\u202e\u2066txt.exe\u2069\u202c\u200f\u2028end"
+INVISIBLE = re.compile("[\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def test_bidi_controls_from_answers_suites_and_configurations_are_shown_escaped(tmp_path: Path) -> None:
@@ -254,9 +254,21 @@ def test_bidi_controls_from_answers_suites_and_configurations_are_shown_escaped(
     html = render_html(results(*runs, load_errors=[BIDI], started_at=BIDI))
     parse(html)
     assert not INVISIBLE.search(html), INVISIBLE.findall(html)
-    shown = r"safe\u202e\u2066txt.exe\u2069\u202c\u200b\u2028end"
+    shown = r"safe\u202e\u2066txt.exe\u2069\u202c\u200f\u2028end"
     assert html.count(shown) >= 20, html.count(shown)  # in each place the page shows it
     assert f"log {shown}" in html
+
+
+def test_joiners_and_non_breaking_spaces_of_real_text_are_shown_as_they_are() -> None:
+    # Persian needs the zero-width non-joiner, emoji sequences the joiner, French the no-break space:
+    # they reorder nothing, so the page shows them as written, not as \u200c.
+    text = (
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 \U0001f468\u200d\U0001f469"
+        " prix\u00a0: 5\u00a0\u20ac soft\u00adhyphen"
+    )
+    html = render_html(results(run("c", [record(text, "failed", message=text, response=text)])))
+    assert html.count(text) >= 3, html.count(text)
+    assert "\\u200c" not in html and "\\xa0" not in html
 
 
 def test_long_texts_are_cut_with_a_note() -> None:

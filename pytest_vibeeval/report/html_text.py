@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..errors import terminal_safe
 from .format import decimal, number
 
 TEXT_LIMIT = 4000  # characters of a message or a response
@@ -31,15 +31,24 @@ class Counter:
 # -- text ------------------------------------------------------------------------------------------
 
 
+# What a page must not show as it is: control characters but tab and newline (a lone \r too), lone
+# surrogates (not UTF-8), line and paragraph separators, and the Unicode Bidi_Control characters
+# that reorder what the page shows (Trojan source). Joiners, non-breaking and zero-width spaces stay:
+# Persian, Indic and emoji text needs them, and they reorder nothing.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _shown_escaped(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]
+
+
 def clean(text: str) -> str:
-    """``text`` safe to write as UTF-8 HTML and shown as it is: its lines and tabs kept, every other
-    character a browser would not show as is (controls, lone surrogates, and the bidi controls and
-    zero-width characters that could reorder or hide what the page shows) escaped as the terminal
-    shows them (:func:`~pytest_vibeeval.errors.terminal_safe`): ``a\\u202eb``."""
+    """``text`` safe to write as UTF-8 HTML and shown as it is: its lines and tabs kept; controls,
+    lone surrogates, line separators and the bidi controls that could reorder what the page shows
+    escaped as the terminal shows them: ``a\\u202eb``."""
     if text.isprintable():  # most texts: nothing to escape
         return text
-    text = text.replace("\r\n", "\n")  # what an HTML parser makes of it anyway
-    return "\t".join(map(terminal_safe, text.split("\t")))
+    return _UNSAFE.sub(_shown_escaped, text.replace("\r\n", "\n"))  # as an HTML parser reads \r\n
 
 
 def h(value: object) -> str:

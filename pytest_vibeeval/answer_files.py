@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from .answer_keys import AnswerKey, system_prompt_sent
+from .atomic_files import write_atomic
 from .bounded_read import UnreadableFile, read_bounded
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderResponse
-from .report.resultsfile import write_atomic
 from .results import ToolCallRecord
 
 # Of an entry. 1: without `key` and `code`, filed twice in a store; 2: without `suite` and `eval`,

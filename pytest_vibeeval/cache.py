@@ -23,13 +23,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from .answer_files import AnswerFileError, answer_path, answer_to_store, read_answer, write_answer
 from .answer_keys import AnswerKey, answer_key, code_digest
+from .atomic_files import write_atomic
 from .loading.templates import Redactor
 from .notes import note
 from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
 from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
 from .report.format import money
-from .report.resultsfile import write_atomic
 from .results import EvalRecord, attempt_of
 
 TAG_NAME = "CACHEDIR.TAG"

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["copy_atomic", "write_atomic", "write_new"]
+__all__ = ["copy_atomic", "is_special", "write_atomic", "write_new"]
 
 # On Linux a "Umask:" line tells the process's umask without changing it.
 _PROC_STATUS = Path("/proc/self/status")
@@ -35,9 +36,25 @@ def _umask() -> int:
 
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
-    rename it over ``path``: a reader sees the old file or the whole new one, never a part."""
+    rename it over ``path``: a reader sees the old file or the whole new one, never a part. A
+    device or a pipe there (``/dev/null``, a FIFO) is written to, never replaced: a rename over
+    ``/dev/null`` replaced the system's with a file."""
+    if is_special(path):
+        with path.open("w", encoding="utf-8") as handle:
+            handle.writelines([text] if isinstance(text, str) else text)
+        return
     with _written(path.parent, path.name, text) as temporary:
         os.replace(temporary, path)
+
+
+def is_special(path: Path) -> bool:
+    """Whether ``path`` is something else than a file, a folder or a link: a device, a pipe (a link
+    is replaced, as a file is: what it links to is left alone)."""
+    try:
+        mode = path.lstat().st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -166,3 +168,31 @@ def test_two_sessions_started_in_the_same_second_each_keep_their_file(
     assert theirs.runs == [] and stamped == folder / "20260101T000000Z-2.json"
     assert ResultsFile.model_validate_json(stamped.read_text()) == ours
     assert latest.read_bytes() == stamped.read_bytes()  # the last complete run to finish
+
+
+def test_results_written_to_a_pipe_or_a_device_leave_it_in_place(pytester: pytest.Pytester) -> None:
+    """`--vibe-results /dev/null` (or a FIFO a tool reads) is written to, never replaced: the
+    rename that makes a file's write atomic replaced the system's /dev/null with a file. Shown on a
+    FIFO this test holds open, so that nothing of the machine's is at stake."""
+    from helpers import run, write
+
+    write(pytester.path / "app.py", "def answer(prompt):\n    return 'ok'\n")
+    write(
+        pytester.path / "p.eval.yaml",
+        """
+        metadata: {name: p, model: m}
+        configurations: {app: {python: "app:answer"}}
+        evals: [{name: a, prompt: hi, checks: [{equals: ok}]}]
+        """,
+    )
+    fifo = pytester.path / "results.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader, so that the writer does not wait
+    try:
+        run(pytester, "--vibe-results", fifo, "--vibe-history=").assert_outcomes(passed=1)
+        assert stat.S_ISFIFO(fifo.lstat().st_mode)
+        assert json.loads(os.read(reader, 1 << 16))["runs"][0]["evals"][0]["outcome"] == "passed"
+    finally:
+        os.close(reader)
+    assert resultsfile.unwritable_reason(fifo) is None
+    assert resultsfile.unwritable_reason(Path(os.devnull)) is None

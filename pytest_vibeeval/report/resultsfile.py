@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..atomic_files import copy_atomic, write_atomic, write_new
+from ..atomic_files import copy_atomic, is_special, write_atomic, write_new
 from ..results import ResultsFile, RunRecord
 from ..surrogates import model_json
 
@@ -43,6 +43,8 @@ def _unwritable_reason(path: Path, example: str | None) -> str | None:
         return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
+    if is_special(path):  # written to, not replaced (/dev/null)
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
     # The file is written beside its name and renamed over it: that needs the folder's permission
     # only, whatever the mode of a file already there (a read-only latest.json is replaced).
     if not os.access(folder, os.W_OK | os.X_OK):

@@ -20,6 +20,7 @@ from helpers import run as run_pytest
 from shared_runs import SHARED_RUN_TIMEOUT, examples_run
 
 from pytest_vibeeval.report.html import render_html, write_html
+from pytest_vibeeval.report.html_text import clean
 from pytest_vibeeval.results import (
     BaselineRecord,
     CheckRecord,
@@ -269,6 +270,12 @@ def test_joiners_and_non_breaking_spaces_of_real_text_are_shown_as_they_are() ->
     html = render_html(results(run("c", [record(text, "failed", message=text, response=text)])))
     assert html.count(text) >= 3, html.count(text)
     assert "\\u200c" not in html and "\\xa0" not in html
+
+
+def test_a_lone_carriage_return_ends_a_line_as_it_does_for_the_checks() -> None:
+    # Progress output ("10%\r20%\r") in a response or a step log: lines, as a browser showed them.
+    assert clean("10%\r20%\r\ndone") == "10%\n20%\ndone"
+    assert clean("a\rb\x1b") == "a\nb\\x1b"
 
 
 def test_long_texts_are_cut_with_a_note() -> None:

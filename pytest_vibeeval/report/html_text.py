@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from ..text_input import line_feeds
 from .format import decimal, number
 
 TEXT_LIMIT = 4000  # characters of a message or a response
@@ -31,7 +32,7 @@ class Counter:
 # -- text ------------------------------------------------------------------------------------------
 
 
-# What a page must not show as it is: control characters but tab and newline (a lone \r too), lone
+# What a page must not show as it is: control characters but tab and newline (after line_feeds), lone
 # surrogates (not UTF-8), line and paragraph separators, and the Unicode Bidi_Control characters
 # that reorder what the page shows (Trojan source). Joiners, non-breaking and zero-width spaces stay:
 # Persian, Indic and emoji text needs them, and they reorder nothing.
@@ -48,7 +49,7 @@ def clean(text: str) -> str:
     escaped as the terminal shows them: ``a\\u202eb``."""
     if text.isprintable():  # most texts: nothing to escape
         return text
-    return _UNSAFE.sub(_shown_escaped, text.replace("\r\n", "\n"))  # as an HTML parser reads \r\n
+    return _UNSAFE.sub(_shown_escaped, line_feeds(text))  # \r\n and a lone \r end a line, as for the checks
 
 
 def h(value: object) -> str:

@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from .answer_keys import AnswerKey, system_prompt_sent
+from .atomic_files import write_atomic
 from .bounded_read import UnreadableFile, read_bounded
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderResponse
-from .report.resultsfile import write_atomic
 from .results import ToolCallRecord
 
-FORMAT = 2  # of an entry; 1: without `key` and `code`, filed twice in a store
+# Of an entry. 1: without `key` and `code`, filed twice in a store; 2: without `suite` and `eval`,
+# a Python callable's answer filed under a request that did not hold the eval that asked.
+FORMAT = 3
 MAX_ANSWER_BYTES = 256 * 2**20  # a stored answer is at most max_output_bytes of text, and its tool calls
 
 
@@ -69,13 +71,16 @@ def stored_answer(
     code: str | None,
 ) -> dict[str, Any]:
     """The entry of ``response`` to ``request`` as a store and the cache file it: its ``key``,
-    what it answers (the system prompt sent with it, a conversation's earlier messages for whoever
-    reads the file, the prompt) and the digest of the ``code`` that answered, if any."""
+    what it answers (the suite and eval that asked, where the key holds them; the system prompt
+    sent with it, a conversation's earlier messages for whoever reads the file, the prompt) and
+    the digest of the ``code`` that answered, if any."""
     history = [{"role": role, "content": text} for role, text in request.history]
+    asker = {"suite": request.suite, "eval": request.eval_id} if key.names_asker else {}
     return answer_entry(
         response,
         key=key.sent,
         configuration=config_id,
+        **asker,
         model=model,
         repeat=request.repeat,
         system_prompt=system_prompt,

@@ -4,11 +4,13 @@ where it is sent (an endpoint on a new port each session must still find its ans
 
 The key has two parts. ``request`` is the hash of what any configuration of that id is asked:
 its model, the suite's system prompt, the prompt, a conversation's earlier messages, the repeat
-and the suite's MCP server (its name and settings). ``sent`` adds what the provider says the
-answer depends on (its ``cache_material``: an HTTP request's body, with the configuration's own
-system prompt, temperature and params, and its headers; a Python callable's name and what it is
-given). An answer's file is named by both, so a ``replay:`` configuration, which sends nothing,
-finds an answer by its request alone.
+and the suite's MCP server (its name and settings); for a provider that is told which eval asks (a
+Python callable is given the suite and the eval id), that too: two evals with one prompt ask it
+different things. ``sent`` adds what the provider says the answer depends on (its
+``cache_material``: an HTTP request's body, with the configuration's own system prompt,
+temperature and params, and its headers; a Python callable's name and what it is given). An
+answer's file is named by both, so a ``replay:`` configuration, which sends nothing, finds an
+answer by its request alone.
 
 The code that answers (a ``python:`` configuration's source files) is no part of the key: its
 digest is stored beside the answer (:func:`code_digest`), so a recording replays where the code
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .providers.base import PromptRequest, without_token
 
@@ -27,19 +31,37 @@ KEY_FORMAT = 2  # 1: answers filed under the request's key and again under the k
 
 @dataclass(frozen=True)
 class AnswerKey:
-    """An answer's key: the hash of its request, and of everything sent for it."""
+    """An answer's key: the hash of its request, and of everything sent for it. ``earlier``: the
+    key the same answer had in a store or cache written before the eval that asks was part of the
+    request (format 2; there ``sent`` held it), for a provider told which eval asks."""
 
     request: str
     sent: str
+    earlier: AnswerKey | None = None
+
+    @property
+    def filed_under(self) -> tuple[AnswerKey, ...]:
+        """The keys its answer may be filed under: this one, then the ``earlier`` one."""
+        return (self,) if self.earlier is None else (self, self.earlier)
+
+    @property
+    def names_asker(self) -> bool:
+        """Whether the request holds the eval that asks (and its suite)."""
+        return self.earlier is not None
 
     @property
     def prefix(self) -> str:
         """The start of the file name of every answer to this request, whatever was sent."""
-        return f"{self.request[:24]}-"
+        return request_prefix(self.request)
 
     @property
     def file_name(self) -> str:
         return f"{self.prefix}{self.sent[:16]}.json"
+
+
+def request_prefix(digest: str) -> str:
+    """The start of the file name of every answer to the request whose hash is ``digest``."""
+    return f"{digest[:24]}-"
 
 
 def answer_digest(parts: list[object]) -> str:
@@ -48,11 +70,12 @@ def answer_digest(parts: list[object]) -> str:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def answer_key(provider: object, config_id: str, model: str, request: PromptRequest) -> AnswerKey:
-    """The key of ``provider``'s answer to ``request`` for configuration ``config_id``, whose model
-    is ``model``. Each repeat (--vibe-repeat) has its own answer: a repeat served the answer of
-    another would not be an independent sample. A conversation's later turn is keyed on the whole
-    conversation so far: a changed earlier prompt or answer is a miss."""
+def request_digest(config_id: str, model: str, request: PromptRequest, asker: bool = False) -> str:
+    """The hash of ``request`` as configuration ``config_id`` (whose model is ``model``) is asked
+    it; with ``asker``, of the eval that asks it too. Each repeat (--vibe-repeat) has its own
+    answer: a repeat served the answer of another would not be an independent sample. A
+    conversation's later turn is keyed on the whole conversation so far: a changed earlier prompt
+    or answer is a miss."""
     asked: dict[str, object] = {
         "model": model,
         "system_prompt": request.system_prompt,
@@ -64,9 +87,31 @@ def answer_key(provider: object, config_id: str, model: str, request: PromptRequ
         asked["repeat"] = request.repeat
     if request.mcp_server:
         asked["mcp_server"] = without_token(request.mcp_server)
-    key = answer_digest([KEY_FORMAT, config_id, asked])
+    if asker:
+        asked["asker"] = {"suite": request.suite, "eval": request.eval_id}
+    return answer_digest([KEY_FORMAT, config_id, asked])
+
+
+def answer_key(provider: object, config_id: str, model: str, request: PromptRequest) -> AnswerKey:
+    """The key of ``provider``'s answer to ``request`` for configuration ``config_id``, whose model
+    is ``model`` (:func:`request_digest`, with the eval that asks when what ``provider`` sends
+    depends on it)."""
     material = getattr(provider, "cache_material", None)
-    return AnswerKey(key, answer_digest([KEY_FORMAT, key, material(request) if callable(material) else None]))
+    sent = material(request) if callable(material) else None
+
+    def key(asker: bool) -> AnswerKey:
+        digest = request_digest(config_id, model, request, asker)
+        return AnswerKey(digest, answer_digest([KEY_FORMAT, digest, sent]))
+
+    if not callable(material) or not _told_asker(material, request, sent):
+        return key(False)
+    return replace(key(True), earlier=key(False))
+
+
+def _told_asker(material: Callable[[PromptRequest], Any], request: PromptRequest, sent: object) -> bool:
+    """Whether what is sent for ``request`` (``sent``, by ``material``) says which eval asks."""
+    other = replace(request, suite=f"{request.suite}\0", eval_id=f"{request.eval_id}\0")
+    return bool(material(other) != sent)
 
 
 def system_prompt_sent(provider: object, request: PromptRequest) -> str | None:

@@ -23,13 +23,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from .answer_files import AnswerFileError, answer_path, answer_to_store, read_answer, write_answer
 from .answer_keys import AnswerKey, answer_key, code_digest
+from .atomic_files import temporary_prefix, write_atomic
 from .loading.templates import Redactor
 from .notes import note
 from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
 from .providers.factory import UnclaimedProvider
 from .recording import ReplayProvider
 from .report.format import money
-from .report.resultsfile import temporary_prefix, write_atomic
 from .results import EvalRecord, attempt_of
 
 TAG_NAME = "CACHEDIR.TAG"
@@ -115,8 +115,12 @@ class ResponseCache:
     def load(self, config_id: str, key: AnswerKey, code: str | None) -> ProviderResponse | None:
         """The answer filed under ``key``, or None (a miss): an answer ``code`` did not give (the
         code changed since) is one. An entry that cannot be read or is not ``key``'s is a miss with
-        a :class:`CacheNote`, never an error and never another answer."""
+        a :class:`CacheNote`, never an error and never another answer. Where ``key`` has no
+        file, its ``earlier`` one (a cache of format 2) is read."""
         path = answer_path(self.folder, config_id, key)
+        if key.earlier is not None and not path.exists():
+            key = key.earlier
+            path = answer_path(self.folder, config_id, key)
         try:
             entry, response = read_answer(path)
         except FileNotFoundError:
@@ -145,13 +149,14 @@ class ResponseCache:
             note(CacheNote(f"answer not cached in {path}: {exc.strerror or exc}"), stacklevel=2)
 
     def drop(self, config_id: str, key: AnswerKey) -> None:
-        """Remove the answer filed under ``key``, if there is one (one that cannot be removed is a
-        warning: the next run answers from it again)."""
-        path = answer_path(self.folder, config_id, key)
-        try:
-            path.unlink(missing_ok=True)
-        except OSError as exc:
-            note(CacheNote(f"cached answer {path} not removed: {exc.strerror or exc}"), stacklevel=2)
+        """Remove the answer filed under ``key`` (and under its ``earlier`` key), if there is one
+        (one that cannot be removed is a warning: the next run answers from it again)."""
+        for each in key.filed_under:
+            path = answer_path(self.folder, config_id, each)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                note(CacheNote(f"cached answer {path} not removed: {exc.strerror or exc}"), stacklevel=2)
 
     def _tag(self) -> None:
         """Mark the folder as a cache (before its first entry, so that no worker sees it without)."""

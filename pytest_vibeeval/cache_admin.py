@@ -10,7 +10,7 @@ age is its file's (the cache writes an entry once, when the answer is asked; a h
 Nothing here removes what is not the cache's, nor follows a symbolic link: a folder without
 ``CACHEDIR.TAG`` is refused, and inside a cache a link, a folder or a file of any other name is
 left alone (and named). Every entry is written through a temporary file
-(:func:`~.report.resultsfile.write_atomic`): one younger than :data:`BUSY_SECONDS` is another
+(:func:`~.atomic_files.write_atomic`): one younger than :data:`BUSY_SECONDS` is another
 session's write in progress and is left alone; an older one was left by a session that was killed.
 That, and a damaged entry (unreadable, or not the answer its file name says: every run misses it),
 goes with any prune of its configuration."""
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Literal
 
 from .answer_files import AnswerFileError, configuration_folder, read_answer
+from .atomic_files import temporary_target
 from .bounded_read import file_kind
 from .cache import TAG_NAME, not_a_cache
 from .judge import JUDGE_RUBRIC_PROMPT, JUDGE_SYSTEM_PROMPT
-from .report.resultsfile import temporary_target
 
 BUSY_SECONDS = 60.0  # a temporary file younger than this is a write in progress
 JUDGE_PROMPTS = frozenset({JUDGE_SYSTEM_PROMPT, JUDGE_RUBRIC_PROMPT})

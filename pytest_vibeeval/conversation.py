@@ -28,6 +28,7 @@ from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked
 from .spending import spent_measures
+from .text_input import text_lines
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -282,5 +283,5 @@ def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars:
             shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{whole} chars]"
             if turn.response is not None:
                 lines.append("  response:")
-                lines.extend("    " + line for line in (shown.splitlines() or [""]))
+                lines.extend("    " + line for line in text_lines(shown))
     return "\n".join(lines)

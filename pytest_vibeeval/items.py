@@ -92,9 +92,9 @@ class EvalItem(pytest.Function):
         self.user_properties.append((RUN_PROPERTY, attach(self.config, info, info.to_json)))
         self.reused: EvalRecord | None = None
         if state.resume is not None and info.input_digest is not None:
-            self.reused = state.resume.find(
-                info.source, info.input_digest, info.configuration, info.eval_id, info.repeat
-            )
+            digests = (info.input_digest, *filter(None, [plan.earlier_digest]))
+            where = (info.configuration, info.eval_id, info.repeat)
+            self.reused = state.resume.find(info.source, digests, *where)
 
     def begin_attempt(self) -> None:
         """Its setup begins. Again when pytest-rerunfailures reruns it: then its phases and what it

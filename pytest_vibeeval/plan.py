@@ -16,7 +16,7 @@ from .limits import prompt_eval_limit_s
 from .loading.configurations import ALL, IMPLICIT_ID, ConfigurationSet
 from .loading.suite import EvalCase, Suite
 from .models import Configuration, ScoreSpec
-from .resume import files_digest, input_digest
+from .resume import files_digest, input_digests
 from .scoring.formula import Formula, one_line
 from .transport import RunInfo
 
@@ -59,6 +59,8 @@ class EvalPlan:
     expected_failure: str | None  # the eval's or the configuration's xfail reason
     line: int | None  # of the eval in its file
     timeout_s: float  # the most the item's own limits allow it (the backstop adds a margin)
+    # --vibe-resume: the digest results files of earlier versions have for ``info.input_digest``
+    earlier_digest: str | None = None
 
     @property
     def keywords(self) -> tuple[str, str]:
@@ -121,11 +123,12 @@ def repeated(info: RunInfo, repeats: int, group: str | None = None) -> list[tupl
 
 def _digests(
     files: list[Path], configurations: Mapping[str, Configuration | None], variables: Mapping[str, str]
-) -> dict[str, str]:
-    """The --vibe-resume input digest of each configuration: the files and its settings."""
+) -> dict[str, tuple[str, str]]:
+    """The --vibe-resume input digests of each configuration: the files and its settings (and
+    those earlier versions wrote)."""
     content = files_digest(files)
     return {
-        cid: input_digest(content, configuration, variables) for cid, configuration in configurations.items()
+        cid: input_digests(content, configuration, variables) for cid, configuration in configurations.items()
     }
 
 
@@ -188,7 +191,7 @@ def suite_plans(
                 suite_evals=len(suite.evals),
                 eval_index=position,
                 min_pass_rate=case.min_pass_rate,
-                digest=digests[config_id],
+                digest=digests[config_id][0],
             )
             work: PromptWork | WorkspaceWork
             if coding is not None and case.coding is not None:
@@ -212,6 +215,7 @@ def suite_plans(
                 expected_failure=case.xfail or (configuration.xfail if configuration else None),
                 line=case.line,
                 timeout_s=timeout,
+                earlier_digest=digests[config_id][1],
             )
             plans.extend(_with_repeats(plan, named))
     return plans
@@ -264,7 +268,7 @@ def runner_plans(
                 suite_evals=len(runner.evaluations),
                 eval_index=index,
                 min_pass_rate=evaluation.min_pass_rate,
-                digest=digests[config_id],
+                digest=digests[config_id][0],
             )
             named = repeated(info, repeats, groups[config_id])
             plan = EvalPlan(
@@ -278,6 +282,7 @@ def runner_plans(
                 expected_failure=configuration.xfail,
                 line=None,
                 timeout_s=_workspace_timeout(runner, evaluation, configuration),
+                earlier_digest=digests[config_id][1],
             )
             plans.extend(_with_repeats(plan, named))
     return plans

@@ -9,14 +9,16 @@ otherwise stays beside it);
 ``--vibe-replay DIR`` answers from the store with a :class:`ReplayProvider`, which fails clearly
 on a miss: an answer recorded for what the configuration would not send now is one, and so is one
 a Python callable's code gave before it changed (where that code can be imported). A
-configuration's ``replay: DIR`` sends nothing to compare: it answers by the request alone (the
-answer recorded last, when it was sent in several ways). Stores
-of the earlier format are read too (:mod:`.earlier_recordings`). Stored prompts are redacted for
-reading; the hashes are of the real prompt.
+configuration's ``replay: DIR`` sends nothing to compare: it answers by the request alone (a
+Python callable's answer to the eval that asks, else any provider's; the answer recorded last,
+when it was sent in several ways). Stores of earlier versions are read too, where they can say
+which answer is this eval's (format 2 here, the earliest in :mod:`.earlier_recordings`). Stored
+prompts are redacted for reading; the hashes are of the real prompt.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,8 +32,8 @@ from .answer_files import (
     read_answer,
     write_answer,
 )
-from .answer_keys import AnswerKey, answer_key, code_digest
-from .earlier_recordings import earlier_answer_path
+from .answer_keys import AnswerKey, answer_key, code_digest, request_digest, request_prefix
+from .earlier_recordings import EarlierAnswers, earlier_answer_path
 from .loading.templates import Redactor
 from .notes import note
 from .providers.base import PromptRequest, Provider, ProviderError, ProviderResponse, Wrapping
@@ -58,6 +60,7 @@ class Store:
     def __init__(self, folder: Path, redact: Redactor | None = None) -> None:
         self.folder = folder
         self.redact = redact or Redactor()
+        self._earlier_answers: dict[str, EarlierAnswers] = {}
 
     def path_for(self, config_id: str, key: AnswerKey) -> Path:
         return answer_path(self.folder, config_id, key)
@@ -72,25 +75,72 @@ class Store:
         self, config_id: str, model: str, request: PromptRequest, key: AnswerKey, exact: bool
     ) -> Recorded | str:
         """The answer filed under ``key``, or why there is none (empty: none was recorded). With
-        ``exact``, only an answer sent as ``key`` says will do; without, the answer to ``key``'s
-        request, whatever was sent for it (the last one recorded). A store of the earlier format
-        is read by ``model`` and ``request``."""
-        try:
-            return self._read(self.path_for(config_id, key))
-        except FileNotFoundError:
-            pass
-        others = list(configuration_folder(self.folder, config_id).glob(f"{key.prefix}*.json"))
-        if others and exact:
-            return STALE
-        found = [recorded for recorded in map(self._read_if_there, others) if recorded is not None]
-        if found:
-            return max(found, key=_recorded_at)
-        try:
-            return replace(
-                self._read(earlier_answer_path(self.folder, config_id, model, request)), earlier=True
+        ``exact``, only an answer sent as ``key`` says will do (or as its ``earlier`` key said,
+        in a store of format 2); without, the answer to ``key``'s request, whatever was sent for
+        it (the last one recorded), that of the eval that asks first. A store of the earlier
+        format is read by ``model`` and ``request``."""
+        if exact:
+            for each in key.filed_under:
+                with contextlib.suppress(FileNotFoundError):
+                    return self._read(self.path_for(config_id, each))
+            if self._files(config_id, key.prefix):
+                return STALE
+        else:
+            asked = request_prefix(request_digest(config_id, model, request, asker=True))
+            found = self._answers(config_id, asked) or self._answers_to_request(config_id, key)
+            if found:
+                return max(found, key=_recorded_at)
+        return self._earlier(config_id, model, request)
+
+    def _files(self, config_id: str, prefix: str) -> list[Path]:
+        """The files of the answers whose names start with ``prefix``."""
+        return list(configuration_folder(self.folder, config_id).glob(f"{prefix}*.json"))
+
+    def _answers(self, config_id: str, prefix: str) -> list[Recorded]:
+        """The answers whose file names start with ``prefix``."""
+        found = map(self._read_if_there, self._files(config_id, prefix))
+        return [recorded for recorded in found if recorded is not None]
+
+    def _answers_to_request(self, config_id: str, key: AnswerKey) -> list[Recorded]:
+        """The answers to ``key``'s request by a provider not told which eval asks; raises
+        ProviderError where several of them a Python callable gave in a store of format 2, whose
+        names do not say for which eval each was (a ``replay:`` configuration sends nothing that
+        could)."""
+        found = self._answers(config_id, key.prefix)
+        told = [r for r in found if r.entry.get("format") == 2 and r.entry.get("code") is not None]
+        if len(told) > 1:
+            folder = configuration_folder(self.folder, config_id)
+            names = ", ".join(sorted(recorded.path.name for recorded in told))
+            raise ProviderError(
+                f"the recorded answers {names} in {folder} answer this prompt for different evals of "
+                "a Python callable (or different callables), and were recorded before a store noted "
+                "which eval each answered: they cannot be told apart; record them again with "
+                f"--vibe-record {self.folder}"
             )
+        return found
+
+    def _earlier(self, config_id: str, model: str, request: PromptRequest) -> Recorded | str:
+        """The answer to ``request`` in a store of the earlier format, or "" (none)."""
+        path = earlier_answer_path(self.folder, config_id, model, request)
+        try:
+            found = replace(self._read(path), earlier=True)
         except FileNotFoundError:
             return ""
+        answers = self._earlier_sent(config_id).count(config_id, model, request)
+        if answers > 1:
+            raise ProviderError(
+                f"{path.parent} holds {answers} answers to this request recorded in the earlier "
+                "format, which does not say which eval, code or settings each was given for: they "
+                f"cannot be told apart; record them again with --vibe-record {self.folder}"
+            )
+        return found
+
+    def _earlier_sent(self, config_id: str) -> EarlierAnswers:
+        """The answers of the earlier format in ``config_id``'s folder (read once)."""
+        if config_id not in self._earlier_answers:
+            folder = configuration_folder(self.folder, config_id)
+            self._earlier_answers[config_id] = EarlierAnswers.read(folder)
+        return self._earlier_answers[config_id]
 
     def _read_if_there(self, path: Path) -> Recorded | None:
         try:

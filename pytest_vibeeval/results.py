@@ -573,8 +573,8 @@ class RunRecord(Record):
     )
     input_digest: str | None = Field(
         default=None,
-        description="sha256 of the suite file(s) and the configuration's settings: --vibe-resume reuses "
-        "records only from a run whose digest matches",
+        description="sha256 of the suite file(s) and the configuration's settings as written: "
+        "--vibe-resume reuses records only from a run whose digest matches",
     )
     score_breakdown: str | None = Field(
         default=None, description="the formula with each variable replaced by its value in this run"

@@ -2,7 +2,8 @@
 run continues where it stopped.
 
 An item's earlier record is reused when the same suite file content and configuration settings
-(the run's ``input_digest``), configuration id, eval and repeat finished there with a verdict
+as written (the run's ``input_digest``: not what a version of the plugin fills in, so a run
+resumes after an upgrade), configuration id, eval and repeat finished there with a verdict
 (passed or failed). Errors, skips and anything not reached run again.
 """
 
@@ -34,15 +35,25 @@ def files_digest(files: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
-def input_digest(
+def input_digests(
     files: str, configuration: Configuration | None, variables: Mapping[str, str] | None = None
-) -> str:
+) -> tuple[str, str]:
     """What an item's earlier result depends on: its suite files (``files``, from
-    :func:`files_digest`), the configuration's settings and the template variables (--vibe-var,
-    vibe_vars) its prompt may use."""
-    settings = configuration.model_dump(mode="json") if configuration is not None else None
-    material = json.dumps([files, settings, dict(variables or {})], sort_keys=True)
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+    :func:`files_digest`), the configuration's settings as written (not what a version of the
+    plugin fills in: a default, a new setting, a preset's, so that a run resumes after an upgrade)
+    and the template variables (--vibe-var, vibe_vars) its prompt may use. Then the digest that
+    results files written before took every setting into (matched too, so that a run interrupted
+    before this version resumes)."""
+    variables = dict(variables or {})
+    if configuration is None:
+        implicit = _digest([files, None, variables])
+        return implicit, implicit
+    written = _digest([files, {"written": configuration.written_settings()}, variables])
+    return written, _digest([files, configuration.model_dump(mode="json"), variables])
+
+
+def _digest(material: object) -> str:
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -54,9 +65,14 @@ class ResumeIndex:
     note: str | None = None  # the fields of the file this version ignored (the controller's only)
 
     def find(
-        self, source: str, digest: str, configuration: str, eval_id: str, repeat: int
+        self, source: str, digests: Iterable[str], configuration: str, eval_id: str, repeat: int
     ) -> EvalRecord | None:
-        return self.records.get((source, digest, configuration, eval_id, repeat))
+        """The finished record of the item, under the first of its ``digests`` that has one."""
+        for digest in digests:
+            found = self.records.get((source, digest, configuration, eval_id, repeat))
+            if found is not None:
+                return found
+        return None
 
     def to_json(self) -> str:
         """The index as text, for xdist workers (through ``workerinput``)."""

@@ -34,6 +34,7 @@ from .providers import PromptRequest, Provider, ProviderError
 from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
 from .spending import spent_measures
+from .text_input import text_lines
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -252,7 +253,7 @@ def failure_message(record: EvalRecord, response_chars: int = 600) -> str:
     whole = record.response_chars or len(text)
     shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{whole} chars]"
     lines.append("response:")
-    lines.extend("  " + line for line in (shown.splitlines() or [""]))
+    lines.extend("  " + line for line in text_lines(shown))
     return "\n".join(lines)
 
 

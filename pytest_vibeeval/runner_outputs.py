@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .atomic_files import write_atomic
 from .bounded_read import UnreadableFile, read_end
-from .report.resultsfile import write_atomic
 from .results import EvalRecord, ResultsFile, RunRecord, StepRecord, is_coding_record
 from .scoring.vybes import vybes_result
 

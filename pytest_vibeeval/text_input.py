@@ -74,6 +74,14 @@ def line_feeds(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
+def text_lines(text: str) -> list[str]:
+    """``text``'s lines as the checks see them: split at ``\\n`` alone, after :func:`line_feeds`
+    (a last line end ends the last line, as with ``str.splitlines``). The other characters
+    ``str.splitlines`` breaks at (``\\x0b``, ``\\x0c``, ``\\x1c``–``\\x1e``, U+0085, U+2028, U+2029)
+    stay in their line, where the terminal and the HTML report show them escaped."""
+    return line_feeds(text).removesuffix("\n").split("\n")
+
+
 def read_input_text(path: Path, limit: int) -> str:
     """The text (:func:`decode_text`) of the regular file at ``path`` of at most ``limit`` bytes;
     :class:`NotUtf8`, or what :func:`~pytest_vibeeval.bounded_read.read_bounded` raises."""

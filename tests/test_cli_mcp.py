@@ -27,6 +27,7 @@ from pytest_vibeeval.providers.cli_mcp import (
 from pytest_vibeeval.providers.mcp_tools import McpTarget
 from pytest_vibeeval.results import ToolCallRecord
 from pytest_vibeeval.runner import mcp_unsupported_reason
+from pytest_vibeeval.text_input import WIDE_HINT
 
 TOKEN = "tok-9c1e"
 TARGET = McpTarget(url="http://127.0.0.1:9/mcp", name="tracker", token=TOKEN)
@@ -110,6 +111,31 @@ def test_unreadable_gemini_settings_are_an_error_naming_the_file(tmp_path: Path)
     (tmp_path / ".gemini" / "settings.json").write_text("[1]")
     with pytest.raises(ProviderError, match=r"settings.json: not a JSON object"):
         write_settings(tmp_path, handover("gemini", TARGET))
+
+
+def test_gemini_settings_saved_with_a_byte_order_mark_are_merged(tmp_path: Path) -> None:
+    """A workspace's settings.json saved on Windows (a UTF-8 byte-order mark, CRLF line ends) is read
+    as every other text file is, and written back as plain UTF-8."""
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes(b"\xef\xbb\xbf" + b'{\r\n  "general": {"x": "caf\xc3\xa9"}\r\n}\r\n')
+    write_settings(tmp_path, handover("gemini", TARGET))
+    written = settings.read_bytes()
+    assert not written.startswith(b"\xef\xbb\xbf")
+    loaded = json.loads(written.decode("utf-8"))
+    assert loaded["general"] == {"x": "café"} and list(loaded["mcpServers"]) == ["tracker"]
+
+
+def test_gemini_settings_in_utf16_are_an_error_naming_the_encoding(tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes('{"general": {}}'.encode("utf-16"))
+    with pytest.raises(ProviderError) as raised:
+        write_settings(tmp_path, handover("gemini", TARGET))
+    assert str(raised.value) == (
+        f"cannot add the suite's mcp_server to {settings}: the file is UTF-16 (little-endian), with a "
+        f"byte-order mark, not UTF-8; {WIDE_HINT}"
+    )
 
 
 def test_gemini_tool_names_are_recorded_as_mcp__server__tool() -> None:

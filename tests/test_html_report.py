@@ -20,6 +20,7 @@ from helpers import run as run_pytest
 from shared_runs import SHARED_RUN_TIMEOUT, examples_run
 
 from pytest_vibeeval.report.html import render_html, write_html
+from pytest_vibeeval.report.html_text import clean
 from pytest_vibeeval.results import (
     BaselineRecord,
     CheckRecord,
@@ -28,6 +29,7 @@ from pytest_vibeeval.results import (
     ResultsFile,
     RunRecord,
     StepRecord,
+    TurnRecord,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -226,6 +228,54 @@ def test_control_characters_and_lone_surrogates_do_not_break_the_page(tmp_path: 
     write_html(results(run("c", [bad])), path)
     text = path.read_text(encoding="utf-8")
     assert "\x00" not in text and "\x1b" not in text and "tab\tok" in text
+    assert r"a\x00b\x1bc\ud800d" in text  # shown escaped, as the terminal shows them
+
+
+# Characters that reorder text (Trojan source): the page shows them escaped, as the terminal does.
+BIDI = "safe\u202e\u2066txt.exe\u2069\u202c\u200f\u2028end"
+INVISIBLE = re.compile("[\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def test_bidi_controls_from_answers_suites_and_configurations_are_shown_escaped(tmp_path: Path) -> None:
+    log = tmp_path / "02-grade-test.stdout"
+    log.write_text(f"log {BIDI}\n", encoding="utf-8")
+    turns = [TurnRecord(turn=1, outcome="failed", message=BIDI, prompt=BIDI, response=BIDI)]
+    failing = record(
+        BIDI, "failed", message=BIDI, response=BIDI, steps=[step(log)],
+        checks=[CheckRecord(type="match", passed=False, message=BIDI)],
+    )  # fmt: skip
+    talk = record(f"talk {BIDI}", "failed", message=BIDI, turns=turns)
+    base = BaselineRecord(baseline=BIDI, score=90.0, delta=-40.0, label="regression", accepted=False,
+                          reason=BIDI, pass_to_fail=[BIDI])  # fmt: skip
+    runs = [
+        run(BIDI, [failing, talk], source=BIDI, suite=BIDI, configuration_name=BIDI, notes=[BIDI],
+            score=None, score_error=BIDI, score_formula=BIDI, baseline=base,
+            gate=GateRecord(min=50, max=None, passed=False, message=BIDI)),
+    ]  # fmt: skip
+    html = render_html(results(*runs, load_errors=[BIDI], started_at=BIDI))
+    parse(html)
+    assert not INVISIBLE.search(html), INVISIBLE.findall(html)
+    shown = r"safe\u202e\u2066txt.exe\u2069\u202c\u200f\u2028end"
+    assert html.count(shown) >= 20, html.count(shown)  # in each place the page shows it
+    assert f"log {shown}" in html
+
+
+def test_joiners_and_non_breaking_spaces_of_real_text_are_shown_as_they_are() -> None:
+    # Persian needs the zero-width non-joiner, emoji sequences the joiner, French the no-break space:
+    # they reorder nothing, so the page shows them as written, not as \u200c.
+    text = (
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 \U0001f468\u200d\U0001f469"
+        " prix\u00a0: 5\u00a0\u20ac soft\u00adhyphen"
+    )
+    html = render_html(results(run("c", [record(text, "failed", message=text, response=text)])))
+    assert html.count(text) >= 3, html.count(text)
+    assert "\\u200c" not in html and "\\xa0" not in html
+
+
+def test_a_lone_carriage_return_ends_a_line_as_it_does_for_the_checks() -> None:
+    # Progress output ("10%\r20%\r") in a response or a step log: lines, as a browser showed them.
+    assert clean("10%\r20%\r\ndone") == "10%\n20%\ndone"
+    assert clean("a\rb\x1b") == "a\nb\\x1b"
 
 
 def test_long_texts_are_cut_with_a_note() -> None:
@@ -514,7 +564,7 @@ def test_vibe_html_writes_the_report_at_session_end(pytester: pytest.Pytester, x
     python_suite(
         pytester.path / "h.eval.yaml",
         [OK, BAD],
-        app="def answer(prompt):\n    return '<b>' + prompt\n",
+        app="def answer(prompt):\n    return '<b>\\u202e' + prompt\n",
     )
     report = pytester.path / "out" / "report.html"
     result = run_pytest(pytester, "--vibe-html", str(report), xdist=xdist)
@@ -523,7 +573,7 @@ def test_vibe_html_writes_the_report_at_session_end(pytester: pytest.Pytester, x
     html = report.read_text(encoding="utf-8")
     cells = parse(html).grids["grid-0"]  # 2 evals × 1 configuration
     assert [cell["data-outcome"] for cell in cells] == ["passed", "failed"]
-    assert "&lt;b&gt;poor" in html and "<b>poor" not in html
+    assert r"&lt;b&gt;\u202epoor" in html and "\u202e" not in html  # the answer, its bidi control escaped
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])

@@ -225,6 +225,17 @@ def test_no_import_cycles() -> None:
     assert cycles(graph()) == []
 
 
+def test_the_stores_of_answers_and_outputs_write_without_the_results_writer() -> None:
+    """The response cache, record stores and ``outputs`` write their files through ``atomic_files``,
+    which imports no module of the package, not through the results file's writer."""
+    edges = graph()
+    assert edges["pytest_vibeeval.atomic_files"] == set()
+    for writer in ("cache", "answer_files", "runner_outputs", "report.html", "report.resultsfile"):
+        assert "pytest_vibeeval.atomic_files" in edges[f"pytest_vibeeval.{writer}"], writer
+    for writer in ("cache", "answer_files", "runner_outputs"):
+        assert "pytest_vibeeval.report.resultsfile" not in edges[f"pytest_vibeeval.{writer}"], writer
+
+
 def test_the_cycle_finder_finds_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-# The cache provider stays on: --lf, --ff and --sw keep their state in it.
-ARGS = ("-p", "no:hypothesispytest")
+# The cache provider stays on: --lf, --ff and --sw keep their state in it. pytest-randomly, where it
+# is installed, would shuffle the items: --sw's first failure and the copies --keep-duplicates
+# leaves out depend on their order.
+ARGS = ("-p", "no:hypothesispytest", "-p", "no:randomly")
 MODES = pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
 SUITE = """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -169,67 +170,29 @@ def test_two_sessions_started_in_the_same_second_each_keep_their_file(
     assert latest.read_bytes() == stamped.read_bytes()  # the last complete run to finish
 
 
-# Writes two files under umask 027 with os.umask refused: the process's umask, read without it.
-UNCHANGED_UMASK = """
-import os, sys
-from pathlib import Path
+def test_results_written_to_a_pipe_or_a_device_leave_it_in_place(pytester: pytest.Pytester) -> None:
+    """`--vibe-results /dev/null` (or a FIFO a tool reads) is written to, never replaced: the
+    rename that makes a file's write atomic replaced the system's /dev/null with a file. Shown on a
+    FIFO this test holds open, so that nothing of the machine's is at stake."""
+    from helpers import run, write
 
-os.umask(0o027)
-
-
-def refused(mask):
-    raise AssertionError(f"os.umask({mask:o}) called: the umask changed for every thread meanwhile")
-
-
-os.umask = refused
-from pytest_vibeeval.report.resultsfile import write_atomic
-
-for name in ("a.json", "b.json"):
-    write_atomic(Path(sys.argv[1]) / name, "{}")
-"""
-
-
-def file_modes(folder: Path) -> set[int]:
-    return {path.stat().st_mode & 0o777 for path in folder.iterdir()}
-
-
-@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="no /proc/self/status to read it from")
-def test_the_files_get_the_umasks_mode_and_the_umask_is_never_changed(tmp_path: Path) -> None:
-    """Every file written (each cached or recorded answer too) got its mode from setting the umask
-    and setting it back, process-wide state another thread could see changed; it is read instead."""
-    done = subprocess.run(
-        [sys.executable, "-c", UNCHANGED_UMASK, str(tmp_path)], capture_output=True, text=True, timeout=60
+    write(pytester.path / "app.py", "def answer(prompt):\n    return 'ok'\n")
+    write(
+        pytester.path / "p.eval.yaml",
+        """
+        metadata: {name: p, model: m}
+        configurations: {app: {python: "app:answer"}}
+        evals: [{name: a, prompt: hi, checks: [{equals: ok}]}]
+        """,
     )
-    assert done.returncode == 0, done.stderr
-    assert file_modes(tmp_path) == {0o640}
-
-
-@pytest.fixture
-def umask_027() -> Iterator[None]:
-    """The process's umask 027 (a file written is 0640, not the usual 0644), read afresh."""
-    old = os.umask(0o027)
-    resultsfile._umask.cache_clear()
-    yield
-    os.umask(old)
-    resultsfile._umask.cache_clear()
-
-
-@pytest.mark.usefixtures("umask_027")
-def test_without_proc_the_umask_is_set_and_set_back_once_per_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where there is no /proc the umask is set and set back, but once, not for every file."""
-    calls = []
-    umask = os.umask
-
-    def counted(mask: int) -> int:
-        calls.append(mask)
-        return umask(mask)
-
-    monkeypatch.setattr(resultsfile, "_PROC_STATUS", tmp_path / "no-proc" / "status")
-    monkeypatch.setattr(os, "umask", counted)
-    folder = tmp_path / "out"
-    for name in ("a.json", "b.json", "c.json"):
-        resultsfile.write_atomic(folder / name, "{}")
-    assert len(calls) == 2
-    assert file_modes(folder) == {0o640}
+    fifo = pytester.path / "results.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader, so that the writer does not wait
+    try:
+        run(pytester, "--vibe-results", fifo, "--vibe-history=").assert_outcomes(passed=1)
+        assert stat.S_ISFIFO(fifo.lstat().st_mode)
+        assert json.loads(os.read(reader, 1 << 16))["runs"][0]["evals"][0]["outcome"] == "passed"
+    finally:
+        os.close(reader)
+    assert resultsfile.unwritable_reason(fifo) is None
+    assert resultsfile.unwritable_reason(Path(os.devnull)) is None

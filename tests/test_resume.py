@@ -4,6 +4,8 @@ itself), the finished ones keep their earlier records, and a changed suite reuse
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from helpers import PYTHON, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
@@ -228,3 +230,99 @@ def test_a_damaged_latest_results_file_is_named_with_what_to_do(
         ]
     )
     assert runs_logged(pytester) == []
+
+
+# The next release, as this conftest makes it: a new setting with a default, in `pricing` (as
+# `cache_write_per_mtok` was added) and on every configuration.
+UPGRADE = """
+import os
+
+if os.environ.get("VIBE_TEST_UPGRADED"):
+    from pydantic.fields import FieldInfo
+
+    from pytest_vibeeval.models import Configuration
+    from pytest_vibeeval.models.configuration import Pricing
+
+    Pricing.model_fields["batch_per_mtok"] = FieldInfo(annotation=float | None, default=None)
+    Configuration.model_fields["retry_on"] = FieldInfo(annotation=list[str], default_factory=list)
+    Pricing.model_rebuild(force=True)
+    Configuration.model_rebuild(force=True)
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_run_resumes_after_an_upgrade_that_adds_settings(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    """Paid answers are not asked again because the plugin was upgraded mid-suite: what a release
+    fills in for settings the suite does not write (a new one's default) is no part of what resume
+    compares; an edit of the suite still is."""
+    write(pytester.path / "conftest.py", UPGRADE)
+    write(pytester.path / "counted.py", COUNTED)
+    suite = write(
+        pytester.path / "up.eval.yaml",
+        """
+        metadata: {name: up, model: m}
+        configurations:
+          priced: {python: "counted:answer", pricing: {input_per_mtok: 1, output_per_mtok: 2}}
+          plain: {python: "counted:answer", timeout: 60000}
+        evals:
+          - {name: a, prompt: one, checks: [{equals: ok}]}
+          - {name: b, prompt: two, checks: [{equals: ok}]}
+        """,
+    )
+    run(pytester, *workers, "--vibe-results", "first.json", subprocess=True).assert_outcomes(passed=4)
+    assert len(runs_logged(pytester)) == 4
+    monkeypatch.setenv("VIBE_TEST_UPGRADED", "1")
+    result = run(
+        pytester, *workers, "--vibe-resume", "first.json", "--vibe-results", "second.json", subprocess=True
+    )
+    result.assert_outcomes(passed=4)
+    assert runs_logged(pytester) == []
+    assert "Resumed: 4 eval(s) reused from first.json, 0 run in this session (--vibe-resume)" in (
+        run_summary(result)
+    )
+    suite.write_text(suite.read_text().replace("output_per_mtok: 2", "output_per_mtok: 3"))
+    run(pytester, *workers, "--vibe-resume", "second.json", subprocess=True).assert_outcomes(passed=4)
+    assert sorted(runs_logged(pytester)) == ["one", "one", "two", "two"]  # the file changed: both run
+
+
+COUNTED = """
+import pathlib
+
+
+def answer(prompt):
+    with open(pathlib.Path(__file__).parent / "runs.log", "a") as log:
+        log.write(prompt + "\\n")
+    return {"response": "ok", "input_tokens": 1000, "output_tokens": 100}
+"""
+
+
+EARLIER_RESULTS = Path(__file__).parent / "resume_earlier_results"
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_results_file_of_the_version_before_resumes(pytester: pytest.Pytester, workers: list[str]) -> None:
+    """A run interrupted before the upgrade to this version resumes: its digest, of every setting,
+    is matched too."""
+    shutil.copy(EARLIER_RESULTS / "suite.yaml", pytester.path / "resumed.eval.yaml")
+    shutil.copy(EARLIER_RESULTS / "counted.py", pytester.path)
+    shutil.copy(EARLIER_RESULTS / "results.json", pytester.path)
+    result = run(pytester, *workers, "--vibe-resume", "results.json")
+    result.assert_outcomes(passed=4)
+    assert runs_logged(pytester) == []
+    assert "Resumed: 4 eval(s) reused from results.json, 0 run in this session (--vibe-resume)" in (
+        run_summary(result)
+    )
+
+
+def test_what_resume_compares_of_a_configuration_is_what_it_writes() -> None:
+    """Not a preset's command line, nor a default: a release may change either."""
+    from pytest_vibeeval.models import Configuration
+
+    preset = Configuration.model_validate({"preset": "claude-code", "model": "m", "pricing": PRICES})
+    assert preset.cli and preset.args  # filled in by the preset
+    assert preset.written_settings() == {"preset": "claude-code", "model": "m", "pricing": PRICES}
+
+
+PRICES = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}

@@ -248,6 +248,9 @@ sys.stdout.buffer.write({
     "windows": b"\\xef\\xbb\\xbf42\\r\\n",  # a byte-order mark, CRLF
     "latin1": "Réponse : 42 €".encode("cp1252"),
     "controls": bytes(range(32)) + b"\\x7f\\x1b[31m42\\x1b[0m",
+    "utf16": "42\\r\\n".encode("utf-16"),  # a byte-order mark, little-endian
+    "utf16be": "42\\n".encode("utf-16-be"),  # none
+    "jsonl": '{"type": "result", "text": "42"}\\n'.encode("utf-16"),
 }[sys.argv[1]])
 """
 
@@ -310,3 +313,64 @@ def test_row_ids_the_c_locale_cannot_hold_are_a_collection_error_saying_what_to_
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+@XDIST_MODES
+def test_an_agent_that_prints_utf16_errors_naming_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """UTF-16 read as UTF-8 is an answer of NULs and U+FFFD that fails its checks for no visible
+    reason; it is refused as an input file in UTF-16 is, naming the encoding."""
+    script = str(write(pytester.path / "printer.py", PRINTER))
+    jsonl = {"format": "jsonl", "response": "text", "where": {"type": "result"}}
+    configurations = {kind: {"cli": PYTHON, "args": [script, kind]} for kind in ("utf16", "utf16be")}
+    configurations["jsonl"] = {"cli": PYTHON, "args": [script, "jsonl"], "output": jsonl}
+    write(
+        pytester.path / "wide.eval.yaml",
+        json.dumps(
+            {
+                "metadata": {"name": "wide", "model": "m"},
+                "configurations": configurations,
+                "evals": [{"name": "answer", "prompt": "x", "checks": [{"equals": "42"}]}],
+            }
+        ),
+    )
+    out = pytester.path / "r.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist, subprocess=True)
+    result.assert_outcomes(failed=3)
+    messages = {r["configuration"]: r["evals"][0]["message"] for r in load_json(out)["runs"]}
+    said = "the agent's output is UTF-16 ({}-endian), {} a byte-order mark, not UTF-8; make it print UTF-8"
+    assert messages == {
+        "utf16": said.format("little", "with"),
+        "utf16be": said.format("big", "without"),
+        "jsonl": said.format("little", "with"),
+    }
+    assert said.format("big", "without") in result.stdout.str()
+
+
+# Characters str.splitlines() breaks a line at, though the checks (and a terminal) do not: each is
+# one character in its line, shown escaped; only \n (and \r\n, as the checks see it) ends a line.
+SPLITLINES_ONLY = "first\x0bsecond\x0cthird\x1cfourth\x1dfifth\x1esixth\x85seventh\u2028eighth\u2029ninth"
+LINE_APP = f"def answer(prompt, context=None):\n    return {SPLITLINES_ONLY + chr(13) + chr(10) + 'last'!r}\n"
+
+
+@XDIST_MODES
+def test_a_failed_answer_is_shown_in_the_lines_the_checks_see(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    python_suite(
+        pytester.path / "lines.eval.yaml",
+        [
+            "{name: one, prompt: x, checks: [{equals: nope}]}",
+            "{name: talk, turns: [{prompt: x, checks: [{equals: nope}]}]}",
+        ],
+        app=LINE_APP,
+    )
+    out, html = pytester.path / "r.json", pytester.path / "r.html"
+    result = run(pytester, "--vibe-results", str(out), "--vibe-html", str(html), xdist=xdist)
+    result.assert_outcomes(failed=2)
+    messages = {r["name"]: r["message"] for r in load_json(out)["runs"][0]["evals"]}
+    assert messages["one"].endswith(f"\nresponse:\n  {SPLITLINES_ONLY}\n  last"), messages["one"]
+    assert messages["talk"].endswith(f"\n  response:\n    {SPLITLINES_ONLY}\n    last"), messages["talk"]
+    shown = r"first\x0bsecond\x0cthird\x1cfourth\x1dfifth\x1esixth\x85seventh\u2028eighth\u2029ninth"
+    lines = result.stdout.lines
+    assert f"  {shown}" in lines and f"    {shown}" in lines, result.stdout.str()
+    assert f"  assistant: {shown}\n  assistant: last" in html.read_text(encoding="utf-8")

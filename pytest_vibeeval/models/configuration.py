@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     StringConstraints,
     ValidationInfo,
     model_validator,
@@ -330,19 +332,31 @@ class Configuration(StrictModel):
         "(reported as xfailed, strict: a pass fails the run)",
     )
 
-    @model_validator(mode="before")
+    # The keys written for it (before its preset's were added); None: not made from a mapping.
+    _written: frozenset[str] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _apply_preset(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("preset") is None:
-            return data
-        clash = [key for key in OTHER_KINDS if key in data]
-        if clash:
-            raise PydanticCustomError(
-                "preset_kind",
-                "preset {name} runs an agent CLI; it cannot be combined with `{key}`",
-                {"name": repr(data["preset"]), "key": clash[0]},
-            )
-        return with_preset(data)
+    def _apply_preset(cls, data: Any, handler: ModelWrapValidatorHandler[Configuration]) -> Configuration:
+        written = frozenset(data) if isinstance(data, dict) else None
+        if isinstance(data, dict) and data.get("preset") is not None:
+            clash = [key for key in OTHER_KINDS if key in data]
+            if clash:
+                raise PydanticCustomError(
+                    "preset_kind",
+                    "preset {name} runs an agent CLI; it cannot be combined with `{key}`",
+                    {"name": repr(data["preset"]), "key": clash[0]},
+                )
+            data = with_preset(data)
+        configuration = handler(data)
+        configuration._written = written
+        return configuration
+
+    def written_settings(self) -> dict[str, Any]:
+        """The settings as written (templates and variables filled in), without what a version
+        of the plugin fills in: defaults, and a preset's settings (``preset`` itself is written)."""
+        written = set(self._written) if self._written is not None else None
+        return self.model_dump(mode="json", include=written, exclude_unset=True)
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Configuration:

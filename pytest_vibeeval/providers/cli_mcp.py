@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bounded_read import UnreadableFile, read_bounded
+from ..bounded_read import UnreadableFile
 from ..models import Configuration
 from ..presets import AGENT_PRESETS
 from ..results import ToolCallRecord
+from ..text_input import NotUtf8, read_input_text
 from .base import ProviderError
 from .mcp_tools import McpTarget, transports
 
@@ -144,10 +145,11 @@ def write_settings(cwd: Path, given: CliMcp) -> None:
     path = cwd / relative
     data: dict[str, Any] = {}
     if path.exists():
-        try:
-            loaded = json.loads(read_bounded(path, MAX_SETTINGS_BYTES).decode("utf-8"))
-        except (OSError, UnreadableFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ProviderError(f"cannot add the suite's mcp_server to {path}: {exc}") from None
+        try:  # read as the suite's own files are: a byte-order mark dropped, UTF-16 named
+            loaded = json.loads(read_input_text(path, MAX_SETTINGS_BYTES))
+        except (OSError, UnreadableFile, NotUtf8, json.JSONDecodeError) as exc:
+            why = f"{exc.message}; {exc.hint}" if isinstance(exc, NotUtf8) else exc
+            raise ProviderError(f"cannot add the suite's mcp_server to {path}: {why}") from None
         if not isinstance(loaded, dict):
             raise ProviderError(f"cannot add the suite's mcp_server to {path}: not a JSON object")
         data = loaded

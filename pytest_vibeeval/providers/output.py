@@ -14,7 +14,7 @@ from ..dotted import lookup
 from ..models import OutputSpec
 from ..results import ToolCallRecord
 from ..surrogates import loads
-from ..text_input import decode_text
+from ..text_input import decode_text, wide_encoding
 from .base import as_measure
 
 # The most of an agent's stdout a parser reads: max_output_bytes, checked before, is normally far less.
@@ -54,10 +54,20 @@ def read_output(path: Path) -> bytes:
         raise OutputError(f"agent output {path}: {exc}") from None
 
 
+def read_utf8_output(path: Path) -> bytes:
+    """:func:`read_output`, or OutputError when it is UTF-16 or UTF-32 (refused by name, as an input
+    file is): read as UTF-8 it would be an answer of NULs and U+FFFD that fails its checks unexplained."""
+    data = read_output(path)
+    wide = wide_encoding(data)
+    if wide is not None:
+        raise OutputError(f"the agent's output is {wide}, not UTF-8; make it print UTF-8")
+    return data
+
+
 def read_output_text(path: Path) -> str:
-    """:func:`read_output` as text (undecodable bytes replaced, a leading byte-order mark dropped,
-    line ends made ``\\n``)."""
-    return decode_text(read_output(path), errors="replace")
+    """:func:`read_utf8_output` as text (undecodable bytes replaced, a leading byte-order mark
+    dropped, line ends made ``\\n``)."""
+    return decode_text(read_utf8_output(path), errors="replace")
 
 
 def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:
@@ -79,7 +89,7 @@ def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:
 def _last_event(path: Path, spec: OutputSpec) -> Any:
     assert spec.response
     last, events = None, 0
-    for raw in read_output(path).split(b"\n"):
+    for raw in read_utf8_output(path).split(b"\n"):
         raw = raw.strip()
         if not raw.startswith(b"{"):
             continue

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from ..atomic_files import write_atomic
 from ..results import EvalRecord, ResultsFile, RunRecord, not_loaded, run_records
 from ..scoring.formula import show_formula
 from .format import money, number, score, seconds
 from .html_assets import CSS, JS
-from .resultsfile import write_atomic
 
 __all__ = ["render_html", "write_html"]
 

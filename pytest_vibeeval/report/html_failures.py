@@ -9,6 +9,7 @@ from pathlib import Path
 from ..bounded_read import UnreadableFile
 from ..process import read_tail
 from ..results import EvalRecord, RunRecord, StepRecord
+from ..text_input import text_lines
 from .format import failed_check
 from .html_text import FAILURES_SHOWN, LOG_BYTES, LOG_LIMIT, LOG_LINES, Counter, cut, cut_start, first_line, h
 
@@ -77,9 +78,9 @@ def conversation_text(record: EvalRecord) -> str:
     lines = []
     for turn in record.turns:
         lines.append(f"turn {turn.turn} ({turn.outcome.replace('_', ' ')})")
-        lines.extend(f"  user: {line}" for line in turn.prompt.splitlines() or [""])
+        lines.extend(f"  user: {line}" for line in text_lines(turn.prompt))
         if turn.response is not None:
-            lines.extend(f"  assistant: {line}" for line in turn.response.splitlines() or [""])
+            lines.extend(f"  assistant: {line}" for line in text_lines(turn.response))
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from ..text_input import line_feeds
 from .format import decimal, number
 
 TEXT_LIMIT = 4000  # characters of a message or a response
@@ -15,8 +16,6 @@ LOG_BYTES = 16384  # read at most this much from the end of a log file
 LOG_LIMIT = 6000  # characters of a log tail shown
 FAILURES_SHOWN = 100  # failure blocks per suite; the rest are counted
 OUTCOME_LABEL = {"passed": "pass", "failed": "fail", "error": "error", "skipped": "skip"}
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass
@@ -33,10 +32,24 @@ class Counter:
 # -- text ------------------------------------------------------------------------------------------
 
 
+# What a page must not show as it is: control characters but tab and newline (after line_feeds), lone
+# surrogates (not UTF-8), line and paragraph separators, and the Unicode Bidi_Control characters
+# that reorder what the page shows (Trojan source). Joiners, non-breaking and zero-width spaces stay:
+# Persian, Indic and emoji text needs them, and they reorder nothing.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _shown_escaped(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]
+
+
 def clean(text: str) -> str:
-    """``text`` safe to write as UTF-8 HTML: no lone surrogates, no control characters but tab/newline."""
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    return _CONTROL.sub("\ufffd", text)
+    """``text`` safe to write as UTF-8 HTML and shown as it is: its lines and tabs kept; controls,
+    lone surrogates, line separators and the bidi controls that could reorder what the page shows
+    escaped as the terminal shows them: ``a\\u202eb``."""
+    if text.isprintable():  # most texts: nothing to escape
+        return text
+    return _UNSAFE.sub(_shown_escaped, line_feeds(text))  # \r\n and a lone \r end a line, as for the checks
 
 
 def h(value: object) -> str:

@@ -4,104 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import filecmp
-import functools
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..atomic_files import copy_atomic, is_special, write_atomic, write_new
 from ..results import ResultsFile, RunRecord
 from ..surrogates import model_json
 
 DEFAULT_DIR = Path(".vibeeval") / "results"
 LATEST = "latest.json"  # in DEFAULT_DIR: a copy of the last complete run's timestamped file
-
-
-# On Linux a "Umask:" line tells the process's umask without changing it.
-_PROC_STATUS = Path("/proc/self/status")
-
-
-@functools.cache
-def _umask() -> int:
-    """The process's umask, read once (for every file written, a cached or recorded answer each):
-    from :data:`_PROC_STATUS`, else by setting it and setting it back, which changes process-wide
-    state another thread could see meanwhile."""
-    try:
-        for line in _PROC_STATUS.read_bytes().splitlines():
-            if line.startswith(b"Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, IndexError, ValueError):  # no /proc, or a line of another form
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, text: str | Iterable[str]) -> None:
-    """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
-    rename it over ``path``: a reader sees the old file or the whole new one, never a part."""
-    with _written(path.parent, path.name, text) as temporary:
-        os.replace(temporary, path)
-
-
-def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:
-    """Write ``text`` as :func:`write_atomic` does to ``<folder>/<stem>.json``, or ``<stem>-2.json``,
-    … when that name is taken, and return the path: never over another file, even one another session
-    writes under the same name at the same moment (the whole file is linked to a name, which fails
-    when the name exists)."""
-    with _written(folder, f"{stem}.json", text) as temporary:
-        n = 1
-        while True:
-            path = folder / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
-            try:
-                os.link(temporary, path)
-                return path
-            except FileExistsError:
-                n += 1
-            except OSError:  # a file system without hard links: the name checked, then taken
-                if not os.path.lexists(path):
-                    os.replace(temporary, path)
-                    return path
-                n += 1
-
-
-def temporary_prefix(name: str) -> str:
-    """How the name of a temporary file :func:`write_atomic` writes ``name`` through starts (a
-    random part of letters, digits and ``_`` follows)."""
-    return f".{name}."
-
-
-def temporary_target(name: str) -> str | None:
-    """The name of the file a temporary file named ``name`` is written for (:func:`temporary_prefix`),
-    or None when ``name`` is no such temporary name."""
-    target = name[1:].rpartition(".")[0] if name.startswith(".") else ""
-    return target if target and name.startswith(temporary_prefix(target)) else None
-
-
-@contextmanager
-def _written(folder: Path, name: str, text: str | Iterable[str]) -> Iterator[str]:
-    """A temporary file in ``folder`` (made, with its parents) holding ``text``, removed afterwards
-    unless the block renamed it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=temporary_prefix(name), dir=folder)
-    try:
-        # mkstemp creates the file 0600; give it the mode any file the user writes gets.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.writelines([text] if isinstance(text, str) else text)
-        yield temporary
-    finally:
-        Path(temporary).unlink(missing_ok=True)
-
-
-def copy_atomic(source: Path, path: Path) -> None:
-    """Copy ``source`` to ``path`` as :func:`write_atomic` writes: all or nothing (in pieces of 64 Ki
-    characters: bigger ones cost megabytes at the session's peak for no speed)."""
-    with source.open(encoding="utf-8", newline="") as handle:
-        write_atomic(path, iter(lambda: handle.read(1 << 16), ""))
 
 
 def unwritable_reason(path: Path, example: str | None = "results.json") -> str | None:
@@ -129,6 +43,8 @@ def _unwritable_reason(path: Path, example: str | None) -> str | None:
         return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
+    if is_special(path):  # written to, not replaced (/dev/null)
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
     # The file is written beside its name and renamed over it: that needs the folder's permission
     # only, whatever the mode of a file already there (a read-only latest.json is replaced).
     if not os.access(folder, os.W_OK | os.X_OK):

@@ -6,6 +6,9 @@ rewrites the copies shipped in the package, in a source checkout.
 ``python -m pytest_vibeeval compare BASELINE NEW [--fail-on-regression]``: compare two results files.
 ``python -m pytest_vibeeval outputs RESULTS [--dir DIR]``: write the unified runner's
 ``<eval>-<time>/<config>/results.json`` tree from a results file.
+``python -m pytest_vibeeval cache info [DIR]`` and ``cache prune [DIR] [--older-than DURATION]
+[--configuration ID]... [--all] [--dry-run]``: what the response cache (--vibe-cache) holds, and
+removing answers from it (:mod:`.cache_admin`).
 """
 
 from __future__ import annotations
@@ -210,6 +213,121 @@ def outputs_command(results: str, folder: Path) -> int:
     return 0
 
 
+def default_cache_folder(folder: Path) -> Path:
+    """The cache ``pytest --vibe-cache`` uses when started in ``folder``: the ini value
+    ``vibe_cache`` (relative to the rootdir) where one is set, else ``.vibeeval/cache`` under the
+    rootdir, the rootdir being the one pytest finds there."""
+    from .cache_admin import CacheAdminError
+    from .pytest_private import rootdir_and_ini
+    from .settings import DEFAULT_CACHE
+
+    try:
+        rootdir, value = rootdir_and_ini(folder, "vibe_cache")
+    except ValueError as exc:
+        raise CacheAdminError(f"{exc}; give the cache's folder") from None
+    if value is not None and value.strip():
+        return rootdir / Path(value.strip()).expanduser()
+    return rootdir / DEFAULT_CACHE
+
+
+def cache_command(
+    action: str,
+    folder: Path | None,
+    older_than: float | None = None,
+    configurations: list[str] | None = None,
+    everything: bool = False,
+    dry_run: bool = False,
+) -> int:
+    """``cache info``: print what the cache at ``folder`` (default: :func:`default_cache_folder`)
+    holds; ``cache prune``: remove what :func:`~.cache_admin.choose` chooses (``dry_run``: only
+    say what). 2 for a folder that is no cache or an unknown configuration, 1 when a file could
+    not be removed (each is named)."""
+    from .cache_admin import CacheAdminError, choose, read_cache, remove
+    from .report.cache_text import info_lines, prune_lines
+
+    try:
+        target = folder if folder is not None else default_cache_folder(Path.cwd())
+        if folder is None and not target.exists():
+            raise CacheAdminError(
+                f"no response cache at {target}, where pytest --vibe-cache started here stores its "
+                "answers; give the cache's folder as DIR"
+            )
+        contents = read_cache(target.absolute())
+        pruning = None if action == "info" else choose(contents, configurations or (), older_than, everything)
+    except CacheAdminError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if pruning is None:
+        print("\n".join(info_lines(contents)))
+        return 0
+    done = None if dry_run else remove(pruning)
+    print("\n".join(prune_lines(pruning, done)))
+    for problem in done.failed if done is not None else ():
+        print(f"error: cannot remove {problem}", file=sys.stderr)
+    return 1 if done is not None and done.failed else 0
+
+
+def _duration(text: str) -> float:
+    from .cache_admin import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_cache_parser(sub: Any) -> argparse.ArgumentParser:
+    """The ``cache`` command's parser, with its ``info`` and ``prune``; returns ``prune``'s."""
+    cache = sub.add_parser(
+        "cache",
+        help="show what the response cache (--vibe-cache) holds, or remove answers from it",
+        description="Look after the response cache of --vibe-cache: `info` shows what it holds, `prune` "
+        "removes answers, which the next run with --vibe-cache asks again. DIR defaults to the cache "
+        "`pytest --vibe-cache` uses when started here: the ini value vibe_cache, else .vibeeval/cache, "
+        "under the rootdir pytest finds from the current folder.",
+    )
+    actions = cache.add_subparsers(dest="cache_action", required=True, metavar="{info,prune}")
+    folder_help = "the cache's folder (default: the one pytest --vibe-cache uses when started here)"
+    info = actions.add_parser(
+        "info",
+        help="per configuration: answers, llm_judge verdicts, damaged entries, size, oldest and newest",
+        description="Per configuration folder and in all: its answers, its llm_judge verdicts (a "
+        "judge's answers are cached in its configuration's folder), damaged entries (no run can use "
+        "them), bytes, and when the oldest and newest entry were stored (its file's time).",
+    )
+    info.add_argument("folder", nargs="?", type=Path, metavar="DIR", help=folder_help)
+    info.set_defaults(older_than=None, configuration=[], all=False, dry_run=False)
+    prune: argparse.ArgumentParser = actions.add_parser(
+        "prune",
+        help="remove answers by age (--older-than), configuration (--configuration) or all (--all)",
+        description="Remove the answers stored more than DURATION ago (--older-than), those of the "
+        "configurations named (--configuration; with --older-than, only their older ones), or all "
+        "(--all); the folders of configurations left empty go too. Damaged entries and temporary "
+        "files left by killed sessions go with any prune of their configuration (alone, prune removes "
+        "only those). A temporary file younger than a minute, another session's write in progress, "
+        "stays; links and files of other names are never touched. Exit 1 when a file cannot be removed.",
+    )
+    prune.add_argument("folder", nargs="?", type=Path, metavar="DIR", help=folder_help)
+    prune.add_argument(
+        "--older-than",
+        type=_duration,
+        metavar="DURATION",
+        help="answers stored more than DURATION ago: 30d, 12h, 90m, 45s, 2w, or a sum such as 1d12h",
+    )
+    prune.add_argument(
+        "--configuration",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="the answers of configuration ID (its llm_judge verdicts if it judges); repeatable",
+    )
+    prune.add_argument(
+        "--all", action="store_true", help="every answer (the folder stays a cache, with its CACHEDIR.TAG)"
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    return prune
+
+
 def _escape_what_the_terminal_cannot_show() -> None:
     """Print a character the output's encoding lacks as its escape (``\\xd7``), as pytest's own
     output does: in the C locale without Python's UTF-8 mode that encoding is ASCII, and a run
@@ -266,7 +384,16 @@ def main(argv: list[str] | None = None) -> int:
     outputs.add_argument(
         "--dir", type=Path, default=Path("outputs"), help="where to write (default: outputs)"
     )
+    prune = _add_cache_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "cache":
+        if args.all and (args.older_than is not None or args.configuration):
+            prune.error(
+                "--all removes every answer: give it alone, or --older-than and --configuration without it"
+            )
+        return cache_command(
+            args.cache_action, args.folder, args.older_than, args.configuration, args.all, args.dry_run
+        )
     if args.command == "outputs":
         return outputs_command(args.results, args.dir)
     if args.command == "compare":

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["copy_atomic", "is_special", "write_atomic", "write_new"]
+__all__ = ["copy_atomic", "is_special", "temporary_prefix", "temporary_target", "write_atomic", "write_new"]
 
 # On Linux a "Umask:" line tells the process's umask without changing it.
 _PROC_STATUS = Path("/proc/self/status")
@@ -78,12 +78,25 @@ def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:
                 n += 1
 
 
+def temporary_prefix(name: str) -> str:
+    """How the name of a temporary file :func:`write_atomic` writes ``name`` through starts (a
+    random part of letters, digits and ``_`` follows)."""
+    return f".{name}."
+
+
+def temporary_target(name: str) -> str | None:
+    """The name of the file a temporary file named ``name`` is written for (:func:`temporary_prefix`),
+    or None when ``name`` is no such temporary name."""
+    target = name[1:].rpartition(".")[0] if name.startswith(".") else ""
+    return target if target and name.startswith(temporary_prefix(target)) else None
+
+
 @contextmanager
 def _written(folder: Path, name: str, text: str | Iterable[str]) -> Iterator[str]:
     """A temporary file in ``folder`` (made, with its parents) holding ``text``, removed afterwards
     unless the block renamed it."""
     folder.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+    fd, temporary = tempfile.mkstemp(prefix=temporary_prefix(name), dir=folder)
     try:
         # mkstemp creates the file 0600; give it the mode any file the user writes gets.
         os.fchmod(fd, 0o666 & ~_umask())

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .answer_files import AnswerFileError, answer_path, answer_to_store, read_answer, write_answer
 from .answer_keys import AnswerKey, answer_key, code_digest
-from .atomic_files import write_atomic
+from .atomic_files import temporary_prefix, write_atomic
 from .loading.templates import Redactor
 from .notes import note
 from .providers.base import PromptRequest, Provider, ProviderResponse, Unavailable, Wrapping
@@ -85,15 +85,24 @@ def folder_problem(folder: Path) -> str | None:
         return None
     if not folder.is_dir():
         return f"{folder} is not a folder"
-    # A session killed while it wrote the tag left only its temporary file: the folder is a cache.
-    if (folder / TAG_NAME).is_file() or all(
-        path.name.startswith(f".{TAG_NAME}.") for path in folder.iterdir()
-    ):
+    problem = not_a_cache(folder)
+    if problem is None:
         return None
     return (
-        f"{folder} holds files but is no response cache (it has no {TAG_NAME}); the folder is "
-        "the option's value: write --vibe-cache=DIR, or put --vibe-cache after the test paths"
+        f"{problem}; the folder is the option's value: write --vibe-cache=DIR, or put --vibe-cache "
+        "after the test paths"
     )
+
+
+def not_a_cache(folder: Path) -> str | None:
+    """Why the existing folder ``folder`` is no response cache (it holds files but no
+    ``CACHEDIR.TAG``), or None. Nothing may be written, nor removed, in such a folder."""
+    # A session killed while it wrote the tag left only its temporary file: the folder is a cache.
+    if (folder / TAG_NAME).is_file() or all(
+        path.name.startswith(temporary_prefix(TAG_NAME)) for path in folder.iterdir()
+    ):
+        return None
+    return f"{folder} holds files but is no response cache (it has no {TAG_NAME})"
 
 
 class ResponseCache:

@@ -224,3 +224,34 @@ def stop_reruns(item: pytest.Item) -> None:
     terminal = getattr(item, "_terminal_errors", None)
     if isinstance(terminal, dict):
         terminal[_HELD_BY_BUDGET] = True
+
+
+def rootdir_and_ini(folder: Path, name: str) -> tuple[Path, str | None]:
+    """The rootdir pytest finds when started in ``folder`` without arguments, and the value there
+    of its ini setting ``name`` (None where no ini file sets it), for the command line's ``cache``
+    command, which runs no session.
+
+    pytest finds both in ``_pytest.config.findpaths.determine_setup`` only (from its ini files,
+    nearest first). pytest 9 gave it an ``override_ini`` argument, a fourth value and ini values
+    wrapped in a ``ConfigValue`` (``.value``); both shapes are handled. A ``--rootdir`` in
+    ``addopts`` or ``PYTEST_ADDOPTS`` is not seen. pytest's ``UsageError`` (an ini file it cannot
+    read) becomes a ValueError with its message."""
+    import inspect
+
+    from _pytest.config.findpaths import determine_setup
+
+    arguments: dict[str, Any] = {
+        "inifile": None,
+        "args": [],
+        "rootdir_cmd_arg": None,
+        "invocation_dir": folder,
+    }
+    if "override_ini" in inspect.signature(determine_setup).parameters:
+        arguments["override_ini"] = None
+    try:
+        found = determine_setup(**arguments)
+    except pytest.UsageError as exc:
+        raise ValueError(f"pytest cannot read its configuration here: {exc}") from None
+    value = found[2].get(name)
+    value = getattr(value, "value", value)
+    return Path(found[0]), None if value is None else str(value)

@@ -236,6 +236,37 @@ def test_response_cache_example_answers_its_second_run_from_the_cache(
     assert sorted(path.parent.name for path in cache.rglob("*.json")) == ["app", "app", "app", "grader"]
 
 
+def test_response_cache_example_is_looked_after_by_the_cache_command(tmp_path: Path) -> None:
+    """The example README's `cache info` and `cache prune --configuration grader`: the next run
+    asks the judge alone again."""
+    cache = tmp_path / "cache"
+
+    def run_example() -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "examples/response-cache", "-p", "no:cacheprovider",
+             f"--vibe-cache={cache}", NO_HISTORY],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        return proc.stdout
+
+    def cache_command(*args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest_vibeeval", "cache", *args, str(cache)],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+        return proc.stdout
+
+    assert "Cache: 0 answers from cache, 3 asked" in run_example()
+    rows = {line.split()[0]: line.split()[1:4] for line in cache_command("info").splitlines()[2:]}
+    assert rows == {"app": ["3", "0", "0"], "grader": ["0", "1", "0"], "total": ["3", "1", "0"]}
+    assert "grader: removed 1 llm_judge verdict" in cache_command("prune", "--configuration", "grader")
+    assert f"Cache: 3 answers from cache, 0 asked ({cache}); llm_judge: 0 answers from cache, 1 asked" in (
+        run_example()
+    )
+
+
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_datasets_example_runs_one_item_per_row(tmp_path: Path, xdist: list[str]) -> None:
     results = tmp_path / "results.json"

@@ -143,3 +143,48 @@ def test_pytest_rerunfailures_can_be_told_to_rerun_no_more(pytester: pytest.Pyte
     assert result.parseoutcomes()["rerun"] == 2  # test_go's; test_stop's first attempt is its last
     seen = json.loads((pytester.path / "probe.json").read_text())
     assert seen == [True, True, True, False], seen  # test_stop once; test_go thrice, the last with none left
+
+
+PYTEST_9 = int(pytest.__version__.split(".")[0]) >= 9
+LAYOUTS = {
+    "pytest.ini": ("pytest.ini", "[pytest]\nvibe_cache = answers\n"),
+    "pyproject-ini-options": ("pyproject.toml", '[tool.pytest.ini_options]\nvibe_cache = "answers"\n'),
+    "tox.ini-unset": ("tox.ini", "[pytest]\naddopts = -q\n"),
+    "none": (None, ""),
+}
+
+
+@pytest.mark.parametrize(("name", "text"), LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_the_rootdir_and_ini_value_the_cache_command_finds_are_pytests(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, name: str | None, text: str
+) -> None:
+    """``python -m pytest_vibeeval cache`` finds the cache a session started in the same folder
+    uses: pytest's rootdir and its ini value ``vibe_cache``, through the private ``determine_setup``."""
+    from pytest_vibeeval.pytest_private import rootdir_and_ini
+
+    if name is not None:
+        (pytester.path / name).write_text(text)
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)
+    config = pytester.parseconfig()
+    rootdir, value = rootdir_and_ini(sub, "vibe_cache")
+    assert rootdir == config.rootpath
+    assert name is None or rootdir == pytester.path  # the ini file's folder, above the current one
+    assert value == (str(config.getini("vibe_cache")) or None)
+    assert value == ("answers" if "vibe_cache" in text else None)
+
+
+@pytest.mark.skipif(not PYTEST_9, reason="pytest 9 reads [tool.pytest] as native TOML")
+def test_a_native_toml_setting_is_found_too(pytester: pytest.Pytester) -> None:
+    from pytest_vibeeval.pytest_private import rootdir_and_ini
+
+    (pytester.path / "pyproject.toml").write_text('[tool.pytest]\nvibe_cache = "answers"\n')
+    assert rootdir_and_ini(pytester.path, "vibe_cache") == (pytester.path, "answers")
+
+
+def test_an_ini_file_pytest_cannot_read_is_a_value_error(pytester: pytest.Pytester) -> None:
+    from pytest_vibeeval.pytest_private import rootdir_and_ini
+
+    (pytester.path / "pyproject.toml").write_text("[tool.pytest.ini_options\n")
+    with pytest.raises(ValueError, match=r"pytest cannot read its configuration here: .*pyproject\.toml"):
+        rootdir_and_ini(pytester.path, "vibe_cache")

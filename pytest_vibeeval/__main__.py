@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -410,5 +411,19 @@ def main(argv: list[str] | None = None) -> int:
     return schema_command(args.check, args.dir, args.package)
 
 
+def run(argv: list[str] | None = None) -> int:
+    """:func:`main`, stopping quietly when the reader of its output goes away (``… | head``), as
+    command-line tools do: Python printed a BrokenPipeError traceback, and another at exit."""
+    try:
+        try:
+            return main(argv)
+        finally:  # also after argparse's --help, which ends in SystemExit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # Nothing more can be written; point stdout at /dev/null so that the flush at exit is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

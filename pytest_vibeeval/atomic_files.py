@@ -1,9 +1,11 @@
 """Files written whole or not at all: a temporary file beside the target, renamed (or linked) over
 it, with the mode any file the user writes gets (the umask's), for the results, the HTML report,
-the response cache, record stores and ``outputs``."""
+the response cache, record stores and ``outputs``; a device or a pipe the user named is written to
+instead (``write_atomic(..., into_special=True)``)."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
@@ -12,7 +14,20 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["copy_atomic", "is_special", "temporary_prefix", "temporary_target", "write_atomic", "write_new"]
+from .bounded_read import file_kind
+
+__all__ = [
+    "copy_atomic",
+    "descriptor_file",
+    "refused",
+    "refused_descriptor",
+    "special_mode",
+    "temporary_prefix",
+    "temporary_target",
+    "write_atomic",
+    "write_new",
+    "written_through",
+]
 
 # On Linux a "Umask:" line tells the process's umask without changing it.
 _PROC_STATUS = Path("/proc/self/status")
@@ -34,27 +49,74 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+def write_atomic(path: Path, text: str | Iterable[str], *, into_special: bool = False) -> None:
     """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
-    rename it over ``path``: a reader sees the old file or the whole new one, never a part. A
-    device or a pipe there (``/dev/null``, a FIFO) is written to, never replaced: a rename over
-    ``/dev/null`` replaced the system's with a file."""
-    if is_special(path):
-        with path.open("w", encoding="utf-8") as handle:
-            handle.writelines([text] if isinstance(text, str) else text)
-        return
+    rename it over ``path``: a reader sees the old file or the whole new one, never a part.
+
+    ``into_special``, for a path the user named (``--vibe-results``, ``--vibe-html``): a character
+    device or a FIFO there, or a link to one (``/dev/null``, ``/dev/stdout``, a FIFO a tool reads),
+    is written to instead, and stays what it is (a rename over ``/dev/null`` replaced the system's
+    with a file); a block device or a socket there, or a link to one, is refused (an OSError saying
+    so), neither written to nor replaced. Without it (the cache, record stores, ``latest.json``,
+    ``outputs``) whatever is at ``path`` is replaced, a link too: a FIFO planted there would make
+    the write wait for a reader forever, a link to a device have it written into."""
+    if into_special:
+        mode = special_mode(path)
+        if mode is not None and written_through(mode):
+            with path.open("w", encoding="utf-8") as handle:
+                handle.writelines([text] if isinstance(text, str) else text)
+            return
+        if mode is not None:
+            raise OSError(errno.EINVAL, refused(path, mode))
+        if (file := descriptor_file(path)) is not None:
+            raise OSError(errno.EINVAL, refused_descriptor(path, file))
     with _written(path.parent, path.name, text) as temporary:
         os.replace(temporary, path)
 
 
-def is_special(path: Path) -> bool:
-    """Whether ``path`` is something else than a file, a folder or a link: a device, a pipe (a link
-    is replaced, as a file is: what it links to is left alone)."""
+def special_mode(path: Path) -> int | None:
+    """The mode of what ``path`` is, or what a link there leads to (``/dev/stdout``, ``/dev/fd/1``),
+    when that is neither a file nor a folder: a device, a FIFO, a socket; else None (nothing there,
+    a file, a folder, a link to either or to nothing)."""
     try:
-        mode = path.lstat().st_mode
+        mode = path.stat().st_mode  # to the end of a chain of links
     except (OSError, ValueError):
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else mode
+
+
+def written_through(mode: int) -> bool:
+    """Whether a user-named path of ``mode`` (:func:`special_mode`) is written to rather than
+    replaced: a character device (``/dev/null``, a terminal) or a FIFO; a block device (a disk) or a
+    socket is neither."""
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def descriptor_file(path: Path) -> str | None:
+    """The file a link at ``path`` leads to through a process's descriptor (``/dev/stdout`` ->
+    ``/proc/self/fd/1`` -> ``out.json``, ``/dev/fd/1``), or None. Replacing such a link (as root:
+    the machine's /dev/stdout) is never what ``--vibe-results /dev/stdout > out.json`` meant."""
+    current = str(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        try:
+            target = os.readlink(current)
+        except (OSError, ValueError):  # not a link (any more): the end of the chain
+            return None
+        if os.path.realpath(os.path.dirname(current)).startswith("/proc/"):
+            return target  # a descriptor's link: its target is what the descriptor is
+        current = os.path.join(os.path.dirname(current), target)
+    return None
+
+
+def refused_descriptor(path: Path, file: str) -> str:
+    """Why a user-named ``path`` that leads to ``file`` through a descriptor is refused."""
+    return f"{path} leads to the file {file} through a process's descriptor: name that file"
+
+
+def refused(path: Path, mode: int) -> str:
+    """Why a user-named ``path`` of ``mode`` that is not :func:`written_through` is refused."""
+    how = "links to" if path.is_symlink() else "is"
+    return f"{path} {how} {file_kind(mode)}: name a file"
 
 
 def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:

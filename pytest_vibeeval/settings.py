@@ -102,7 +102,7 @@ class Settings:
             from .report.resultsfile import unwritable_reason
 
             example = "report.html" if option == "--vibe-html" else "results.json"
-            problem = unwritable_reason(Path(value).absolute(), example)
+            problem = unwritable_reason(Path(value).absolute(), example, into_special=True)
             if problem:  # found now, not after the whole run
                 raise pytest.UsageError(f"{option}: {problem}")
         _refuse_shared_outputs(config, files)

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -194,5 +195,146 @@ def test_results_written_to_a_pipe_or_a_device_leave_it_in_place(pytester: pytes
         assert json.loads(os.read(reader, 1 << 16))["runs"][0]["evals"][0]["outcome"] == "passed"
     finally:
         os.close(reader)
-    assert resultsfile.unwritable_reason(fifo) is None
-    assert resultsfile.unwritable_reason(Path(os.devnull)) is None
+    assert resultsfile.unwritable_reason(fifo, into_special=True) is None
+    assert resultsfile.unwritable_reason(Path(os.devnull), into_special=True) is None
+
+
+def one_eval_suite(pytester: pytest.Pytester) -> Path:
+    """A suite of one eval whose answer leaves a mark in the file ``asked`` each time it is asked."""
+    from helpers import python_suite
+
+    app = "def answer(prompt):\n    open('asked', 'a').write('x')\n    return 'ok'\n"
+    python_suite(pytester.path / "p.eval.yaml", ["{name: a, prompt: hi, checks: [{equals: ok}]}"], app=app)
+    return pytester.path / "asked"
+
+
+def block_device(folder: Path) -> Path:
+    """A block device node in ``folder`` (a loop device's numbers), or a skip where mknod is not
+    permitted. Only ever checked and refused: nothing may open it."""
+    path = folder / "blk"
+    try:
+        os.mknod(path, stat.S_IFBLK | 0o600, os.makedev(7, 250))
+    except OSError as exc:
+        pytest.skip(f"cannot make a block device node: {exc}")
+    return path
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    ("option", "kind"),
+    [
+        ("--vibe-results", "a block device"),
+        ("--vibe-html", "a socket"),
+        ("--vibe-results", "link to a socket"),
+    ],
+)
+def test_a_block_device_or_a_socket_named_for_the_results_is_a_usage_error(
+    pytester: pytest.Pytester, xdist: list[str], option: str, kind: str
+) -> None:
+    """--vibe-results /dev/sda wrote the results over the disk (as root); a socket passed the check
+    and lost the results at the end (ENXIO). Both are refused before any eval runs, and stay."""
+    import socket
+
+    from helpers import run
+
+    asked = one_eval_suite(pytester)
+    with socket.socket(socket.AF_UNIX) as bound:
+        if kind == "a block device":
+            path = block_device(pytester.path)
+            # Refused by the check before the run, the only thing that may touch it: never opened.
+            assert resultsfile.unwritable_reason(path, into_special=True) is not None
+        else:
+            path = pytester.path / "s"
+            bound.bind("s")  # in pytester's folder, the current one: its full path is too long to bind
+            if kind == "link to a socket":
+                path = pytester.path / "link"
+                path.symlink_to(pytester.path / "s")
+        result = run(pytester, option, path, "--vibe-history=", xdist=xdist)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        what = "links to a socket" if kind == "link to a socket" else f"is {kind}"
+        result.stderr.fnmatch_lines([f"*{option}: {path} {what}: name a file*"])
+        assert not asked.exists()
+        assert path.is_symlink() if kind == "link to a socket" else not stat.S_ISREG(path.lstat().st_mode)
+
+
+class PipeReader(threading.Thread):
+    """Reads the FIFO ``path`` to its end, from the moment a writer opens it, into ``data``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path, self.data = path, b""
+
+    def run(self) -> None:
+        with self.path.open("rb") as pipe:  # waits for a writer
+            self.data = pipe.read()
+
+    def text(self) -> str:
+        """What was read, once the writer is done; a writer that never came is let in and failed."""
+        self.join(timeout=30)
+        if self.is_alive():
+            os.close(os.open(self.path, os.O_WRONLY))  # release the reader's open
+            self.join(timeout=30)
+            pytest.fail(f"nothing opened {self.path} to write to it")
+        return self.data.decode()
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_results_named_through_a_link_to_a_pipe_are_written_into_it(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """``--vibe-results /dev/stdout | jq``: /dev/stdout is a link (to /proc/self/fd/1), and a link
+    was replaced by a file (as root, the machine's /dev/stdout). Links to FIFOs of this test's
+    own stand for it: written through, and left links."""
+    from helpers import run
+
+    one_eval_suite(pytester)
+    links = {}
+    for name in ("results", "html"):
+        fifo = pytester.path / f"{name}.fifo"
+        os.mkfifo(fifo)
+        links[name] = pytester.path / f"{name}-link"
+        links[name].symlink_to(fifo)
+    readers = {name: PipeReader(pytester.path / f"{name}.fifo") for name in links}
+    for reader in readers.values():
+        reader.start()
+    result = run(
+        pytester,
+        "--vibe-results",
+        links["results"],
+        "--vibe-html",
+        links["html"],
+        "--vibe-history=",
+        xdist=xdist,
+    )
+    texts = {name: reader.text() for name, reader in readers.items()}
+    result.assert_outcomes(passed=1)
+    assert json.loads(texts["results"])["runs"][0]["evals"][0]["outcome"] == "passed"
+    assert texts["html"].startswith("<!DOCTYPE html>")
+    for name, link in links.items():
+        assert os.readlink(link) == str(pytester.path / f"{name}.fifo")
+        assert stat.S_ISFIFO(link.stat().st_mode)
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_fifo_planted_in_the_cache_is_replaced_not_waited_on(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A cache entry replaced by a FIFO (anyone who can write in a shared cache can) was a miss, and
+    the answer then written into the FIFO: the session waited for a reader forever. It is replaced
+    by the answer's file. (This test holds the FIFO open, so that the old code did not wait.)"""
+    from helpers import run
+
+    asked = one_eval_suite(pytester)
+    run(pytester, "--vibe-cache=cache", "--vibe-history=", xdist=xdist).assert_outcomes(passed=1)
+    (entry,) = (pytester.path / "cache" / "app").glob("*.json")
+    entry.unlink()
+    os.mkfifo(entry)
+    reader = os.open(entry, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        run(pytester, "--vibe-cache=cache", "--vibe-history=", xdist=xdist).assert_outcomes(passed=1)
+        assert stat.S_ISREG(entry.lstat().st_mode) and json.loads(entry.read_text())
+        with pytest.raises(BlockingIOError):
+            os.read(reader, 1 << 16)  # nothing went into the FIFO
+    finally:
+        os.close(reader)
+    assert asked.read_text() == "xx"  # asked again for the entry spoilt, once

@@ -34,10 +34,11 @@ from .html_text import (
 def write_html(
     results: ResultsFile, path: Path, redact: Callable[[str | None], str | None] | None = None
 ) -> None:
-    """Write the report of ``results`` to ``path`` atomically (temp file + rename), passed through
-    ``redact``: the records are masked already, the step logs whose tails the page shows are not."""
+    """Write the report of ``results`` to ``path`` (--vibe-html) atomically (temp file + rename; a
+    device or a pipe is written to, see :func:`write_atomic`), passed through ``redact``: the
+    records are masked already, the step logs whose tails the page shows are not."""
     page = render_html(results)
-    write_atomic(path, (redact(page) or "") if redact is not None else page)
+    write_atomic(path, (redact(page) or "") if redact is not None else page, into_special=True)
 
 
 def render_html(results: ResultsFile) -> str:

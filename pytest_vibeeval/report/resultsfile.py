@@ -10,7 +10,16 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..atomic_files import copy_atomic, is_special, write_atomic, write_new
+from ..atomic_files import (
+    copy_atomic,
+    descriptor_file,
+    refused,
+    refused_descriptor,
+    special_mode,
+    write_atomic,
+    write_new,
+    written_through,
+)
 from ..results import ResultsFile, RunRecord
 from ..surrogates import model_json
 
@@ -18,18 +27,23 @@ DEFAULT_DIR = Path(".vibeeval") / "results"
 LATEST = "latest.json"  # in DEFAULT_DIR: a copy of the last complete run's timestamped file
 
 
-def unwritable_reason(path: Path, example: str | None = "results.json") -> str | None:
+def unwritable_reason(
+    path: Path, example: str | None = "results.json", *, into_special: bool = False
+) -> str | None:
     """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
     name too long, no write permission in its folder), or None; checked before a run, so that its
     results are not lost at the end. ``example``: the name suggested for a file in a folder given
-    instead of a file (None: no suggestion)."""
+    instead of a file (None: no suggestion). ``into_special``: ``path`` is one the user named,
+    written as ``write_atomic(path, ..., into_special=True)`` writes it (a character device or a
+    FIFO is written to, and needs write permission on itself; a block device or a socket is
+    refused)."""
     try:
-        return _unwritable_reason(path, example)
+        return _unwritable_reason(path, example, into_special)
     except OSError as exc:  # e.g. a path too long for the file system even to look it up
         return f"{path} cannot be written: {exc.strerror or exc}"
 
 
-def _unwritable_reason(path: Path, example: str | None) -> str | None:
+def _unwritable_reason(path: Path, example: str | None, into_special: bool) -> str | None:
     folder = path.parent
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent  # the folders write_atomic would create
@@ -43,8 +57,13 @@ def _unwritable_reason(path: Path, example: str | None) -> str | None:
         return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
     if not folder.is_dir():
         return f"{folder} is not a folder, so {path} cannot be created"
-    if is_special(path):  # written to, not replaced (/dev/null)
+    mode = special_mode(path) if into_special else None
+    if mode is not None and written_through(mode):  # written to, not replaced (/dev/null)
         return None if os.access(path, os.W_OK) else f"{path} is not writable"
+    if mode is not None:  # a block device, a socket
+        return refused(path, mode)
+    if into_special and (file := descriptor_file(path)) is not None:  # /dev/stdout > out.json
+        return refused_descriptor(path, file)
     # The file is written beside its name and renamed over it: that needs the folder's permission
     # only, whatever the mode of a file already there (a read-only latest.json is replaced).
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -163,7 +182,7 @@ def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) ->
     if explicit is None:
         return _write_default(results, rootdir)
     try:
-        write_atomic(explicit, results_json(results))
+        write_atomic(explicit, results_json(results), into_special=True)
     except OSError as exc:
         wanted = f"results not written to {explicit}: {_reason(exc)}"
         stamped = _write_stamped(results, rootdir, f"{wanted}, nor")

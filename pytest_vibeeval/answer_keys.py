@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from typing import Any
 
 from .providers.base import PromptRequest, without_token
@@ -31,23 +32,27 @@ KEY_FORMAT = 2  # 1: answers filed under the request's key and again under the k
 
 @dataclass(frozen=True)
 class AnswerKey:
-    """An answer's key: the hash of its request, and of everything sent for it. ``earlier``: the
-    key the same answer had in a store or cache written before the eval that asks was part of the
-    request (format 2; there ``sent`` held it), for a provider told which eval asks."""
+    """An answer's key: the hash of its request, and of everything sent for it. ``names_asker``:
+    whether the request holds the eval that asks (and its suite), for a provider told them."""
 
     request: str
     sent: str
-    earlier: AnswerKey | None = None
+    names_asker: bool = False
+    # makes the ``earlier`` key, when it is first read (most answers are found without it)
+    earlier_of: Callable[[], AnswerKey] | None = field(default=None, repr=False, compare=False)
 
-    @property
-    def filed_under(self) -> tuple[AnswerKey, ...]:
-        """The keys its answer may be filed under: this one, then the ``earlier`` one."""
-        return (self,) if self.earlier is None else (self, self.earlier)
+    @cached_property
+    def earlier(self) -> AnswerKey | None:
+        """The key the same answer had in a store or cache written before the eval that asks was
+        part of the request (format 2; there ``sent`` held it), for a key that ``names_asker``."""
+        return None if self.earlier_of is None else self.earlier_of()
 
-    @property
-    def names_asker(self) -> bool:
-        """Whether the request holds the eval that asks (and its suite)."""
-        return self.earlier is not None
+    def filed_under(self) -> Iterator[AnswerKey]:
+        """The keys its answer may be filed under: this one, then the ``earlier`` one (made when
+        it is reached)."""
+        yield self
+        if self.earlier is not None:
+            yield self.earlier
 
     @property
     def prefix(self) -> str:
@@ -92,20 +97,46 @@ def request_digest(config_id: str, model: str, request: PromptRequest, asker: bo
     return answer_digest([KEY_FORMAT, config_id, asked])
 
 
+class AnswerKeys:
+    """The keys of ``provider``'s answers for configuration ``config_id``. Whether what it sends
+    says which eval asks is a matter of the provider, not of the request: it is asked once, with
+    its first request, so that a key costs what the provider's ``cache_material`` and two hashes
+    cost."""
+
+    def __init__(self, provider: object, config_id: str) -> None:
+        material = getattr(provider, "cache_material", None)
+        self.material: Callable[[PromptRequest], Any] | None = material if callable(material) else None
+        self.config_id = config_id
+        self.told_asker: bool | None = None  # not asked yet
+
+    def key(self, model: str, request: PromptRequest) -> AnswerKey:
+        """The key of the answer to ``request`` (:func:`request_digest`, with the eval that asks
+        when what the provider sends depends on it), whose model is ``model``."""
+        sent = self.material(request) if self.material is not None else None
+        if self.material is not None and self.told_asker is None:
+            self.told_asker = _told_asker(self.material, request, sent)
+        if not self.told_asker:
+            return _key(self.config_id, model, request, sent)
+        digest = request_digest(self.config_id, model, request, asker=True)
+        return AnswerKey(
+            digest,
+            answer_digest([KEY_FORMAT, digest, sent]),
+            names_asker=True,
+            earlier_of=partial(_key, self.config_id, model, request, sent),
+        )
+
+
+def _key(config_id: str, model: str, request: PromptRequest, sent: object) -> AnswerKey:
+    """The key of the answer to ``request`` by a provider not told which eval asks (``sent``: what
+    it says it sends)."""
+    digest = request_digest(config_id, model, request)
+    return AnswerKey(digest, answer_digest([KEY_FORMAT, digest, sent]))
+
+
 def answer_key(provider: object, config_id: str, model: str, request: PromptRequest) -> AnswerKey:
     """The key of ``provider``'s answer to ``request`` for configuration ``config_id``, whose model
-    is ``model`` (:func:`request_digest`, with the eval that asks when what ``provider`` sends
-    depends on it)."""
-    material = getattr(provider, "cache_material", None)
-    sent = material(request) if callable(material) else None
-
-    def key(asker: bool) -> AnswerKey:
-        digest = request_digest(config_id, model, request, asker)
-        return AnswerKey(digest, answer_digest([KEY_FORMAT, digest, sent]))
-
-    if not callable(material) or not _told_asker(material, request, sent):
-        return key(False)
-    return replace(key(True), earlier=key(False))
+    is ``model`` (:meth:`AnswerKeys.key`; a provider asked many times keeps an :class:`AnswerKeys`)."""
+    return AnswerKeys(provider, config_id).key(model, request)
 
 
 def _told_asker(material: Callable[[PromptRequest], Any], request: PromptRequest, sent: object) -> bool:

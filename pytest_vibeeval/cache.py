@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .answer_files import AnswerFileError, answer_path, answer_to_store, read_answer, write_answer
-from .answer_keys import AnswerKey, answer_key, code_digest
+from .answer_keys import AnswerKey, AnswerKeys, code_digest
 from .atomic_files import temporary_prefix, write_atomic
 from .loading.templates import Redactor
 from .notes import note
@@ -117,26 +117,25 @@ class ResponseCache:
         code changed since) is one. An entry that cannot be read or is not ``key``'s is a miss with
         a :class:`CacheNote`, never an error and never another answer. Where ``key`` has no
         file, its ``earlier`` one (a cache of format 2) is read."""
-        path = answer_path(self.folder, config_id, key)
-        if key.earlier is not None and not path.exists():
-            key = key.earlier
-            path = answer_path(self.folder, config_id, key)
-        try:
-            entry, response = read_answer(path)
-        except FileNotFoundError:
-            return None
-        except AnswerFileError as exc:
-            note(CacheNote(f"cached answer {path} {exc}; asked again"), stacklevel=2)
-            return None
-        if entry.get("key") != key.sent or entry.get("configuration") != config_id:
-            note(
-                CacheNote(f"cached answer {path} is not this request's (its key differs); asked again"),
-                stacklevel=2,
-            )
-            return None
-        if entry.get("code") != code:
-            return None
-        return replace(response, cached=True)
+        for each in key.filed_under():
+            path = answer_path(self.folder, config_id, each)
+            try:
+                entry, response = read_answer(path)
+            except FileNotFoundError:
+                continue
+            except AnswerFileError as exc:
+                note(CacheNote(f"cached answer {path} {exc}; asked again"), stacklevel=2)
+                return None
+            if entry.get("key") != each.sent or entry.get("configuration") != config_id:
+                note(
+                    CacheNote(f"cached answer {path} is not this request's (its key differs); asked again"),
+                    stacklevel=2,
+                )
+                return None
+            if entry.get("code") != code:
+                return None
+            return replace(response, cached=True)
+        return None
 
     def save(self, config_id: str, key: AnswerKey, entry: dict[str, Any]) -> None:
         """Store ``entry`` under ``key``; a folder that cannot be written is a warning (the answer
@@ -151,7 +150,7 @@ class ResponseCache:
     def drop(self, config_id: str, key: AnswerKey) -> None:
         """Remove the answer filed under ``key`` (and under its ``earlier`` key), if there is one
         (one that cannot be removed is a warning: the next run answers from it again)."""
-        for each in key.filed_under:
+        for each in key.filed_under():
             path = answer_path(self.folder, config_id, each)
             try:
                 path.unlink(missing_ok=True)
@@ -173,9 +172,10 @@ class CachingProvider(Wrapping):
 
     def __init__(self, inner: Cacheable, cache: ResponseCache, config_id: str, model: str | None) -> None:
         self.inner, self.cache, self.config_id, self.model = inner, cache, config_id, model
+        self.keys = AnswerKeys(inner, config_id)
 
     def key(self, request: PromptRequest) -> AnswerKey:
-        return answer_key(self.inner, self.config_id, self.model or request.model, request)
+        return self.keys.key(self.model or request.model, request)
 
     def answer(self, request: PromptRequest) -> ProviderResponse:
         key, code = self.key(request), code_digest(self.inner)

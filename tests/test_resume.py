@@ -325,4 +325,27 @@ def test_what_resume_compares_of_a_configuration_is_what_it_writes() -> None:
     assert preset.written_settings() == {"preset": "claude-code", "model": "m", "pricing": PRICES}
 
 
+def test_a_configuration_given_to_another_model_keeps_what_it_was_written_with() -> None:
+    """Validated again as a field of another model (as it is, or copied by a model that
+    revalidates), a configuration still compares what it was written with, not its preset's."""
+    from pydantic import BaseModel, ConfigDict
+
+    from pytest_vibeeval.models import Configuration
+
+    class Revalidated(Configuration):
+        model_config = ConfigDict(revalidate_instances="always")
+
+    class Holder(BaseModel):
+        configurations: dict[str, Configuration]
+        copied: dict[str, Revalidated] = {}
+
+    written = {"preset": "claude-code", "model": "m"}
+    preset = Configuration.model_validate(written)
+    copied = Revalidated.model_validate(written)
+    holder = Holder(configurations={"x": preset}, copied={"x": copied})
+    assert holder.copied["x"] is not copied  # a copy, validated from the instance
+    for each in (preset, holder.configurations["x"], copied, holder.copied["x"]):
+        assert each.written_settings() == written
+
+
 PRICES = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}

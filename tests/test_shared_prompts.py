@@ -90,6 +90,35 @@ def test_a_store_of_format_2_replays_each_evals_own_answer(
     run(pytester, "--vibe-replay", "store", *args, xdist=xdist).assert_outcomes(passed=3)
 
 
+def test_a_store_of_format_2_sent_otherwise_is_a_miss_saying_so(pytester: pytest.Pytester) -> None:
+    """The same logic under a new function name sends something else: the answers of format 2 to
+    the prompt are stale, not missing; a `replay:` configuration's miss names the files it looks
+    for and the configuration that records them."""
+    suite = shared_suite(pytester.path, "format-2")
+    with (pytester.path / "shared_app.py").open("a") as app:
+        app.write("\n\nother = answer\n")
+    suite.write_text(suite.read_text().replace(PYTHON, 'python: "shared_app:other"'))
+    run(pytester, "--vibe-replay", "store", "--vibe-history=", "--vibe-results", "r.json").assert_outcomes(
+        failed=3
+    )
+    store = pytester.path / "store"
+    for eval_id, found in outcomes(pytester.path).items():
+        assert found.startswith("error: no recorded answer for configuration 'app'"), eval_id
+        assert "; this prompt was recorded, but sent with other request settings" in found, eval_id
+        assert found.endswith(f"; record it with --vibe-record {store}"), eval_id
+    suite.write_text(suite.read_text().replace('python: "shared_app:other"', "replay: store"))
+    run(pytester, "--vibe-history=", "--vibe-results", "r.json", "-k", "sum").assert_outcomes(passed=1)
+    (store / "app" / "abffbf366b46fdd4accd3290-cf22037272ebd7f5.json").unlink()
+    run(pytester, "--vibe-history=", "--vibe-results", "r.json", "-k", "sum").assert_outcomes(failed=1)
+    message = outcomes(pytester.path)["sum"]
+    assert " (expected a file named " in message
+    assert "*.json, a Python callable's answer to this eval, or abffbf366b46fdd4accd3290-*.json, " in message
+    assert message.endswith(
+        f"; record it with --vibe-record {store}, running configuration 'app' with the provider its "
+        "answers come from (a `replay:` configuration only reads them)"
+    )
+
+
 @XDIST_MODES
 def test_a_replay_configuration_refuses_answers_of_format_2_it_cannot_tell_apart(
     pytester: pytest.Pytester, xdist: list[str]
@@ -108,10 +137,11 @@ def test_a_replay_configuration_refuses_answers_of_format_2_it_cannot_tell_apart
     names = ", ".join(sorted(p.name for p in (store / "app").glob("f37b1b8baf666aa6e0ddbf24-*")))
     assert found["first"] == found["second"]
     assert found["first"] == (
-        f"error: the recorded answers {names} in {store / 'app'} answer this prompt for different "
-        "evals of a Python callable (or different callables), and were recorded before a store "
-        "noted which eval each answered: they cannot be told apart; record them again with "
-        f"--vibe-record {store}"
+        f"error: the recorded answers {names} in {store / 'app'} answer this prompt differently, "
+        "and were recorded before a store noted which eval each answered (for different evals of a "
+        "Python callable or of a plugin's provider, or with other settings): they cannot be told "
+        f"apart; record them again with --vibe-record {store}, running configuration 'app' with "
+        "the provider its answers come from (a `replay:` configuration only reads them)"
     )
     suite.write_text(suite.read_text().replace("replay: store", PYTHON))
     run(pytester, "--vibe-record", "store", "--vibe-history=", xdist=xdist).assert_outcomes(passed=3)
@@ -136,10 +166,12 @@ def test_a_store_of_format_1_refuses_answers_it_cannot_tell_apart(
         found = outcomes(pytester.path)
         assert found["sum"] == "passed"
         assert found["first"] == found["second"]
+        hint = "" if replay else ", running configuration 'app' with the provider its answers come from"
         assert found["first"] == (
-            f"error: {store / 'app'} holds 2 answers to this request recorded in the earlier format, "
-            "which does not say which eval, code or settings each was given for: they cannot be "
-            f"told apart; record them again with --vibe-record {store}"
+            f"error: {store / 'app'} holds 2 answers to this request that differ, recorded in the "
+            "earlier format, which does not say which eval, code, settings or endpoint each was "
+            f"given for: they cannot be told apart; record them again with --vibe-record {store}{hint}"
+            + (" (a `replay:` configuration only reads them)" if hint else "")
         )
 
 

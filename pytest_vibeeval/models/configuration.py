@@ -349,7 +349,10 @@ class Configuration(StrictModel):
                 )
             data = with_preset(data)
         configuration = handler(data)
-        configuration._written = written
+        if written is not None:  # an instance validated again keeps what it was made from
+            configuration._written = written
+        elif isinstance(data, Configuration) and configuration is not data:
+            configuration._written = data._written
         return configuration
 
     def written_settings(self) -> dict[str, Any]:

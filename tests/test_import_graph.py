@@ -227,9 +227,10 @@ def test_no_import_cycles() -> None:
 
 def test_the_stores_of_answers_and_outputs_write_without_the_results_writer() -> None:
     """The response cache, record stores and ``outputs`` write their files through ``atomic_files``,
-    which imports no module of the package, not through the results file's writer."""
+    which imports only what tells a file's kind (``bounded_read``), not through the results file's
+    writer."""
     edges = graph()
-    assert edges["pytest_vibeeval.atomic_files"] == set()
+    assert edges["pytest_vibeeval.atomic_files"] <= {"pytest_vibeeval.bounded_read"}
     for writer in ("cache", "answer_files", "runner_outputs", "report.html", "report.resultsfile"):
         assert "pytest_vibeeval.atomic_files" in edges[f"pytest_vibeeval.{writer}"], writer
     for writer in ("cache", "answer_files", "runner_outputs"):

@@ -71,6 +71,12 @@ def test_results_json_that_is_not_results_is_refused(text: str) -> None:
         parse_results_json(text)
 
 
+def test_results_json_with_a_trailing_comma_is_refused_alike_on_every_python() -> None:
+    with pytest.raises(ResultsFileError) as caught:
+        parse_results_json('[{"taskId": "a", "passed": true},]')
+    assert str(caught.value) == "not JSON: a comma after the last entry: line 1 column 33 (char 32)"
+
+
 def test_collect_sums_files_ignores_bad_and_untouched_ones(tmp_path: Path) -> None:
     planted = write(tmp_path / "junit.xml", '<testsuite><testcase name="fake"/></testsuite>')
     write(tmp_path / "results.json", '[{"taskId": "old", "passed": true}]')

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bounded_read import UnreadableFile, read_bounded
+from ..loading.syntax_hints import json_error
 from ..models import Configuration
 from ..presets import AGENT_PRESETS
 from ..results import ToolCallRecord
@@ -147,7 +148,8 @@ def write_settings(cwd: Path, given: CliMcp) -> None:
         try:
             loaded = json.loads(read_bounded(path, MAX_SETTINGS_BYTES).decode("utf-8"))
         except (OSError, UnreadableFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ProviderError(f"cannot add the suite's mcp_server to {path}: {exc}") from None
+            problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+            raise ProviderError(f"cannot add the suite's mcp_server to {path}: {problem}") from None
         if not isinstance(loaded, dict):
             raise ProviderError(f"cannot add the suite's mcp_server to {path}: not a JSON object")
         data = loaded

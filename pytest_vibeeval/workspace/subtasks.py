@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..bounded_read import UnreadableFile, read_bounded
+from ..loading.syntax_hints import json_error
 from ..text_input import NotUtf8, decode_text
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ def parse_results_json(text: str | bytes) -> tuple[int, int]:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ResultsFileError(f"not JSON: {exc}") from None
+        problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+        raise ResultsFileError(f"not JSON: {problem}") from None
     if isinstance(data, dict) and "results" in data:
         data = data["results"]
     if not isinstance(data, list):

@@ -19,6 +19,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import yaml
 
 from .bounded_read import UnreadableFile
+from .loading.syntax_hints import json_error
 from .loading.yamlsource import MAX_INPUT_BYTES
 from .text_input import NotUtf8, read_input_text
 
@@ -41,7 +42,8 @@ def read_schema_file(file: Path, shown: str) -> Any:
     try:
         return json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise ValueError(f"the JSON Schema {shown!r} cannot be parsed: {exc}") from None
+        problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+        raise ValueError(f"the JSON Schema {shown!r} cannot be parsed: {problem}") from None
 
 
 def _refs(node: Any) -> Iterator[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from .loading.templates import parse_assignments
 from .workspace.sandbox import SANDBOX_MODES, SandboxMode
-from .workspace.subtasks import DEFAULT_SUBTASK_GLOBS
+from .workspace.subtasks import DEFAULT_SUBTASK_GLOBS, subtask_glob
 
 # Every pytest session imports this module, with or without evals: it imports only what declaring
 # and resolving the options needs (the checks of a given option's value import theirs).
@@ -122,7 +122,7 @@ class Settings:
             ),
             keep_workspaces=_flag(config, "vibe_keep_workspaces"),
             workspace_ignore=tuple(config.getini("vibe_workspace_ignore")),
-            subtask_globs=tuple(config.getini("vibe_subtask_globs")),
+            subtask_globs=_subtask_globs(config),
             max_cost=_max_cost(config),
             record=_absolute(record),
             replay=_absolute(replay),
@@ -431,6 +431,14 @@ def _ini_count(config: pytest.Config, name: str) -> int:
     if not str(value).strip().isdigit():
         raise pytest.UsageError(f"{name} (ini): {value!r} is not a whole number >= 0")
     return int(value)
+
+
+def _subtask_globs(config: pytest.Config) -> tuple[str, ...]:
+    """The ``vibe_subtask_globs`` patterns, each checked and read the same on every Python."""
+    try:
+        return tuple(subtask_glob(pattern) for pattern in config.getini("vibe_subtask_globs"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"vibe_subtask_globs (ini): {exc}") from None
 
 
 def _ini_seconds(config: pytest.Config, name: str) -> float:

@@ -23,6 +23,7 @@ from pydantic import (
 
 from .check_api import CheckError, CheckType, Count, NonEmptyStr, Response, Verdict, quote
 from .dotted import MISSING, lookup
+from .loading.syntax_hints import json_error
 from .patterns import canonical, pattern_matches
 from .results import ToolCallRecord
 from .schema_refs import SchemaFiles, read_schema_file, referenced_files
@@ -57,7 +58,7 @@ def parse_answer(text: str) -> tuple[Any, str | None]:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
         fenced = " (it is in a code fence; ask for bare JSON)" if text.lstrip().startswith("```") else ""
-        return None, f"the response is not JSON: {exc}{fenced}"
+        return None, f"the response is not JSON: {json_error(exc)}{fenced}"
 
 
 class JsonArgs(BaseModel):

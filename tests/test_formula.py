@@ -179,6 +179,14 @@ def test_evaluation_problems_give_none_and_a_reason(formula: str, message: str) 
         ("(passed", "syntax error: '(' was never closed", 0),
         ("passed; import os", "syntax error", None),
         ("success_pct = 1", "syntax error", None),
+        # worded and placed alike on every Python (3.13 says "'not' after an operator must be
+        # parenthesized", "Invalid star expression"; 3.12 words f-string errors anew)
+        ("passed + not failed", "the operator 'not' is not allowed", 9),
+        ("(passed + not", "the operator 'not' is not allowed", 10),
+        ("passed * (*)", "syntax error: invalid syntax", 11),
+        ('f"{passed!}"', "an f-string is not allowed", 0),
+        ('f"{passed:{1:{2}}}"', "an f-string is not allowed", 0),
+        ('passed + f"x', "an f-string is not allowed", 9),
     ],
 )
 def test_invalid_formulas(formula: str, message: str, column: int | None) -> None:

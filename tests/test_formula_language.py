@@ -565,7 +565,7 @@ ATTACKS = [
     ("open('/etc/passwd')", "unknown function 'open'"),
     ("exec('1')", "unknown function 'exec'"),
     ("{}", "Dict is not allowed"),
-    ("f'{passed}'", "JoinedStr is not allowed"),
+    ("f'{passed}'", "an f-string is not allowed"),
     ("(x := 1)", "NamedExpr is not allowed"),
     ("passed; __import__('os')", "syntax error"),
 ]

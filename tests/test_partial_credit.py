@@ -23,6 +23,7 @@ from pytest_vibeeval.workspace.subtasks import (
     parse_junit,
     parse_results_json,
     snapshot_results,
+    subtask_glob,
 )
 
 JUNIT_3_OF_4 = """<?xml version="1.0" encoding="UTF-8"?>
@@ -68,6 +69,12 @@ def test_results_json_both_shapes() -> None:
 def test_results_json_that_is_not_results_is_refused(text: str) -> None:
     with pytest.raises(ResultsFileError):
         parse_results_json(text)
+
+
+def test_results_json_with_a_trailing_comma_is_refused_alike_on_every_python() -> None:
+    with pytest.raises(ResultsFileError) as caught:
+        parse_results_json('[{"taskId": "a", "passed": true},]')
+    assert str(caught.value) == "not JSON: a comma after the last entry: line 1 column 33 (char 32)"
 
 
 def test_collect_sums_files_ignores_bad_and_untouched_ones(tmp_path: Path) -> None:
@@ -326,3 +333,85 @@ def test_results_in_dependency_and_dot_folders_are_not_counted(tmp_path: Path) -
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "junit-x.xml").write_text(JUNIT_3_OF_4)
     assert collect_subtasks(tmp_path, DEFAULT_SUBTASK_GLOBS, {}) == Subtasks(3, 4)
+
+
+# --------------------------------------------------------------------------- vibe_subtask_globs
+
+
+@pytest.mark.parametrize(
+    ("pattern", "read"),
+    [
+        ("**/junit*.xml", "**/junit*.xml"),
+        ("reports/**", "reports/**/*"),
+        ("**", "**/*"),
+        ("a/*.json", "a/*.json"),
+    ],
+)
+def test_a_results_pattern_is_read_alike_on_every_python(pattern: str, read: str) -> None:
+    assert subtask_glob(pattern) == read
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("**.xml", "'**.xml': ** must be a whole path component, as in **/*.xml"),
+        (
+            "reports/**junit.xml",
+            "'reports/**junit.xml': ** must be a whole path component, as in reports/**/*junit.xml",
+        ),
+        (
+            "/tmp/*.xml",
+            "'/tmp/*.xml' is absolute: write it relative to the grading folder, e.g. **/junit*.xml",
+        ),
+        ("../*.xml", "'../*.xml' leads out of the grading folder (..): results files are looked for in it"),
+    ],
+)
+def test_a_results_pattern_python_reads_unlike_or_not_at_all_is_refused(pattern: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        subtask_glob(pattern)
+    assert str(caught.value) == message
+
+
+def junit_eval(pytester: pytest.Pytester, patterns: str) -> Path:
+    """The oracle's ``add`` eval, whose last grade step writes reports/junit-hidden.xml (3 of 4),
+    with ``vibe_subtask_globs`` set to ``patterns``; returns the results file's path."""
+    script = write(pytester.path / "steps" / "junit_step.py", JUNIT_STEP)
+    config = make_config_dir(pytester.path, {"junit": {"command": PYTHON, "args": [str(script)]}})
+    data = load_json(config / "eval-config.json")
+    data["evaluations"]["add"]["gradeSteps"].append("junit")
+    write(config / "eval-config.json", json.dumps(data))
+    pytester.makeini(f"[pytest]\nvibe_subtask_globs =\n    {patterns}\n")
+    return pytester.path / "r.json"
+
+
+@XDIST_MODES
+def test_a_results_pattern_ending_in_double_star_counts_the_files_below_it(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """``reports/**`` counted the JUnit file in reports/ on Python 3.13 and nothing on 3.11 and 3.12
+    (pathlib's glob matched only folders there)."""
+    out = junit_eval(pytester, "reports/**")
+    result = run(
+        pytester, "--vibe-config", "oracle", "--vibe-eval", "add", "--vibe-results", str(out), xdist=xdist
+    )
+    result.assert_outcomes(passed=1)
+    (record,) = run_of(load_json(out), "oracle")["evals"]
+    assert (record["subtasks_passed"], record["subtasks_total"]) == (3, 4)
+
+
+@XDIST_MODES
+def test_a_results_pattern_python_cannot_read_alike_is_a_usage_error(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """``**.xml`` failed every coding eval with pathlib's traceback on Python 3.11 and 3.12 and read as
+    ``*.xml`` on 3.13; an absolute pattern failed them on each."""
+    out = junit_eval(pytester, "**.xml")
+    result = run(
+        pytester, "--vibe-config", "oracle", "--vibe-eval", "add", "--vibe-results", str(out), xdist=xdist
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "vibe_subtask_globs (ini): '**.xml': ** must be a whole path component, as in **/*.xml"
+        in result.stderr.str()
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()

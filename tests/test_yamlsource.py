@@ -4,6 +4,7 @@ size loads."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from pytest_vibeeval.errors import InputError
 from pytest_vibeeval.loading import yamlsource
+from pytest_vibeeval.loading.syntax_hints import json_error
 from pytest_vibeeval.loading.yamlsource import MAX_DEPTH, load_document
 
 
@@ -292,3 +294,23 @@ def test_invalid_json_names_line_column_and_fix(
     with pytest.raises(InputError) as info:
         load_document(path)
     assert_error(info.value, line, f"invalid JSON: {message}", hint)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"ok": true,}', "a comma after the last entry: line 1 column 12 (char 11)"),
+        ("[1, 2 ,\n\n]", "a comma after the last entry: line 1 column 7 (char 6)"),
+        ('{"a": [1,],}', "a comma after the last entry: line 1 column 9 (char 8)"),
+        ("[1,,2]", "Expecting value: line 1 column 4 (char 3)"),
+        ("{'a': 1}", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    ],
+)
+def test_a_json_error_is_worded_the_same_on_every_python(text: str, said: str) -> None:
+    """Where JSON that is not the plugin's own input is reported (a model's answer, an agent's
+    output, a grade step's results file): Python 3.13 says "Illegal trailing comma before end of
+    object" at the comma, earlier versions "Expecting property name enclosed in double quotes" or
+    "Expecting value" at the bracket."""
+    with pytest.raises(json.JSONDecodeError) as caught:
+        json.loads(text)
+    assert str(json_error(caught.value)) == said

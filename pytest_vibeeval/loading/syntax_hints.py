@@ -95,10 +95,28 @@ class JsonSyntax:
     hint: str
 
 
-def json_syntax(exc: json.JSONDecodeError) -> JsonSyntax:
-    """The JSON parser's error, the same on every Python: a comma before a closing bracket is
-    reported at the comma (Python 3.13 says "Illegal trailing comma" there; earlier versions say
-    "Expecting property name" or "Expecting value" at the bracket)."""
+TRAILING_COMMA = "a comma after the last entry"
+
+
+@dataclass(frozen=True)
+class JsonError:
+    """A :class:`json.JSONDecodeError` in the same words and at the same place on every Python: a
+    comma before a closing bracket is :data:`TRAILING_COMMA`, at the comma (Python 3.13 says
+    "Illegal trailing comma before end of object" there; earlier versions "Expecting property name
+    enclosed in double quotes" or "Expecting value", at the bracket). ``str()`` is worded as the
+    exception's: ``msg: line 1 column 8 (char 7)``."""
+
+    msg: str
+    lineno: int
+    colno: int
+    pos: int
+
+    def __str__(self) -> str:
+        return f"{self.msg}: line {self.lineno} column {self.colno} (char {self.pos})"
+
+
+def json_error(exc: json.JSONDecodeError) -> JsonError:
+    """``exc`` as :class:`JsonError` words it."""
     text, pos = exc.doc, exc.pos
     before = text[:pos].rstrip()
     if exc.msg.startswith("Illegal trailing comma"):
@@ -108,10 +126,18 @@ def json_syntax(exc: json.JSONDecodeError) -> JsonSyntax:
     ):
         comma = len(before) - 1
     else:
-        return JsonSyntax(f"{exc.msg} (column {exc.colno})", exc.lineno, json_syntax_hint(exc.msg, text, pos))
-    column = comma - text.rfind("\n", 0, comma)
+        return JsonError(exc.msg, exc.lineno, exc.colno, pos)
+    line_start = text.rfind("\n", 0, comma)
+    return JsonError(TRAILING_COMMA, text.count("\n", 0, comma) + 1, comma - line_start, comma)
+
+
+def json_syntax(exc: json.JSONDecodeError) -> JsonSyntax:
+    """The JSON parser's error, the same on every Python (see :class:`JsonError`)."""
+    error = json_error(exc)
+    if error.msg == TRAILING_COMMA:
+        return JsonSyntax(f"{TRAILING_COMMA} (column {error.colno})", error.lineno, TRAILING_COMMA_HINT)
     return JsonSyntax(
-        f"a comma after the last entry (column {column})", text.count("\n", 0, comma) + 1, TRAILING_COMMA_HINT
+        f"{exc.msg} (column {exc.colno})", exc.lineno, json_syntax_hint(exc.msg, exc.doc, exc.pos)
     )
 
 

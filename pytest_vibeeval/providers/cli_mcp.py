@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bounded_read import UnreadableFile
+from ..loading.syntax_hints import json_error
 from ..models import Configuration
 from ..presets import AGENT_PRESETS
 from ..results import ToolCallRecord
@@ -148,7 +149,10 @@ def write_settings(cwd: Path, given: CliMcp) -> None:
         try:  # read as the suite's own files are: a byte-order mark dropped, UTF-16 named
             loaded = json.loads(read_input_text(path, MAX_SETTINGS_BYTES))
         except (OSError, UnreadableFile, NotUtf8, json.JSONDecodeError) as exc:
-            why = f"{exc.message}; {exc.hint}" if isinstance(exc, NotUtf8) else exc
+            if isinstance(exc, NotUtf8):
+                why: object = f"{exc.message}; {exc.hint}"
+            else:
+                why = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
             raise ProviderError(f"cannot add the suite's mcp_server to {path}: {why}") from None
         if not isinstance(loaded, dict):
             raise ProviderError(f"cannot add the suite's mcp_server to {path}: not a JSON object")

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ..loading.syntax_hints import json_error
 from ..masking import keep_start
 from ..results import ToolCallRecord
 from .base import ProviderError, ProviderResponse
@@ -249,7 +250,8 @@ async def _call(
         if not isinstance(arguments, dict):
             raise ValueError("the arguments are not a JSON object")
     except ValueError as exc:
-        error = f"invalid arguments from the model: {exc}"
+        problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+        error = f"invalid arguments from the model: {problem}"
         text = error
     else:
         try:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..loading.syntax_hints import json_error
 from ..masking import keep_start
 from ..results import ToolCallRecord
 from ..surrogates import loads
@@ -42,7 +43,8 @@ def json_events(path: Path) -> Iterator[dict[str, Any]]:
                 event = loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 cut = "" if raw.endswith(b"\n") else "; the output ends inside it: was the run cut off?"
-                raise Malformed(f"line {number} is not valid JSON ({exc}){cut}") from None
+                problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+                raise Malformed(f"line {number} is not valid JSON ({problem}){cut}") from None
             yield event
 
 
@@ -71,7 +73,8 @@ def json_document(path: Path) -> Any:
     try:
         return loads(data[start.start() :] if start and start.start() else data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Malformed(f"the output is not valid JSON ({exc})") from None
+        problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+        raise Malformed(f"the output is not valid JSON ({problem})") from None
 
 
 def checked_number(value: Any, where: str, *, whole: bool = False) -> Any:

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from ..bounded_read import UnreadableFile, file_kind, read_bounded, read_end
+from ..loading.syntax_hints import json_error
 from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
 from ..scoring.formula import show_formula
 from .format import decimal, run_title, score, signed
@@ -130,7 +131,9 @@ def read_results(path: Path) -> ReadResults:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BaselineError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        error = json_error(exc)
+        where = f"line {error.lineno}, column {error.colno}"
+        raise BaselineError(f"{path}: not JSON ({where}: {error.msg})") from None
     if not isinstance(data, dict):
         raise BaselineError(f"{path}: not a pytest-vibeeval results file (expected a JSON object)")
     version = data.get("schema_version")
@@ -490,7 +493,7 @@ def _parse_lines(path: Path, lines: Iterable[tuple[int | None, str]]) -> History
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
-            history.problems.append(f"{where}: not JSON ({exc.msg}); skipped")
+            history.problems.append(f"{where}: not JSON ({json_error(exc).msg}); skipped")
             continue
         if isinstance(entry, dict):
             history.entries.append(entry)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -167,13 +168,7 @@ def _parse(
     try:
         tree = parse_expression(rewrite.source)
     except SyntaxError as exc:
-        if exc.offset is None:
-            column = None
-        elif exc.offset <= 0:
-            column = len(text)
-        else:
-            column = rewrite.column(min(exc.offset - 1, len(rewrite.source)))
-        raise FormulaError(text, f"syntax error: {exc.msg}", column) from None
+        raise _syntax_error(rewrite, exc) from None
     except (ValueError, MemoryError, RecursionError) as exc:
         raise FormulaError(text, f"cannot parse the formula: {exc}") from None
     names: set[str] = set()
@@ -185,6 +180,33 @@ def _parse(
     return Formula(text, frozenset(names), rewrite.source, aliases, canonical)
 
 
+# Where Python cannot parse a formula, its words differ between versions in a few places; there the
+# plugin says what the language has not in its own: a `not` (3.13: "'not' after an operator must be
+# parenthesized", or an unclosed bracket at another column), an f-string (3.12 words its errors anew).
+_NOT = re.compile(r"(?<![\w.])not(?!\w)")
+_F_STRING = re.compile(r"(?<![\w.])[rR]?[fF][rR]?(?=[\"'])")
+# Python 3.13's words where earlier versions say "invalid syntax" at the same column.
+_NEWER_SYNTAX_MESSAGES = ("Invalid star expression",)
+
+
+def _syntax_error(rewrite: Rewrite, exc: SyntaxError) -> FormulaError:
+    """The error of a formula Python cannot parse, worded alike on every supported Python."""
+    text, source = rewrite.text, rewrite.source
+    keyword = _NOT.search(source)
+    if keyword is not None:
+        column = rewrite.column(keyword.start())
+        return FormulaError(text, f"the operator 'not' is not allowed; {LANGUAGE}", column, 3)
+    quoted = _F_STRING.search(source)
+    if quoted is not None:
+        column = rewrite.column(quoted.start())
+        return FormulaError(text, f"{_NOT_ALLOWED[ast.JoinedStr]} is not allowed; {LANGUAGE}", column)
+    at: int | None = None
+    if exc.offset is not None:
+        at = len(text) if exc.offset <= 0 else rewrite.column(min(exc.offset - 1, len(source)))
+    message = "invalid syntax" if exc.msg in _NEWER_SYNTAX_MESSAGES else exc.msg
+    return FormulaError(text, f"syntax error: {message}", at)
+
+
 _NOT_ALLOWED = {
     ast.Attribute: "attribute access",
     ast.Subscript: "subscripting",
@@ -193,6 +215,7 @@ _NOT_ALLOWED = {
     ast.Lambda: "lambda",
     ast.BoolOp: "and/or",
     ast.Starred: "*args",
+    ast.JoinedStr: "an f-string",
 }
 _HINTS = {
     ast.Subscript: " (square brackets around a variable name, [critical-math], are the variable)",

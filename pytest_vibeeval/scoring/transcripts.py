@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_vibeeval.loading.syntax_hints import json_error
 from pytest_vibeeval.masking import keep_start
 from pytest_vibeeval.results import ToolCallRecord, ToolStats, TranscriptRecord
 from pytest_vibeeval.surrogates import loads
@@ -257,8 +258,8 @@ def _parse_line(raw: bytes, first: bool) -> _Line | None:
     except RecursionError:
         raise _BadValue("JSON nested too deeply", "write one flat JSON object per line") from None
     except ValueError as exc:
-        what = f"not JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else f"not JSON ({exc})"
-        raise _BadValue(what, "write one JSON object per line") from None
+        problem = json_error(exc).msg if isinstance(exc, json.JSONDecodeError) else exc
+        raise _BadValue(f"not JSON ({problem})", "write one JSON object per line") from None
     if not isinstance(obj, dict):
         kind = type(obj).__name__ if obj is not None else "null"
         raise _BadValue(f"a JSON {kind}, not an object", 'write one object per line, e.g. {"tool": "Bash"}')

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..bounded_read import UnreadableFile, read_bounded
+from ..loading.syntax_hints import json_error
 from ..text_input import NotUtf8, decode_text
 
 if TYPE_CHECKING:
@@ -30,6 +31,28 @@ class Subtasks:
     passed: int | None
     total: int | None
     notes: tuple[str, ...] = ()
+
+
+def subtask_glob(pattern: str) -> str:
+    """A ``vibe_subtask_globs`` pattern as every supported Python reads it alike; a ValueError says
+    what is wrong with it. It is relative to the grading folder and stays in it; a ``**`` is a whole
+    path component (Python 3.11 and 3.12 refuse ``**.xml``, 3.13 reads it as ``*.xml``); a trailing
+    ``**`` matches the files below it, as Python 3.13 reads it (earlier versions match only folders
+    there, and a folder is no results file)."""
+    parts = pattern.split("/")
+    if pattern.startswith("/"):
+        raise ValueError(
+            f"{pattern!r} is absolute: write it relative to the grading folder, e.g. **/junit*.xml"
+        )
+    if ".." in parts:
+        raise ValueError(
+            f"{pattern!r} leads out of the grading folder (..): results files are looked for in it"
+        )
+    bad = next((part for part in parts if "**" in part and part != "**"), None)
+    if bad is not None:
+        fixed = "/".join(f"**/{part.replace('**', '*')}" if part == bad else part for part in parts)
+        raise ValueError(f"{pattern!r}: ** must be a whole path component, as in {fixed}")
+    return f"{pattern}/*" if parts[-1] == "**" else pattern
 
 
 class ResultsFileError(ValueError):
@@ -92,7 +115,8 @@ def parse_results_json(text: str | bytes) -> tuple[int, int]:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ResultsFileError(f"not JSON: {exc}") from None
+        problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+        raise ResultsFileError(f"not JSON: {problem}") from None
     if isinstance(data, dict) and "results" in data:
         data = data["results"]
     if not isinstance(data, list):

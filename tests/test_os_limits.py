@@ -269,6 +269,27 @@ def test_a_prompt_too_long_for_the_command_line_goes_the_way_the_preset_says(
     assert "Traceback" not in result.stdout.str()
 
 
+SECRET = "tok-0123456789abcdef"  # a {{secret()}} value: 20 characters, unlike the mask
+
+
+def test_the_prompt_file_holds_the_secrets_raw_for_the_agent_and_masked_after(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aider's --message-file, like a long prompt's agent.stdin: the agent reads the values it
+    needs, and once it has finished the file is rewritten with them masked."""
+    monkeypatch.setenv("VIBE_SECRET_TOKEN", SECRET)
+    reporter = stub_cli(pytester.path, "reporter", REPORTER)
+    configurations = {"aider": {"preset": "aider", "cli": reporter, "output": {"format": "text"}}}
+    long_prompt_suite(pytester.path, configurations, "x" * LONG + " {{secret('token')}}")
+    result = run(pytester, "--basetemp", str(pytester.path / "bt"), "--vibe-results", "r.json")
+    result.assert_outcomes(passed=2)
+    record = evals_by_nodeid(load_json(pytester.path / "r.json"))["long.eval.yaml::long[aider]"]
+    assert json.loads(record["response"])["file"] == LONG + 1 + len(SECRET)  # read with the raw value
+    (prompt_file,) = (pytester.path / "bt").rglob("agent.prompt")
+    text = prompt_file.read_text(encoding="utf-8")
+    assert SECRET not in text and text.startswith("x" * LONG)
+
+
 def test_a_prompt_longer_than_gemini_reads_from_stdin_is_an_error(tmp_path: Path) -> None:
     """gemini reads at most 8 MiB of a piped prompt and drops the rest: a longer prompt is an
     error saying so, never an answer to part of it."""

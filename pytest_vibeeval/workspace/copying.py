@@ -25,6 +25,7 @@ from ..masking import CUT, keep_start
 
 # How much of cp's complaints goes into a CopyError's message.
 MAX_ERROR_LINES = 5
+MAX_LINE_CHARS = 400
 MAX_ERROR_CHARS = 1500
 
 
@@ -101,9 +102,6 @@ def _copy_with_cp(cp: str, source: Path, target: Path) -> None:
         raise CopyError(source, target, f"cannot run {cp}: {exc.strerror or exc}") from exc
     if proc.returncode != 0:
         raise CopyError(source, target, _summary(proc.stderr.decode(errors="replace"), proc.returncode))
-
-
-MAX_LINE_CHARS = 400
 
 
 def _summary(stderr: str, returncode: int) -> str:

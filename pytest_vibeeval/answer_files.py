@@ -6,7 +6,6 @@ bounded size whose values have the right types)."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from .answer_keys import AnswerKey, system_prompt_sent
 from .atomic_files import write_atomic
 from .bounded_read import UnreadableFile, read_bounded
+from .filenames import name_part
 from .loading.templates import Redactor
 from .providers.base import PromptRequest, Provider, ProviderResponse
 from .results import ToolCallRecord
@@ -37,7 +37,7 @@ def answer_path(folder: Path, config_id: str, key: AnswerKey) -> Path:
 
 def configuration_folder(folder: Path, config_id: str) -> Path:
     """The folder of ``config_id``'s answers in the store or cache at ``folder``."""
-    return folder / re.sub(r"[^A-Za-z0-9._+-]+", "_", config_id)
+    return folder / name_part(config_id)
 
 
 def answer_entry(response: ProviderResponse, **about: object) -> dict[str, Any]:

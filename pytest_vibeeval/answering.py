@@ -190,3 +190,34 @@ def check_walk(checks: list[CheckRecord], depth: int, lines: list[str]) -> None:
         mark = "ERROR" if check.error else {True: "PASS", False: "FAIL", None: "SKIP"}[check.passed]
         lines.append(f"{'  ' * depth}  {mark} {check.type}: {check.message}")
         check_walk(check.children, depth + 1, lines)
+
+
+MAX_CHECK_LINES = 50  # of a failure message: an eval may have thousands of checks
+
+
+def check_lines(checks: list[CheckRecord], depth: int = 0, limit: int = MAX_CHECK_LINES) -> list[str]:
+    """The lines of :func:`check_walk`; past ``limit`` of them, only the checks that did not pass
+    (as many as ``limit`` lines hold, the first one always), then a line saying how many are left
+    out: the results JSON has every check's verdict."""
+    lines: list[str] = []
+    check_walk(checks, depth, lines)
+    if len(lines) <= limit:
+        return lines
+    lines = []
+    not_passed = [check for check in checks if check.passed is not True or check.error]
+    shown = 0
+    for check in not_passed:
+        part: list[str] = []
+        check_walk([check], depth, part)
+        if shown and len(lines) + len(part) > limit:
+            break
+        lines += part[:limit]
+        shown += 1
+    passed, more = len(checks) - len(not_passed), len(not_passed) - shown
+    counts = [f"{passed} that passed"] if passed else []
+    counts += [f"{more} more that did not pass"] if more else []
+    lines.append(
+        f"{'  ' * depth}  … not shown: {' and '.join(counts)}, of the {len(checks)} checks (the "
+        "results JSON has each one's verdict)"
+    )
+    return lines

@@ -15,8 +15,8 @@ from .answering import (
     answer_note,
     ask,
     check_answer,
+    check_lines,
     check_record,
-    check_walk,
     redact_steps,
     undecided_message,
     with_note,
@@ -274,7 +274,7 @@ def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars:
         prompt = " ".join(turn.prompt.split())
         prompt = prompt if len(prompt) <= 120 else prompt[:120] + "…"
         lines.append(f"turn {turn.turn} ({turn.outcome.replace('_', ' ')}): {prompt}")
-        check_walk(turn.checks, 1, lines)
+        lines += check_lines(turn.checks, 1)
         if turn is failed:
             if turn.outcome == "error" and turn.message:
                 lines.extend("    " + line for line in turn.message.splitlines()[1:])

@@ -3,6 +3,7 @@ controller around the run loop, and kept out of pytest's way while pytest writes
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator
 from pathlib import Path
 
@@ -34,8 +35,14 @@ def start_live_status(config: pytest.Config, lock_dir: Path | None, interval: fl
         sync=writer.flush,
         owns_stream=owned,
     )
+    try:
+        live.start()
+    except RuntimeError:  # no thread can start (`ulimit -u` or a pids.max is reached): no live line
+        if owned:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        return None
     config.pluginmanager.register(LiveHooks(live), LIVE_PLUGIN)
-    live.start()
     return live
 
 

@@ -31,6 +31,21 @@ class Resume:
     running_totals: bool = False
 
 
+PROMPT_FILE = "${PROMPT_FILE}"
+
+
+@dataclass(frozen=True)
+class LongPrompt:
+    """How a preset's CLI takes a prompt too long for its command line (Linux takes at most 128 KiB
+    in one argument): in place of an argument ``${PROMPT}`` that follows one of ``flags``, the
+    pair becomes ``args`` (``${PROMPT_FILE}``: a file holding the prompt), or with no ``args`` the
+    prompt goes on stdin, of which the CLI reads at most ``stdin_max_bytes``."""
+
+    flags: tuple[str, ...]
+    args: tuple[str, ...] = ()
+    stdin_max_bytes: int | None = None
+
+
 @dataclass(frozen=True)
 class Preset:
     """The keys a preset supplies. ``model_args`` are appended to ``args`` when the configuration
@@ -49,6 +64,8 @@ class Preset:
     env: tuple[str, ...] = ()
     # How the CLI continues a session (an eval's `turns`); None: it cannot, such evals skip.
     resume: Resume | None = None
+    # How the CLI takes a prompt too long for an argument; None: it is passed no other way.
+    long_prompt: LongPrompt | None = None
 
     def defaults(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The preset's keys for a configuration whose own keys are ``data``."""
@@ -125,6 +142,9 @@ AGENT_PRESETS: dict[str, Preset] = {
         max_output_bytes=TRANSCRIPT_MAX_OUTPUT_BYTES,
         mcp="gemini",
         env=("GEMINI_*", "GOOGLE_*", *NETWORK_ENV),
+        # Headless gemini reads a prompt piped on stdin (before -p's, which it then needs not),
+        # 8 MiB of it at most: it cuts the rest, saying so only in its debug log.
+        long_prompt=LongPrompt(flags=("-p", "--prompt"), stdin_max_bytes=8 * 2**20),
     ),
     # A fork of Gemini CLI with its output formats, but no --skip-trust (it runs in a new folder).
     # The backend comes from a profile (LLXPRT_PROFILE) or --provider in your own args. Headless,
@@ -154,6 +174,8 @@ AGENT_PRESETS: dict[str, Preset] = {
         parser="aider",
         model_args=MODEL_ARGS,
         env=("AIDER_*", "OPENAI_*", *NETWORK_ENV),
+        # aider reads a piped stdin as chat input a line at a time, but a file whole.
+        long_prompt=LongPrompt(flags=("--message", "--msg", "-m"), args=("--message-file", PROMPT_FILE)),
     ),
 }
 

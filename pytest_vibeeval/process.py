@@ -11,10 +11,12 @@ import codecs
 import contextlib
 import errno
 import os
+import resource
 import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -117,12 +119,74 @@ def _os_args(args: Sequence[str]) -> list[bytes]:
     return [utf8_bytes(arg) for arg in args]
 
 
-def _too_long_reason(args: Sequence[str]) -> str:
+# Linux refuses any one argument (or environment string) of this many bytes or more, its final NUL
+# counted: 32 pages (MAX_ARG_STRLEN), whatever the stack limit. Other systems limit only the total.
+MAX_ARG_STRLEN = 32 * 4096 if sys.platform.startswith("linux") else 2**62
+
+
+def arg_max() -> int | None:
+    """The system's limit on the arguments and the environment together (``getconf ARG_MAX``)."""
+    with contextlib.suppress(ValueError, OSError):
+        return os.sysconf("SC_ARG_MAX")
+    return None
+
+
+def _too_long_reason(args: Sequence[str], env: Mapping[bytes, bytes] | None) -> str:
+    """Why the system refused ``args`` with E2BIG: the argument over the limit on one argument,
+    else the arguments and the environment over the limit on both together."""
     sizes = [len(arg) for arg in _os_args(args)]
+    longest = max(range(len(sizes)), key=sizes.__getitem__)
+    what = f"argument list too long for the system (E2BIG): {sum(sizes)} bytes of arguments"
+    if sizes[longest] + 1 > MAX_ARG_STRLEN:
+        return (
+            f"{what}; argument {longest} alone is {sizes[longest]} bytes, and Linux takes at most "
+            f"{MAX_ARG_STRLEN - 1} bytes in one argument (MAX_ARG_STRLEN)"
+        )
+    environment = os.environb if env is None else env
+    strings = {key: len(key) + len(value) + 1 for key, value in environment.items()}  # NAME=value
+    widest = max(strings, key=strings.__getitem__, default=None)
+    if widest is not None and strings[widest] + 1 > MAX_ARG_STRLEN:
+        return (
+            f"{what}; the environment variable {widest.decode(errors='replace')} alone is "
+            f"{strings[widest]} bytes, and Linux takes at most {MAX_ARG_STRLEN - 1} bytes in one "
+            "(MAX_ARG_STRLEN)"
+        )
+    env_size = sum(strings.values()) + len(strings)
+    limit = arg_max()
     return (
-        f"argument list too long for the system (E2BIG): {sum(sizes)} bytes of arguments, "
-        f"the longest {max(sizes)} bytes"
+        f"{what} and {env_size} bytes of environment, the longest argument {sizes[longest]} bytes; "
+        f"the system takes at most {limit or 'ARG_MAX'} bytes of both together (ARG_MAX, a quarter "
+        "of the stack limit `ulimit -s`)"
     )
+
+
+def _soft_limit(limit: int) -> str:
+    value = resource.getrlimit(limit)[0]
+    return "unlimited" if value == resource.RLIM_INFINITY else str(value)
+
+
+def _start_problem(exc: OSError) -> str:
+    """Why the system could not start a command (``Popen`` raised ``exc``), and what helps when
+    it is one of the limits on processes, files or memory."""
+    if exc.errno == errno.EAGAIN:
+        return (
+            "the system refused to start another process (EAGAIN): the limit on processes is "
+            f"reached (this user's `ulimit -u` is {_soft_limit(resource.RLIMIT_NPROC)}; a container's or "
+            "cgroup's pids.max counts too); raise it, or run fewer processes at once (fewer "
+            "xdist workers, a lower `vibe_max_processes`)"
+        )
+    if exc.errno == errno.EMFILE:
+        return (
+            "this process has too many files open (EMFILE; its `ulimit -n` is "
+            f"{_soft_limit(resource.RLIMIT_NOFILE)}): raise it, e.g. `ulimit -n 4096` before pytest"
+        )
+    if exc.errno == errno.ENFILE:
+        return (
+            "the system's table of open files is full (ENFILE): close files elsewhere, or raise fs.file-max"
+        )
+    if exc.errno == errno.ENOMEM:
+        return "not enough memory to start it (ENOMEM)"
+    return f"{exc.strerror or exc} ({errno.errorcode.get(exc.errno or 0, 'OSError')})"
 
 
 def resolve_executable(name: str, env: Mapping[str, str] | None = None) -> str | None:
@@ -337,6 +401,8 @@ def _run(
                 stdout = _output_descriptor(stdout_path, files)
                 stderr = _output_descriptor(stderr_path, files)
             except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):  # no file can be opened: not the folder's fault
+                    raise CannotStart(args[0], _start_problem(exc)) from exc
                 reason = (
                     f"cannot write its input and output files in {stdout_path.parent}: {exc.strerror or exc}"
                 )
@@ -358,9 +424,9 @@ def _run(
             except (FileNotFoundError, PermissionError) as exc:
                 raise CommandNotFound(args[0], exc.strerror or "cannot execute") from exc
             except OSError as exc:
-                if exc.errno != errno.E2BIG:
-                    raise
-                raise ArgumentsTooLong(args[0], _too_long_reason(args)) from exc
+                if exc.errno == errno.E2BIG:
+                    raise ArgumentsTooLong(args[0], _too_long_reason(args, env)) from exc
+                raise CannotStart(args[0], _start_problem(exc)) from exc
         finally:
             for fd in files:
                 os.close(fd)

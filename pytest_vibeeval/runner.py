@@ -17,8 +17,8 @@ from .answering import (
     answer_note,
     ask,
     check_answer,
+    check_lines,
     check_record,
-    check_walk,
     judge_maker,
     redact_steps,
     undecided_message,
@@ -247,8 +247,7 @@ def failure_message(record: EvalRecord, response_chars: int = 600) -> str:
     if failed:  # the check first: pytest cuts that line to the terminal's width
         headline = f"{failed[0].type}: {((failed[0].message or '').splitlines() or [''])[0]}"
         headline += f" (and {len(failed) - 1} more failed checks)" if len(failed) > 1 else ""
-    lines = [headline, "checks:"]
-    check_walk(record.checks, 0, lines)
+    lines = [headline, "checks:", *check_lines(record.checks)]
     text = record.response or ""
     whole = record.response_chars or len(text)
     shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{whole} chars]"

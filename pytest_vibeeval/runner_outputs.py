@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from .atomic_files import write_atomic
 from .bounded_read import UnreadableFile, read_end
+from .filenames import NAME_MAX, bounded_name
 from .results import EvalRecord, ResultsFile, RunRecord, StepRecord, is_coding_record
 from .scoring.vybes import vybes_result
 
@@ -130,16 +131,23 @@ def _plan(results: ResultsFile, folder: Path) -> tuple[list[_Planned], list[str]
             _one_folder_name(record.name, "eval name")
             _one_folder_name(run.configuration, "configuration")
             suffix = f"-r{record.repeat}" if record.repeat else ""
-            base = f"{record.name}-{stamp}{suffix}"
-            target = folder / base / run.configuration / RESULTS_NAME
+            # A name too long for a folder (255 bytes) is cut, with a hash (room left for -2, …).
+            base = bounded_name(f"{record.name}-{stamp}{suffix}", NAME_MAX - 8)
+            configuration = bounded_name(run.configuration)
+            target = folder / base / configuration / RESULTS_NAME
             n = 1
             while target in taken:
                 n += 1
-                target = folder / f"{base}-{n}" / run.configuration / RESULTS_NAME
+                target = folder / f"{base}-{n}" / configuration / RESULTS_NAME
             taken.add(target)
             entry = _Planned(run, record, target)
             planned.append(entry)
-            plain = folder / base / run.configuration / RESULTS_NAME
+            plain = folder / base / configuration / RESULTS_NAME
+            if (base, configuration) != (f"{record.name}-{stamp}{suffix}", run.configuration):
+                renamed.append(
+                    f"{target}: {record.name} × {run.configuration} (the runner's folder names would be "
+                    f"longer than a file name may be, {NAME_MAX} bytes: cut, with a hash)"
+                )
             if n == 1:
                 first[plain] = entry
             else:

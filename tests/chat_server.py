@@ -35,7 +35,10 @@ USAGE = {"prompt_tokens": 12, "completion_tokens": 5, "cost": 0.00042}
 
 
 class ChatServer:
-    def __init__(self) -> None:
+    """``keep_alive``: answer in HTTP/1.1 and keep each connection open for the next request, as
+    hosted APIs do (by default each answer closes its connection)."""
+
+    def __init__(self, keep_alive: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []  # {"body", "headers"} of every request
         self.seen: Counter[tuple[str, str]] = Counter()
         self.in_flight: Counter[str] = Counter()
@@ -44,6 +47,8 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 

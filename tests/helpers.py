@@ -119,9 +119,25 @@ def run_with_file_limit(
     """Run pytest in a subprocess in pytester's directory, where no file can grow beyond
     ``max_bytes`` (``RLIMIT_FSIZE``, which its xdist workers and agents inherit): a write past it
     fails as on a full disk (``File too large``)."""
+    return run_with_limits(pytester, {resource.RLIMIT_FSIZE: max_bytes}, *args, xdist=xdist)
+
+
+def run_with_limits(
+    pytester: pytest.Pytester,
+    limits: dict[int, int],
+    *args: str,
+    xdist: list[str] | None = None,
+    before: Callable[[], None] | None = None,
+) -> pytest.RunResult:
+    """Run pytest in a subprocess in pytester's directory under the resource ``limits`` (soft and
+    hard, e.g. ``{resource.RLIMIT_NOFILE: 64}``), which its xdist workers and agents inherit;
+    ``before`` runs in the child first (after the fork, before pytest starts)."""
 
     def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+        for which, value in limits.items():
+            resource.setrlimit(which, (value, value))
+        if before is not None:
+            before()
 
     started = time.monotonic()
     done = subprocess.run(

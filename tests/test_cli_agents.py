@@ -556,7 +556,11 @@ def test_an_argument_list_too_long_errors_suggesting_stdin(pytester: pytest.Pyte
     result.assert_outcomes(passed=1, failed=1)
     message = record(data, "argument")["message"]
     assert message.startswith(f"cannot start {PYTHON!r}: argument list too long for the system (E2BIG)")
-    assert message.endswith("; pass the prompt on stdin instead (`prompt_via: stdin`)")
+    assert "Linux takes at most 131071 bytes in one argument (MAX_ARG_STRLEN)" in message
+    assert message.endswith(
+        f"; the prompt ({2**20} bytes) is on the command line: pass it on stdin instead (`prompt_via: "
+        f"stdin` and no `${{PROMPT}}` in `args`) if {PYTHON} reads it there"
+    )
     assert "Traceback" not in result.stdout.str()
 
 

@@ -327,8 +327,10 @@ def test_cp_failures_are_copy_errors_with_cp_s_message_trimmed(tmp_path: Path) -
 
 def test_summary_of_silent_and_long_complaints() -> None:
     assert copying._summary("", 3) == "cp exited with status 3"
-    long = copying._summary("x" * 5000, 1)
-    assert len(long) == copying.MAX_ERROR_CHARS + 1
+    long = copying._summary("x" * 5000 + ": File name too long", 1)  # a path near PATH_MAX, then why
+    assert len(long) == copying.MAX_LINE_CHARS + 1 and long.endswith("x: File name too long")
+    lines = copying._summary("\n".join(["y" * 5000] * copying.MAX_ERROR_LINES), 1)
+    assert len(lines) == copying.MAX_ERROR_CHARS + 1
 
 
 def test_copy_errors_pickle() -> None:

@@ -17,6 +17,7 @@ from helpers import HANGING_TREE_SCRIPT, is_gone, wait_gone
 from pytest_vibeeval import process
 from pytest_vibeeval.process import (
     ArgumentsTooLong,
+    CannotStart,
     CommandNotFound,
     CommandResult,
     UnpassableArgument,
@@ -172,9 +173,21 @@ def test_an_argument_list_too_long_is_a_clear_error(tmp_path: Path) -> None:
     assert isinstance(info.value, CommandNotFound)  # callers that report "cannot run" report it too
     assert str(info.value) == (
         f"cannot start {sys.executable!r}: argument list too long for the system (E2BIG): "
-        f"{sum(len(os.fsencode(arg)) for arg in argv)} bytes of arguments, the longest {2**20} bytes"
+        f"{sum(len(os.fsencode(arg)) for arg in argv)} bytes of arguments; argument 3 alone is "
+        f"{2**20} bytes, and Linux takes at most 131071 bytes in one argument (MAX_ARG_STRLEN)"
     )
     assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
+
+
+def test_arguments_and_environment_over_arg_max_name_that_limit(tmp_path: Path) -> None:
+    # Each value fits in one argument (under 128 KiB); together they are over ARG_MAX.
+    limit = os.sysconf("SC_ARG_MAX")
+    env = {f"BIG_{n}": "x" * 100_000 for n in range(limit // 100_000 + 1)}
+    with pytest.raises(ArgumentsTooLong) as info:
+        run_command([sys.executable, "-c", "pass"], cwd=tmp_path, output_dir=tmp_path, env=env)
+    message = str(info.value)
+    assert "bytes of environment, the longest argument" in message
+    assert f"the system takes at most {limit} bytes of both together (ARG_MAX" in message
 
 
 @pytest.mark.parametrize(
@@ -202,16 +215,17 @@ def test_a_nul_in_an_argument_or_the_environment_is_a_clear_error(
     assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
 
 
-def test_other_spawn_errors_are_not_reported_as_too_long(
+def test_other_spawn_errors_are_cannot_start_naming_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(12, "Cannot allocate memory")
 
     monkeypatch.setattr(subprocess, "Popen", fail)
-    with pytest.raises(OSError, match="Cannot allocate memory") as info:
+    with pytest.raises(CannotStart) as info:
         run_command(["sh"], cwd=tmp_path, output_dir=tmp_path)
-    assert not isinstance(info.value, CommandNotFound)
+    assert not isinstance(info.value, ArgumentsTooLong)
+    assert str(info.value) == "cannot start 'sh': not enough memory to start it (ENOMEM)"
 
 
 def test_a_timeout_beyond_what_poll_takes_still_waits(tmp_path: Path) -> None:
@@ -378,3 +392,13 @@ def test_read_head(tmp_path: Path) -> None:
     # A character cut in half by the limit is dropped; invalid bytes are replaced.
     assert read_head(path, 2) == ("a", True)
     assert read_head(path, 10) == ("aé\ufffd", False)
+
+
+def test_an_environment_variable_too_long_for_the_system_is_named(tmp_path: Path) -> None:
+    env = {"HUGE": "x" * 200_000}
+    with pytest.raises(ArgumentsTooLong) as info:
+        run_command([sys.executable, "-c", "pass"], cwd=tmp_path, output_dir=tmp_path, env=env)
+    assert str(info.value).endswith(
+        "; the environment variable HUGE alone is 200005 bytes, and Linux takes at most 131071 bytes "
+        "in one (MAX_ARG_STRLEN)"
+    )

@@ -209,6 +209,37 @@ def test_xdist_run_and_coding_eval(pytester: pytest.Pytester, api: AgentApiServe
     assert broken["outcome"] == "error" and ERRORS[preset][1] in broken["message"], broken["message"]
 
 
+LONG_PROMPT = 200_000  # characters: over the 128 KiB Linux takes in one argument (MAX_ARG_STRLEN)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_a_prompt_too_long_for_the_command_line_reaches_the_model_whole(
+    pytester: pytest.Pytester, api: AgentApiServer, preset: str
+) -> None:
+    """claude-code and codex read the prompt on stdin; gemini and aider take it as an argument,
+    and one too long for the command line goes on stdin to gemini and in a --message-file to
+    aider: the model gets all of it. llxprt has no such way (its stdin is not known to be read
+    so): the eval errors, naming the limit."""
+    require(preset)
+    end = f"END-OF-LONG-PROMPT-{preset}"
+    config = configuration(preset, "plain", api, pytester.path / "homes")
+    data = {
+        "metadata": {"name": "contract", "model": "unused"},
+        "evals": [{"name": "ask", "prompt": "word " * (LONG_PROMPT // 5) + end, "checks": [{"match": "*"}]}],
+        "configurations": {"long": config},
+    }
+    write(pytester.path / "contract.eval.yaml", yaml.safe_dump(data, sort_keys=False))
+    _, by_config = records(pytester, [])
+    record = by_config["long"]
+    if preset == "llxprt":
+        assert record["outcome"] == "error" and "(MAX_ARG_STRLEN)" in record["message"], record["message"]
+        return
+    check_answer(preset, record)
+    with api.lock:
+        sent = [r for r in api.requests if end in json.dumps(r["body"])]
+    assert sent, f"no request to the model held the end of the prompt ({preset})"
+
+
 MCP_PRESETS = ("claude-code", "codex", "gemini")  # the presets that are given the suite's mcp_server
 MCP_RESULT = "ENG-1: Get familiar with the tracker"
 

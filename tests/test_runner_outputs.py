@@ -127,6 +127,30 @@ def test_one_eval_name_in_two_suites_gets_two_files(pytester: pytest.Pytester) -
         assert str(pytester.path / side / "evals" / "solutions") in data["commands"][0]["command"]
 
 
+def test_names_too_long_for_a_folder_are_cut_and_said_so(pytester: pytest.Pytester) -> None:
+    """An eval name of 240 characters (the runner's folder is ``<eval>-<time>``) and a configuration
+    id of 250 would name folders longer than the 255 bytes a file name may be: each is cut, with a
+    hash, the file is written, and the command says so (it wrote nothing before: ENAMETOOLONG)."""
+    make_config_dir(pytester.path)
+    path = pytester.path / "results.json"
+    run(pytester, "--vibe-results", str(path), "--vibe-config", "oracle", "--vibe-eval", "add")
+    data = load_json(path)
+    (run_record,) = data["runs"]
+    run_record["configuration"] = "o" * 250
+    run_record["evals"][0]["name"] = "e" * 240
+    path.write_text(json.dumps(data))
+    folder = pytester.path / "out"
+    proc = outputs_command(path, folder)
+    assert proc.returncode == 0, proc.stderr
+    (written,) = folder.glob("*/*/results.json")
+    assert all(len(part.encode()) <= 255 for part in written.relative_to(folder).parts)
+    assert json.loads(written.read_text())["evalName"] == "e" * 240
+    assert proc.stderr.splitlines() == [
+        f"note: {written}: {'e' * 240} × {'o' * 250} (the runner's folder names would be longer than a "
+        "file name may be, 255 bytes: cut, with a hash)"
+    ]
+
+
 def test_prompt_evals_get_no_runner_file(pytester: pytest.Pytester) -> None:
     """A prompt eval run through a CLI has an agent step, but it is no coding-agent eval: it has no
     vybes score, and the runner writes nothing for it."""

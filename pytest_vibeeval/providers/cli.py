@@ -12,6 +12,7 @@ from ..models.configuration import PLACEHOLDER, Configuration
 from ..process import (
     ArgumentsTooLong,
     CommandNotFound,
+    CommandResult,
     UnpassableArgument,
     resolve_executable,
     run_command,
@@ -19,6 +20,7 @@ from ..process import (
 from ..reaping import marked
 from ..results import StepRecord
 from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
+from ..surrogates import utf8_bytes
 from .agent_env import AllowedEnvironment, allowed_names
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
 from .cli_mcp import (
@@ -31,6 +33,7 @@ from .cli_mcp import (
     write_settings,
 )
 from .failure import failure_report
+from .long_prompt import reroute, too_long_hint
 from .mcp_tools import McpTarget
 from .output import OutputError
 from .parse_codex import own_sandbox_problem
@@ -181,21 +184,14 @@ class CliProvider:
             raise ProviderError(str(exc)) from None
         stdin = request.prompt if self.config.prompt_via == "stdin" else None
         write_settings(request.workdir, mcp)
+        stem = agent_stem(request.turn)
+        env = marked({**self.request_environment(request.workdir), **mcp.env})
         try:
-            result = run_command(
-                argv,
-                cwd=request.workdir,
-                output_dir=request.workdir,
-                name=agent_stem(request.turn),
-                env=marked({**self.request_environment(request.workdir), **mcp.env}),
-                timeout=self.config.timeout_s,
-                stdin_text=stdin,
-                max_processes=self.max_processes,
-            )
-        except ArgumentsTooLong as exc:
-            via_argument = self.config.prompt_via == "argument"
-            hint = "; pass the prompt on stdin instead (`prompt_via: stdin`)" if via_argument else ""
-            raise ProviderError(f"{exc}{hint}") from None
+            try:
+                result = self._run(argv, stdin, request.workdir, stem, env)
+            except ArgumentsTooLong as exc:  # the prompt may go another way: the command never ran
+                argv, stdin = self._reroute(exc, argv, stdin, request, request.workdir / f"{stem}.prompt")
+                result = self._run(argv, stdin, request.workdir, stem, env)
         except UnpassableArgument as exc:
             if "\x00" in request.prompt and self.prompt_in_arguments():
                 raise ProviderError(
@@ -207,7 +203,8 @@ class CliProvider:
             raise ProviderError(str(exc)) from None
         finally:  # a long prompt went through a file: the agent has read it, keep it masked
             if self.renderer.used_secrets:  # without secrets there is nothing to mask
-                mask_file(request.workdir / f"{agent_stem(request.turn)}.stdin", self.renderer.used_secrets)
+                for suffix in (".stdin", ".prompt"):
+                    mask_file(request.workdir / f"{stem}{suffix}", self.renderer.used_secrets)
         step = StepRecord(
             phase="agent",
             name=self.config_id,
@@ -270,6 +267,41 @@ class CliProvider:
             session_id=reported_session(result.stdout_path, resume) if resume else None,
             session_tokens=totals,
         )
+
+    def _run(
+        self, argv: list[str], stdin: str | None, workdir: Path, stem: str, env: dict[str, str]
+    ) -> CommandResult:
+        return run_command(
+            argv, cwd=workdir, output_dir=workdir, name=stem, env=env, timeout=self.config.timeout_s,
+            stdin_text=stdin, max_processes=self.max_processes,
+        )  # fmt: skip
+
+    def _reroute(
+        self,
+        refused: ArgumentsTooLong,
+        argv: list[str],
+        stdin: str | None,
+        request: PromptRequest,
+        file: Path,
+    ) -> tuple[list[str], str | None]:
+        """The command line and stdin that give the CLI its prompt another way, after the system
+        ``refused`` ``argv`` (E2BIG); ProviderError, naming the limit, when there is none."""
+        rerouted = reroute(self.config, argv, request.prompt, stdin, file)
+        if isinstance(rerouted, str):  # the preset's way cannot take this prompt
+            raise ProviderError(f"{refused}; {rerouted}")
+        if rerouted is None:
+            raise ProviderError(
+                f"{refused}{too_long_hint(self.config, request.prompt, self.prompt_in_arguments())}"
+            )
+        if rerouted.file is not None:
+            try:
+                rerouted.file.write_bytes(utf8_bytes(request.prompt))
+            except OSError as exc:
+                raise ProviderError(
+                    f"{refused}; the prompt would go in the file {rerouted.file}, which cannot be "
+                    f"written: {exc.strerror or exc}"
+                ) from None
+        return rerouted.argv, rerouted.stdin
 
     def continuing(self, request: PromptRequest) -> tuple[str, ...]:
         """The arguments that continue the previous turn's session (none on a first turn);

@@ -29,6 +29,7 @@ from ..models import Configuration, HttpSpec
 from ..slots import Slots
 from ..surrogates import loads
 from .base import PromptRequest, ProviderError, ProviderResponse, as_measure, without_token
+from .http_clients import KEPT_OPEN, certificates
 from .mcp_tools import McpTarget, answer_with_tools, sdk_missing_reason
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -178,12 +179,16 @@ class HttpProvider:
         }
 
     def client(self) -> httpx.Client:
+        """This provider's client; its connections stay open for the next answer while few other
+        providers' do (:mod:`.http_clients`)."""
         if self._client is None:
             self._client = httpx.Client(
+                verify=certificates(),
                 timeout=httpx.Timeout(self.timeout_s),
                 follow_redirects=True,
                 event_hooks={"request": [self._drop_headers_elsewhere]},
             )
+        KEPT_OPEN.use(self)
         return self._client
 
     def _drop_headers_elsewhere(self, request: httpx.Request) -> None:
@@ -308,10 +313,15 @@ class HttpProvider:
             text += f"; check the model {body.get('model')!r}"
         return text
 
-    def close(self) -> None:
+    def close_connections(self) -> None:
+        """Close the client and its connections; the next answer opens a new one."""
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    def close(self) -> None:
+        KEPT_OPEN.forget(self)
+        self.close_connections()
 
 
 def _too_long_a_wait(status: int, wait: float, problem: str) -> str:

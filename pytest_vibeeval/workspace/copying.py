@@ -21,10 +21,11 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..masking import keep_start
+from ..masking import CUT, keep_start
 
 # How much of cp's complaints goes into a CopyError's message.
 MAX_ERROR_LINES = 5
+MAX_LINE_CHARS = 400
 MAX_ERROR_CHARS = 1500
 
 
@@ -104,10 +105,13 @@ def _copy_with_cp(cp: str, source: Path, target: Path) -> None:
 
 
 def _summary(stderr: str, returncode: int) -> str:
-    """cp's complaints, trimmed to a few lines."""
+    """cp's complaints, trimmed to a few lines, each to its start and end: a path near the
+    system's limit (4096 bytes) would push out of sight the reason after it."""
     lines = [line for line in stderr.splitlines() if line.strip()]
     if not lines:
         return f"cp exited with status {returncode}"
+    half = MAX_LINE_CHARS // 2
+    lines = [line if len(line) <= MAX_LINE_CHARS else line[:half] + CUT + line[-half:] for line in lines]
     text = "\n".join(lines[:MAX_ERROR_LINES])
     text = keep_start(text, MAX_ERROR_CHARS)
     if len(lines) > MAX_ERROR_LINES:

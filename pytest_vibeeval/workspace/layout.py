@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..filenames import bounded_name
 from .copying import copy_template, copy_tree, remove_tree
 
 TMP_WORKSPACE_PREFIX = ".tmp-workspace-"
@@ -49,7 +50,7 @@ def temporary_root(workspace: Path) -> Path:
 def grading_beside(grading: Path, workspace: Path) -> Path:
     """A copy of ``grading`` beside it with the agent's ``workspace`` in its ``workspace/`` folder
     (what the template had there is dropped). Raises OSError (a CopyError) when a copy fails."""
-    name = f"{TMP_GRADING_PREFIX}{uuid.uuid4().hex[:12]}-{grading.name}"
+    name = bounded_name(f"{TMP_GRADING_PREFIX}{uuid.uuid4().hex[:12]}-{grading.name}")
     copy = grading.parent / name
     try:
         copy_template(grading, copy)

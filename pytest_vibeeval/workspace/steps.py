@@ -8,7 +8,6 @@ No pytest here: :func:`run_workspace_eval` returns the record and the verdict fo
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from ..bounded_read import UnreadableFile
+from ..filenames import NAME_MAX, name_part
 from ..loading.eval_root import Layout
 from ..loading.runner_config import ResolvedEval
 from ..loading.yamlsource import MAX_INPUT_BYTES
@@ -174,7 +174,8 @@ class StepFailed(Exception):
 
 
 def _log_stem(index: int, phase: str, name: str) -> str:
-    return f"{index:02d}-{phase}-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", name)
+    # Room for the longest suffix (.stdout, .stderr, .stdin) within a file name's 255 bytes.
+    return f"{index:02d}-{phase}-" + name_part(name, NAME_MAX - 20)
 
 
 Phase = Literal["agent", "build", "grade"]

@@ -136,6 +136,32 @@ class RubricRecord(Record):
     )
 
 
+# Fields that mean the same in several records (a turn's and its eval's, a judge's), declared once.
+Latency = Annotated[float | None, Field(description="seconds")]
+ReportedCost = Annotated[float | None, Field(description="USD; None when nobody reported it")]
+CachedInputTokens = Annotated[
+    int | None,
+    Field(
+        description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
+        "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported"
+    ),
+]
+CacheWriteTokens = Annotated[
+    int | None,
+    Field(
+        description="of input_tokens, those written to the model's prompt cache, as the agent reported "
+        "them (Claude Code's cache_creation_input_tokens); None: not reported"
+    ),
+]
+ApiRetries = Annotated[
+    int | None,
+    Field(
+        description="requests to the model the agent retried, as its output reports them (codex's "
+        "`Reconnecting... 1/5` errors); None: not reported"
+    ),
+]
+
+
 class JudgeRecord(Record):
     """One judge's answer to an ``llm_judge`` check."""
 
@@ -166,7 +192,7 @@ class JudgeRecord(Record):
     )
     input_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
     output_tokens: int | None = Field(default=None, description="as the judge's provider reported them")
-    latency: float | None = Field(default=None, description="seconds")
+    latency: Latency = None
     cached: bool = Field(
         default=False,
         description="answered from the response cache (--vibe-cache): `cost` and `latency` are the "
@@ -228,15 +254,6 @@ class SubtaskModule(Record):
     failed_tasks: list[str] = Field(default_factory=list, description="the task ids that failed")
 
 
-ApiRetries = Annotated[
-    int | None,
-    Field(
-        description="requests to the model the agent retried, as its output reports them (codex's "
-        "`Reconnecting... 1/5` errors); None: not reported"
-    ),
-]  # a turn's and an eval's alike
-
-
 class TurnRecord(Record):
     """One turn of a conversation eval (an eval with ``turns``): the user's message and the answer."""
 
@@ -255,20 +272,12 @@ class TurnRecord(Record):
     response_chars: int | None = Field(
         default=None, description="the whole answer's length in characters when `response` is an excerpt"
     )
-    latency: float | None = Field(default=None, description="seconds")
-    cost: float | None = Field(default=None, description="USD; None when nobody reported it")
+    latency: Latency = None
+    cost: ReportedCost = None
     input_tokens: int | None = Field(default=None, description="as the provider reported them")
     output_tokens: int | None = Field(default=None, description="as the provider reported them")
-    cached_input_tokens: int | None = Field(
-        default=None,
-        description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
-        "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
-    )
-    cache_write_tokens: int | None = Field(
-        default=None,
-        description="of input_tokens, those written to the model's prompt cache, as the agent reported "
-        "them (Claude Code's cache_creation_input_tokens); None: not reported",
-    )
+    cached_input_tokens: CachedInputTokens = None
+    cache_write_tokens: CacheWriteTokens = None
     judge_cost: float | None = Field(
         default=None,
         description="USD this turn's llm_judge checks cost; None: no judge asked, or one reported no cost",
@@ -330,8 +339,8 @@ class EvalRecord(Record):
     nodeid: str = Field(description="the pytest node id of the item")
     outcome: Outcome = Field(description="the eval's result; `message` says why when it is not passed")
     message: str | None = Field(default=None, description="why it failed, errored or was skipped")
-    latency: float | None = Field(default=None, description="seconds")
-    cost: float | None = Field(default=None, description="USD; None when nobody reported it")
+    latency: Latency = None
+    cost: ReportedCost = None
     cost_source: Literal["reported", "pricing", "default_pricing"] | None = Field(
         default=None,
         description="where the cost came from: the provider, the configuration's pricing, or the "
@@ -349,16 +358,8 @@ class EvalRecord(Record):
         default=None,
         description="output (completion) tokens as the provider reported them; None: not reported",
     )
-    cached_input_tokens: int | None = Field(
-        default=None,
-        description="of input_tokens, those read from the model's prompt cache, as the agent reported them "
-        "(Claude Code's cache_read_input_tokens, codex's cached_input_tokens); None: not reported",
-    )
-    cache_write_tokens: int | None = Field(
-        default=None,
-        description="of input_tokens, those written to the model's prompt cache, as the agent reported "
-        "them (Claude Code's cache_creation_input_tokens); None: not reported",
-    )
+    cached_input_tokens: CachedInputTokens = None
+    cache_write_tokens: CacheWriteTokens = None
     response: str | None = Field(
         default=None,
         description="the answer the checks ran on; one longer than 64 KiB is kept as its head and tail "

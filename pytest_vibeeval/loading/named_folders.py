@@ -12,21 +12,14 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..file_stamp import Stamp, file_stamp
 from ..filenames import EVAL_CONFIG_NAME
 
 CONFIG_PLACES: tuple[tuple[str, ...], ...] = ((), ("config",), ("evals", "config"))
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
-
-
 @functools.lru_cache(maxsize=64)
-def _named(config_file: str, stamp: tuple[int, int], eval_root: str | None) -> frozenset[Path]:
+def _named(config_file: str, stamp: Stamp, eval_root: str | None) -> frozenset[Path]:
     from .eval_root import EVAL_ROOT, absolute, config_eval_root, named_paths
     from .substitution import SubstitutionError, substitute
 
@@ -47,7 +40,7 @@ def named_folders(config_file: Path, environ: Mapping[str, str]) -> frozenset[Pa
     """The workspace templates and grading folders ``config_file`` names (empty if unreadable)."""
     from .eval_root import EVAL_ROOT  # the loading machinery: only where an eval-config.json is
 
-    stamp = _stamp(config_file)
+    stamp = file_stamp(config_file)
     if stamp is None:
         return frozenset()
     return _named(str(config_file.absolute()), stamp, environ.get(EVAL_ROOT) or None)

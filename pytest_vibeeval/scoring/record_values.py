@@ -50,17 +50,23 @@ def vybes(record: EvalRecord) -> Reasoned:
     return vybes_points(record), None
 
 
-def vybes_score(records: Sequence[EvalRecord]) -> Reasoned:
+def _mean(records: Sequence[EvalRecord], value_of: Callable[[EvalRecord], Reasoned]) -> Reasoned:
+    """The mean of ``value_of`` over the records that ran; None with the reason of the first that
+    has no value."""
     counted = ran(records)
     if not counted:
         return None, "no eval ran"
     values: list[float] = []
     for record in counted:
-        value, reason = vybes(record)
+        value, reason = value_of(record)
         if value is None:
             return None, reason
         values.append(value)
     return sum(values) / len(values), None
+
+
+def vybes_score(records: Sequence[EvalRecord]) -> Reasoned:
+    return _mean(records, vybes)
 
 
 def rubric_value(record: EvalRecord, signal: str | None) -> Reasoned:
@@ -85,19 +91,8 @@ def rubric_signal(signal: str | None) -> Callable[[EvalRecord], Reasoned]:
 
 
 def rubric_mean(signal: str | None) -> Callable[[Sequence[EvalRecord]], Reasoned]:
-    def compute(records: Sequence[EvalRecord]) -> Reasoned:
-        counted = ran(records)
-        if not counted:
-            return None, "no eval ran"
-        values: list[float] = []
-        for record in counted:
-            value, reason = rubric_value(record, signal)
-            if value is None:
-                return None, reason
-            values.append(value)
-        return sum(values) / len(values), None
-
-    return compute
+    value_of = rubric_signal(signal)
+    return lambda records: _mean(records, value_of)
 
 
 def _scores(checks: Sequence[CheckRecord], name: str | None) -> list[float]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..bounded_read import UnreadableFile, read_bounded
+from ..file_stamp import Stamp, file_stamp
 from ..loading.syntax_hints import json_error
 from ..text_input import NotUtf8, decode_text
 
@@ -142,17 +143,9 @@ def parse_results_file(path: Path) -> tuple[int, int]:
     return parse_junit(data) if path.suffix.lower() == ".xml" else parse_results_json(data)
 
 
-def _fingerprint(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
-
-
-def snapshot_results(grading: Path, patterns: Sequence[str]) -> dict[Path, tuple[int, int] | None]:
+def snapshot_results(grading: Path, patterns: Sequence[str]) -> dict[Path, Stamp | None]:
     """The results files present before the grade steps run (the agent's files included)."""
-    return {path: _fingerprint(path) for pattern in patterns for path in grading.glob(pattern)}
+    return {path: file_stamp(path) for pattern in patterns for path in grading.glob(pattern)}
 
 
 def _not_a_file(path: Path) -> bool:
@@ -172,7 +165,7 @@ def _in_skipped_folder(path: Path, root: Path) -> bool:
 
 
 def collect_subtasks(
-    grading: Path, patterns: Sequence[str], before: Mapping[Path, tuple[int, int] | None] | None = None
+    grading: Path, patterns: Sequence[str], before: Mapping[Path, Stamp | None] | None = None
 ) -> Subtasks:
     """Sum the subtasks of the files matching ``patterns`` under ``grading`` that the grade steps
     wrote (files unchanged since ``before`` are ignored, so an agent cannot plant results). A file
@@ -187,7 +180,7 @@ def collect_subtasks(
             if path in seen or _not_a_file(path) or _in_skipped_folder(path, grading):
                 continue
             seen.add(path)
-            if path in before and before[path] == _fingerprint(path):
+            if path in before and before[path] == file_stamp(path):
                 continue
             try:
                 file_passed, file_total = parse_results_file(path)
@@ -225,7 +218,7 @@ def _module_of(path: Path) -> SubtaskModule | str:
 
 
 def collect_modules(
-    folder: Path, before: Mapping[Path, tuple[int, int] | None] | None = None
+    folder: Path, before: Mapping[Path, Stamp | None] | None = None
 ) -> tuple[Subtasks, dict[str, SubtaskModule] | None]:
     """The unified runner's rule: every ``*.json`` file in ``folder`` but ``results.json`` is a module
     of ``{"taskId", "passed"}`` entries; files unchanged since ``before`` (the agent's) and files that
@@ -236,7 +229,7 @@ def collect_modules(
     for path in sorted(folder.glob(MODULE_RESULTS_GLOB)):
         if path.name == MODULE_RESULTS_SKIPPED or _not_a_file(path):
             continue
-        if path in before and before[path] == _fingerprint(path):
+        if path in before and before[path] == file_stamp(path):
             continue
         module = _module_of(path)
         if isinstance(module, str):

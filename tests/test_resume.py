@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import PYTHON, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
 
 # Counts its runs in runs.log; on the prompt "slow" it says it started and waits, unless told not to.
 AGENT = """
@@ -24,8 +26,18 @@ print(prompt)
 """
 
 
-def make_suite(pytester: pytest.Pytester, extra: str = "") -> None:
+THREE = (("a", "one", "*one*"), ("b", "two", "*nope*"), ("c", "slow", "*slow*"))
+
+
+def make_suite(
+    pytester: pytest.Pytester, extra: str = "", evals: Sequence[tuple[str, str, str]] = THREE
+) -> None:
+    """The suite of ``evals`` (name, prompt, the pattern its answer must match), run by AGENT."""
     agent = write(pytester.path / "agent.py", AGENT)
+    rows = "\n          ".join(
+        f'- {{name: {name}, prompt: {prompt}, checks: [{{match: "{pattern}"}}]}}'
+        for name, prompt, pattern in evals
+    )
     write(
         pytester.path / "res.eval.yaml",
         f"""
@@ -33,9 +45,7 @@ def make_suite(pytester: pytest.Pytester, extra: str = "") -> None:
         configurations:
           agent: {{cli: "{PYTHON}", args: ["{agent}", "{pytester.path}"]}}
         evals:
-          - {{name: a, prompt: one, checks: [{{match: "*one*"}}]}}
-          - {{name: b, prompt: two, checks: [{{match: "*nope*"}}]}}
-          - {{name: c, prompt: slow, checks: [{{match: "*slow*"}}]}}
+          {rows}
         {extra}
         """,
     )
@@ -349,3 +359,107 @@ def test_a_configuration_given_to_another_model_keeps_what_it_was_written_with()
 
 
 PRICES = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+
+
+# --- chains of resumed sessions ---------------------------------------------------------------------
+
+
+# Names no folder of pytester's holds, for -k.
+FOUR = (
+    ("alpha", "one", "*one*"),
+    ("bravo", "two", "*nope*"),
+    ("charlie", "three", "*three*"),
+    ("delta", "four", "*four*"),
+)
+
+
+def make_four(pytester: pytest.Pytester, extra: str = "") -> None:
+    """alpha passes, bravo fails, charlie and delta pass; the agent never waits."""
+    make_suite(pytester, extra, FOUR)
+    (pytester.path / "fast").write_text("x")
+
+
+def run_writing(pytester: pytest.Pytester, *args: str, xdist: list[str] | None = None) -> tuple[str, Any]:
+    """Run pytest; the timestamped results file it wrote (as results name it) and the run."""
+    folder = pytester.path / ".vibeeval" / "results"
+    before = set(folder.glob("2*.json")) if folder.is_dir() else set()
+    result = run(pytester, *args, xdist=xdist)
+    (written,) = set(folder.glob("2*.json")) - before
+    return f".vibeeval/results/{written.name}", result
+
+
+def stopped_after_b(pytester: pytest.Pytester) -> str:
+    """A partial run (P1): alpha passed and bravo failed, then -x stopped it; charlie and delta never ran."""
+    first, _ = run_writing(pytester, "-p", "no:randomly", "-x")
+    assert sorted(runs_logged(pytester)) == ["one", "two"]
+    assert load_json(pytester.path / first)["stopped_early"]
+    return first
+
+
+def files_read_and_reused_from(path: Path) -> tuple[list[str], list[str | None]]:
+    """A results file's ``resumed_from`` and the ``reused_from`` of alpha, bravo, charlie, delta."""
+    data = load_json(path)
+    records = evals_by_nodeid(data)
+    return data["resumed_from"], [records[f"res.eval.yaml::{e}[agent]"]["reused_from"] for e, *_ in FOUR]
+
+
+@XDIST_MODES
+def test_resuming_a_resumed_subset_keeps_the_earlier_files_results(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """P1 stops after alpha and bravo; `--vibe-resume -k "bravo or charlie"` reuses bravo and runs
+    charlie (P2, now latest.json); a plain `--vibe-resume` then reads P2 and the file it resumed
+    from, P1: only delta runs."""
+    make_four(pytester)
+    first = stopped_after_b(pytester)
+    second, _ = run_writing(pytester, "--vibe-resume", "-k", "bravo or charlie", xdist=xdist)
+    assert runs_logged(pytester) == ["three"]
+
+    third, result = run_writing(pytester, "--vibe-resume", xdist=xdist)
+    assert runs_logged(pytester) == ["four"]  # alpha, bravo (P1) and charlie (P2) were paid for already
+    assert load_json(pytester.path / second)["resumed_from"] == [first]
+    assert files_read_and_reused_from(pytester.path / third) == (
+        [second, first],
+        [first, first, second, None],
+    )
+    assert (
+        f"Resumed: 3 eval(s) reused from 2 files ({first}: 2, {second}: 1), 1 run in this session "
+        "(--vibe-resume)"
+    ) in run_summary(result)
+    result.assert_outcomes(passed=3, failed=1)
+
+
+@XDIST_MODES
+def test_a_deleted_file_of_the_chain_is_named_and_the_rest_reused(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """P1 (alpha, bravo), P2 (charlie, resumed from P1), P3 (delta, resumed from P2 and P1); P2
+    deleted: resuming P3 says P2 cannot be read, still reuses P1's alpha and bravo through P3's
+    list, and runs nothing."""
+    make_four(pytester)
+    first = stopped_after_b(pytester)
+    second, _ = run_writing(pytester, "--vibe-resume", "-k", "bravo or charlie", xdist=xdist)
+    third, _ = run_writing(pytester, "--vibe-resume", "-k", "charlie or delta", xdist=xdist)
+    assert runs_logged(pytester) == ["three", "four"]
+    (pytester.path / second).unlink()
+
+    fourth, result = run_writing(pytester, "--vibe-resume", third, xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # bravo, as it was
+    assert runs_logged(pytester) == []
+    assert files_read_and_reused_from(pytester.path / fourth) == (
+        [third, first],
+        [first, first, second, third],
+    )
+    summary = "\n".join(run_summary(result))
+    assert f"note: --vibe-resume: {second}, which {third} resumed from, cannot be read" in summary
+    assert "Resumed: 4 eval(s) reused from 3 files" in summary
+
+
+def test_an_edited_suite_reuses_nothing_of_the_chain(pytester: pytest.Pytester) -> None:
+    make_four(pytester)
+    stopped_after_b(pytester)
+    run_writing(pytester, "--vibe-resume", "-k", "bravo or charlie")
+    assert runs_logged(pytester) == ["three"]
+    make_four(pytester, extra="score: {formula: success_pct}")
+    run_writing(pytester, "--vibe-resume")
+    assert sorted(runs_logged(pytester)) == ["four", "one", "three", "two"]

@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
 
+from pytest_vibeeval.report.resultsfile import build_results, results_json
+from pytest_vibeeval.results import EvalRecord, RunRecord
+from pytest_vibeeval.resume import MAX_FILES, load_resume
+
 # Counts its runs in runs.log; on the prompt "slow" it says it started and waits, unless told not to.
 AGENT = """
 import pathlib, sys, time
@@ -463,3 +467,55 @@ def test_an_edited_suite_reuses_nothing_of_the_chain(pytester: pytest.Pytester) 
     make_four(pytester, extra="score: {formula: success_pct}")
     run_writing(pytester, "--vibe-resume")
     assert sorted(runs_logged(pytester)) == ["four", "one", "three", "two"]
+
+
+def chain_file(folder: Path, name: str, outcomes: dict[str, str], resumed_from: list[str]) -> str:
+    """A results file ``name`` in ``folder`` of one run whose evals ended as ``outcomes``."""
+    evals = [
+        EvalRecord(name=eval_id, nodeid=f"s.eval.yaml::{eval_id}[app]", outcome=outcome)  # type: ignore[arg-type]
+        for eval_id, outcome in outcomes.items()
+    ]
+    run = RunRecord(
+        suite="s",
+        source="s.eval.yaml",
+        configuration="app",
+        input_digest="d",
+        score=None,
+        score_formula="success_pct",
+        score_error=None,
+        metrics={},
+        variables={},
+        evals=evals,
+    )
+    results = build_results([run], "2026-01-01T00:00:00+00:00", False, resumed_from=resumed_from)
+    (folder / name).write_text("".join(results_json(results)), encoding="utf-8")
+    return name
+
+
+def test_the_newest_file_of_a_chain_wins_and_a_cycle_is_read_once(tmp_path: Path) -> None:
+    """new.json resumed from old.json, which names new.json back (a session that wrote the file it
+    resumed): each is read once; an eval finished in both keeps new.json's record, one that only
+    old.json finished is old.json's."""
+    chain_file(tmp_path, "old.json", {"e1": "passed", "e2": "passed", "e3": "error"}, ["new.json"])
+    chain_file(tmp_path, "new.json", {"e1": "failed", "e2": "error"}, ["old.json", "new.json"])
+    index = load_resume(tmp_path / "new.json", "new.json", tmp_path.joinpath)
+    assert (index.files, index.notes) == (["new.json", "old.json"], [])
+    found = {e: index.find("s.eval.yaml", ["d"], "app", e, 0) for e in ("e1", "e2", "e3")}
+    assert {e: (r.outcome, r.reused_from) if r else None for e, r in found.items()} == {
+        "e1": ("failed", "new.json"),
+        "e2": ("passed", "old.json"),
+        "e3": None,
+    }
+
+
+def test_a_chain_longer_than_the_bound_is_read_to_it_and_says_so(tmp_path: Path) -> None:
+    names = [f"r{i:02}.json" for i in range(MAX_FILES + 3)]
+    for i, name in enumerate(names):
+        chain_file(tmp_path, name, {f"e{i}": "passed"}, names[i - 1 : i])
+    index = load_resume(tmp_path / names[-1], names[-1], tmp_path.joinpath)
+    assert index.files == names[::-1][:MAX_FILES]
+    assert len(index.records) == MAX_FILES
+    assert index.notes == [
+        f"--vibe-resume: {names[-1]} resumes a chain of more than {MAX_FILES} results files; the 1 "
+        "earliest were not read (the evals only they held run again)"
+    ]

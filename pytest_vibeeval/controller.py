@@ -259,7 +259,7 @@ class ControllerSession:
             if unwritten:
                 terminalreporter.write_line(unwritten, yellow=True)
             return
-        from .report.summary import budget_lines, resume_line, summary_lines, workspace_lines
+        from .report.summary import budget_lines, resume_line, summary_lines, unrecorded_line, workspace_lines
 
         terminalreporter.write_sep("=", "Run Summary")
         if state.load_errors:
@@ -285,6 +285,10 @@ class ControllerSession:
             terminalreporter.write_line(line)
         if state.resume is not None:
             terminalreporter.write_line(resume_line(state.runs, state.resume.source))
+            store = state.settings.record
+            unrecorded = store and unrecorded_line(state.runs, rootdir_relative(store, config.rootpath))
+            if unrecorded:
+                terminalreporter.write_line(f"note: {unrecorded}")
         if state.baseline_path is not None:
             terminalreporter.write_line(f"baseline: {state.baseline_path}")
             if state.baseline_missing:

@@ -469,24 +469,23 @@ def test_an_edited_suite_reuses_nothing_of_the_chain(pytester: pytest.Pytester) 
     assert sorted(runs_logged(pytester)) == ["four", "one", "three", "two"]
 
 
+UNSCORED = {
+    "score": None,
+    "score_formula": "success_pct",
+    "score_error": None,
+    "metrics": {},
+    "variables": {},
+}
+
+
 def chain_file(folder: Path, name: str, outcomes: dict[str, str], resumed_from: list[str]) -> str:
     """A results file ``name`` in ``folder`` of one run whose evals ended as ``outcomes``."""
     evals = [
         EvalRecord(name=eval_id, nodeid=f"s.eval.yaml::{eval_id}[app]", outcome=outcome)  # type: ignore[arg-type]
         for eval_id, outcome in outcomes.items()
     ]
-    run = RunRecord(
-        suite="s",
-        source="s.eval.yaml",
-        configuration="app",
-        input_digest="d",
-        score=None,
-        score_formula="success_pct",
-        score_error=None,
-        metrics={},
-        variables={},
-        evals=evals,
-    )
+    where = {"suite": "s", "source": "s.eval.yaml", "configuration": "app", "input_digest": "d"}
+    run = RunRecord.model_validate({**where, **UNSCORED, "evals": evals})
     results = build_results([run], "2026-01-01T00:00:00+00:00", False, resumed_from=resumed_from)
     (folder / name).write_text("".join(results_json(results)), encoding="utf-8")
     return name
@@ -519,3 +518,22 @@ def test_a_chain_longer_than_the_bound_is_read_to_it_and_says_so(tmp_path: Path)
         f"--vibe-resume: {names[-1]} resumes a chain of more than {MAX_FILES} results files; the 1 "
         "earliest were not read (the evals only they held run again)"
     ]
+
+
+@XDIST_MODES
+def test_resuming_under_record_says_the_reused_evals_were_not_recorded(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A reused eval asks no provider, so --vibe-record stores no answer of it: the summary says
+    so, and what to do, rather than leave a store that a replay finds incomplete."""
+    make_priced_suite(pytester, 3)
+    run(pytester, "--vibe-results", "first.json", "-k", "e0 or e1")
+    result = run(pytester, "--vibe-resume", "first.json", "--vibe-record", "rec", xdist=xdist)
+    assert "Resumed: 2 eval(s) reused from first.json, 1 run in this session (--vibe-resume)" in (
+        run_summary(result)
+    )
+    assert (
+        "note: --vibe-record rec: the 2 eval(s) reused by --vibe-resume asked no provider, so this "
+        "session recorded no answer of theirs; run them without --vibe-resume to record them"
+    ) in run_summary(result)
+    assert len(list((pytester.path / "rec").rglob("*.json"))) == 1  # e2's answer

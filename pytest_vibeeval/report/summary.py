@@ -368,6 +368,18 @@ def resume_line(runs: Sequence[RunRecord], source: str) -> str:
     )
 
 
+def unrecorded_line(runs: Sequence[RunRecord], store: str) -> str | None:
+    """``--vibe-record`` with ``--vibe-resume``: the reused evals asked no provider, so this session
+    stored no answer of theirs (a replay of the store misses them); None when none was reused."""
+    reused = sum(1 for run in runs for record in run.evals if record.reused_from is not None)
+    if not reused:
+        return None
+    return (
+        f"--vibe-record {store}: the {reused} eval(s) reused by --vibe-resume asked no provider, so "
+        "this session recorded no answer of theirs; run them without --vibe-resume to record them"
+    )
+
+
 def _sources(reused: dict[str, int], source: str) -> str:
     """The file the reused evals came from, or how many files, and the evals of each (by name:
     results files are named by their time)."""

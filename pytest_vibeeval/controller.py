@@ -259,7 +259,7 @@ class ControllerSession:
             if unwritten:
                 terminalreporter.write_line(unwritten, yellow=True)
             return
-        from .report.summary import budget_lines, resume_line, summary_lines, workspace_lines
+        from .report.summary import budget_lines, resume_line, summary_lines, unrecorded_line, workspace_lines
 
         terminalreporter.write_sep("=", "Run Summary")
         if state.load_errors:
@@ -285,6 +285,10 @@ class ControllerSession:
             terminalreporter.write_line(line)
         if state.resume is not None:
             terminalreporter.write_line(resume_line(state.runs, state.resume.source))
+            store = state.settings.record
+            unrecorded = store and unrecorded_line(state.runs, rootdir_relative(store, config.rootpath))
+            if unrecorded:
+                terminalreporter.write_line(f"note: {unrecorded}")
         if state.baseline_path is not None:
             terminalreporter.write_line(f"baseline: {state.baseline_path}")
             if state.baseline_missing:
@@ -395,7 +399,8 @@ def read_baseline(config: pytest.Config) -> None:
 
 def read_resume(config: pytest.Config) -> None:
     """Read --vibe-resume now, before this session writes its results (``latest`` is the file as
-    the earlier run left it). xdist workers get the controller's index, so they need no file."""
+    the earlier run left it), and the files it resumed from. xdist workers get the controller's
+    index, so they need no file."""
     state = get_state(config)
     spec = state.settings.resume
     if spec is None:
@@ -408,7 +413,7 @@ def read_resume(config: pytest.Config) -> None:
     path = stamped_original(path)
     shown = rootdir_relative(path.absolute(), config.rootpath)
     try:
-        state.resume = load_resume(path, shown)
+        state.resume = load_resume(path, shown, config.rootpath.joinpath)
     except BaselineError as exc:
         hint = " (`latest` is the previous run's results file; no run wrote it yet)"
         if os.path.lexists(path):  # there, but damaged: the run's timestamped file may not be
@@ -417,4 +422,4 @@ def read_resume(config: pytest.Config) -> None:
                 f"--vibe-resume {DEFAULT_DIR}/<timestamp>.json)"
             )
         raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None
-    state.read_notes += [state.resume.note] if state.resume.note else []
+    state.read_notes += state.resume.notes

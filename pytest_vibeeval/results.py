@@ -457,7 +457,9 @@ class EvalRecord(Record):
         "`cached` is its last attempt's: these say which attempts' answers came from the cache",
     )
     reused_from: str | None = Field(
-        default=None, description="the results file this record was reused from (--vibe-resume); None: ran"
+        default=None,
+        description="the results file this record was reused from (--vibe-resume): the one the item ran "
+        "in, also when it came through later resumed sessions' files; None: ran",
     )
     xfail: bool = Field(default=False, description="expected to fail (reported as xfailed)")
     eval_name: str | None = Field(
@@ -644,6 +646,12 @@ class ResultsFile(Record):
     )
     load_errors: list[str] = Field(
         default_factory=list, description="suite files that failed to load (their evals did not run)"
+    )
+    resumed_from: list[str] = Field(
+        default_factory=list,
+        description="--vibe-resume: the results files the session read, newest first (the one named, "
+        "then those it had resumed from); a later --vibe-resume of this file reads them too. Empty: "
+        "not resumed",
     )
     runs: list[RunRecord] = Field(description="one per suite × configuration")
 

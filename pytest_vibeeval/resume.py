@@ -5,22 +5,28 @@ An item's earlier record is reused when the same suite file content and configur
 as written (the run's ``input_digest``: not what a version of the plugin fills in, so a run
 resumes after an upgrade), configuration id, eval and repeat finished there with a verdict
 (passed or failed). Errors, skips and anything not reached run again.
+
+A results file written by a resumed session names the files it resumed from (``resumed_from``):
+those are read too, so that a chain of resumed sessions (one of a ``-k`` subset among them) loses
+none of the evals an earlier file of it finished. The newest file's record of an item wins.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .models import Configuration
-from .report.baseline import read_results
+from .report.baseline import BaselineError, ReadResults, read_results
 from .results import EvalRecord
 
 Key = tuple[str, str, str, str, int]  # source, input digest, configuration, eval, repeat
 FINISHED = ("passed", "failed")
+MAX_FILES = 32  # results files one --vibe-resume reads: the named one and those it resumed from
 
 
 def files_digest(files: Iterable[Path]) -> str:
@@ -58,11 +64,12 @@ def _digest(material: object) -> str:
 
 @dataclass
 class ResumeIndex:
-    """The finished records of an earlier results file, by item."""
+    """The finished records of an earlier results file and of the files it resumed from, by item."""
 
-    source: str  # the results file, as shown to the user
+    source: str  # the results file named, as shown to the user
     records: dict[Key, EvalRecord] = field(default_factory=dict)
-    note: str | None = None  # the fields of the file this version ignored (the controller's only)
+    files: list[str] = field(default_factory=list)  # the files read, newest first (``resumed_from``)
+    notes: list[str] = field(default_factory=list)  # for the summary (the controller's only)
 
     def find(
         self, source: str, digests: Iterable[str], configuration: str, eval_id: str, repeat: int
@@ -73,6 +80,20 @@ class ResumeIndex:
             if found is not None:
                 return found
         return None
+
+    def add(self, shown: str, read: ReadResults) -> None:
+        """Index the finished records of the file ``shown`` (read after every newer one: a record
+        already indexed stays). A record keeps the file it was produced in as ``reused_from``."""
+        self.files.append(shown)
+        note = read.note(f"--vibe-resume {shown}")
+        self.notes += [note] if note else []
+        for run in read.results.runs:
+            if run.input_digest is None:
+                continue  # written before results kept digests: nothing can be matched safely
+            for record in run.evals:
+                key = (run.source, run.input_digest, run.configuration, record.name, record.repeat)
+                if record.outcome in FINISHED and key not in self.records:
+                    self.records[key] = record.model_copy(update={"reused_from": record.reused_from or shown})
 
     def to_json(self) -> str:
         """The index as text, for xdist workers (through ``workerinput``)."""
@@ -89,16 +110,37 @@ class ResumeIndex:
         return index
 
 
-def load_resume(path: Path, shown: str) -> ResumeIndex:
-    """The finished records of the results file at ``path``; raises BaselineError (naming the file)
-    when it cannot be read."""
-    read = read_results(path)
-    index = ResumeIndex(shown, note=read.note(f"--vibe-resume {shown}"))
-    for run in read.results.runs:
-        if run.input_digest is None:
-            continue  # written before results kept digests: nothing can be matched safely
-        for record in run.evals:
-            if record.outcome in FINISHED:
-                key = (run.source, run.input_digest, run.configuration, record.name, record.repeat)
-                index.records[key] = record.model_copy(update={"reused_from": shown})
+def load_resume(path: Path, shown: str, locate: Callable[[str], Path]) -> ResumeIndex:
+    """The finished records of the results file at ``path`` and of the files it resumed from (each
+    read once, newest first, at most :data:`MAX_FILES`; ``locate`` finds a file as results name
+    it). Raises BaselineError (naming the file) when the named file cannot be read; an earlier one
+    that cannot be is a note."""
+    named = read_results(path)
+    index = ResumeIndex(shown)
+    index.add(shown, named)
+    pending = deque((earlier, shown) for earlier in named.results.resumed_from)
+    seen = {shown}
+    while pending and len(index.files) < MAX_FILES:
+        earlier, named_by = pending.popleft()
+        if earlier in seen:
+            continue
+        seen.add(earlier)
+        where = locate(earlier)
+        try:
+            read = read_results(where)
+        except BaselineError as exc:
+            why = str(exc).removeprefix(f"{where}: ")
+            index.notes.append(
+                f"--vibe-resume: {earlier}, which {named_by} resumed from, cannot be read ({why}); "
+                "the evals only it held run again"
+            )
+            continue
+        index.add(earlier, read)
+        pending += ((name, earlier) for name in read.results.resumed_from)
+    unread = {name for name, _ in pending} - seen
+    if unread:
+        index.notes.append(
+            f"--vibe-resume: {shown} resumes a chain of more than {MAX_FILES} results files; the "
+            f"{len(unread)} earliest were not read (the evals only they held run again)"
+        )
     return index

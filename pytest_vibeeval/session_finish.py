@@ -116,6 +116,7 @@ class SessionFinish:
             interrupted,
             state.load_errors,
             stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
+            state.resume.files if state.resume is not None else (),
         )
         if state.baseline is not None:
             results = self._compare(results)

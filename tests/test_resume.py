@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import PYTHON, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+
+from pytest_vibeeval.report.resultsfile import build_results, results_json
+from pytest_vibeeval.results import EvalRecord, RunRecord
+from pytest_vibeeval.resume import MAX_FILES, load_resume
 
 # Counts its runs in runs.log; on the prompt "slow" it says it started and waits, unless told not to.
 AGENT = """
@@ -24,8 +30,18 @@ print(prompt)
 """
 
 
-def make_suite(pytester: pytest.Pytester, extra: str = "") -> None:
+THREE = (("a", "one", "*one*"), ("b", "two", "*nope*"), ("c", "slow", "*slow*"))
+
+
+def make_suite(
+    pytester: pytest.Pytester, extra: str = "", evals: Sequence[tuple[str, str, str]] = THREE
+) -> None:
+    """The suite of ``evals`` (name, prompt, the pattern its answer must match), run by AGENT."""
     agent = write(pytester.path / "agent.py", AGENT)
+    rows = "\n          ".join(
+        f'- {{name: {name}, prompt: {prompt}, checks: [{{match: "{pattern}"}}]}}'
+        for name, prompt, pattern in evals
+    )
     write(
         pytester.path / "res.eval.yaml",
         f"""
@@ -33,9 +49,7 @@ def make_suite(pytester: pytest.Pytester, extra: str = "") -> None:
         configurations:
           agent: {{cli: "{PYTHON}", args: ["{agent}", "{pytester.path}"]}}
         evals:
-          - {{name: a, prompt: one, checks: [{{match: "*one*"}}]}}
-          - {{name: b, prompt: two, checks: [{{match: "*nope*"}}]}}
-          - {{name: c, prompt: slow, checks: [{{match: "*slow*"}}]}}
+          {rows}
         {extra}
         """,
     )
@@ -349,3 +363,177 @@ def test_a_configuration_given_to_another_model_keeps_what_it_was_written_with()
 
 
 PRICES = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+
+
+# --- chains of resumed sessions ---------------------------------------------------------------------
+
+
+# Names no folder of pytester's holds, for -k.
+FOUR = (
+    ("alpha", "one", "*one*"),
+    ("bravo", "two", "*nope*"),
+    ("charlie", "three", "*three*"),
+    ("delta", "four", "*four*"),
+)
+
+
+def make_four(pytester: pytest.Pytester, extra: str = "") -> None:
+    """alpha passes, bravo fails, charlie and delta pass; the agent never waits."""
+    make_suite(pytester, extra, FOUR)
+    (pytester.path / "fast").write_text("x")
+
+
+def run_writing(pytester: pytest.Pytester, *args: str, xdist: list[str] | None = None) -> tuple[str, Any]:
+    """Run pytest; the timestamped results file it wrote (as results name it) and the run."""
+    folder = pytester.path / ".vibeeval" / "results"
+    before = set(folder.glob("2*.json")) if folder.is_dir() else set()
+    result = run(pytester, *args, xdist=xdist)
+    (written,) = set(folder.glob("2*.json")) - before
+    return f".vibeeval/results/{written.name}", result
+
+
+def stopped_after_b(pytester: pytest.Pytester) -> str:
+    """A partial run (P1): alpha passed and bravo failed, then -x stopped it; charlie and delta never ran."""
+    first, _ = run_writing(pytester, "-p", "no:randomly", "-x")
+    assert sorted(runs_logged(pytester)) == ["one", "two"]
+    assert load_json(pytester.path / first)["stopped_early"]
+    return first
+
+
+def files_read_and_reused_from(path: Path) -> tuple[list[str], list[str | None]]:
+    """A results file's ``resumed_from`` and the ``reused_from`` of alpha, bravo, charlie, delta."""
+    data = load_json(path)
+    records = evals_by_nodeid(data)
+    return data["resumed_from"], [records[f"res.eval.yaml::{e}[agent]"]["reused_from"] for e, *_ in FOUR]
+
+
+@XDIST_MODES
+def test_resuming_a_resumed_subset_keeps_the_earlier_files_results(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """P1 stops after alpha and bravo; `--vibe-resume -k "bravo or charlie"` reuses bravo and runs
+    charlie (P2, now latest.json); a plain `--vibe-resume` then reads P2 and the file it resumed
+    from, P1: only delta runs."""
+    make_four(pytester)
+    first = stopped_after_b(pytester)
+    second, _ = run_writing(pytester, "--vibe-resume", "-k", "bravo or charlie", xdist=xdist)
+    assert runs_logged(pytester) == ["three"]
+
+    third, result = run_writing(pytester, "--vibe-resume", xdist=xdist)
+    assert runs_logged(pytester) == ["four"]  # alpha, bravo (P1) and charlie (P2) were paid for already
+    assert load_json(pytester.path / second)["resumed_from"] == [first]
+    assert files_read_and_reused_from(pytester.path / third) == (
+        [second, first],
+        [first, first, second, None],
+    )
+    assert (
+        f"Resumed: 3 eval(s) reused from 2 files ({first}: 2, {second}: 1), 1 run in this session "
+        "(--vibe-resume)"
+    ) in run_summary(result)
+    result.assert_outcomes(passed=3, failed=1)
+
+
+@XDIST_MODES
+def test_a_deleted_file_of_the_chain_is_named_and_the_rest_reused(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """P1 (alpha, bravo), P2 (charlie, resumed from P1), P3 (delta, resumed from P2 and P1); P2
+    deleted: resuming P3 says P2 cannot be read, still reuses P1's alpha and bravo through P3's
+    list, and runs nothing."""
+    make_four(pytester)
+    first = stopped_after_b(pytester)
+    second, _ = run_writing(pytester, "--vibe-resume", "-k", "bravo or charlie", xdist=xdist)
+    third, _ = run_writing(pytester, "--vibe-resume", "-k", "charlie or delta", xdist=xdist)
+    assert runs_logged(pytester) == ["three", "four"]
+    (pytester.path / second).unlink()
+
+    fourth, result = run_writing(pytester, "--vibe-resume", third, xdist=xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # bravo, as it was
+    assert runs_logged(pytester) == []
+    assert files_read_and_reused_from(pytester.path / fourth) == (
+        [third, first],
+        [first, first, second, third],
+    )
+    summary = "\n".join(run_summary(result))
+    assert f"note: --vibe-resume: {second}, which {third} resumed from, cannot be read" in summary
+    assert "Resumed: 4 eval(s) reused from 3 files" in summary
+
+
+def test_an_edited_suite_reuses_nothing_of_the_chain(pytester: pytest.Pytester) -> None:
+    make_four(pytester)
+    stopped_after_b(pytester)
+    run_writing(pytester, "--vibe-resume", "-k", "bravo or charlie")
+    assert runs_logged(pytester) == ["three"]
+    make_four(pytester, extra="score: {formula: success_pct}")
+    run_writing(pytester, "--vibe-resume")
+    assert sorted(runs_logged(pytester)) == ["four", "one", "three", "two"]
+
+
+UNSCORED = {
+    "score": None,
+    "score_formula": "success_pct",
+    "score_error": None,
+    "metrics": {},
+    "variables": {},
+}
+
+
+def chain_file(folder: Path, name: str, outcomes: dict[str, str], resumed_from: list[str]) -> str:
+    """A results file ``name`` in ``folder`` of one run whose evals ended as ``outcomes``."""
+    evals = [
+        EvalRecord(name=eval_id, nodeid=f"s.eval.yaml::{eval_id}[app]", outcome=outcome)  # type: ignore[arg-type]
+        for eval_id, outcome in outcomes.items()
+    ]
+    where = {"suite": "s", "source": "s.eval.yaml", "configuration": "app", "input_digest": "d"}
+    run = RunRecord.model_validate({**where, **UNSCORED, "evals": evals})
+    results = build_results([run], "2026-01-01T00:00:00+00:00", False, resumed_from=resumed_from)
+    (folder / name).write_text("".join(results_json(results)), encoding="utf-8")
+    return name
+
+
+def test_the_newest_file_of_a_chain_wins_and_a_cycle_is_read_once(tmp_path: Path) -> None:
+    """new.json resumed from old.json, which names new.json back (a session that wrote the file it
+    resumed): each is read once; an eval finished in both keeps new.json's record, one that only
+    old.json finished is old.json's."""
+    chain_file(tmp_path, "old.json", {"e1": "passed", "e2": "passed", "e3": "error"}, ["new.json"])
+    chain_file(tmp_path, "new.json", {"e1": "failed", "e2": "error"}, ["old.json", "new.json"])
+    index = load_resume(tmp_path / "new.json", "new.json", tmp_path.joinpath)
+    assert (index.files, index.notes) == (["new.json", "old.json"], [])
+    found = {e: index.find("s.eval.yaml", ["d"], "app", e, 0) for e in ("e1", "e2", "e3")}
+    assert {e: (r.outcome, r.reused_from) if r else None for e, r in found.items()} == {
+        "e1": ("failed", "new.json"),
+        "e2": ("passed", "old.json"),
+        "e3": None,
+    }
+
+
+def test_a_chain_longer_than_the_bound_is_read_to_it_and_says_so(tmp_path: Path) -> None:
+    names = [f"r{i:02}.json" for i in range(MAX_FILES + 3)]
+    for i, name in enumerate(names):
+        chain_file(tmp_path, name, {f"e{i}": "passed"}, names[i - 1 : i])
+    index = load_resume(tmp_path / names[-1], names[-1], tmp_path.joinpath)
+    assert index.files == names[::-1][:MAX_FILES]
+    assert len(index.records) == MAX_FILES
+    assert index.notes == [
+        f"--vibe-resume: {names[-1]} resumes a chain of more than {MAX_FILES} results files; the 1 "
+        "earliest were not read (the evals only they held run again)"
+    ]
+
+
+@XDIST_MODES
+def test_resuming_under_record_says_the_reused_evals_were_not_recorded(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A reused eval asks no provider, so --vibe-record stores no answer of it: the summary says
+    so, and what to do, rather than leave a store that a replay finds incomplete."""
+    make_priced_suite(pytester, 3)
+    run(pytester, "--vibe-results", "first.json", "-k", "e0 or e1")
+    result = run(pytester, "--vibe-resume", "first.json", "--vibe-record", "rec", xdist=xdist)
+    assert "Resumed: 2 eval(s) reused from first.json, 1 run in this session (--vibe-resume)" in (
+        run_summary(result)
+    )
+    assert (
+        "note: --vibe-record rec: the 2 eval(s) reused by --vibe-resume asked no provider, so this "
+        "session recorded no answer of theirs; run them without --vibe-resume to record them"
+    ) in run_summary(result)
+    assert len(list((pytester.path / "rec").rglob("*.json"))) == 1  # e2's answer

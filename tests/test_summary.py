@@ -350,3 +350,21 @@ def test_the_resume_line_counts_reused_run_and_not_run_evals() -> None:
     assert resume_line([run(evals=[record("a", "passed", reused_from="f.json")])], "f.json") == (
         "Resumed: 1 eval(s) reused from f.json, 0 run in this session (--vibe-resume)"
     )
+
+
+def test_the_resume_line_names_each_file_the_reused_evals_ran_in() -> None:
+    """Records reused through a chain of resumed sessions name the file each ran in: the line
+    counts the files and the evals of each (the first few, by name: by time)."""
+    two = run(evals=[record("a", "passed", reused_from=f) for f in ("p1.json", "p2.json", "p1.json")])
+    assert resume_line([two], "p2.json") == (
+        "Resumed: 3 eval(s) reused from 2 files (p1.json: 2, p2.json: 1), 0 run in this session "
+        "(--vibe-resume)"
+    )
+    five = run(evals=[record(f"e{i}", "passed", reused_from=f"p{i}.json") for i in range(5)])
+    assert resume_line([five], "p4.json") == (
+        "Resumed: 5 eval(s) reused from 5 files (p0.json: 1, p1.json: 1, p2.json: 1, and 2 more), "
+        "0 run in this session (--vibe-resume)"
+    )
+    assert resume_line([run(evals=[record("a", "passed")])], "p4.json") == (
+        "Resumed: 0 eval(s) reused from p4.json, 1 run in this session (--vibe-resume)"
+    )

@@ -90,6 +90,7 @@ def build_results(
     interrupted: bool,
     load_errors: Sequence[str] = (),
     stopped_early: str | None = None,
+    resumed_from: Sequence[str] = (),
 ) -> ResultsFile:
     finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return ResultsFile(
@@ -98,6 +99,7 @@ def build_results(
         interrupted=interrupted,
         stopped_early=stopped_early,
         load_errors=list(load_errors),
+        resumed_from=list(resumed_from),
         runs=list(runs),
     )
 

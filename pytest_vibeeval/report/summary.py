@@ -341,13 +341,18 @@ def budget_lines(runs: Sequence[RunRecord], limit: float | None, spent: float) -
     return [line]
 
 
+SHOWN_SOURCES = 3  # files named in the resume line, with their counts
+
+
 def resume_line(runs: Sequence[RunRecord], source: str) -> str:
-    """``--vibe-resume``: the evals reused from ``source``, run in this session, and neither
-    (held back by --vibe-max-cost, cut short by the session's end)."""
-    reused = ran = held = cut = 0
+    """``--vibe-resume``: the evals reused (from ``source``, or from each file they were produced
+    in when several), run in this session, and neither (held back by --vibe-max-cost, cut short by
+    the session's end)."""
+    reused: dict[str, int] = {}
+    ran = held = cut = 0
     for record in (record for run in runs for record in run.evals):
         if record.reused_from is not None:
-            reused += 1
+            reused[record.reused_from] = reused.get(record.reused_from, 0) + 1
         elif _not_started(record):
             held += 1
         elif record.outcome == "skipped" and (record.message or "").startswith(NOT_FINISHED):
@@ -357,7 +362,33 @@ def resume_line(runs: Sequence[RunRecord], source: str) -> str:
     counts = [f"{ran} run in this session"]
     counts += [f"{held} not started"] if held else []
     counts += [f"{cut} not finished"] if cut else []
-    return f"Resumed: {reused} eval(s) reused from {source}, {', '.join(counts)} (--vibe-resume)"
+    origin = _sources(reused, source)
+    return (
+        f"Resumed: {sum(reused.values())} eval(s) reused from {origin}, {', '.join(counts)} (--vibe-resume)"
+    )
+
+
+def unrecorded_line(runs: Sequence[RunRecord], store: str) -> str | None:
+    """``--vibe-record`` with ``--vibe-resume``: the reused evals asked no provider, so this session
+    stored no answer of theirs (a replay of the store misses them); None when none was reused."""
+    reused = sum(1 for run in runs for record in run.evals if record.reused_from is not None)
+    if not reused:
+        return None
+    return (
+        f"--vibe-record {store}: the {reused} eval(s) reused by --vibe-resume asked no provider, so "
+        "this session recorded no answer of theirs; run them without --vibe-resume to record them"
+    )
+
+
+def _sources(reused: dict[str, int], source: str) -> str:
+    """The file the reused evals came from, or how many files, and the evals of each (by name:
+    results files are named by their time)."""
+    if len(reused) < 2:
+        return next(iter(reused), source)
+    shown = [f"{name}: {count}" for name, count in sorted(reused.items())[:SHOWN_SOURCES]]
+    more = len(reused) - SHOWN_SOURCES
+    shown += [f"and {more} more"] if more > 0 else []
+    return f"{len(reused)} files ({', '.join(shown)})"
 
 
 def nothing_ran_lines(records: Sequence[EvalRecord], shown: int = 5) -> list[str]:

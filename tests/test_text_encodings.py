@@ -384,3 +384,32 @@ def test_a_failed_answer_is_shown_in_the_lines_the_checks_see(
     lines = result.stdout.lines
     assert f"  {shown}" in lines and f"    {shown}" in lines, result.stdout.str()
     assert f"  assistant: {shown}\n  assistant: last" in html.read_text(encoding="utf-8")
+
+
+ERROR_TEXT = "broke: " + SPLITLINES_ONLY + "\nthe next line"
+RAISING_APP = f"def answer(prompt, context=None):\n    raise RuntimeError({ERROR_TEXT!r})\n"
+
+
+@XDIST_MODES
+def test_an_error_headline_is_its_whole_first_line(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """The first line of an error (the Run Summary's, a conversation's headline) ends at ``\\n``
+    alone: ``str.splitlines`` cut it at the first of the other line breaks it knows."""
+    python_suite(
+        pytester.path / "lines.eval.yaml",
+        [
+            "{name: one, prompt: x, checks: [{equals: nope}]}",
+            "{name: talk, turns: [{prompt: x, checks: [{equals: nope}]}]}",
+        ],
+        app=RAISING_APP,
+    )
+    out = pytester.path / "r.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(failed=2)
+    raised = "app:answer raised RuntimeError: broke: "
+    talk = next(r["message"] for r in load_json(out)["runs"][0]["evals"] if r["name"] == "talk")
+    assert talk.startswith(f"turn 1/1: {raised}{SPLITLINES_ONLY}\n"), talk
+    assert "\n    the next line\n" in talk, talk
+    shown = r"first\x0bsecond\x0cthird\x1cfourth\x1dfifth\x1esixth\x85seventh\u2028eighth\u2029ninth"
+    lines = result.stdout.lines
+    assert f"  ERROR  one: {raised}{shown}" in lines, result.stdout.str()
+    assert f"  ERROR  talk: turn 1/1: {raised}{shown}" in lines, result.stdout.str()

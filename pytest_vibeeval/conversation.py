@@ -244,7 +244,7 @@ def _first_failure(checks: list[CheckRecord]) -> str:
     failed = next((check for check in checks if check.passed is False), None)
     if failed is None:
         return "checks failed"
-    return f"{failed.type}: {((failed.message or '').splitlines() or [''])[0]}"
+    return f"{failed.type}: {text_lines(failed.message or '')[0]}"
 
 
 def _verdict(record: EvalRecord) -> EvalRecord:
@@ -268,7 +268,7 @@ def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars:
     its error) on the first line, then every turn with its prompt, checks and, for the failed
     one, the start of its answer."""
     total = len(record.turns)
-    headline = ((failed.message or "").splitlines() or [""])[0]
+    headline = text_lines(failed.message or "")[0]
     lines = [f"turn {failed.turn}/{total}: {headline}"]
     for turn in record.turns:
         prompt = " ".join(turn.prompt.split())
@@ -277,7 +277,7 @@ def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars:
         lines += check_lines(turn.checks, 1)
         if turn is failed:
             if turn.outcome == "error" and turn.message:
-                lines.extend("    " + line for line in turn.message.splitlines()[1:])
+                lines.extend("    " + line for line in text_lines(turn.message)[1:])
             text = turn.response or ""
             whole = turn.response_chars or len(text)
             shown = text if len(text) <= response_chars else text[:response_chars] + f"… [{whole} chars]"

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from .text_input import text_lines
+
 if TYPE_CHECKING:
     from .results import EvalRecord, StepRecord
 
@@ -74,7 +76,7 @@ def unfinished_record(
     in and why it stopped (as ``failure`` says, when it names the phase already: the backstop's), with
     the steps it had finished."""
     where = tracker.describe() if tracker is not None else "before its first phase"
-    first = failure.strip().splitlines()[0] if failure.strip() else "it stopped"
+    first = text_lines(failure.strip())[0] or "it stopped"
     message = first if first.startswith("stopped ") else f"stopped {where}: {first}"
     from .results import EvalRecord
 

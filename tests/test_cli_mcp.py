@@ -138,6 +138,53 @@ def test_gemini_settings_in_utf16_are_an_error_naming_the_encoding(tmp_path: Pat
     )
 
 
+COMMENTED = """// shared settings
+{
+  /* a block
+     comment */ "general": {"url": "http://example.com/x", "note": "// not a comment", "q": "a\\\\"},
+  "mcpServers": {"mine": {"httpUrl": "u"}} // the team's own server
+}
+"""
+
+
+def test_gemini_settings_with_comments_are_merged_without_them(tmp_path: Path) -> None:
+    """gemini strips ``//`` and ``/* */`` comments from its settings.json (strip-json-comments)
+    before parsing it: such a file gets the server, keeps its settings and is written back as JSON
+    without the comments; ``//`` inside a string is text."""
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(COMMENTED, encoding="utf-8")
+    write_settings(tmp_path, handover("gemini", TARGET))
+    loaded = json.loads(settings.read_text(encoding="utf-8"))
+    assert loaded["general"] == {"url": "http://example.com/x", "note": "// not a comment", "q": "a\\"}
+    assert list(loaded["mcpServers"]) == ["mine", "tracker"]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('// a comment\n{"general": {},}\n', "a comma after the last entry: line 2 column 15"),
+        ('{\n  /* two\n  lines */ "general": nope\n}\n', "Expecting value: line 3 column 23"),
+        ('{"general": {}} /* not closed\n', None),
+    ],
+)
+def test_gemini_settings_with_comments_and_an_error_name_its_line(
+    tmp_path: Path, text: str, said: str | None
+) -> None:
+    """A syntax error is reported at its line and column in the file as written (a comment
+    counts); a trailing comma stays an error, as in gemini. An unclosed comment ends the file."""
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(text, encoding="utf-8")
+    if said is None:
+        write_settings(tmp_path, handover("gemini", TARGET))
+        assert list(json.loads(settings.read_text(encoding="utf-8"))) == ["general", "mcpServers"]
+        return
+    with pytest.raises(ProviderError) as raised:
+        write_settings(tmp_path, handover("gemini", TARGET))
+    assert str(raised.value).startswith(f"cannot add the suite's mcp_server to {settings}: {said}")
+
+
 def test_gemini_tool_names_are_recorded_as_mcp__server__tool() -> None:
     calls = [
         ToolCallRecord(tool="mcp_tracker_list_issues", success=True),

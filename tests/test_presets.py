@@ -259,6 +259,14 @@ def test_aider_leaves_its_whole_edit_report_out_of_the_answer(tmp_path: Path) ->
     ]
 
 
+def test_aider_keeps_the_answer_in_the_lines_it_printed(tmp_path: Path) -> None:
+    """Only ``\\n`` ends a line of aider's output: a form feed or U+2028 in the answer stays in it
+    (``str.splitlines`` broke the line there, and the answer came back with ``\\n`` instead)."""
+    path = tmp_path / "aider.txt"
+    path.write_text("Aider v0.86.2\n\npage one\x0cpage two\u2028same line\nlast\n", encoding="utf-8")
+    assert parse_with("aider", path).text == "page one\x0cpage two\u2028same line\nlast"
+
+
 # --- malformed and truncated output --------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import PYTHON, evals_by_nodeid, load_json, run, write, write_cli_config
+from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write, write_cli_config
 from mcp_process import TOKEN, McpProcess
 from real_clis.api_server import (
     AFTER_TOOL,
@@ -344,3 +344,57 @@ def test_a_refused_token_is_an_error_naming_the_server(
         assert record["outcome"] == "error", record
         assert expected[preset] in record["message"], record["message"]
     assert "not-the-token" not in result.stdout.str() + result.stderr.str()
+
+
+# A workspace's gemini settings with comments, as gemini reads them (strip-json-comments), excluding
+# the file-writing tool gemini offers otherwise (WRITING_TOOL).
+COMMENTED_SETTINGS = """// the project's gemini settings
+{
+  /* evals must not write files */
+  "tools": {"exclude": ["write_file"]}, // gemini drops the comments before parsing
+  "general": {"maxAttempts": 1}
+}
+"""
+WORKDIR_WITH_SETTINGS = f"""
+import pytest
+
+@pytest.fixture
+def vibe_workdir(tmp_path):
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text({COMMENTED_SETTINGS!r}, encoding="utf-8")
+    return tmp_path
+"""
+
+
+@XDIST_MODES
+def test_gemini_workspace_settings_with_comments_get_the_mcp_server_and_keep_their_own(
+    pytester: pytest.Pytester,
+    api: AgentApiServer,
+    mcp_server: McpProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    xdist: list[str],
+) -> None:
+    """gemini reads its settings.json with ``//`` and ``/* */`` comments: the suite's mcp_server
+    is merged into such a file of the item's folder, and gemini still applies the file's own
+    settings (its requests to the model offer no ``write_file``) and calls the server's tool."""
+    require("gemini")
+    suite = mcp_suite(pytester.path, ("gemini",), api, mcp_server.url)
+    data = yaml.safe_load(suite.read_text(encoding="utf-8"))
+    marker = f"run {pytester.path.name}"
+    data["evals"][0]["prompt"] += f" ({marker})"
+    write(suite, yaml.safe_dump(data, sort_keys=False))
+    write(pytester.path / "conftest.py", WORKDIR_WITH_SETTINGS)
+    monkeypatch.setenv("VIBE_SECRET_TRACKER_KEY", TOKEN)
+    sandbox = ("--vibe-sandbox", "none") if xdist else ()  # see test_mcp_server_given_to_every_cli_with_xdist
+    result, by_config = records(pytester, xdist, *sandbox)
+    check_mcp_run(pytester, result, by_config)
+    with api.lock:
+        sent = [r["body"] for r in api.requests if marker in json.dumps(r["body"])]
+    offered = [
+        {function["name"] for tool in body.get("tools") or [] for function in tool["functionDeclarations"]}
+        for body in sent
+    ]
+    assert offered and all("mcp_tracker_list_issues" in names for names in offered), offered
+    assert not any(WRITING_TOOL["gemini"] in names for names in offered), offered
+    assert any("read_file" in names for names in offered), offered

@@ -396,6 +396,19 @@ def test_valid_or_unchecked_blocks(language: str, text: str) -> None:
     assert accuracy(output, True) == 1.0
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('x = 1\ny = "a\x00b"\n', "a NUL character (\\x00) at line 2, which Python source cannot hold"),
+        ("\x00", "a NUL character (\\x00) at line 1, which Python source cannot hold"),
+        ("x = (\n", "'(' was never closed (line 1)"),
+    ],
+)
+def test_a_python_block_error_says_where(text: str, said: str) -> None:
+    """A NUL character is named with its line: Python reports it without one ("line None")."""
+    assert syntax_errors("Here it is.\n" + block("python", text)) == [f"python block 1: {said}"]
+
+
 @pytest.mark.timeout(60)  # expanding the aliases would take gigabytes: a backstop, not a benchmark
 def test_yaml_alias_bomb_is_not_expanded() -> None:
     lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']

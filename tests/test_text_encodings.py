@@ -251,6 +251,10 @@ sys.stdout.buffer.write({
     "utf16": "42\\r\\n".encode("utf-16"),  # a byte-order mark, little-endian
     "utf16be": "42\\n".encode("utf-16-be"),  # none
     "jsonl": '{"type": "result", "text": "42"}\\n'.encode("utf-16"),
+    # each preset parser's final event, in UTF-16 with a byte-order mark and without
+    "claude-code": '{"type": "result", "subtype": "success", "result": "42"}\\n'.encode("utf-16"),
+    "codex": '{"type": "turn.completed", "usage": {}}\\n'.encode("utf-16-le"),
+    "gemini": '{"type": "init"}\\n{"type": "result", "stats": {}}\\n'.encode("utf-16-be"),
 }[sys.argv[1]])
 """
 
@@ -318,11 +322,14 @@ def test_row_ids_the_c_locale_cannot_hold_are_a_collection_error_saying_what_to_
 @XDIST_MODES
 def test_an_agent_that_prints_utf16_errors_naming_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
     """UTF-16 read as UTF-8 is an answer of NULs and U+FFFD that fails its checks for no visible
-    reason; it is refused as an input file in UTF-16 is, naming the encoding."""
+    reason, and JSON lines that the preset parsers do not find; it is refused as an input file in
+    UTF-16 is, naming the encoding, whatever reads the output."""
     script = str(write(pytester.path / "printer.py", PRINTER))
     jsonl = {"format": "jsonl", "response": "text", "where": {"type": "result"}}
     configurations = {kind: {"cli": PYTHON, "args": [script, kind]} for kind in ("utf16", "utf16be")}
     configurations["jsonl"] = {"cli": PYTHON, "args": [script, "jsonl"], "output": jsonl}
+    for parser in ("claude-code", "codex", "gemini"):
+        configurations[parser] = {"cli": PYTHON, "args": [script, parser], "output": {"parser": parser}}
     write(
         pytester.path / "wide.eval.yaml",
         json.dumps(
@@ -335,13 +342,16 @@ def test_an_agent_that_prints_utf16_errors_naming_it(pytester: pytest.Pytester, 
     )
     out = pytester.path / "r.json"
     result = run(pytester, "--vibe-results", str(out), xdist=xdist, subprocess=True)
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=6)
     messages = {r["configuration"]: r["evals"][0]["message"] for r in load_json(out)["runs"]}
     said = "the agent's output is UTF-16 ({}-endian), {} a byte-order mark, not UTF-8; make it print UTF-8"
     assert messages == {
         "utf16": said.format("little", "with"),
         "utf16be": said.format("big", "without"),
         "jsonl": said.format("little", "with"),
+        "claude-code": said.format("little", "with"),
+        "codex": said.format("little", "without"),
+        "gemini": said.format("big", "without"),
     }
     assert said.format("big", "without") in result.stdout.str()
 
@@ -374,3 +384,32 @@ def test_a_failed_answer_is_shown_in_the_lines_the_checks_see(
     lines = result.stdout.lines
     assert f"  {shown}" in lines and f"    {shown}" in lines, result.stdout.str()
     assert f"  assistant: {shown}\n  assistant: last" in html.read_text(encoding="utf-8")
+
+
+ERROR_TEXT = "broke: " + SPLITLINES_ONLY + "\nthe next line"
+RAISING_APP = f"def answer(prompt, context=None):\n    raise RuntimeError({ERROR_TEXT!r})\n"
+
+
+@XDIST_MODES
+def test_an_error_headline_is_its_whole_first_line(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """The first line of an error (the Run Summary's, a conversation's headline) ends at ``\\n``
+    alone: ``str.splitlines`` cut it at the first of the other line breaks it knows."""
+    python_suite(
+        pytester.path / "lines.eval.yaml",
+        [
+            "{name: one, prompt: x, checks: [{equals: nope}]}",
+            "{name: talk, turns: [{prompt: x, checks: [{equals: nope}]}]}",
+        ],
+        app=RAISING_APP,
+    )
+    out = pytester.path / "r.json"
+    result = run(pytester, "--vibe-results", str(out), xdist=xdist)
+    result.assert_outcomes(failed=2)
+    raised = "app:answer raised RuntimeError: broke: "
+    talk = next(r["message"] for r in load_json(out)["runs"][0]["evals"] if r["name"] == "talk")
+    assert talk.startswith(f"turn 1/1: {raised}{SPLITLINES_ONLY}\n"), talk
+    assert "\n    the next line\n" in talk, talk
+    shown = r"first\x0bsecond\x0cthird\x1cfourth\x1dfifth\x1esixth\x85seventh\u2028eighth\u2029ninth"
+    lines = result.stdout.lines
+    assert f"  ERROR  one: {raised}{shown}" in lines, result.stdout.str()
+    assert f"  ERROR  talk: turn 1/1: {raised}{shown}" in lines, result.stdout.str()

@@ -4,8 +4,9 @@
   ``--allowedTools=mcp__<name>`` (headless, an unallowed tool is refused);
 - codex: ``-c mcp_servers.<name>.…`` overrides: ``url``, ``bearer_token_env_var``,
   ``required`` (a server that cannot start fails the run), tools approved;
-- gemini: ``mcpServers.<name>`` (``httpUrl`` or ``url``, ``headers``, ``trust``) in the folder's
-  ``.gemini/settings.json``, which gemini reads only in a folder trusted before it starts
+- gemini: ``mcpServers.<name>`` (``httpUrl`` or ``url``, ``headers``, ``trust``) merged into the
+  folder's ``.gemini/settings.json`` (comments allowed, as gemini allows them), which gemini reads
+  only in a folder trusted before it starts
   (``GEMINI_CLI_TRUST_WORKSPACE``; system settings files under /tmp are refused as insecure).
 
 The token is never on the command line or in a file: each CLI reads it from :data:`TOKEN_ENV`
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bounded_read import UnreadableFile
+from ..json_comments import strip_json_comments
 from ..loading.syntax_hints import json_error
 from ..models import Configuration
 from ..presets import AGENT_PRESETS
@@ -139,7 +141,8 @@ def gemini_settings(target: McpTarget) -> dict[str, Any]:
 
 def write_settings(cwd: Path, given: CliMcp) -> None:
     """Merge ``given.settings`` into the JSON file of ``cwd`` it names (the file keeps its other
-    keys and servers); ProviderError when that file is not a JSON object."""
+    keys and servers; its ``//`` and ``/* */`` comments, which gemini allows, are not written
+    back); ProviderError when that file is not a JSON object."""
     if given.settings is None:
         return
     relative, settings = given.settings
@@ -147,7 +150,7 @@ def write_settings(cwd: Path, given: CliMcp) -> None:
     data: dict[str, Any] = {}
     if path.exists():
         try:  # read as the suite's own files are: a byte-order mark dropped, UTF-16 named
-            loaded = json.loads(read_input_text(path, MAX_SETTINGS_BYTES))
+            loaded = json.loads(strip_json_comments(read_input_text(path, MAX_SETTINGS_BYTES)))
         except (OSError, UnreadableFile, NotUtf8, json.JSONDecodeError) as exc:
             if isinstance(exc, NotUtf8):
                 why: object = f"{exc.message}; {exc.hint}"

@@ -55,13 +55,20 @@ def read_output(path: Path) -> bytes:
         raise OutputError(f"agent output {path}: {exc}") from None
 
 
-def read_utf8_output(path: Path) -> bytes:
-    """:func:`read_output`, or OutputError when it is UTF-16 or UTF-32 (refused by name, as an input
-    file is): read as UTF-8 it would be an answer of NULs and U+FFFD that fails its checks unexplained."""
-    data = read_output(path)
-    wide = wide_encoding(data)
+def refuse_wide(start: bytes) -> None:
+    """OutputError when the output that starts with ``start`` (its first
+    :data:`~pytest_vibeeval.text_input.WIDE_PEEK` bytes suffice) is UTF-16 or UTF-32, refused by
+    name as an input file is: read as UTF-8 it would be an answer of NULs and U+FFFD that fails its
+    checks unexplained, or JSON lines that no parser finds."""
+    wide = wide_encoding(start)
     if wide is not None:
         raise OutputError(f"the agent's output is {wide}, not UTF-8; make it print UTF-8")
+
+
+def read_utf8_output(path: Path) -> bytes:
+    """:func:`read_output`, or OutputError when it is UTF-16 or UTF-32 (:func:`refuse_wide`)."""
+    data = read_output(path)
+    refuse_wide(data)
     return data
 
 

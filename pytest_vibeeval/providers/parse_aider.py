@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..results import ToolCallRecord
+from ..text_input import text_lines
 from .output import ParsedOutput, read_output_text
 from .parsing import AgentReported, shorten
 
@@ -124,7 +125,7 @@ def parse_aider(path: Path) -> ParsedOutput:
     since aider rounds the session's to cents from $0.01), and its edits as tool calls
     (``Applied edit to <file>``; a block that did not conform or match: a failed one). An API
     error after the last answer (aider exits 0 on those) is raised as :class:`Malformed`."""
-    lines = read_output_text(path).splitlines()
+    lines = text_lines(read_output_text(path))
     start = _answer_start(lines)
     kept: list[str] = []
     sent: list[int] = []

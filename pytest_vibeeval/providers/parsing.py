@@ -13,7 +13,9 @@ from ..loading.syntax_hints import json_error
 from ..masking import keep_start
 from ..results import ToolCallRecord
 from ..surrogates import loads
+from ..text_input import WIDE_PEEK
 from .base import as_measure
+from .output import read_utf8_output, refuse_wide
 
 ERROR_CHARS = 500
 
@@ -30,22 +32,30 @@ class AgentReported(Malformed):
 # --- shared helpers -------------------------------------------------------------------------
 
 
+def output_lines(path: Path) -> Iterator[bytes]:
+    """The lines of the agent's output at ``path``, read one at a time; OutputError when it is
+    UTF-16 or UTF-32 (:func:`~.output.refuse_wide`)."""
+    with path.open("rb") as handle:
+        refuse_wide(handle.read(WIDE_PEEK))
+        handle.seek(0)
+        yield from handle
+
+
 def json_events(path: Path) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSON-lines output, in order. Lines that do not start with ``{`` are
     not events (blank lines, notices some CLIs print) and are skipped; a line that starts like an
     event but is not valid JSON is an error."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            line = raw.strip()
-            if not line.startswith(b"{"):
-                continue
-            try:
-                event = loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                cut = "" if raw.endswith(b"\n") else "; the output ends inside it: was the run cut off?"
-                problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
-                raise Malformed(f"line {number} is not valid JSON ({problem}){cut}") from None
-            yield event
+    for number, raw in enumerate(output_lines(path), 1):
+        line = raw.strip()
+        if not line.startswith(b"{"):
+            continue
+        try:
+            event = loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            cut = "" if raw.endswith(b"\n") else "; the output ends inside it: was the run cut off?"
+            problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
+            raise Malformed(f"line {number} is not valid JSON ({problem}){cut}") from None
+        yield event
 
 
 # A line that opens a JSON object, or an array (of objects); not a notice such as `[dotenv@17.2.1] …`.
@@ -55,10 +65,9 @@ _JSON_START = re.compile(rb"^[ \t]*(?:\{|\[[ \t]*(?:[{\]]|\r?$))", re.MULTILINE)
 def json_start(path: Path) -> bytes:
     """The first line that opens a JSON object or array, stripped (notices before it are passed
     over); empty when there is none."""
-    with path.open("rb") as handle:
-        for raw in handle:
-            if _JSON_START.match(raw):
-                return raw.strip()
+    for raw in output_lines(path):
+        if _JSON_START.match(raw):
+            return raw.strip()
     return b""
 
 
@@ -68,7 +77,7 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 def json_document(path: Path) -> Any:
     """The JSON document of the output, from the first line that opens it (see :func:`json_start`)."""
-    data = path.read_bytes()
+    data = read_utf8_output(path)
     start = _JSON_START.search(data)
     try:
         return loads(data[start.start() :] if start and start.start() else data)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..text_input import line_feeds
+from ..text_input import line_feeds, text_lines
 from .format import decimal, number
 
 TEXT_LIMIT = 4000  # characters of a message or a response
@@ -72,8 +72,7 @@ def cut_start(text: str, limit: int) -> str:
 
 
 def first_line(text: str | None, limit: int = 160) -> str:
-    lines = (text or "").strip().splitlines()
-    line = lines[0] if lines else ""
+    line = text_lines((text or "").strip())[0]
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

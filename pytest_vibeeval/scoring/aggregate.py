@@ -15,6 +15,7 @@ from ..budget import NOT_STARTED
 from ..extensions import Extensions, builtin_extensions
 from ..report.format import decimal
 from ..results import NOT_FINISHED, EvalRecord, EvalStats, GateRecord, RunRecord
+from ..text_input import text_lines
 from ..transport import RunInfo
 from .attempts import EarlierAttempts
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
@@ -231,7 +232,7 @@ class Aggregator:
         if skipped:
             notes.append(
                 f"{len(skipped)} eval(s) skipped and not counted: "
-                + "; ".join(sorted({(r.message or "skipped").splitlines()[0] for r in skipped}))
+                + "; ".join(sorted({text_lines(r.message or "skipped")[0] for r in skipped}))
             )
         score, score_error, shown = _score(info, values, reasons, ext, partial)
         stats = _eval_stats(in_suite_order)
@@ -441,7 +442,7 @@ def gate_record(
 
 def _bounded(text: str, limit: int = 20) -> str:
     """At most ``limit`` lines: the first (what happened) and the last ones (where)."""
-    lines = text.strip().splitlines()
+    lines = text_lines(text.strip())
     if len(lines) <= limit:
         return "\n".join(lines)
     return "\n".join([lines[0], "…", *lines[-(limit - 2) :]])

@@ -16,6 +16,7 @@ from typing import Literal
 import yaml
 
 from ..loading.yamlsource import LIBYAML_DEPTH_PROBLEM
+from ..text_input import text_lines
 from .transcripts import FAILURE_PATTERN
 
 Task = Literal["coding", "general"]
@@ -251,17 +252,28 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
     return str(exc).split("\n", 1)[0]
 
 
+def _nul_error(text: str) -> str | None:
+    """Why Python cannot read ``text``, which holds a NUL character, with its line (Python says it
+    without one: a SyntaxError, or a ValueError on early 3.11 releases); None without one."""
+    if "\x00" not in text:
+        return None
+    line = next(number for number, part in enumerate(text_lines(text), 1) if "\x00" in part)
+    return f"a NUL character (\\x00) at line {line}, which Python source cannot hold"
+
+
 def _block_error(block: CodeBlock) -> str | None:
     """Why the block does not parse; ``None`` when it does, or when it is too deep or large to parse."""
+    if block.language in PYTHON_TAGS and (nul := _nul_error(block.text)):
+        return nul
     try:
         _parse(block.language, block.text)
     except (_Unchecked, RecursionError, MemoryError):
         return None
     except SyntaxError as exc:
-        return f"{exc.msg} (line {exc.lineno})"
+        return f"{exc.msg} (line {exc.lineno})" if exc.lineno is not None else exc.msg
     except yaml.YAMLError as exc:
         return _yaml_message(exc)
-    except ValueError as exc:  # json.JSONDecodeError, and null bytes in Python source
+    except ValueError as exc:  # json.JSONDecodeError
         return str(exc)
     return None
 

@@ -138,12 +138,13 @@ def load_conftests(config: pytest.Config, folder: Path) -> None:
     The xdist controller collects nothing, so a conftest.py below the folders named on the command
     line is loaded only on the workers, and run variables it registers would be missing where the
     runs are scored. pytest loads conftests only through its private ``_loadconftestmodules``;
-    loading is idempotent, and registering one calls its historic ``register`` hooks."""
+    loading is idempotent, and registering one calls its historic ``register`` hooks. pytest 8.0
+    has neither the ``consider_namespace_packages`` setting nor the argument."""
+    namespace: dict[str, bool] = {}
+    with contextlib.suppress(ValueError):
+        namespace["consider_namespace_packages"] = bool(config.getini("consider_namespace_packages"))
     config.pluginmanager._loadconftestmodules(
-        folder,
-        config.getoption("importmode"),
-        config.rootpath,
-        consider_namespace_packages=bool(config.getini("consider_namespace_packages")),
+        folder, config.getoption("importmode"), config.rootpath, **namespace
     )
 
 

@@ -2,8 +2,8 @@
 on the command line and -k on eval and configuration names. pytest 9.2 matches --lf/--ff/--sw on a
 parsed node id, which an item named ``eval[configuration]`` must agree with.
 
-CI runs this file against the newest pytest and against pytest 8.4 (a second, small venv), so it
-uses nothing beyond pytest, pytest-xdist and the plugin."""
+CI runs this file against the newest pytest and against every dependency's declared floor (pytest
+8.0; a venv of its own), so it uses nothing beyond pytest, pytest-xdist and the plugin."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import needs_plugin
+from helpers import XDIST_MODES, needs_plugin, run, write
 
 PROBE = """
 import json, pathlib
@@ -143,6 +143,41 @@ def test_pytest_rerunfailures_can_be_told_to_rerun_no_more(pytester: pytest.Pyte
     assert result.parseoutcomes()["rerun"] == 2  # test_go's; test_stop's first attempt is its last
     seen = json.loads((pytester.path / "probe.json").read_text())
     assert seen == [True, True, True, False], seen  # test_stop once; test_go thrice, the last with none left
+
+
+SUITE_CONFTEST = """
+from pytest_vibeeval import RunVariable
+
+
+def pytest_vibeeval_register_run_variables(registry):
+    registry.register(RunVariable("answers", "evals", "the evals answered", lambda records: len(records)))
+"""
+
+
+@XDIST_MODES
+def test_a_suites_conftest_is_loaded_where_its_runs_are_scored(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The controller loads a suite folder's conftest.py through pytest's private
+    ``_loadconftestmodules`` (under xdist it collects nothing): its run variable scores the run, on
+    every pytest the package supports (8.0 has no ``consider_namespace_packages``)."""
+    write(pytester.path / "suites" / "conftest.py", SUITE_CONFTEST)
+    write(
+        pytester.path / "suites" / "probe.eval.yaml",
+        """
+        metadata: {name: probe, model: m}
+        configurations: {my-app: {python: "probe_app:answer"}}
+        score: {formula: answers * 10}
+        evals:
+          - {name: essay, prompt: hello, checks: [{match: "*"}]}
+        """,
+    )
+    write(pytester.path / "suites" / "probe_app.py", "def answer(prompt, context):\n    return 'hi'\n")
+    result = run(pytester, "--vibe-results", "results.json", xdist=xdist)
+    result.assert_outcomes(passed=1)
+    assert "could not be loaded" not in result.stdout.str()
+    (run_record,) = json.loads((pytester.path / "results.json").read_text())["runs"]
+    assert run_record["score"] == 10.0, run_record
 
 
 PYTEST_9 = int(pytest.__version__.split(".")[0]) >= 9

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import re
 
-# A string (kept whole: a `//` inside it is text), or a comment: `//` to the end of its line,
-# `/*` to `*/` (or to the end of the text, where it is not closed).
-_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?(?:\*/|\Z)', re.DOTALL)
-_NOT_SPACE = re.compile(r"\S")
+# A string (kept whole: a `//` inside it is text; one not closed runs to the end of the text, so
+# that a cut-off file is scanned once), or a comment: `//` to the end of its line, `/*` to `*/`
+# (or to the end of the text, where it is not closed).
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"?|//[^\n]*|/\*.*?(?:\*/|\Z)', re.DOTALL)
+_NOT_LINE_END = re.compile(r"[^\n]")  # every character of a comment but its line ends becomes a space
 
 
 def _blanked(match: re.Match[str]) -> str:
     text = match.group()
-    return text if text.startswith('"') else _NOT_SPACE.sub(" ", text)
+    return text if text.startswith('"') else _NOT_LINE_END.sub(" ", text)
 
 
 def strip_json_comments(text: str) -> str:

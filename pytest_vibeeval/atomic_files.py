@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -117,6 +118,16 @@ def refused(path: Path, mode: int) -> str:
     """Why a user-named ``path`` of ``mode`` that is not :func:`written_through` is refused."""
     how = "links to" if path.is_symlink() else "is"
     return f"{path} {how} {file_kind(mode)}: name a file"
+
+
+_NUMBERED = re.compile(r"(.*?)(?:-(\d+))?(\.json)")
+
+
+def written_order(name: str) -> tuple[str, int]:
+    """A sort key putting the files :func:`write_new` made under one stem in the order it made
+    them: ``<stem>.json``, ``<stem>-2.json``, … (as text, ``-2`` sorts before ``.json``)."""
+    match = _NUMBERED.fullmatch(name)
+    return (match[1] + match[3], int(match[2] or 1)) if match else (name, 0)
 
 
 def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:

@@ -368,3 +368,14 @@ def test_the_resume_line_names_each_file_the_reused_evals_ran_in() -> None:
     assert resume_line([run(evals=[record("a", "passed")])], "p4.json") == (
         "Resumed: 0 eval(s) reused from p4.json, 1 run in this session (--vibe-resume)"
     )
+
+
+def test_the_resume_line_orders_files_of_the_same_second_as_they_were_written() -> None:
+    """Two sessions that wrote in the same second: ``<stamp>.json`` came before ``<stamp>-2.json``,
+    although as text ``-2`` sorts first."""
+    first, second = ".vibeeval/results/20261127T180726Z.json", ".vibeeval/results/20261127T180726Z-2.json"
+    both = run(evals=[record("a", "passed", reused_from=f) for f in (second, first, first)])
+    assert resume_line([both], second) == (
+        f"Resumed: 3 eval(s) reused from 2 files ({first}: 2, {second}: 1), 0 run in this session "
+        "(--vibe-resume)"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..atomic_files import written_order
 from ..budget import NOT_STARTED
 from ..results import NOT_FINISHED, CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
@@ -382,11 +383,12 @@ def unrecorded_line(runs: Sequence[RunRecord], store: str) -> str | None:
 
 
 def _sources(reused: dict[str, int], source: str) -> str:
-    """The file the reused evals came from, or how many files, and the evals of each (by name:
-    results files are named by their time)."""
+    """The file the reused evals came from, or how many files, and the evals of each (in the order
+    they were written: results files are named by their time)."""
     if len(reused) < 2:
         return next(iter(reused), source)
-    shown = [f"{name}: {count}" for name, count in sorted(reused.items())[:SHOWN_SOURCES]]
+    ordered = sorted(reused.items(), key=lambda item: written_order(item[0]))
+    shown = [f"{name}: {count}" for name, count in ordered[:SHOWN_SOURCES]]
     more = len(reused) - SHOWN_SOURCES
     shown += [f"and {more} more"] if more > 0 else []
     return f"{len(reused)} files ({', '.join(shown)})"

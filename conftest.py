@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import signal
 
 import pytest
 
@@ -20,6 +21,13 @@ import httpx  # noqa: E402, F401
 # resolve (every tag None), so every suite of a second in-process run failed to load. The semantic
 # model's libraries import it first where that extra is installed.
 import yaml  # noqa: E402, F401
+
+# The interrupt tests send pytest runs SIGINT. A shell that starts a job in the background without
+# job control (`cmd &` in a script, nohup) makes it ignore SIGINT, and every process it starts
+# inherits that; the plugin rightly leaves an ignored SIGINT alone, so those tests would fail. This
+# process, and so every run it starts, gets Ctrl-C's default back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 HAS_SENTENCE_TRANSFORMERS = importlib.util.find_spec("sentence_transformers") is not None
 

@@ -70,6 +70,7 @@ class ResumeIndex:
     records: dict[Key, EvalRecord] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # the files read, newest first (``resumed_from``)
     notes: list[str] = field(default_factory=list)  # for the summary (the controller's only)
+    is_journal: bool = False  # ``source`` is the journal of a session that did not finish
 
     def find(
         self, source: str, digests: Iterable[str], configuration: str, eval_id: str, repeat: int
@@ -118,29 +119,75 @@ def load_resume(path: Path, shown: str, locate: Callable[[str], Path]) -> Resume
     named = read_results(path)
     index = ResumeIndex(shown)
     index.add(shown, named)
-    pending = deque((earlier, shown) for earlier in named.results.resumed_from)
-    seen = {shown}
-    while pending and len(index.files) < MAX_FILES:
-        earlier, named_by = pending.popleft()
-        if earlier in seen:
+    _read_chain(index, named.results.resumed_from, shown, locate)
+    return index
+
+
+def load_journal(path: Path, shown: str, locate: Callable[[str], Path]) -> ResumeIndex:
+    """The finished records of the journal at ``path`` (a session that did not finish; see
+    ``journal.py``) and of the files that session resumed from, as :func:`load_resume` reads them.
+    A torn last line (the kill came mid-write) and a damaged line are notes, never errors. Raises
+    BaselineError when the journal cannot be read at all."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    index = ResumeIndex(shown, is_journal=True)
+    index.files.append(shown)
+    index.notes.append(
+        f"--vibe-resume: {shown} is the journal of a session that did not finish (it wrote no results "
+        "file): the evals it finished are reused"
+    )
+    lines = data.split(b"\n")
+    torn = lines.pop()  # after the last line feed: empty, or a line the kill cut short
+    if torn.strip():
+        index.notes.append(f"--vibe-resume: {shown}:{len(lines) + 1}: ignored its last line, cut short")
+    resumed_from: list[str] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            entry = json.loads(line)
+            if number == 1 and "journal" in entry:
+                resumed_from = [str(name) for name in entry.get("resumed_from", [])]
+                continue
+            record = EvalRecord.model_validate(entry["record"])
+            key = (str(entry["source"]), str(entry["input_digest"]), str(entry["configuration"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            index.notes.append(f"--vibe-resume: {shown}:{number}: damaged line skipped ({why})")
             continue
-        seen.add(earlier)
-        where = locate(earlier)
+        full = (*key, record.name, record.repeat)
+        if record.outcome in FINISHED:  # a later line of an item (it ran again) wins
+            index.records[full] = record.model_copy(update={"reused_from": record.reused_from or shown})
+    _read_chain(index, resumed_from, shown, locate)
+    return index
+
+
+def _read_chain(
+    index: ResumeIndex, earlier: Iterable[str], named_by: str, locate: Callable[[str], Path]
+) -> None:
+    """Add the files ``named_by`` resumed from, and theirs (each once, at most :data:`MAX_FILES`)."""
+    pending = deque((name, named_by) for name in earlier)
+    seen = set(index.files)
+    while pending and len(index.files) < MAX_FILES:
+        name, by = pending.popleft()
+        if name in seen:
+            continue
+        seen.add(name)
+        where = locate(name)
         try:
             read = read_results(where)
         except BaselineError as exc:
             why = str(exc).removeprefix(f"{where}: ")
             index.notes.append(
-                f"--vibe-resume: {earlier}, which {named_by} resumed from, cannot be read ({why}); "
+                f"--vibe-resume: {name}, which {by} resumed from, cannot be read ({why}); "
                 "the evals only it held run again"
             )
             continue
-        index.add(earlier, read)
-        pending += ((name, earlier) for name in read.results.resumed_from)
+        index.add(name, read)
+        pending += ((later, name) for later in read.results.resumed_from)
     unread = {name for name, _ in pending} - seen
     if unread:
         index.notes.append(
-            f"--vibe-resume: {shown} resumes a chain of more than {MAX_FILES} results files; the "
+            f"--vibe-resume: {index.source} resumes a chain of more than {MAX_FILES} results files; the "
             f"{len(unread)} earliest were not read (the evals only they held run again)"
         )
-    return index

@@ -9,13 +9,12 @@ the end of the run loop until all of that and pytest's JUnit file are written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .collection_gc import paused
-from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal
 from .pytest_private import load_conftests
 from .stash import get_state
@@ -115,15 +114,14 @@ class SessionFinish:
             stopped = self._ended_early(session)
         runs = aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
+        carried = state.resume.carried_over(reused_keys(runs)) if state.resume is not None else []
         results = build_results(
             runs,
             state.started_at,
             interrupted,
             state.load_errors,
             stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
-            [name for name in state.resume.files if not name.endswith(JOURNAL_SUFFIX)]
-            if state.resume is not None
-            else (),
+            [name for name in state.resume.files if name not in carried] if state.resume is not None else (),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -140,7 +138,7 @@ class SessionFinish:
                     f"RESULTS NOT WRITTEN{where}; nothing records this session's runs and score gates, "
                     "so it fails"
                 )
-        self._close_journals(bool(state.results_written))
+        self._close_journals(bool(state.results_written), carried)
         written = state.results_written[0] if state.results_written else None
         self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
@@ -157,9 +155,9 @@ class SessionFinish:
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
 
-    def _close_journals(self, written: bool) -> None:
-        """The results are written (``written``): this session's journal, and the journal of a
-        session that did not finish that it resumed from (its records are in them now), are removed;
+    def _close_journals(self, written: bool, carried: list[str]) -> None:
+        """The results are written (``written``): this session's journal is removed, and the
+        journals of sessions that did not finish whose finished evals it all reused (``carried``);
         otherwise this session's journal stays for --vibe-resume."""
         journal = self.journal
         if journal is not None:
@@ -169,11 +167,8 @@ class SessionFinish:
                     f"{journal.problem}: had the session been killed, --vibe-resume would have found "
                     "none of its finished evals"
                 )
-        resume = self.state.resume
-        if written and resume is not None:
-            for name in resume.files:
-                if name.endswith(JOURNAL_SUFFIX):
-                    self.config.rootpath.joinpath(name).unlink(missing_ok=True)
+        for name in carried if written else ():
+            self.config.rootpath.joinpath(name).unlink(missing_ok=True)
 
     def _ended_early(self, session: pytest.Session) -> str | None:
         """Why a session that stopped for none of the reasons known above is partial: selected evals
@@ -301,6 +296,15 @@ class SessionFinish:
                 self.notes.append("; ".join(notes))
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def reused_keys(runs: list[RunRecord]) -> Iterator[tuple[str, str, str, str, int]]:
+    """The resume keys of the records the runs reused (see ``resume.py``)."""
+    for run in runs:
+        if run.input_digest is not None:
+            for record in run.evals:
+                if record.reused_from is not None:
+                    yield (run.source, run.input_digest, run.configuration, record.name, record.repeat)
 
 
 def session_journal(config: pytest.Config) -> Journal | None:

@@ -125,6 +125,26 @@ def test_resume_after_sigkill_runs_only_unfinished(pytester: pytest.Pytester, xd
 
 
 @XDIST_MODES
+def test_a_subset_resumed_from_a_journal_keeps_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester)
+    journal, finished = killed_session(pytester, xdist)
+    calls(pytester)
+    unfinished = sorted(set(EVALS) - finished)
+    # Resume only the first unfinished eval: the journal's evals are not this session's, so it stays.
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", "-k", unfinished[0], *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == unfinished[:1]
+    assert journal.exists()
+    shown = journal.relative_to(pytester.path).as_posix()
+    assert json.loads((results_folder(pytester) / "latest.json").read_text())["resumed_from"] == [shown]
+    # A plain resume reads that session's results and, through them, the journal: only the rest runs.
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == unfinished[1:]
+    assert not journal.exists(), "every eval it held is in this session's results now"
+
+
+@XDIST_MODES
 def test_edited_suite_reuses_nothing_from_the_journal(pytester: pytest.Pytester, xdist: list[str]) -> None:
     make_suite(pytester)
     _, finished = killed_session(pytester, xdist)

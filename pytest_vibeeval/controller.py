@@ -28,6 +28,7 @@ from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, re
 # The results, scoring and report modules are imported where a session has evals to score (every
 # pytest session registers this class).
 if TYPE_CHECKING:
+    from .journal import Journal
     from .results import EvalRecord
     from .settings import Settings
 
@@ -48,11 +49,11 @@ class ControllerSession:
         self.config = config
         self.state = get_state(config)
         self.usage_error: str | None = None  # found by a worker during its collection
-        self.end = SessionFinish(config)  # the session's finish, and what it did
-        self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
-        self._sources: dict[str, bool] = {}  # a worker's collected file: one this plugin collects?
         read_baseline(config)
         read_resume(config)
+        self.end = SessionFinish(config)  # the session's finish, and what it did (its journal: resumed files)
+        self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
+        self._sources: dict[str, bool] = {}  # a worker's collected file: one this plugin collects?
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -191,6 +192,9 @@ class ControllerSession:
                 record = received(value, str)  # its JSON waits unparsed in the aggregator's spool
             elif not aggregator.has_info(nodeid):  # the item's first report: read it once
                 info = received(value, RunInfo.from_json)
+        journal = self.end.journal
+        if journal is not None:
+            self._journal(journal, nodeid, report, info, record)
         aggregator.add_report(
             nodeid,
             report.when or "",
@@ -201,6 +205,23 @@ class ControllerSession:
             hasattr(report, "wasxfail"),
         )
         report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
+
+    def _journal(
+        self,
+        journal: Journal,
+        nodeid: str,
+        report: pytest.TestReport,
+        info: RunInfo | None,
+        record: EvalRecord | str | None,
+    ) -> None:
+        """Hand an item's finished record to the session's journal (written after its teardown)."""
+        if record is not None:
+            known = info or self.state.aggregator.info(nodeid)
+            if known is not None and known.input_digest is not None:
+                text = record if isinstance(record, str) else record.model_dump_json(exclude_defaults=True)
+                journal.hold(nodeid, known.source, known.input_digest, known.configuration, text)
+        if report.when == "teardown":
+            journal.settle(nodeid, report.passed)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -404,15 +425,19 @@ def read_resume(config: pytest.Config) -> None:
     spec = state.settings.resume
     if spec is None:
         return
+    from .journal import SUFFIX, newest_journal
     from .report.baseline import BaselineError, resolve_baseline
     from .report.resultsfile import DEFAULT_DIR, stamped_original
-    from .resume import load_resume
+    from .resume import load_journal, load_resume
 
     path = resolve_baseline(spec, config.rootpath, state.settings.results, partial_ok=True)
     path = stamped_original(path)
+    if spec == "latest":  # a session that never finished after the newest results: its journal
+        path = newest_journal(config.rootpath / DEFAULT_DIR, path if path.is_file() else None) or path
     shown = rootdir_relative(path.absolute(), config.rootpath)
+    load = load_journal if path.name.endswith(SUFFIX) else load_resume
     try:
-        state.resume = load_resume(path, shown, config.rootpath.joinpath)
+        state.resume = load(path, shown, config.rootpath.joinpath)
     except BaselineError as exc:
         hint = " (`latest` is the previous run's results file; no run wrote it yet)"
         if os.path.lexists(path):  # there, but damaged: the run's timestamped file may not be

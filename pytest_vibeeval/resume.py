@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .journal import SUFFIX as JOURNAL_SUFFIX
 from .models import Configuration
 from .report.baseline import BaselineError, ReadResults, read_results
 from .results import EvalRecord
@@ -70,6 +72,8 @@ class ResumeIndex:
     records: dict[Key, EvalRecord] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # the files read, newest first (``resumed_from``)
     notes: list[str] = field(default_factory=list)  # for the summary (the controller's only)
+    is_journal: bool = False  # ``source`` is the journal of a session that did not finish
+    journals: dict[str, set[Key]] = field(default_factory=dict)  # journals read: their finished items
 
     def find(
         self, source: str, digests: Iterable[str], configuration: str, eval_id: str, repeat: int
@@ -95,6 +99,13 @@ class ResumeIndex:
                 if record.outcome in FINISHED and key not in self.records:
                     self.records[key] = record.model_copy(update={"reused_from": record.reused_from or shown})
 
+    def carried_over(self, reused: Iterable[Key]) -> list[str]:
+        """The journals read whose finished items a session all reused (``reused``: the keys of the
+        records it reused): its results file holds them now, so they can go. Any other (a ``-k``
+        subset) stays, named in ``resumed_from``, so that nothing paid for is lost."""
+        done = set(reused)
+        return [name for name, keys in self.journals.items() if keys <= done]
+
     def to_json(self) -> str:
         """The index as text, for xdist workers (through ``workerinput``)."""
         entries = [[list(key), record.model_dump(mode="json")] for key, record in self.records.items()]
@@ -118,29 +129,91 @@ def load_resume(path: Path, shown: str, locate: Callable[[str], Path]) -> Resume
     named = read_results(path)
     index = ResumeIndex(shown)
     index.add(shown, named)
-    pending = deque((earlier, shown) for earlier in named.results.resumed_from)
-    seen = {shown}
-    while pending and len(index.files) < MAX_FILES:
-        earlier, named_by = pending.popleft()
-        if earlier in seen:
-            continue
-        seen.add(earlier)
-        where = locate(earlier)
+    _read_chain(index, named.results.resumed_from, shown, locate)
+    return index
+
+
+def load_journal(path: Path, shown: str, locate: Callable[[str], Path]) -> ResumeIndex:
+    """The finished records of the journal at ``path`` (a session that did not finish; see
+    ``journal.py``) and of the files that session resumed from, as :func:`load_resume` reads them.
+    Raises BaselineError when the journal cannot be read at all."""
+    index = ResumeIndex(shown, is_journal=True)
+    index.notes.append(
+        f"--vibe-resume: {shown} is the journal of a session that did not finish (it wrote no results "
+        "file): the evals it finished are reused"
+    )
+    resumed_from = _add_journal(index, path, shown)
+    _read_chain(index, resumed_from, shown, locate)
+    return index
+
+
+def _add_journal(index: ResumeIndex, path: Path, shown: str) -> list[str]:
+    """Index the finished records of the journal at ``path`` (after every newer file's: a record
+    already indexed stays) and return the files its session resumed from. A torn last line (the
+    kill came mid-write) and a damaged line are notes naming the line, never errors."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    index.files.append(shown)
+    lines = data.split(b"\n")
+    torn = lines.pop()  # after the last line feed: empty, or a line the kill cut short
+    if torn.strip():
+        index.notes.append(f"--vibe-resume: {shown}:{len(lines) + 1}: ignored its last line, cut short")
+    resumed_from: list[str] = []
+    found: dict[Key, EvalRecord] = {}
+    for number, line in enumerate(lines, 1):
         try:
+            entry = json.loads(line)
+            if number == 1 and "journal" in entry:
+                resumed_from = [str(name) for name in entry.get("resumed_from", [])]
+                continue
+            record = EvalRecord.model_validate(entry["record"])
+            key = (str(entry["source"]), str(entry["input_digest"]), str(entry["configuration"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            index.notes.append(f"--vibe-resume: {shown}:{number}: damaged line skipped ({why})")
+            continue
+        full = (*key, record.name, record.repeat)
+        found.pop(full, None)  # an item that ran again: its last line counts
+        if record.outcome in FINISHED:
+            found[full] = record.model_copy(update={"reused_from": record.reused_from or shown})
+    for full, record in found.items():
+        index.records.setdefault(full, record)
+    index.journals[shown] = set(found)
+    return resumed_from
+
+
+def _read_chain(
+    index: ResumeIndex, earlier: Iterable[str], named_by: str, locate: Callable[[str], Path]
+) -> None:
+    """Add the files ``named_by`` resumed from, and theirs (each once, at most :data:`MAX_FILES`)."""
+    pending = deque((name, named_by) for name in earlier)
+    seen = set(index.files)
+    while pending and len(index.files) < MAX_FILES:
+        name, by = pending.popleft()
+        if name in seen:
+            continue
+        seen.add(name)
+        where = locate(name)
+        try:
+            if name.endswith(JOURNAL_SUFFIX):  # kept by a session that did not carry all of it over
+                if os.path.lexists(where):  # gone: a later session carried all of it into its file
+                    pending += ((later, name) for later in _add_journal(index, where, name))
+                continue
             read = read_results(where)
         except BaselineError as exc:
             why = str(exc).removeprefix(f"{where}: ")
             index.notes.append(
-                f"--vibe-resume: {earlier}, which {named_by} resumed from, cannot be read ({why}); "
+                f"--vibe-resume: {name}, which {by} resumed from, cannot be read ({why}); "
                 "the evals only it held run again"
             )
             continue
-        index.add(earlier, read)
-        pending += ((name, earlier) for name in read.results.resumed_from)
+        index.add(name, read)
+        pending += ((later, name) for later in read.results.resumed_from)
     unread = {name for name, _ in pending} - seen
     if unread:
         index.notes.append(
-            f"--vibe-resume: {shown} resumes a chain of more than {MAX_FILES} results files; the "
+            f"--vibe-resume: {index.source} resumes a chain of more than {MAX_FILES} results files; the "
             f"{len(unread)} earliest were not read (the evals only they held run again)"
         )
-    return index

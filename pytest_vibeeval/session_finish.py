@@ -9,12 +9,13 @@ the end of the run loop until all of that and pytest's JUnit file are written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .collection_gc import paused
+from .journal import Journal
 from .pytest_private import load_conftests
 from .stash import get_state
 
@@ -40,6 +41,7 @@ class SessionFinish:
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         self.unwritten: str | None = None  # the results could be written nowhere: why (it fails the session)
+        self.journal = session_journal(config)  # each finished record, until the results are written
 
     def hold_signals(self) -> None:
         """The run loop is over: where there are results to write, a signal from now on waits
@@ -75,6 +77,8 @@ class SessionFinish:
     def release(self, session: pytest.Session) -> None:
         """Every file is written (ours, then the JUnit XML): a signal held meanwhile ends the session
         as interrupted, and the next one has its usual effect."""
+        if self.journal is not None:
+            self.journal.close(remove=False)  # a session that wrote no results keeps its journal
         watch = self.state.interrupts
         watch.release()
         if watch.held is None or watch.received is not None:
@@ -110,13 +114,14 @@ class SessionFinish:
             stopped = self._ended_early(session)
         runs = aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
+        carried = state.resume.carried_over(reused_keys(runs)) if state.resume is not None else []
         results = build_results(
             runs,
             state.started_at,
             interrupted,
             state.load_errors,
             stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
-            state.resume.files if state.resume is not None else (),
+            [name for name in state.resume.files if name not in carried] if state.resume is not None else (),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -133,6 +138,7 @@ class SessionFinish:
                     f"RESULTS NOT WRITTEN{where}; nothing records this session's runs and score gates, "
                     "so it fails"
                 )
+        self._close_journals(bool(state.results_written), carried)
         written = state.results_written[0] if state.results_written else None
         self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
@@ -148,6 +154,21 @@ class SessionFinish:
             )
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
+
+    def _close_journals(self, written: bool, carried: list[str]) -> None:
+        """The results are written (``written``): this session's journal is removed, and the
+        journals of sessions that did not finish whose finished evals it all reused (``carried``);
+        otherwise this session's journal stays for --vibe-resume."""
+        journal = self.journal
+        if journal is not None:
+            journal.close(remove=written)
+            if journal.problem:
+                self.notes.append(
+                    f"{journal.problem}: had the session been killed, --vibe-resume would have found "
+                    "none of its finished evals"
+                )
+        for name in carried if written else ():
+            self.config.rootpath.joinpath(name).unlink(missing_ok=True)
 
     def _ended_early(self, session: pytest.Session) -> str | None:
         """Why a session that stopped for none of the reasons known above is partial: selected evals
@@ -275,6 +296,27 @@ class SessionFinish:
                 self.notes.append("; ".join(notes))
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def reused_keys(runs: list[RunRecord]) -> Iterator[tuple[str, str, str, str, int]]:
+    """The resume keys of the records the runs reused (see ``resume.py``)."""
+    for run in runs:
+        if run.input_digest is not None:
+            for record in run.evals:
+                if record.reused_from is not None:
+                    yield (run.source, run.input_digest, run.configuration, record.name, record.repeat)
+
+
+def session_journal(config: pytest.Config) -> Journal | None:
+    """The journal of a session that will run evals and write its results to the default folder
+    (with --vibe-results, none: see docs/running.md); made on disk at its first record."""
+    state = get_state(config)
+    if state.settings.results is not None or runs_no_eval(config):
+        return None
+    from .report.resultsfile import DEFAULT_DIR, started_stamp
+
+    resumed = state.resume.files if state.resume is not None else ()
+    return Journal(config.rootpath / DEFAULT_DIR, started_stamp(state.started_at), resumed)
 
 
 def runs_no_eval(config: pytest.Config) -> bool:

@@ -212,11 +212,15 @@ def _write_stamped(results: ResultsFile, rootdir: Path, unwritten: str) -> Path:
     """Write the timestamped file in the default folder; when it cannot be, ResultsNotWritten
     saying ``unwritten`` to the folder, and why."""
     folder = rootdir / DEFAULT_DIR
-    stamp = results.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
     try:
-        return write_new(folder, stamp, results_json(results))
+        return write_new(folder, started_stamp(results.started_at), results_json(results))
     except OSError as exc:
         raise ResultsNotWritten(f"{unwritten} to {folder}: {_reason(exc)}", []) from None
+
+
+def started_stamp(started_at: str) -> str:
+    """A session's start as its timestamped files in the default folder are named."""
+    return started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
 
 
 def _reason(exc: OSError) -> str:

@@ -99,6 +99,11 @@ class Aggregator:
             item.earlier = item.earlier or EarlierAttempts()
             item.earlier.add(earlier)
 
+    def info(self, nodeid: str) -> RunInfo | None:
+        """The :class:`RunInfo` an earlier report of the item brought, if any."""
+        item = self.items.get(nodeid)
+        return item.info if item is not None else None
+
     def has_info(self, nodeid: str) -> bool:
         """Whether an earlier report of the item brought its :class:`RunInfo`."""
         item = self.items.get(nodeid)

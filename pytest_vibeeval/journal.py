@@ -1,0 +1,134 @@
+"""The session's journal: each finished eval's record, appended as one JSON line to
+``.vibeeval/results/<timestamp>.journal.jsonl`` as the controller takes it, so that a session killed
+hard (SIGKILL, a lost machine), which writes no results file, leaves its finished evals for
+``--vibe-resume``. The session's end removes it once its results file is written.
+
+Lines are gathered and written at most once per :data:`INTERVAL` seconds (by a timer thread), or at
+once past :data:`CHUNK` bytes: a write on the controller releases the interpreter lock, which under
+xdist costs more than the write (see ``scoring/spool.py``). A hard kill loses at most the records
+of the last :data:`INTERVAL` seconds. The first line is a header naming the files the session
+resumed from, so that a resume from the journal reads them too."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+INTERVAL = 1.0  # seconds a finished record may wait before it is written
+CHUNK = 1 << 16  # bytes gathered before a write without waiting
+SUFFIX = ".journal.jsonl"
+
+
+class Journal:
+    """Appends records to a journal file (made at the first record); a journal that cannot be made
+    or written stops, with the reason in :attr:`problem`, and the session goes on without it."""
+
+    def __init__(self, folder: Path, stamp: str, resumed_from: Iterable[str]) -> None:
+        self.folder = folder
+        self.stamp = stamp
+        self.path: Path | None = None
+        self.problem: str | None = None  # why it could not be written
+        self._closed = False
+        self._header = json.dumps({"journal": 1, "resumed_from": list(resumed_from)}) + "\n"
+        self._fd: int | None = None
+        self._pending = bytearray()
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._held: dict[str, tuple[str, str, str, str]] = {}  # records whose teardown is to come
+
+    def hold(self, nodeid: str, source: str, input_digest: str, configuration: str, record_json: str) -> None:
+        """An item's record, written once its teardown passed (one that fails makes it an error)."""
+        self._held[nodeid] = (source, input_digest, configuration, record_json)
+
+    def settle(self, nodeid: str, teardown_passed: bool) -> None:
+        """The item's teardown reported: append its held record when the teardown passed."""
+        held = self._held.pop(nodeid, None)
+        if held is not None and teardown_passed:
+            self.add(*held)
+
+    def add(self, source: str, input_digest: str, configuration: str, record_json: str) -> None:
+        """Append one finished record (its JSON, unparsed) with what --vibe-resume matches it by."""
+        if self.problem is not None or self._closed:
+            return
+        line = (
+            f'{{"source":{json.dumps(source)},"input_digest":{json.dumps(input_digest)},'
+            f'"configuration":{json.dumps(configuration)},"record":{record_json}}}\n'
+        )
+        with self._lock:
+            self._pending += line.encode()
+            if len(self._pending) >= CHUNK:
+                self._write()
+            elif self._timer is None:
+                self._timer = threading.Timer(INTERVAL, self.flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def flush(self) -> None:
+        """Write what is gathered."""
+        with self._lock:
+            self._timer = None
+            self._write()
+
+    def _write(self) -> None:
+        if not self._pending or self.problem is not None or self._closed:
+            return
+        try:
+            if self._fd is None:
+                self._fd = self._open()
+                self._pending[:0] = self._header.encode()
+            view = memoryview(self._pending)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            self.problem = f"the journal {self.path or self.folder} cannot be written ({exc.strerror or exc})"
+        self._pending.clear()
+
+    def _open(self) -> int:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while True:
+            path = self.folder / f"{self.stamp}{'' if n == 1 else f'-{n}'}{SUFFIX}"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            except FileExistsError:
+                n += 1
+                continue
+            self.path = path
+            return fd
+
+    def close(self, remove: bool) -> None:
+        """Stop the timer and write what is gathered; with ``remove``, delete the file (the session's
+        results file now holds its records)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if not remove:
+                self._write()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            self._closed = True
+        if remove and self.path is not None:
+            Path(self.path).unlink(missing_ok=True)
+
+
+def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:
+    """The newest journal in ``folder`` modified after ``newer_than`` (a results file; None: any),
+    or None: a session that never finished after the newest results."""
+    try:
+        journals = [path for path in folder.glob(f"*{SUFFIX}") if path.is_file()]
+    except OSError:
+        return None
+    if not journals:
+        return None
+    newest = max(journals, key=lambda path: path.stat().st_mtime)
+    try:
+        if newer_than is not None and newer_than.stat().st_mtime >= newest.stat().st_mtime:
+            return None
+    except OSError:
+        pass
+    return newest

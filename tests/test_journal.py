@@ -1,0 +1,211 @@
+"""The session's journal: a session killed hard (SIGKILL) leaves its finished evals in
+``.vibeeval/results/<timestamp>.journal.jsonl``, and ``--vibe-resume`` reuses them, running only
+what did not finish (counted by the agent itself); a damaged journal is notes, not a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from helpers import PYTHON, XDIST_MODES, run, wait_gone, write
+
+from pytest_vibeeval.results import EvalRecord
+
+# Logs each call's prompt in calls.log. With a file "kill" there, its third call (and any later
+# one) waits until the controller's journal holds two records, then SIGKILLs the controller.
+AGENT = """
+import fcntl, os, pathlib, signal, sys, time
+here = pathlib.Path(sys.argv[1])
+prompt = sys.stdin.read()
+with open(here / "calls.log", "a") as log:
+    fcntl.flock(log, fcntl.LOCK_EX)
+    log.write(prompt + "\\n")
+    log.flush()
+    calls = len((here / "calls.log").read_text().splitlines())
+if (here / "kill").exists() and calls >= 3:
+    folder = here / ".vibeeval" / "results"
+    def journaled():
+        return sum(len(p.read_bytes().splitlines()) - 1 for p in folder.glob("*.journal.jsonl"))
+    deadline = time.monotonic() + 10  # the journal writes within a second; without one, kill anyway
+    while journaled() < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        os.kill(int((here / "controller.pid").read_text()), signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+print(prompt)
+"""
+
+# Every process of the session records its pid: the controller's is what the agent kills.
+# (By workerinput: PYTEST_XDIST_WORKER is inherited when these tests themselves run under xdist.)
+CONFTEST = """
+import os, pathlib
+def pytest_configure(config):
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    name = f"worker-{worker}.pid" if worker else "controller.pid"
+    (pathlib.Path(__file__).parent / name).write_text(str(os.getpid()))
+"""
+
+EVALS = ("one", "two", "three", "four")
+
+
+def make_suite(pytester: pytest.Pytester, pattern: str = "*") -> None:
+    agent = write(pytester.path / "agent.py", AGENT)
+    write(pytester.path / "conftest.py", CONFTEST)
+    rows = "\n".join(
+        f'  - {{name: {name}, prompt: {name}, checks: [{{match: "{pattern}"}}]}}' for name in EVALS
+    )
+    write(
+        pytester.path / "j.eval.yaml",
+        f"metadata: {{name: j, model: m}}\n"
+        f'configurations:\n  agent: {{cli: "{PYTHON}", args: ["{agent}", "{pytester.path}"]}}\n'
+        f"evals:\n{rows}\n",
+    )
+
+
+def calls(pytester: pytest.Pytester) -> list[str]:
+    """The prompts the agent was called with since the last look (the log is emptied)."""
+    log = pytester.path / "calls.log"
+    lines = sorted(log.read_text().splitlines()) if log.exists() else []
+    log.unlink(missing_ok=True)
+    return lines
+
+
+def results_folder(pytester: pytest.Pytester) -> Path:
+    return pytester.path / ".vibeeval" / "results"
+
+
+def killed_session(pytester: pytest.Pytester, xdist: list[str]) -> tuple[Path, set[str]]:
+    """Run the suite until the agent SIGKILLs the controller; the journal it left (a path in the
+    results folder even where none was left) and the evals whose records it holds."""
+    (pytester.path / "kill").write_text("")
+    result = run(pytester, "-p", "no:randomly", *xdist, subprocess=True)
+    assert result.ret == -signal.SIGKILL, result.stdout.str()
+    for pid_file in pytester.path.glob("worker-*.pid"):  # orphaned workers: end them too
+        pid = int(pid_file.read_text())
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        assert wait_gone(pid)
+    (pytester.path / "kill").unlink()
+    folder = results_folder(pytester)
+    assert not list(folder.glob("*.json")), "a killed session writes no results file"
+    journals = list(folder.glob("*.journal.jsonl"))
+    assert len(journals) <= 1
+    journal = journals[0] if journals else folder / "(none).journal.jsonl"
+    lines = journal.read_text().splitlines()[1:] if journals else []
+    return journal, {json.loads(line)["record"]["name"] for line in lines}
+
+
+@XDIST_MODES
+def test_resume_after_sigkill_runs_only_unfinished(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester)
+    journal, finished = killed_session(pytester, xdist)
+    assert len(calls(pytester)) >= 3
+
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert len(finished) >= 2, "the evals that finished before the kill are in the journal"
+    assert calls(pytester) == sorted(set(EVALS) - finished)  # the finished (paid) ones are not asked again
+    shown = journal.relative_to(pytester.path).as_posix()
+    output = result.stdout.str()
+    assert f"Resumed: {len(finished)} eval(s) reused from {shown}" in output
+    assert f"{shown} is the journal of a session that did not finish" in output
+    assert not journal.exists(), "the resumed journal is removed once the results are written"
+    assert not list(results_folder(pytester).glob("*.journal.jsonl"))
+    (written,) = (p for p in results_folder(pytester).glob("*.json") if p.name != "latest.json")
+    data = json.loads(written.read_text())
+    assert data["resumed_from"] == []  # the journal is gone: its records are in this file
+    reused = {r["name"] for run in data["runs"] for r in run["evals"] if r.get("reused_from") == shown}
+    assert reused == finished
+
+
+@XDIST_MODES
+def test_a_subset_resumed_from_a_journal_keeps_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester)
+    journal, finished = killed_session(pytester, xdist)
+    calls(pytester)
+    unfinished = sorted(set(EVALS) - finished)
+    # Resume only the first unfinished eval: the journal's evals are not this session's, so it stays.
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", "-k", unfinished[0], *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == unfinished[:1]
+    assert journal.exists()
+    shown = journal.relative_to(pytester.path).as_posix()
+    assert json.loads((results_folder(pytester) / "latest.json").read_text())["resumed_from"] == [shown]
+    # A plain resume reads that session's results and, through them, the journal: only the rest runs.
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == unfinished[1:]
+    assert not journal.exists(), "every eval it held is in this session's results now"
+
+
+@XDIST_MODES
+def test_edited_suite_reuses_nothing_from_the_journal(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester)
+    _, finished = killed_session(pytester, xdist)
+    assert len(finished) >= 2
+    calls(pytester)
+    make_suite(pytester, pattern="**")  # same evals, other checks: another input digest
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == sorted(EVALS)
+    assert "Resumed: 0 eval(s) reused" in result.stdout.str()
+
+
+@XDIST_MODES
+def test_a_finished_session_leaves_no_journal(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester)
+    result = run(pytester, *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == sorted(EVALS)
+    folder = results_folder(pytester)
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".journal.jsonl")] == []
+    assert (folder / "latest.json").is_file()
+
+
+def journal_line(name: str, outcome: str = "passed") -> str:
+    record = EvalRecord(name=name, nodeid=f"s.eval.yaml::{name}[c]", outcome=outcome).model_dump_json(
+        exclude_defaults=True
+    )
+    return json.dumps(
+        {"source": "s.eval.yaml", "input_digest": "d", "configuration": "c", "record": json.loads(record)}
+    )
+
+
+def test_torn_last_line_and_damaged_lines_are_notes(tmp_path: Path) -> None:
+    from pytest_vibeeval.resume import load_journal  # here: the other tests show the defect without it
+
+    path = tmp_path / "x.journal.jsonl"
+    lines = ['{"journal": 1, "resumed_from": []}', journal_line("a"), "{not json", journal_line("b", "error")]
+    path.write_text("\n".join(lines) + "\n" + journal_line("c")[:20])
+    index = load_journal(path, "x.journal.jsonl", tmp_path.joinpath)
+    assert sorted(key[3] for key in index.records) == ["a"]  # b errored, c was cut short
+    assert index.records[("s.eval.yaml", "d", "c", "a", 0)].reused_from == "x.journal.jsonl"
+    notes = "\n".join(index.notes)
+    assert "x.journal.jsonl:3: damaged line skipped" in notes
+    assert "x.journal.jsonl:5: ignored its last line, cut short" in notes
+
+
+@XDIST_MODES
+def test_resume_tolerates_a_torn_last_journal_line(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    make_suite(pytester)
+    journal, _ = killed_session(pytester, xdist)
+    calls(pytester)
+    lines = journal.read_text().splitlines()
+    torn = lines.pop()  # the last record, as a kill mid-write leaves it
+    journal.write_text("\n".join(lines) + "\n" + torn[: len(torn) // 2])
+    finished = {json.loads(line)["record"]["name"] for line in lines[1:]}
+
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == sorted(set(EVALS) - finished)
+    shown = journal.relative_to(pytester.path).as_posix()
+    assert (
+        f"note: --vibe-resume: {shown}:{len(lines) + 1}: ignored its last line, cut short"
+        in result.stdout.str()
+    )

@@ -75,16 +75,17 @@ class Journal:
     def _write(self) -> None:
         if not self._pending or self.problem is not None or self._closed:
             return
+        data = bytes(self._pending)  # a copy: a view of the buffer would keep it from being emptied
+        self._pending.clear()
         try:
             if self._fd is None:
                 self._fd = self._open()
-                self._pending[:0] = self._header.encode()
-            view = memoryview(self._pending)
+                data = self._header.encode() + data
+            view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError as exc:
             self.problem = f"the journal {self.path or self.folder} cannot be written ({exc.strerror or exc})"
-        self._pending.clear()
 
     def _open(self) -> int:
         self.folder.mkdir(parents=True, exist_ok=True)

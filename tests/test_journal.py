@@ -209,3 +209,21 @@ def test_resume_tolerates_a_torn_last_journal_line(pytester: pytest.Pytester, xd
         f"note: --vibe-resume: {shown}:{len(lines) + 1}: ignored its last line, cut short"
         in result.stdout.str()
     )
+
+
+def test_records_beyond_a_chunk_are_all_written(tmp_path: Path) -> None:
+    """More than a chunk's worth of records at once (thousands of quick evals in a second) is
+    written at once, and the next records after it too: the buffer is emptied after each write."""
+    from pytest_vibeeval.journal import CHUNK, Journal
+
+    journal = Journal(tmp_path, "20260101T000000Z", ["earlier.json"])
+    record = json.dumps({"name": "e", "outcome": "passed", "response": "x" * 1000})
+    count = 3 * CHUNK // len(record)
+    for _ in range(count):
+        journal.add("s.eval.yaml", "digest", "c", record)
+    journal.close(remove=False)
+    assert journal.path is not None and journal.problem is None
+    lines = journal.path.read_text().splitlines()
+    assert json.loads(lines[0]) == {"journal": 1, "resumed_from": ["earlier.json"]}
+    assert len(lines) == count + 1
+    assert all(json.loads(line)["record"]["response"] == "x" * 1000 for line in lines[1:])

@@ -192,7 +192,7 @@ class ControllerSession:
                 record = received(value, str)  # its JSON waits unparsed in the aggregator's spool
             elif not aggregator.has_info(nodeid):  # the item's first report: read it once
                 info = received(value, RunInfo.from_json)
-        journal = self.end.journal
+        journal = self.end.journal if record is None else self.end.records_journal()
         if journal is not None:
             self._journal(journal, nodeid, report, info, record)
         aggregator.add_report(
@@ -218,8 +218,7 @@ class ControllerSession:
         if record is not None:
             known = info or self.state.aggregator.info(nodeid)
             if known is not None and known.input_digest is not None:
-                text = record if isinstance(record, str) else record.model_dump_json(exclude_defaults=True)
-                journal.hold(nodeid, known.source, known.input_digest, known.configuration, text)
+                journal.hold(nodeid, known.source, known.input_digest, known.configuration, record)
         if report.when == "teardown":
             journal.settle(nodeid, report.passed)
 

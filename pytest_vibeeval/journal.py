@@ -16,6 +16,14 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
+
+
+class _Dumpable(Protocol):
+    def model_dump_json(self, *, exclude_defaults: bool = ...) -> str: ...
+
+
+Record = str | _Dumpable  # a record's JSON (from an xdist worker), or the record (a serial run)
 
 INTERVAL = 1.0  # seconds a finished record may wait before it is written
 CHUNK = 1 << 16  # bytes gathered before a write without waiting
@@ -37,17 +45,21 @@ class Journal:
         self._pending = bytearray()
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
-        self._held: dict[str, tuple[str, str, str, str]] = {}  # records whose teardown is to come
+        self._held: dict[str, tuple[str, str, str, Record]] = {}  # records whose teardown is to come
 
-    def hold(self, nodeid: str, source: str, input_digest: str, configuration: str, record_json: str) -> None:
-        """An item's record, written once its teardown passed (one that fails makes it an error)."""
-        self._held[nodeid] = (source, input_digest, configuration, record_json)
+    def hold(self, nodeid: str, source: str, input_digest: str, configuration: str, record: Record) -> None:
+        """An item's record (its JSON, or the record itself in a serial run), written once its
+        teardown passed (one that fails makes it an error). Each of an item's reports may bring
+        it: the last is kept, and a record is turned into JSON once, when it is written."""
+        self._held[nodeid] = (source, input_digest, configuration, record)
 
     def settle(self, nodeid: str, teardown_passed: bool) -> None:
         """The item's teardown reported: append its held record when the teardown passed."""
         held = self._held.pop(nodeid, None)
         if held is not None and teardown_passed:
-            self.add(*held)
+            source, input_digest, configuration, record = held
+            text = record if isinstance(record, str) else record.model_dump_json(exclude_defaults=True)
+            self.add(source, input_digest, configuration, text)
 
     def add(self, source: str, input_digest: str, configuration: str, record_json: str) -> None:
         """Append one finished record (its JSON, unparsed) with what --vibe-resume matches it by."""

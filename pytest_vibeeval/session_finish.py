@@ -41,7 +41,16 @@ class SessionFinish:
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         self.unwritten: str | None = None  # the results could be written nowhere: why (it fails the session)
-        self.journal = session_journal(config)  # each finished record, until the results are written
+        self.journal: Journal | None = None  # each finished record, until the results are written
+        self._journal_decided = False
+
+    def records_journal(self) -> Journal | None:
+        """The journal finished records go to, made when the first comes (None where the session
+        keeps none): a session that runs no eval never imports what it needs."""
+        if not self._journal_decided:
+            self._journal_decided = True
+            self.journal = session_journal(self.config)
+        return self.journal
 
     def hold_signals(self) -> None:
         """The run loop is over: where there are results to write, a signal from now on waits

@@ -11,8 +11,11 @@ resumed from, so that a resume from the journal reads them too."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -49,8 +52,8 @@ class Journal:
 
     def hold(self, nodeid: str, source: str, input_digest: str, configuration: str, record: Record) -> None:
         """An item's record (its JSON, or the record itself in a serial run), written once its
-        teardown passed (one that fails makes it an error). Each of an item's reports may bring
-        it: the last is kept, and a record is turned into JSON once, when it is written."""
+        teardown passed (one that fails makes it an error): :meth:`settle` turns a record into
+        JSON then, once. Each of an item's reports may bring it: the last is kept."""
         self._held[nodeid] = (source, input_digest, configuration, record)
 
     def settle(self, nodeid: str, teardown_passed: bool) -> None:
@@ -109,6 +112,8 @@ class Journal:
             except FileExistsError:
                 n += 1
                 continue
+            with contextlib.suppress(OSError):  # a file system without locks: the journal goes unlocked
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the session ends (or dies)
             self.path = path
             return fd
 
@@ -121,27 +126,74 @@ class Journal:
                 self._timer = None
             if not remove:
                 self._write()
+            if remove and self.path is not None:  # while the lock is held: nobody takes it over first
+                Path(self.path).unlink(missing_ok=True)
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
             self._closed = True
-        if remove and self.path is not None:
-            Path(self.path).unlink(missing_ok=True)
+
+
+def _locked(path: Path, how: int) -> int | None:
+    """A descriptor of the regular file at ``path`` holding the lock ``how`` (flock), or None when
+    another process holds the journal's lock (its session is running) or it is not a regular file.
+    On a file system without locks the file is taken as its writers could not lock it either."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BlockingIOError
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise
+        except OSError:
+            pass  # no locks here
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return None
+
+
+def is_running(path: Path) -> bool:
+    """Whether the journal at ``path`` is being written by a session that is still running (it
+    holds the journal's lock until it ends; a killed one holds none)."""
+    fd = _locked(path, fcntl.LOCK_SH)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def remove_finished(path: Path) -> bool:
+    """Delete the journal at ``path`` unless a running session holds it; whether it was deleted."""
+    fd = _locked(path, fcntl.LOCK_EX)
+    if fd is None:
+        return False
+    try:
+        path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
+    return True
 
 
 def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:
-    """The newest journal in ``folder`` modified after ``newer_than`` (a results file; None: any),
-    or None: a session that never finished after the newest results."""
+    """The newest journal in ``folder`` modified after ``newer_than`` (a results file; None: any)
+    whose session is not running: a session that never finished after the newest results."""
     try:
-        journals = [path for path in folder.glob(f"*{SUFFIX}") if path.is_file()]
+        since = newer_than.stat().st_mtime if newer_than is not None else None
     except OSError:
-        return None
-    if not journals:
-        return None
-    newest = max(journals, key=lambda path: path.stat().st_mtime)
-    try:
-        if newer_than is not None and newer_than.stat().st_mtime >= newest.stat().st_mtime:
-            return None
-    except OSError:
-        pass
-    return newest
+        since = None
+    found: list[tuple[float, Path]] = []
+    with contextlib.suppress(OSError):
+        for path in folder.glob(f"*{SUFFIX}"):
+            with contextlib.suppress(OSError):  # gone meanwhile (a session ending), or unreadable
+                info = path.stat()
+                if stat.S_ISREG(info.st_mode) and (since is None or info.st_mtime > since):
+                    found.append((info.st_mtime, path))
+    for _, path in sorted(found, reverse=True):
+        if not is_running(path):
+            return path
+    return None

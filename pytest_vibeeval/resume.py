@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bounded_read import UnreadableFile, read_bounded
 from .journal import SUFFIX as JOURNAL_SUFFIX
 from .models import Configuration
-from .report.baseline import BaselineError, ReadResults, read_results
+from .report.baseline import MAX_RESULTS_BYTES, BaselineError, ReadResults, read_results
 from .results import EvalRecord
 
 Key = tuple[str, str, str, str, int]  # source, input digest, configuration, eval, repeat
@@ -151,10 +152,12 @@ def _add_journal(index: ResumeIndex, path: Path, shown: str) -> list[str]:
     """Index the finished records of the journal at ``path`` (after every newer file's: a record
     already indexed stays) and return the files its session resumed from. A torn last line (the
     kill came mid-write) and a damaged line are notes naming the line, never errors."""
-    try:
-        data = path.read_bytes()
+    try:  # only a regular file, and bounded: a FIFO named as a journal never blocks the session
+        data = read_bounded(path, MAX_RESULTS_BYTES)
+    except UnreadableFile as exc:
+        raise BaselineError(f"{path}: {exc}") from None
     except OSError as exc:
-        raise BaselineError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise BaselineError(f"{path}: {exc.strerror or exc}") from None
     index.files.append(shown)
     lines = data.split(b"\n")
     torn = lines.pop()  # after the last line feed: empty, or a line the kill cut short

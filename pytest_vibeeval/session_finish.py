@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collection_gc import paused
-from .journal import Journal
+from .journal import Journal, remove_finished
 from .pytest_private import load_conftests
 from .stash import get_state
 
@@ -177,7 +177,7 @@ class SessionFinish:
                     "none of its finished evals"
                 )
         for name in carried if written else ():
-            self.config.rootpath.joinpath(name).unlink(missing_ok=True)
+            remove_finished(self.config.rootpath.joinpath(name))  # never one a running session writes
 
     def _ended_early(self, session: pytest.Session) -> str | None:
         """Why a session that stopped for none of the reasons known above is partial: selected evals

@@ -227,3 +227,33 @@ def test_records_beyond_a_chunk_are_all_written(tmp_path: Path) -> None:
     assert json.loads(lines[0]) == {"journal": 1, "resumed_from": ["earlier.json"]}
     assert len(lines) == count + 1
     assert all(json.loads(line)["record"]["response"] == "x" * 1000 for line in lines[1:])
+
+
+def test_the_journal_of_a_running_session_is_neither_resumed_nor_removed(tmp_path: Path) -> None:
+    """A session holds its journal's lock while it runs: another session's `--vibe-resume` does
+    not take its records as those of a session that did not finish, nor delete the journal; once
+    it ends (or dies: the lock goes with the process) the journal is free."""
+    from pytest_vibeeval.journal import Journal, newest_journal, remove_finished
+
+    journal = Journal(tmp_path, "20260101T000000Z", [])
+    journal.add("s.eval.yaml", "digest", "c", json.dumps({"name": "e", "outcome": "passed"}))
+    journal.flush()
+    assert journal.path is not None and journal.path.is_file()
+    assert newest_journal(tmp_path, None) is None
+    assert remove_finished(journal.path) is False and journal.path.is_file()
+    journal.close(remove=False)
+    assert newest_journal(tmp_path, None) == journal.path
+    assert remove_finished(journal.path) is True and not journal.path.exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_named_as_a_journal_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """Only a regular file is read as a journal: a FIFO in its place (nobody writes to it) would
+    block the session for ever."""
+    from pytest_vibeeval.report.baseline import BaselineError
+    from pytest_vibeeval.resume import load_journal
+
+    fifo = tmp_path / "20260101T000000Z.journal.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(BaselineError, match="not a regular file but a FIFO"):
+        load_journal(fifo, fifo.name, tmp_path.joinpath)

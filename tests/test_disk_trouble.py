@@ -37,7 +37,9 @@ def test_results_that_can_be_written_nowhere_fail_the_session_and_say_so(
 ) -> None:
     """Every eval passed and the gate with them, but nothing records it: the session fails (exit 1),
     saying where the results could not go and why (also with --no-summary, which prints only what
-    failed the session), and no partial file is left where a later run would read it."""
+    failed the session), and no partial results file is left where a later run would read it as
+    results. The session's journal stays (without --vibe-results, which keeps none): it holds the
+    finished evals for a later --vibe-resume."""
     gated_suite(pytester)
     result = run_with_file_limit(pytester, SMALL, "--vibe-history=", *args, xdist=xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -50,7 +52,10 @@ def test_results_that_can_be_written_nowhere_fail_the_session_and_say_so(
         [f"RESULTS NOT WRITTEN to {where}; nothing records this session's runs and score gates, so it fails"]
     )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
-    assert list(folder.iterdir()) == [] and not (pytester.path / "out" / "r.json").exists()
+    left = [path.name for path in folder.iterdir()]
+    journals = [name for name in left if name.endswith(".journal.jsonl")]
+    assert left == journals and len(journals) == (0 if args[:1] == ["--vibe-results"] else 1), left
+    assert not (pytester.path / "out" / "r.json").exists()
 
 
 @XDIST_MODES

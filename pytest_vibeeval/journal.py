@@ -103,14 +103,15 @@ class Journal:
             self.problem = f"the journal {self.path or self.folder} cannot be written ({exc.strerror or exc})"
 
     def _open(self) -> int:
+        from .atomic_files import numbered_names  # here: this module is imported at start-up
+
         self.folder.mkdir(parents=True, exist_ok=True)
-        n = 1
+        names = numbered_names(self.stamp, SUFFIX)
         while True:
-            path = self.folder / f"{self.stamp}{'' if n == 1 else f'-{n}'}{SUFFIX}"
+            path = self.folder / next(names)
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
             except FileExistsError:
-                n += 1
                 continue
             with contextlib.suppress(OSError):  # a file system without locks: the journal goes unlocked
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the session ends (or dies)

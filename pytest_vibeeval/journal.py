@@ -143,19 +143,17 @@ def _locked(path: Path, how: int) -> int | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BlockingIOError
-        try:
-            fcntl.flock(fd, how | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise
-        except OSError:
-            pass  # no locks here
-        return fd
-    except BlockingIOError:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         return None
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except BlockingIOError:  # another process holds it
+        os.close(fd)
+        return None
+    except OSError:
+        pass  # no locks here
+    return fd
 
 
 def is_running(path: Path) -> bool:

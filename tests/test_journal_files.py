@@ -80,7 +80,18 @@ def test_a_journal_another_process_holds_is_running_and_stays(held: Path) -> Non
     assert open_descriptors() == before
 
 
-def test_a_journal_nobody_holds_is_free_and_removed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("locks", [True, False], ids=["locks", "no-locks"])
+def test_a_journal_nobody_holds_is_free_and_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, locks: bool
+) -> None:
+    """Also where flock fails (ENOLCK: some network file systems): the session that wrote the
+    journal could not lock it either, so it is taken as free."""
+    if not locks:
+
+        def no_locks(fd: int, how: int) -> None:
+            raise OSError(errno.ENOLCK, "No locks available")
+
+        monkeypatch.setattr(journal_module.fcntl, "flock", no_locks)
     path = tmp_path / f"{STAMP}.journal.jsonl"
     path.write_text("")
     before = open_descriptors()
@@ -102,22 +113,4 @@ def test_what_is_no_regular_file_is_never_taken_for_a_journal_to_remove(tmp_path
     assert is_running(path) is True
     assert remove_finished(path) is False
     assert os.path.lexists(path) is (kind != "missing")
-    assert open_descriptors() == before
-
-
-def test_on_a_file_system_without_locks_a_journal_is_free(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where flock fails (ENOLCK: some network file systems) the session that wrote the journal
-    could not lock it either: it is taken as free."""
-
-    def no_locks(fd: int, how: int) -> None:
-        raise OSError(errno.ENOLCK, "No locks available")
-
-    monkeypatch.setattr(journal_module.fcntl, "flock", no_locks)
-    path = tmp_path / f"{STAMP}.journal.jsonl"
-    path.write_text("")
-    before = open_descriptors()
-    assert is_running(path) is False
-    assert remove_finished(path) is True and not path.exists()
     assert open_descriptors() == before

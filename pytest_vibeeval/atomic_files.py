@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
 import os
 import re
 import stat
@@ -20,6 +21,7 @@ from .bounded_read import file_kind
 __all__ = [
     "copy_atomic",
     "descriptor_file",
+    "numbered_names",
     "refused",
     "refused_descriptor",
     "special_mode",
@@ -135,20 +137,27 @@ def write_new(folder: Path, stem: str, text: str | Iterable[str]) -> Path:
     … when that name is taken, and return the path: never over another file, even one another session
     writes under the same name at the same moment (the whole file is linked to a name, which fails
     when the name exists)."""
+    names = numbered_names(stem, ".json")
     with _written(folder, f"{stem}.json", text) as temporary:
-        n = 1
         while True:
-            path = folder / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+            path = folder / next(names)
             try:
                 os.link(temporary, path)
                 return path
             except FileExistsError:
-                n += 1
+                continue
             except OSError:  # a file system without hard links: the name checked, then taken
                 if not os.path.lexists(path):
                     os.replace(temporary, path)
                     return path
-                n += 1
+
+
+def numbered_names(stem: str, suffix: str) -> Iterator[str]:
+    """The names a new file of ``stem`` tries in turn until one is free (:func:`write_new`, the
+    session's journal): ``<stem><suffix>``, ``<stem>-2<suffix>``, ``<stem>-3<suffix>``, …"""
+    yield f"{stem}{suffix}"
+    for n in itertools.count(2):
+        yield f"{stem}-{n}{suffix}"
 
 
 def temporary_prefix(name: str) -> str:

@@ -22,7 +22,7 @@ from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import keep_group_suffix, queued_worker_reports
 from .session_finish import SessionFinish, runs_no_eval
 from .stash import get_state, rootdir_relative
-from .text_input import text_lines
+from .text_input import first_line
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, received
 
 # The results, scoring and report modules are imported where a session has evals to score (every
@@ -137,7 +137,7 @@ class ControllerSession:
             self.end.worker_stop = str(stopped)
         if error is not None:
             name = getattr(getattr(node, "gateway", None), "id", "?")
-            self.end.lost_workers.append(f"{name}: {text_lines(str(error).strip())[0] or error}")
+            self.end.lost_workers.append(f"{name}: {first_line(str(error).strip()) or error}")
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """pytest calls this for a ``pytest.exit()`` too: remember its message, which says why the

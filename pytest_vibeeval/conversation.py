@@ -28,7 +28,7 @@ from .providers import ProviderError
 from .providers.base import ASSISTANT, USER
 from .results import CheckRecord, EvalRecord, TurnRecord, judges_asked
 from .spending import spent_measures
-from .text_input import text_lines
+from .text_input import first_line, text_lines
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -244,7 +244,7 @@ def _first_failure(checks: list[CheckRecord]) -> str:
     failed = next((check for check in checks if check.passed is False), None)
     if failed is None:
         return "checks failed"
-    return f"{failed.type}: {text_lines(failed.message or '')[0]}"
+    return f"{failed.type}: {first_line(failed.message or '')}"
 
 
 def _verdict(record: EvalRecord) -> EvalRecord:
@@ -268,7 +268,7 @@ def conversation_failure(record: EvalRecord, failed: TurnRecord, response_chars:
     its error) on the first line, then every turn with its prompt, checks and, for the failed
     one, the start of its answer."""
     total = len(record.turns)
-    headline = text_lines(failed.message or "")[0]
+    headline = first_line(failed.message or "")
     lines = [f"turn {failed.turn}/{total}: {headline}"]
     for turn in record.turns:
         prompt = " ".join(turn.prompt.split())

@@ -103,14 +103,15 @@ class Journal:
             self.problem = f"the journal {self.path or self.folder} cannot be written ({exc.strerror or exc})"
 
     def _open(self) -> int:
+        from .atomic_files import numbered_names  # here: this module is imported at start-up
+
         self.folder.mkdir(parents=True, exist_ok=True)
-        n = 1
+        names = numbered_names(self.stamp, SUFFIX)
         while True:
-            path = self.folder / f"{self.stamp}{'' if n == 1 else f'-{n}'}{SUFFIX}"
+            path = self.folder / next(names)
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
             except FileExistsError:
-                n += 1
                 continue
             with contextlib.suppress(OSError):  # a file system without locks: the journal goes unlocked
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the session ends (or dies)
@@ -142,19 +143,17 @@ def _locked(path: Path, how: int) -> int | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BlockingIOError
-        try:
-            fcntl.flock(fd, how | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise
-        except OSError:
-            pass  # no locks here
-        return fd
-    except BlockingIOError:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         return None
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except BlockingIOError:  # another process holds it
+        os.close(fd)
+        return None
+    except OSError:
+        pass  # no locks here
+    return fd
 
 
 def is_running(path: Path) -> bool:

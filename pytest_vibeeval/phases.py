@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from .text_input import text_lines
+from .text_input import first_line
 
 if TYPE_CHECKING:
     from .results import EvalRecord, StepRecord
@@ -76,7 +76,7 @@ def unfinished_record(
     in and why it stopped (as ``failure`` says, when it names the phase already: the backstop's), with
     the steps it had finished."""
     where = tracker.describe() if tracker is not None else "before its first phase"
-    first = text_lines(failure.strip())[0] or "it stopped"
+    first = first_line(failure.strip()) or "it stopped"
     message = first if first.startswith("stopped ") else f"stopped {where}: {first}"
     from .results import EvalRecord
 

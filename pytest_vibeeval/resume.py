@@ -32,6 +32,12 @@ FINISHED = ("passed", "failed")
 MAX_FILES = 32  # results files one --vibe-resume reads: the named one and those it resumed from
 
 
+def resume_key(source: str, input_digest: str, configuration: str, record: EvalRecord) -> Key:
+    """What --vibe-resume matches ``record`` by: its run's suite file (``source``), input digest and
+    configuration id, and its eval and repeat."""
+    return (source, input_digest, configuration, record.name, record.repeat)
+
+
 def files_digest(files: Iterable[Path]) -> str:
     """sha256 over the files' bytes (a missing one counts as missing)."""
     digest = hashlib.sha256()
@@ -96,7 +102,7 @@ class ResumeIndex:
             if run.input_digest is None:
                 continue  # written before results kept digests: nothing can be matched safely
             for record in run.evals:
-                key = (run.source, run.input_digest, run.configuration, record.name, record.repeat)
+                key = resume_key(run.source, run.input_digest, run.configuration, record)
                 if record.outcome in FINISHED and key not in self.records:
                     self.records[key] = record.model_copy(update={"reused_from": record.reused_from or shown})
 
@@ -172,17 +178,18 @@ def _add_journal(index: ResumeIndex, path: Path, shown: str) -> list[str]:
                 resumed_from = [str(name) for name in entry.get("resumed_from", [])]
                 continue
             record = EvalRecord.model_validate(entry["record"])
-            key = (str(entry["source"]), str(entry["input_digest"]), str(entry["configuration"]))
+            key = resume_key(
+                str(entry["source"]), str(entry["input_digest"]), str(entry["configuration"]), record
+            )
         except (ValueError, KeyError, TypeError) as exc:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             index.notes.append(f"--vibe-resume: {shown}:{number}: damaged line skipped ({why})")
             continue
-        full = (*key, record.name, record.repeat)
-        found.pop(full, None)  # an item that ran again: its last line counts
+        found.pop(key, None)  # an item that ran again: its last line counts
         if record.outcome in FINISHED:
-            found[full] = record.model_copy(update={"reused_from": record.reused_from or shown})
-    for full, record in found.items():
-        index.records.setdefault(full, record)
+            found[key] = record.model_copy(update={"reused_from": record.reused_from or shown})
+    for key, record in found.items():
+        index.records.setdefault(key, record)
     index.journals[shown] = set(found)
     return resumed_from
 

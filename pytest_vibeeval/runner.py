@@ -34,7 +34,7 @@ from .providers import PromptRequest, Provider, ProviderError
 from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
 from .spending import spent_measures
-from .text_input import text_lines
+from .text_input import first_line, text_lines
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -245,7 +245,7 @@ def failure_message(record: EvalRecord, response_chars: int = 600) -> str:
     failed = [check for check in record.checks if check.passed is False]
     headline = "checks failed:"
     if failed:  # the check first: pytest cuts that line to the terminal's width
-        headline = f"{failed[0].type}: {text_lines(failed[0].message or '')[0]}"
+        headline = f"{failed[0].type}: {first_line(failed[0].message or '')}"
         headline += f" (and {len(failed) - 1} more failed checks)" if len(failed) > 1 else ""
     lines = [headline, "checks:", *check_lines(record.checks)]
     text = record.response or ""

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .text_input import text_lines
+from .text_input import first_line
 
 INSTALL_COMMAND = "pip install 'pytest-vibeeval[semantic]'"
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -58,7 +58,7 @@ _loads = 0
 
 
 def _first_line(exc: BaseException) -> str:
-    first = text_lines(str(exc).strip())[0]
+    first = first_line(str(exc).strip())
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 

@@ -22,6 +22,7 @@ from .stash import get_state
 # The results, scoring and report modules are imported where a session has evals to score.
 if TYPE_CHECKING:
     from .results import ResultsFile, RunRecord
+    from .resume import Key
 
 
 class SessionFinish:
@@ -307,13 +308,15 @@ class SessionFinish:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def reused_keys(runs: list[RunRecord]) -> Iterator[tuple[str, str, str, str, int]]:
+def reused_keys(runs: list[RunRecord]) -> Iterator[Key]:
     """The resume keys of the records the runs reused (see ``resume.py``)."""
+    from .resume import resume_key
+
     for run in runs:
         if run.input_digest is not None:
             for record in run.evals:
                 if record.reused_from is not None:
-                    yield (run.source, run.input_digest, run.configuration, record.name, record.repeat)
+                    yield resume_key(run.source, run.input_digest, run.configuration, record)
 
 
 def session_journal(config: pytest.Config) -> Journal | None:

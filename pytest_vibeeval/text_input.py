@@ -83,6 +83,16 @@ def text_lines(text: str) -> list[str]:
     return line_feeds(text).removesuffix("\n").split("\n")
 
 
+def first_line(text: str) -> str:
+    """``text_lines(text)[0]`` without splitting (or copying) the rest of ``text``: what comes
+    before its first ``\\n`` or ``\\r``."""
+    end = text.find("\n")
+    if end < 0:
+        end = len(text)
+    carriage = text.find("\r", 0, end)
+    return text[: end if carriage < 0 else carriage]
+
+
 def read_input_text(path: Path, limit: int) -> str:
     """The text (:func:`decode_text`) of the regular file at ``path`` of at most ``limit`` bytes;
     :class:`NotUtf8`, or what :func:`~pytest_vibeeval.bounded_read.read_bounded` raises."""

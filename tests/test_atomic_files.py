@@ -220,3 +220,36 @@ def test_a_user_named_link_to_a_descriptors_file_is_refused_not_replaced(tmp_pat
             atomic_files.write_atomic(link, "{}", into_special=True)
         assert link.is_symlink() and out.read_text() == ""
         assert unwritable_reason(link) is None  # where the plugin names the path: replaced
+
+
+def test_new_files_of_one_stem_are_numbered_in_the_order_written() -> None:
+    """``<stem>.json``, then ``<stem>-2.json``, …: the names :func:`written_order` sorts back into
+    the order they were made (as text ``-10`` comes before ``-2`` and ``.json``)."""
+    names = atomic_files.numbered_names("20260101T000000Z", ".json")
+    made = [next(names) for _ in range(11)]
+    assert made[:3] == ["20260101T000000Z.json", "20260101T000000Z-2.json", "20260101T000000Z-3.json"]
+    assert made[-1] == "20260101T000000Z-11.json"
+    assert sorted(reversed(made), key=atomic_files.written_order) == made
+
+
+@pytest.mark.parametrize("hard_links", [True, False], ids=["hard-links", "no-hard-links"])
+def test_write_new_never_writes_over_a_file_of_its_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hard_links: bool
+) -> None:
+    """A name taken (by another session) is passed over for the next one, also on a file system
+    without hard links, where the name is checked before the file is renamed to it."""
+    if not hard_links:
+
+        def no_link(source: object, target: object) -> None:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(atomic_files.os, "link", no_link)
+    (tmp_path / "s.json").write_text("theirs")
+    (tmp_path / "s-3.json").write_text("theirs too")
+    made = [atomic_files.write_new(tmp_path, "s", f"ours {n}") for n in range(2)]
+    assert [path.name for path in made] == ["s-2.json", "s-4.json"]
+    assert [path.read_text() for path in made] == ["ours 0", "ours 1"]
+    assert (tmp_path / "s.json").read_text() == "theirs" and (
+        tmp_path / "s-3.json"
+    ).read_text() == "theirs too"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["s-2.json", "s-3.json", "s-4.json", "s.json"]

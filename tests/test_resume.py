@@ -537,3 +537,31 @@ def test_resuming_under_record_says_the_reused_evals_were_not_recorded(
         "session recorded no answer of theirs; run them without --vibe-resume to record them"
     ) in run_summary(result)
     assert len(list((pytester.path / "rec").rglob("*.json"))) == 1  # e2's answer
+
+
+def test_the_keys_of_results_journals_and_reused_records_are_one(tmp_path: Path) -> None:
+    """A record is found under the same key whether a results file or a journal held it, and the
+    session that reused every record of a journal sees that journal as carried over: the index and
+    the session's end match records by one key."""
+    from pytest_vibeeval.resume import load_journal, resume_key
+    from pytest_vibeeval.session_finish import reused_keys
+
+    chain_file(tmp_path, "old.json", {"e1": "passed"}, [])
+    record = EvalRecord(name="e2", nodeid="s.eval.yaml::e2[app]", outcome="passed", repeat=1)
+    line = {
+        "source": "s.eval.yaml",
+        "input_digest": "d",
+        "configuration": "app",
+        "record": record.model_dump(),
+    }
+    header = {"journal": 1, "resumed_from": ["old.json"]}
+    (tmp_path / "x.journal.jsonl").write_text(f"{json.dumps(header)}\n{json.dumps(line)}\n", encoding="utf-8")
+    index = load_journal(tmp_path / "x.journal.jsonl", "x.journal.jsonl", tmp_path.joinpath)
+    e1 = index.find("s.eval.yaml", ["d"], "app", "e1", 0)
+    e2 = index.find("s.eval.yaml", ["d"], "app", "e2", 1)
+    assert e1 is not None and e2 is not None
+    assert set(index.records) == {resume_key("s.eval.yaml", "d", "app", r) for r in (e1, e2)}
+    where = {"suite": "s", "source": "s.eval.yaml", "configuration": "app", "input_digest": "d"}
+    run = RunRecord.model_validate({**where, **UNSCORED, "evals": [e1, e2]})
+    assert index.carried_over(reused_keys([run])) == ["x.journal.jsonl"]
+    assert index.carried_over(reused_keys([run.model_copy(update={"evals": [e1]})])) == []

@@ -413,3 +413,48 @@ def test_an_error_headline_is_its_whole_first_line(pytester: pytest.Pytester, xd
     lines = result.stdout.lines
     assert f"  ERROR  one: {raised}{shown}" in lines, result.stdout.str()
     assert f"  ERROR  talk: turn 1/1: {raised}{shown}" in lines, result.stdout.str()
+
+
+# Line ends and the breaks only str.splitlines knows (text_lines keeps these in their line).
+TRICKY_LINES = [
+    "", "\n", "\r\n", "\r", "\n\n", "\r\r\n", "\n\r", "a", "a\n", "a\r", "a\rb", "a\r\nb", "a\n\rb",
+    "a\r\rb", " \r\n x", "\ufeffa\nb", "a\u2028b\nc", "a\x85b", "a\u2029b\rc", "a\x0bb\x0cc\x1cd\x1de\x1ef",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", TRICKY_LINES)
+def test_first_line_is_the_first_of_text_lines(text: str) -> None:
+    from pytest_vibeeval.text_input import first_line, text_lines
+
+    assert first_line(text) == text_lines(text)[0]
+
+
+def test_first_line_agrees_with_text_lines_on_every_short_text() -> None:
+    """Every text of up to five characters drawn from a letter, both line ends and two breaks
+    only ``str.splitlines`` knows."""
+    from itertools import product
+
+    from pytest_vibeeval.text_input import first_line, text_lines
+
+    texts = ["".join(chars) for size in range(6) for chars in product("a\n\r\u2028\x85", repeat=size)]
+    differ = [text for text in texts if first_line(text) != text_lines(text)[0]]
+    assert differ == []
+
+
+def test_the_first_line_of_a_long_text_is_taken_without_copying_the_rest() -> None:
+    """20 MB of lines ended with ``\\r\\n``: splitting them (after turning each ``\\r\\n`` into
+    ``\\n``) allocated the text again and a list of millions of lines; the first line alone needs
+    no more than itself."""
+    import tracemalloc
+
+    from pytest_vibeeval.text_input import first_line
+
+    text = "the first line\r\n" + "x\r\n" * 7_000_000
+    tracemalloc.start()
+    try:
+        line = first_line(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert line == "the first line"
+    assert peak < 64 * 1024, f"{peak} bytes allocated to take the first line"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..text_input import text_lines
+from ..text_input import first_line
 
 if TYPE_CHECKING:  # importing the models costs a session without evals (the budget's message)
     from ..results import EvalRecord, RunRecord
@@ -84,7 +84,7 @@ def failed_check(record: EvalRecord) -> str | None:
         turn = next((t for t in record.turns if t.outcome in ("failed", "error")), None)
         if turn is None:
             return None
-        return f"turn {turn.turn}/{len(record.turns)}: {text_lines(turn.message or '')[0]}"
+        return f"turn {turn.turn}/{len(record.turns)}: {first_line(turn.message or '')}"
     for check in record.checks:
         if check.passed is False:
             return f"{check.type}: {check.message}"

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..text_input import line_feeds, text_lines
+from ..text_input import first_line as text_first_line
+from ..text_input import line_feeds
 from .format import decimal, number
 
 TEXT_LIMIT = 4000  # characters of a message or a response
@@ -72,7 +73,7 @@ def cut_start(text: str, limit: int) -> str:
 
 
 def first_line(text: str | None, limit: int = 160) -> str:
-    line = text_lines((text or "").strip())[0]
+    line = text_first_line((text or "").strip())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

@@ -16,7 +16,7 @@ from ..scoring.variables import (
     judge_cost_total,
     judged_evals,
 )
-from ..text_input import text_lines
+from ..text_input import first_line
 from .format import MISSING, decimal, failed_check, money, run_title, score, seconds, signed
 
 # The metrics the run block shows on lines of their own.
@@ -84,7 +84,7 @@ def run_block(
             )
             continue
         error = record.outcome == "error" and bool(record.message)
-        why = text_lines(record.message or "")[0] if error else _first_failed_check(record)
+        why = first_line(record.message or "") if error else _first_failed_check(record)
         if record.subtasks_total is not None:
             why += f" (subtasks {record.subtasks_passed}/{record.subtasks_total})"
         lines.append(f"  {record.outcome.upper():6} {which}: {why}")
@@ -229,7 +229,7 @@ def _reruns(run: RunRecord) -> str:
 def _first_failed_check(record: EvalRecord) -> str:
     """The first failed check (and its turn), or the first line of the message (a failed workspace
     step)."""
-    return failed_check(record) or text_lines(record.message or "failed")[0]
+    return failed_check(record) or first_line(record.message or "failed")
 
 
 def comparison_table(runs: Sequence[RunRecord]) -> list[str]:

@@ -15,7 +15,7 @@ from ..budget import NOT_STARTED
 from ..extensions import Extensions, builtin_extensions
 from ..report.format import decimal
 from ..results import NOT_FINISHED, EvalRecord, EvalStats, GateRecord, RunRecord
-from ..text_input import text_lines
+from ..text_input import first_line, text_lines
 from ..transport import RunInfo
 from .attempts import EarlierAttempts
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
@@ -237,7 +237,7 @@ class Aggregator:
         if skipped:
             notes.append(
                 f"{len(skipped)} eval(s) skipped and not counted: "
-                + "; ".join(sorted({text_lines(r.message or "skipped")[0] for r in skipped}))
+                + "; ".join(sorted({first_line(r.message or "skipped") for r in skipped}))
             )
         score, score_error, shown = _score(info, values, reasons, ext, partial)
         stats = _eval_stats(in_suite_order)

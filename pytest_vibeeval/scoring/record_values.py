@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..results import CheckRecord, EvalRecord
-from ..text_input import text_lines
+from ..text_input import first_line
 from .vybes import vybes_points
 
 Value = float | None
@@ -113,7 +113,7 @@ def _any_error(checks: Sequence[CheckRecord]) -> bool:
 def _errored(record: EvalRecord) -> str | None:
     """Why an eval that errored before or in its checks has no scores (never those of some checks)."""
     if record.outcome == "error" and (not record.checks or _any_error(record.checks)):
-        first = text_lines(record.message or "")[0]
+        first = first_line(record.message or "")
         return f"eval {record.name!r} errored before its checks gave scores: {first}"
     return None
 

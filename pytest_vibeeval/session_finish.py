@@ -17,7 +17,7 @@ import pytest
 from .collection_gc import paused
 from .journal import Journal, remove_finished
 from .pytest_private import load_conftests
-from .stash import get_state
+from .stash import get_state, rootdir_relative
 
 # The results, scoring and report modules are imported where a session has evals to score.
 if TYPE_CHECKING:
@@ -124,14 +124,16 @@ class SessionFinish:
             stopped = self._ended_early(session)
         runs = aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
-        carried = state.resume.carried_over(reused_keys(runs)) if state.resume is not None else []
+        reused = set(reused_keys(runs)) if state.resume is not None else set()
+        carried = state.resume.carried_over(reused) if state.resume is not None else []
+        resumed_from = [name for name in state.resume.files if name not in carried] if state.resume else []
         results = build_results(
             runs,
             state.started_at,
             interrupted,
             state.load_errors,
             stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
-            [name for name in state.resume.files if name not in carried] if state.resume is not None else (),
+            self._without_replaced(resumed_from, reused),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -164,6 +166,39 @@ class SessionFinish:
             )
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
+
+    def _without_replaced(
+        self, resumed_from: list[str], reused: set[tuple[str, str, str, str, int]]
+    ) -> list[str]:
+        """``resumed_from`` without the file this session replaces (--vibe-results naming a file it
+        resumed from): the results never name themselves. When that file held finished evals this
+        session did not reuse (a ``-k`` subset), it is first kept as a timestamped file in the
+        default folder, named instead, so that nothing paid for is lost."""
+        state, root = self.state, self.config.rootpath
+        written = state.settings.results
+        name = state.resume.replaced_by(written, root.joinpath) if state.resume and written else None
+        if name is None or state.resume is None:
+            return resumed_from
+        unreused = len(state.resume.finished.get(name, set()) - reused)
+        if not unreused or name not in state.resume.started:
+            return [other for other in resumed_from if other != name]
+        from .report.resultsfile import keep_copy
+
+        try:
+            kept = rootdir_relative(keep_copy(root / name, root, state.resume.started[name]), root)
+        except OSError as exc:
+            self.notes.append(
+                f"--vibe-results {name} replaces the file this session resumed from, and it could not be "
+                f"kept first ({exc.strerror or exc}): the {unreused} eval(s) it finished that this "
+                "session did not reuse are lost"
+            )
+            return [other for other in resumed_from if other != name]
+        self.notes.append(
+            f"--vibe-results {name} replaces the file this session resumed from: it is kept as {kept} "
+            f"first (named in resumed_from), for the {unreused} eval(s) it finished that this session "
+            "did not reuse"
+        )
+        return [kept if other == name else other for other in resumed_from]
 
     def _close_journals(self, written: bool, carried: list[str]) -> None:
         """The results are written (``written``): this session's journal is removed, and the

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collection_gc import paused
-from .journal import Journal, remove_finished
+from .journal import Journal, left_journals, left_note, remove_finished
 from .pytest_private import load_conftests
 from .stash import get_state, rootdir_relative
 
@@ -151,6 +151,7 @@ class SessionFinish:
                     "so it fails"
                 )
         self._close_journals(bool(state.results_written), carried)
+        self._note_left_journals()
         written = state.results_written[0] if state.results_written else None
         self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
@@ -214,6 +215,21 @@ class SessionFinish:
                 )
         for name in carried if written else ():
             remove_finished(self.config.rootpath.joinpath(name))  # never one a running session writes
+
+    def _note_left_journals(self) -> None:
+        """Name the journals of killed sessions that no resume took (the next session ran without
+        --vibe-resume), so that they do not stay in the results folder unseen for good: neither this
+        session's own nor one it resumed from (its results name those), nor a running session's."""
+        from .report.resultsfile import DEFAULT_DIR
+
+        root = self.config.rootpath
+        resume = self.state.resume
+        skip = {root / name for name in (resume.files if resume is not None else ())}
+        if self.journal is not None and self.journal.path is not None:
+            skip.add(self.journal.path)
+        left = left_journals(root / DEFAULT_DIR, skip)
+        if left:
+            self.notes.append("note: " + left_note([rootdir_relative(path, root) for path in left]))
 
     def _ended_early(self, session: pytest.Session) -> str | None:
         """Why a session that stopped for none of the reasons known above is partial: selected evals

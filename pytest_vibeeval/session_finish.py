@@ -168,9 +168,7 @@ class SessionFinish:
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
 
-    def _without_replaced(
-        self, resumed_from: list[str], reused: set[tuple[str, str, str, str, int]]
-    ) -> list[str]:
+    def _without_replaced(self, resumed_from: list[str], reused: set[Key]) -> list[str]:
         """``resumed_from`` without the file this session replaces (--vibe-results naming a file it
         resumed from): the results never name themselves. When that file held finished evals this
         session did not reuse (a ``-k`` subset), it is first kept as a timestamped file in the

@@ -28,6 +28,8 @@ from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, longrepr_text, re
 # The results, scoring and report modules are imported where a session has evals to score (every
 # pytest session registers this class).
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .journal import Journal
     from .results import EvalRecord
     from .settings import Settings
@@ -416,6 +418,21 @@ def read_baseline(config: pytest.Config) -> None:
     state.read_notes += [note] if note else []
 
 
+def named_resume_hint(path: Path) -> str:
+    """What to name instead of ``path``, given to --vibe-resume and there but not a regular file (a
+    folder, a FIFO); nothing for a file (what is wrong with it is said) or a missing path."""
+    from .journal import SUFFIX
+    from .report.resultsfile import DEFAULT_DIR
+
+    if not os.path.lexists(path) or path.is_file():
+        return ""
+    return (
+        f" (name the results file of the run to resume, --vibe-resume {DEFAULT_DIR}/<timestamp>.json, "
+        f"or the journal of a session that did not finish, {DEFAULT_DIR}/<timestamp>{SUFFIX}; "
+        "--vibe-resume alone takes the newest)"
+    )
+
+
 def read_resume(config: pytest.Config) -> None:
     """Read --vibe-resume now, before this session writes its results (``latest`` is the file as
     the earlier run left it), and the files it resumed from. xdist workers get the controller's
@@ -444,5 +461,7 @@ def read_resume(config: pytest.Config) -> None:
                 " (`latest` is the newest results file: name the one to resume, "
                 f"--vibe-resume {DEFAULT_DIR}/<timestamp>.json)"
             )
-        raise pytest.UsageError(f"--vibe-resume: {exc}{hint if spec == 'latest' else ''}") from None
+        if spec != "latest":
+            hint = named_resume_hint(path)
+        raise pytest.UsageError(f"--vibe-resume: {exc}{hint}") from None
     state.read_notes += state.resume.notes

@@ -17,7 +17,7 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -185,14 +185,45 @@ def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:
         since = newer_than.stat().st_mtime if newer_than is not None else None
     except OSError:
         since = None
-    found: list[tuple[float, Path]] = []
-    with contextlib.suppress(OSError):
-        for path in folder.glob(f"*{SUFFIX}"):
-            with contextlib.suppress(OSError):  # gone meanwhile (a session ending), or unreadable
-                info = path.stat()
-                if stat.S_ISREG(info.st_mode) and (since is None or info.st_mtime > since):
-                    found.append((info.st_mtime, path))
+    found = [(mtime, path) for mtime, path in _journals(folder) if since is None or mtime > since]
     for _, path in sorted(found, reverse=True):
         if not is_running(path):
             return path
     return None
+
+
+def left_journals(folder: Path, skip: Collection[Path]) -> list[Path]:
+    """The journals in ``folder``, newest first, of sessions that did not finish and are not
+    running (killed ones, whose journal no resume took), other than those in ``skip``."""
+    found = sorted(((mtime, path) for mtime, path in _journals(folder) if path not in skip), reverse=True)
+    return [path for _, path in found if not is_running(path)]
+
+
+def _journals(folder: Path) -> Iterator[tuple[float, Path]]:
+    """Each regular journal file in ``folder`` with its modification time."""
+    with contextlib.suppress(OSError):
+        for path in folder.glob(f"*{SUFFIX}"):
+            with contextlib.suppress(OSError):  # gone meanwhile (a session ending), or unreadable
+                info = path.stat()
+                if stat.S_ISREG(info.st_mode):
+                    yield info.st_mtime, path
+
+
+SHOWN_LEFT = 3  # journals named in the note on those left
+
+
+def left_note(shown: list[str]) -> str:
+    """The Run Summary's note on the journals of killed sessions left in the results folder
+    (``shown``: as results name them, newest first): what they hold and what to do with them."""
+    if len(shown) == 1:
+        return (
+            f"{shown[0]} holds the finished evals of a session that did not finish (killed before it "
+            f"wrote its results): reuse them with --vibe-resume {shown[0]}, or delete the file"
+        )
+    names = ", ".join(shown[:SHOWN_LEFT]) + (
+        f" and {len(shown) - SHOWN_LEFT} more" if len(shown) > SHOWN_LEFT else ""
+    )
+    return (
+        f"{len(shown)} journals hold the finished evals of sessions that did not finish (killed before "
+        f"they wrote their results): {names}; reuse one's with --vibe-resume <journal>, or delete them"
+    )

@@ -81,6 +81,8 @@ class ResumeIndex:
     notes: list[str] = field(default_factory=list)  # for the summary (the controller's only)
     is_journal: bool = False  # ``source`` is the journal of a session that did not finish
     journals: dict[str, set[Key]] = field(default_factory=dict)  # journals read: their finished items
+    finished: dict[str, set[Key]] = field(default_factory=dict)  # results files read: their finished items
+    started: dict[str, str] = field(default_factory=dict)  # results files read: their ``started_at``
 
     def find(
         self, source: str, digests: Iterable[str], configuration: str, eval_id: str, repeat: int
@@ -96,6 +98,8 @@ class ResumeIndex:
         """Index the finished records of the file ``shown`` (read after every newer one: a record
         already indexed stays). A record keeps the file it was produced in as ``reused_from``."""
         self.files.append(shown)
+        self.started[shown] = read.results.started_at
+        finished = self.finished.setdefault(shown, set())
         note = read.note(f"--vibe-resume {shown}")
         self.notes += [note] if note else []
         for run in read.results.runs:
@@ -103,8 +107,12 @@ class ResumeIndex:
                 continue  # written before results kept digests: nothing can be matched safely
             for record in run.evals:
                 key = resume_key(run.source, run.input_digest, run.configuration, record)
-                if record.outcome in FINISHED and key not in self.records:
-                    self.records[key] = record.model_copy(update={"reused_from": record.reused_from or shown})
+                if record.outcome in FINISHED:
+                    finished.add(key)
+                    if key not in self.records:
+                        self.records[key] = record.model_copy(
+                            update={"reused_from": record.reused_from or shown}
+                        )
 
     def carried_over(self, reused: Iterable[Key]) -> list[str]:
         """The journals read whose finished items a session all reused (``reused``: the keys of the
@@ -112,6 +120,12 @@ class ResumeIndex:
         subset) stays, named in ``resumed_from``, so that nothing paid for is lost."""
         done = set(reused)
         return [name for name, keys in self.journals.items() if keys <= done]
+
+    def replaced_by(self, written: Path, locate: Callable[[str], Path]) -> str | None:
+        """The file read (as results name it) that ``written`` is, the file this session writes its
+        results to (``--vibe-resume out.json --vibe-results out.json``), or None."""
+        target = _place(written)
+        return next((name for name in self.files if _place(locate(name)) == target), None)
 
     def to_json(self) -> str:
         """The index as text, for xdist workers (through ``workerinput``)."""
@@ -200,12 +214,16 @@ def _read_chain(
     """Add the files ``named_by`` resumed from, and theirs (each once, at most :data:`MAX_FILES`)."""
     pending = deque((name, named_by) for name in earlier)
     seen = set(index.files)
+    places = {_place(locate(name)) for name in index.files}  # a file named otherwise too
     while pending and len(index.files) < MAX_FILES:
         name, by = pending.popleft()
         if name in seen:
             continue
         seen.add(name)
         where = locate(name)
+        if _place(where) in places:
+            continue
+        places.add(_place(where))
         try:
             if name.endswith(JOURNAL_SUFFIX):  # kept by a session that did not carry all of it over
                 if os.path.lexists(where):  # gone: a later session carried all of it into its file
@@ -227,3 +245,11 @@ def _read_chain(
             f"--vibe-resume: {index.source} resumes a chain of more than {MAX_FILES} results files; the "
             f"{len(unread)} earliest were not read (the evals only they held run again)"
         )
+
+
+def _place(path: Path) -> str:
+    """Where ``path`` is, symbolic links and ``..`` resolved (as given when it cannot be)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # a NUL in a name a results file gave
+        return str(path)

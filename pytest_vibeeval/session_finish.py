@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collection_gc import paused
-from .journal import Journal, remove_finished
+from .journal import Journal, left_journals, left_note, remove_finished
 from .pytest_private import load_conftests
-from .stash import get_state
+from .stash import get_state, rootdir_relative
 
 # The results, scoring and report modules are imported where a session has evals to score.
 if TYPE_CHECKING:
@@ -124,14 +124,16 @@ class SessionFinish:
             stopped = self._ended_early(session)
         runs = aggregator.runs(interrupted, stopped)
         state.runs = list(runs)
-        carried = state.resume.carried_over(reused_keys(runs)) if state.resume is not None else []
+        reused = set(reused_keys(runs)) if state.resume is not None else set()
+        carried = state.resume.carried_over(reused) if state.resume is not None else []
+        resumed_from = [name for name in state.resume.files if name not in carried] if state.resume else []
         results = build_results(
             runs,
             state.started_at,
             interrupted,
             state.load_errors,
             stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
-            [name for name in state.resume.files if name not in carried] if state.resume is not None else (),
+            self._without_replaced(resumed_from, reused),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -149,6 +151,7 @@ class SessionFinish:
                     "so it fails"
                 )
         self._close_journals(bool(state.results_written), carried)
+        self._note_left_journals()
         written = state.results_written[0] if state.results_written else None
         self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
@@ -165,6 +168,37 @@ class SessionFinish:
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
 
+    def _without_replaced(self, resumed_from: list[str], reused: set[Key]) -> list[str]:
+        """``resumed_from`` without the file this session replaces (--vibe-results naming a file it
+        resumed from): the results never name themselves. When that file held finished evals this
+        session did not reuse (a ``-k`` subset), it is first kept as a timestamped file in the
+        default folder, named instead, so that nothing paid for is lost."""
+        state, root = self.state, self.config.rootpath
+        written = state.settings.results
+        name = state.resume.replaced_by(written, root.joinpath) if state.resume and written else None
+        if name is None or state.resume is None:
+            return resumed_from
+        unreused = len(state.resume.finished.get(name, set()) - reused)
+        if not unreused or name not in state.resume.started:
+            return [other for other in resumed_from if other != name]
+        from .report.resultsfile import keep_copy
+
+        try:
+            kept = rootdir_relative(keep_copy(root / name, root, state.resume.started[name]), root)
+        except OSError as exc:
+            self.notes.append(
+                f"--vibe-results {name} replaces the file this session resumed from, and it could not be "
+                f"kept first ({exc.strerror or exc}): the {unreused} eval(s) it finished that this "
+                "session did not reuse are lost"
+            )
+            return [other for other in resumed_from if other != name]
+        self.notes.append(
+            f"--vibe-results {name} replaces the file this session resumed from: it is kept as {kept} "
+            f"first (named in resumed_from), for the {unreused} eval(s) it finished that this session "
+            "did not reuse"
+        )
+        return [kept if other == name else other for other in resumed_from]
+
     def _close_journals(self, written: bool, carried: list[str]) -> None:
         """The results are written (``written``): this session's journal is removed, and the
         journals of sessions that did not finish whose finished evals it all reused (``carried``);
@@ -179,6 +213,21 @@ class SessionFinish:
                 )
         for name in carried if written else ():
             remove_finished(self.config.rootpath.joinpath(name))  # never one a running session writes
+
+    def _note_left_journals(self) -> None:
+        """Name the journals of killed sessions that no resume took (the next session ran without
+        --vibe-resume), so that they do not stay in the results folder unseen for good: neither this
+        session's own nor one it resumed from (its results name those), nor a running session's."""
+        from .report.resultsfile import DEFAULT_DIR
+
+        root = self.config.rootpath
+        resume = self.state.resume
+        skip = {root / name for name in (resume.files if resume is not None else ())}
+        if self.journal is not None and self.journal.path is not None:
+            skip.add(self.journal.path)
+        left = left_journals(root / DEFAULT_DIR, skip)
+        if left:
+            self.notes.append("note: " + left_note([rootdir_relative(path, root) for path in left]))
 
     def _ended_early(self, session: pytest.Session) -> str | None:
         """Why a session that stopped for none of the reasons known above is partial: selected evals

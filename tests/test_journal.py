@@ -257,3 +257,55 @@ def test_a_fifo_named_as_a_journal_is_an_error_not_a_hang(tmp_path: Path) -> Non
     os.mkfifo(fifo)
     with pytest.raises(BaselineError, match="not a regular file but a FIFO"):
         load_journal(fifo, fifo.name, tmp_path.joinpath)
+
+
+@XDIST_MODES
+def test_a_journal_no_resume_took_is_named_with_what_to_do(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A killed session's journal, and a plain session after it (no --vibe-resume): its summary
+    names the journal left in the results folder, how to reuse it and that it can be deleted, for
+    as long as it is there; a resume naming it takes it, and the note is gone."""
+    make_suite(pytester)
+    journal, finished = killed_session(pytester, xdist)
+    assert len(finished) >= 2
+    shown = journal.relative_to(pytester.path).as_posix()
+    note = (
+        f"note: {shown} holds the finished evals of a session that did not finish (killed before it "
+        f"wrote its results): reuse them with --vibe-resume {shown}, or delete the file"
+    )
+    for _ in range(2):  # the results of a plain session are newer: `--vibe-resume` alone no longer takes it
+        result = run(pytester, "-p", "no:randomly", *xdist)
+        assert result.ret == 0, result.stdout.str()
+        assert note in result.stdout.str().splitlines()
+        assert journal.exists()
+    calls(pytester)
+    result = run(pytester, "-p", "no:randomly", "--vibe-resume", shown, *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert calls(pytester) == sorted(set(EVALS) - finished)
+    assert not journal.exists()
+    assert "holds the finished evals" not in result.stdout.str()
+
+
+def test_left_journals_are_those_of_sessions_not_running(tmp_path: Path) -> None:
+    """The journals named as left: not a running session's (it holds the lock), not one skipped,
+    newest first, and the note names at most three of them."""
+    from pytest_vibeeval.journal import Journal, left_journals, left_note
+
+    old, new = tmp_path / "20260101T000000Z.journal.jsonl", tmp_path / "20260102T000000Z.journal.jsonl"
+    for path, mtime in ((old, 1_000_000), (new, 2_000_000)):
+        path.write_text('{"journal": 1, "resumed_from": []}\n')
+        os.utime(path, (mtime, mtime))
+    running = Journal(tmp_path, "20260103T000000Z", [])
+    running.add("s.eval.yaml", "digest", "c", json.dumps({"name": "e", "outcome": "passed"}))
+    running.flush()
+    (tmp_path / "20260104T000000Z.json").write_text("{}")
+    assert left_journals(tmp_path, set()) == [new, old]
+    assert left_journals(tmp_path, {new}) == [old]
+    running.close(remove=True)
+    names = [f"j{i}.journal.jsonl" for i in range(5)]
+    assert left_note(names).startswith(
+        "5 journals hold the finished evals of sessions that did not finish (killed before they wrote "
+        "their results): j0.journal.jsonl, j1.journal.jsonl, j2.journal.jsonl and 2 more; reuse one's "
+        "with --vibe-resume <journal>, or delete them"
+    )

@@ -4,6 +4,7 @@ itself), the finished ones keep their earlier records, and a changed suite reuse
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -565,3 +566,99 @@ def test_the_keys_of_results_journals_and_reused_records_are_one(tmp_path: Path)
     run = RunRecord.model_validate({**where, **UNSCORED, "evals": [e1, e2]})
     assert index.carried_over(reused_keys([run])) == ["x.journal.jsonl"]
     assert index.carried_over(reused_keys([run.model_copy(update={"evals": [e1]})])) == []
+
+
+def resumed_into_out_json(pytester: pytest.Pytester, xdist: list[str]) -> str:
+    """P1 stops after alpha and bravo; `--vibe-resume P1 --vibe-results out.json -k "not delta"`
+    reuses them and runs charlie. P1's name."""
+    make_four(pytester)
+    first = stopped_after_b(pytester)
+    run(pytester, "--vibe-resume", first, "--vibe-results", "out.json", "-k", "not delta", xdist=xdist)
+    assert runs_logged(pytester) == ["three"]
+    assert load_json(pytester.path / "out.json")["resumed_from"] == [first]
+    return first
+
+
+@XDIST_MODES
+def test_resuming_into_the_file_resumed_from_never_names_itself(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """`--vibe-resume out.json --vibe-results out.json` (and `--vibe-resume` with `--vibe-results
+    out.json`, whose `latest` is out.json): the session replaces the file it resumed from, so its
+    `resumed_from` names the files that one resumed from, never out.json itself."""
+    first = resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    for args, ran, delta in (
+        (["--vibe-resume", "out.json"], ["four"], None),
+        (["--vibe-resume"], [], "out.json"),
+    ):
+        result = run(pytester, *args, "--vibe-results", "out.json", xdist=xdist)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()  # bravo, as it was
+        assert runs_logged(pytester) == ran
+        assert files_read_and_reused_from(out) == ([first], [first, first, "out.json", delta])
+        assert "out.json replaces" not in result.stdout.str()  # every eval it finished is in it again
+    assert sorted(p.name for p in (pytester.path / ".vibeeval" / "results").glob("*.json")) == [
+        Path(first).name
+    ]
+
+
+@XDIST_MODES
+def test_a_subset_resumed_into_its_own_file_keeps_the_rest(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """`--vibe-resume out.json --vibe-results out.json -k delta` replaces out.json, which finished
+    alpha, bravo and charlie: out.json as it was is kept in the results folder first and named in
+    `resumed_from`, so that a resume of the new out.json runs nothing."""
+    first = resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    result = run(
+        pytester, "--vibe-resume", "out.json", "--vibe-results", "out.json", "-k", "delta", xdist=xdist
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert runs_logged(pytester) == ["four"]
+    kept, earlier = load_json(out)["resumed_from"]
+    assert (kept.startswith(".vibeeval/results/2"), earlier) == (True, first)
+    assert load_json(pytester.path / kept)["resumed_from"] == [first]
+    assert (
+        f"--vibe-results out.json replaces the file this session resumed from: it is kept as {kept} first "
+        "(named in resumed_from), for the 3 eval(s) it finished that this session did not reuse"
+    ) in run_summary(result)
+    result = run(pytester, "--vibe-resume", "out.json", "--vibe-results", "out.json", xdist=xdist)
+    assert runs_logged(pytester) == []
+    assert files_read_and_reused_from(out) == ([kept, first], [first, first, kept, "out.json"])
+
+
+def test_a_self_reference_or_cycle_made_by_hand_is_read_once(tmp_path: Path) -> None:
+    """A file naming itself (under another spelling too) or a cycle through a journal (a.json names
+    b.journal.jsonl, which names a.json) is read once: no loop, no error."""
+    chain_file(tmp_path, "a.json", {"e1": "passed"}, ["a.json", "./a.json", "b.journal.jsonl"])
+    (tmp_path / "b.journal.jsonl").write_text(
+        '{"journal": 1, "resumed_from": ["a.json", "b.journal.jsonl"]}\n'
+    )
+    index = load_resume(tmp_path / "a.json", "a.json", tmp_path.joinpath)
+    assert (index.files, index.notes) == (["a.json", "b.journal.jsonl"], [])
+    assert index.find("s.eval.yaml", ["d"], "app", "e1", 0) is not None
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+@pytest.mark.parametrize("name", ["x.json", "x.journal.jsonl"])
+@XDIST_MODES
+def test_a_resume_path_that_is_no_file_says_what_to_name(
+    pytester: pytest.Pytester, xdist: list[str], kind: str, name: str
+) -> None:
+    """A folder or a FIFO given to --vibe-resume (as a results file or as a journal) is a usage
+    error naming it, what it is, and what to name instead; nothing runs, and nothing hangs."""
+    make_four(pytester)
+    path = pytester.path / name
+    path.mkdir() if kind == "folder" else os.mkfifo(path)
+    result = run(pytester, "--vibe-resume", name, xdist=xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    what = "a folder" if kind == "folder" else "a FIFO"
+    assert (
+        f"ERROR: --vibe-resume: {name}: cannot read it: not a regular file but {what} (name the results "
+        "file of the run to resume, --vibe-resume .vibeeval/results/<timestamp>.json, or the journal of a "
+        "session that did not finish, .vibeeval/results/<timestamp>.journal.jsonl; --vibe-resume alone "
+        "takes the newest)"
+    ) in result.stderr.str()
+    assert runs_logged(pytester) == []

@@ -244,3 +244,12 @@ def stamped_original(path: Path) -> Path:
         return next((p for p in twins if filecmp.cmp(p, path, shallow=False)), path)
     except OSError:  # removed meanwhile, unreadable: read the copy itself
         return path
+
+
+def keep_copy(path: Path, rootdir: Path, started_at: str) -> Path:
+    """Copy the results file at ``path`` into the default folder as the timestamped file of the
+    session that started at ``started_at`` (another name when that one is taken); its path."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return write_new(
+            rootdir / DEFAULT_DIR, started_stamp(started_at), iter(lambda: handle.read(1 << 16), "")
+        )

@@ -137,6 +137,8 @@ class ControllerSession:
         stopped = workeroutput.get(STOPPED_OUTPUT)
         if stopped and self.end.worker_stop is None:
             self.end.worker_stop = str(stopped)
+        if workeroutput.get("shouldfail"):  # xdist's own key: the worker's session.shouldfail
+            self.end.worker_failed = True
         name = getattr(getattr(node, "gateway", None), "id", "?")
         if error is not None:
             self.end.lost_workers.append(f"{name}: {text_lines(str(error).strip())[0] or error}")

@@ -137,7 +137,9 @@ class ControllerSession:
         stopped = workeroutput.get(STOPPED_OUTPUT)
         if stopped and self.end.worker_stop is None:
             self.end.worker_stop = str(stopped)
-        if workeroutput.get("shouldfail"):  # xdist's own key: the worker's session.shouldfail
+        # xdist's own key, the worker's session.shouldfail, also where it says nothing (True):
+        # STOPPED_OUTPUT holds a reason only
+        if workeroutput.get("shouldfail"):
             self.end.worker_failed = True
         name = getattr(getattr(node, "gateway", None), "id", "?")
         if error is not None:

@@ -70,8 +70,10 @@ class SessionFinish:
             return  # no results to write
         stopped = stop_reason(session)
         signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
-        # xdist ends the session with its Interrupted when a plugin stopped a worker: no interruption
-        interrupted_status = exitstatus == pytest.ExitCode.INTERRUPTED and self.worker_stop is None
+        # xdist ends the session with its Interrupted when a plugin stopped a worker (saying why, or
+        # with a bare ``shouldfail = True``): no interruption
+        worker_stopped = self.worker_stop is not None or self.worker_failed
+        interrupted_status = exitstatus == pytest.ExitCode.INTERRUPTED and not worker_stopped
         interrupted = (interrupted_status or signalled is not None) and stopped is None
         if not interrupted:
             stopped = stopped or state.budget.stop_reason()

@@ -300,6 +300,34 @@ def test_a_session_another_plugin_stopped_is_partial_and_says_why(pytester: pyte
     assert_partial_and_not_judged(pytester.path, result, stopped, before)
 
 
+STOP_CONFTEST = """
+import os
+
+
+def pytest_runtest_teardown(item):
+    if os.environ.get("VIBE_STOP"):
+        item.session.shouldfail = True  # a plugin's stop that says nothing, in the process that ran it
+"""
+
+
+@XDIST_MODES
+def test_a_session_a_plugin_stopped_without_a_reason_is_partial_not_interrupted(
+    pytester: pytest.Pytester, xdist: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``session.shouldfail = True`` after each item: every process that runs evals stops after its
+    first. Under xdist the worker passes on no reason, and the controller ends with xdist's
+    Interrupted, yet the run was stopped, as serially: partial, not interrupted, exit code 1."""
+    make_gated_suite(pytester.path)
+    write(pytester.path / "conftest.py", STOP_CONFTEST)
+    before = complete_run(pytester, xdist)
+    monkeypatch.setenv("VIBE_STOP", "1")
+    result = run(pytester, *xdist, "-p", "no:randomly")
+    unrun = "[23]" if xdist else "3"  # under xdist each worker that got an eval ran one
+    stopped = rf"ended early \({unrun} of 4 selected evals did not run\)"
+    assert_partial_and_not_judged(pytester.path, result, stopped, before)
+    assert "the session was interrupted" not in "\n".join(run_summary(result))
+
+
 @XDIST_MODES
 def test_pytest_timeouts_session_timeout_is_named_serially_and_under_xdist(
     pytester: pytest.Pytester, xdist: list[str]

@@ -16,7 +16,7 @@ import pytest
 from .collection_gc import paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
-from .itemhooks import NOTE_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
+from .itemhooks import NOTE_OUTPUT, SIGNALLED_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import keep_group_suffix, queued_worker_reports
@@ -122,11 +122,13 @@ class ControllerSession:
             known = self._sources[source] = kind in ("config", "suite")
         return known
 
-    @pytest.hookimpl(optionalhook=True)
+    @pytest.hookimpl(optionalhook=True, trylast=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """xdist controller: remember a usage error or note a worker found during its collection, what
         stopped a worker's session, and a worker that was lost (it crashed, e.g. killed by the item
-        it ran)."""
+        it ran). A worker interrupted by a signal sent to it alone (SIGTERM to its pid) interrupts
+        the session here, as that signal sent to the controller would: xdist would only stop
+        scheduling, and wait for the evals still running on the other workers, however long."""
         workeroutput = getattr(node, "workeroutput", {})
         message = workeroutput.get(USAGE_ERROR_OUTPUT)
         if message and self.usage_error is None:
@@ -137,9 +139,16 @@ class ControllerSession:
         stopped = workeroutput.get(STOPPED_OUTPUT)
         if stopped and self.end.worker_stop is None:
             self.end.worker_stop = str(stopped)
+        # xdist's own key, the worker's session.shouldfail, also where it says nothing (True):
+        # STOPPED_OUTPUT holds a reason only
+        if workeroutput.get("shouldfail"):
+            self.end.worker_failed = True
+        name = getattr(getattr(node, "gateway", None), "id", "?")
         if error is not None:
-            name = getattr(getattr(node, "gateway", None), "id", "?")
             self.end.lost_workers.append(f"{name}: {first_line(str(error).strip()) or error}")
+        signalled = workeroutput.get(SIGNALLED_OUTPUT)
+        if signalled and error is None:  # xdist calls this hook again for it, with "keyboard-interrupt"
+            self.state.interrupts.relay(f"{signalled} (sent to xdist worker {name})")
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """pytest calls this for a ``pytest.exit()`` too: remember its message, which says why the

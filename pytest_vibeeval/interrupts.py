@@ -18,7 +18,7 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 WATCHED = (signal.SIGINT, signal.SIGTERM)
 
@@ -63,16 +63,25 @@ class InterruptWatch:
         if self._released or self.held is not None:
             raise KeyboardInterrupt
         if not self._ending:  # the first, while evals run: it stops the run
-            # the next is held only where there are results to write (not in a session of plain
-            # tests, nor before any eval finished)
-            self._ending = self._has_results()
-            self.received = self.received or name
-            raise KeyboardInterrupt
+            self._interrupt(name)
         self.held = name
         if self._announce:
             # os.write, not print: a handler that writes to a stream pytest is writing to can raise
             # "reentrant call" from inside that write.
             os.write(2, f"\n{held_message(name)}\n".encode())
+
+    def relay(self, name: str) -> None:
+        """Another process was interrupted (``name``: what it received, and which process): raise
+        ``KeyboardInterrupt`` here as for a first signal, unless the session is ending already."""
+        if not self._ending and self.received is None:
+            self._interrupt(name)
+
+    def _interrupt(self, name: str) -> NoReturn:
+        # the next signal is held only where there are results to write (not in a session of plain
+        # tests, nor before any eval finished)
+        self._ending = self._has_results()
+        self.received = self.received or name
+        raise KeyboardInterrupt
 
     def release(self) -> None:
         """The results are written: from now on every signal has its usual effect."""

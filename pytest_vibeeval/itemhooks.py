@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 STOPPED_OUTPUT = "vibeeval_stopped"  # the same: what another plugin said when it stopped the worker
 NOTE_OUTPUT = "vibeeval_collection_note"  # key in an xdist worker's workeroutput
+SIGNALLED_OUTPUT = "vibeeval_signalled"  # the same: the signal that interrupted the worker's session
 
 
 class CollectionHooks:
@@ -259,11 +260,17 @@ class ItemHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """xdist worker: pass on what stopped its session (pytest-timeout's ``--session-timeout``
-        sets ``shouldfail``): the controller sees only xdist's Interrupted, as for a Ctrl-C."""
+        sets ``shouldfail``): the controller sees only xdist's Interrupted, as for a Ctrl-C. And
+        the signal that interrupted it: one sent to this worker alone interrupts the whole run."""
         workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is None:
+            return
         why = stopped_by(session)
-        if workeroutput is not None and why is not None:
+        if why is not None:
             workeroutput[STOPPED_OUTPUT] = why
+        signalled = self.state.interrupts.received
+        if signalled is not None:
+            workeroutput[SIGNALLED_OUTPUT] = signalled
 
     # Outside pytest-rerunfailures' wrapper, which makes its flags afresh as each setup is reported.
     @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -37,6 +37,7 @@ class SessionFinish:
         self.lost_workers: list[str] = []  # xdist workers that went down with an error
         self.exit_cause: str | None = None  # the message of a pytest.exit() that ended the session
         self.worker_stop: str | None = None  # what another plugin said stopping an xdist worker
+        self.worker_failed = False  # an xdist worker's session was stopped as failed (shouldfail)
         self.notes: list[str] = []  # what the session's end did or could not do (exit code, files)
         self.regression_note: str | None = None  # what --vibe-fail-on-regression did to it
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
@@ -70,11 +71,15 @@ class SessionFinish:
             return  # no results to write
         stopped = stop_reason(session)
         signalled = state.interrupts.received  # also when a second one cut pytest's own handling short
-        # xdist ends the session with its Interrupted when a plugin stopped a worker: no interruption
-        interrupted_status = exitstatus == pytest.ExitCode.INTERRUPTED and self.worker_stop is None
+        # xdist ends the session with its Interrupted when a plugin stopped a worker (saying why, or
+        # with a bare ``shouldfail = True``): no interruption
+        worker_stopped = self.worker_stop is not None or self.worker_failed
+        interrupted_status = exitstatus == pytest.ExitCode.INTERRUPTED and not worker_stopped
         interrupted = (interrupted_status or signalled is not None) and stopped is None
         if not interrupted:
             stopped = stopped or state.budget.stop_reason()
+            if exitstatus == pytest.ExitCode.INTERRUPTED and self.exit_cause is None:
+                self._failed_as_serially(session)
         if interrupted:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
             if signalled is not None:
@@ -83,6 +88,13 @@ class SessionFinish:
                 )
         with paused(state):
             self._finish(session, interrupted, stopped)
+
+    def _failed_as_serially(self, session: pytest.Session) -> None:
+        """xdist ends every session a stop ended with its Interrupted (exit code 2); pytest, serially,
+        ends one that -x, --maxfail or another plugin's ``shouldfail`` (``--session-timeout``) stopped
+        as failed (1), and only one that ``shouldstop`` stopped (--stepwise) as interrupted."""
+        if session.shouldfail or self.worker_failed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def release(self, session: pytest.Session) -> None:
         """Every file is written (ours, then the JUnit XML): a signal held meanwhile ends the session

@@ -347,12 +347,14 @@ def interrupt_when(
     deadline_s: float = 60,
     after_lines: tuple[tuple[str, ...], ...] = (),
     signals: tuple[signal.Signals, ...] = (signal.SIGINT,),
+    target: Callable[[int], int] | None = None,
 ) -> tuple[int, str]:
     """Run pytest in a subprocess and press Ctrl-C (SIGINT to its process group, as a terminal does)
     once ``marker`` exists, i.e. once an agent has started, and pytest has printed, for each of
     ``after_lines``, a line holding all its fragments (e.g. an item's id and ``PASSED``: it must have
     finished); its exit code and output. ``signals``: what is sent to the group instead, one after
-    the other (SIGTERM as a CI system's cancel does, two SIGINTs as an impatient user does)."""
+    the other (SIGTERM as a CI system's cancel does, two SIGINTs as an impatient user does).
+    ``target``: given pytest's pid, the one process to send them to instead of the group."""
     proc = subprocess.Popen(
         [PYTHON, "-m", "pytest", *FAST_ARGS, *args],
         cwd=pytester.path,
@@ -386,8 +388,12 @@ def interrupt_when(
             if time.monotonic() - started > deadline_s:
                 raise AssertionError(f"{marker} never appeared")
             time.sleep(0.05)
+        to = target(proc.pid) if target is not None else None
         for sent in signals:
-            os.killpg(proc.pid, sent)
+            if to is None:
+                os.killpg(proc.pid, sent)
+            else:
+                os.kill(to, sent)
         rest, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

@@ -6,13 +6,16 @@ interrupted run ever a baseline: `--vibe-baseline` refuses its file, and `latest
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from helpers import XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, run, write
+from helpers import XDIST_MODES, evals_by_nodeid, interrupt_when, is_gone, load_json, run, wait_gone, write
 
 from pytest_vibeeval import __main__ as cli
 
@@ -97,6 +100,93 @@ def test_sigterm_ends_the_run_as_ctrl_c_does(pytester: pytest.Pytester, xdist: l
     returncode, output = interrupted_run(pytester, xdist, (signal.SIGTERM,))
     assert_kept_as_partial(pytester, returncode, output)
     assert "SIGTERM" in output  # the summary says what ended the run
+
+
+PID_AGENT = """
+import os, pathlib, sys, time
+prompt = sys.stdin.read()
+if prompt.startswith("slow"):
+    folder = pathlib.Path(sys.argv[1])
+    (folder / "pid.tmp").write_text(f"{os.getpid()} {os.getppid()}")
+    (folder / "pid.tmp").rename(folder / f"{prompt}.pid")  # whole, or not there
+    time.sleep(600)
+print(prompt)
+"""
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+def test_sigterm_to_one_xdist_worker_interrupts_the_run(pytester: pytest.Pytester) -> None:
+    """SIGTERM sent to one xdist worker alone (not to the controller): that worker kills its agent
+    and ends, and the run ends as interrupted, as when the controller receives it, without waiting
+    for the agent still running on the other worker (xdist alone would wait for it, here for ten
+    minutes). Only under xdist: a serial run has no worker (the signal to its one process is the
+    test above)."""
+    write(pytester.path / "agent.py", PID_AGENT)
+    write(
+        pytester.path / "w.eval.yaml",
+        f"""
+        metadata: {{name: w, model: m}}
+        configurations:
+          agent: {{cli: "{sys.executable}", args: ["{pytester.path / "agent.py"}", "{pytester.path}"]}}
+        evals:
+          - {{name: a, prompt: quick, checks: [{{match: "*quick*"}}]}}
+          - {{name: slow1, prompt: slow1, checks: [{{match: "*slow*"}}]}}
+          - {{name: slow2, prompt: slow2, checks: [{{match: "*slow*"}}]}}
+        """,
+    )
+    # Fewer items than twice the workers: xdist sends them round robin, so slow1 and slow2 run at
+    # once on the two workers.
+    agents: dict[str, tuple[int, int]] = {}
+
+    def worker_of_slow1(pytest_pid: int) -> int:
+        started = time.monotonic()
+        while not (pytester.path / "slow2.pid").exists():  # the deadline only stops a hang
+            assert time.monotonic() - started < 60, "slow2's agent never started"
+            time.sleep(0.05)
+        for name in ("slow1", "slow2"):
+            pid, parent = map(int, (pytester.path / f"{name}.pid").read_text().split())
+            agents[name] = (pid, parent)
+        worker = agents["slow1"][1]
+        assert parent_of(worker) == pytest_pid  # an xdist worker, not a process of ours in between
+        assert agents["slow2"][1] != worker
+        return worker
+
+    try:
+        returncode, output = interrupt_when(
+            pytester,
+            pytester.path / "slow1.pid",
+            "-n",
+            "2",
+            "-v",
+            "-p",
+            "no:randomly",
+            after_lines=(("w.eval.yaml::a[agent]", "PASSED"),),
+            signals=(signal.SIGTERM,),
+            target=worker_of_slow1,
+        )
+        for pid, worker in agents.values():  # no orphan: every agent and worker is gone
+            assert wait_gone(pid, timeout=30) and wait_gone(worker, timeout=30), output
+    finally:
+        for pid, _ in agents.values():  # a failed run's agents: never left sleeping
+            if not is_gone(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+    assert returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "interrupted by SIGTERM (sent to xdist worker gw" in output, output
+    files = list((pytester.path / ".vibeeval" / "results").glob("2*.json"))
+    assert len(files) == 1, output
+    data = load_json(files[0])
+    assert data["interrupted"] is True, output
+    records = evals_by_nodeid(data)
+    assert records["w.eval.yaml::a[agent]"]["outcome"] == "passed", output
+    for name in ("slow1", "slow2"):
+        cut = records[f"w.eval.yaml::{name}[agent]"]
+        assert (cut["outcome"], cut["message"]) == CUT, output
+    assert "worker was lost" not in output and "crashed" not in output, output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
 
 
 @XDIST_MODES

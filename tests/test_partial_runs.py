@@ -49,7 +49,8 @@ def test_a_run_stopped_by_x_says_so_and_replaces_neither_latest_nor_history(
 
     make_suite(pytester.path, first="fail")
     stopped = run(pytester, *xdist, "-x", "-p", "no:randomly")
-    assert stopped.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
+    # as serially: xdist's own Interrupted (exit code 2) is no interruption
+    assert stopped.ret == pytest.ExitCode.TESTS_FAILED, stopped.stdout.str()
     summary = "\n".join(run_summary(stopped))
     assert "the session stopped after the first failure (-x): " in summary
     assert "evals were selected" not in summary
@@ -100,6 +101,7 @@ def test_a_run_in_which_every_eval_ran_before_maxfail_stopped_it_is_complete(
     python_suite(pytester.path / "part.eval.yaml", [yes("a", "ok"), yes("b", "fail")], ANSWER)
     result = run(pytester, *xdist, "--maxfail", "1", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # under xdist too, not xdist's Interrupted
     summary = "\n".join(run_summary(result))
     assert "the session stopped" not in summary and "partial" not in summary, summary
     latest = load_json(results_folder(pytester.path) / "latest.json")
@@ -298,6 +300,34 @@ def test_a_session_another_plugin_stopped_is_partial_and_says_why(pytester: pyte
     assert_partial_and_not_judged(pytester.path, result, stopped, before)
 
 
+STOP_CONFTEST = """
+import os
+
+
+def pytest_runtest_teardown(item):
+    if os.environ.get("VIBE_STOP"):
+        item.session.shouldfail = True  # a plugin's stop that says nothing, in the process that ran it
+"""
+
+
+@XDIST_MODES
+def test_a_session_a_plugin_stopped_without_a_reason_is_partial_not_interrupted(
+    pytester: pytest.Pytester, xdist: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``session.shouldfail = True`` after each item: every process that runs evals stops after its
+    first. Under xdist the worker passes on no reason, and the controller ends with xdist's
+    Interrupted, yet the run was stopped, as serially: partial, not interrupted, exit code 1."""
+    make_gated_suite(pytester.path)
+    write(pytester.path / "conftest.py", STOP_CONFTEST)
+    before = complete_run(pytester, xdist)
+    monkeypatch.setenv("VIBE_STOP", "1")
+    result = run(pytester, *xdist, "-p", "no:randomly")
+    unrun = "[23]" if xdist else "3"  # under xdist each worker that got an eval ran one
+    stopped = rf"ended early \({unrun} of 4 selected evals did not run\)"
+    assert_partial_and_not_judged(pytester.path, result, stopped, before)
+    assert "the session was interrupted" not in "\n".join(run_summary(result))
+
+
 @XDIST_MODES
 def test_pytest_timeouts_session_timeout_is_named_serially_and_under_xdist(
     pytester: pytest.Pytester, xdist: list[str]
@@ -305,14 +335,13 @@ def test_pytest_timeouts_session_timeout_is_named_serially_and_under_xdist(
     """The real --session-timeout, past before the first eval ends (pytest-timeout checks it after
     each item; a fresh process spends longer than that importing the suite's models): each process
     that runs evals stops after its first. Under xdist the controller ends with xdist's own
-    Interrupted, yet the run was stopped, not interrupted, and says by what."""
+    Interrupted, yet the run was stopped, not interrupted, says by what, and fails as serially."""
     make_gated_suite(pytester.path)
     before = complete_run(pytester, xdist)
     result = run(pytester, *xdist, "--session-timeout=0.01", "-p", "no:randomly", subprocess=True)
     unrun = "[23]" if xdist else "3"  # under xdist each worker that got an eval ran one
     stopped = rf"ended early \(session-timeout: 0\.01 sec exceeded; {unrun} of 4 selected evals did not run\)"
-    interrupted = pytest.ExitCode.INTERRUPTED  # xdist's own exit code when a worker stopped it
-    assert_partial_and_not_judged(pytester.path, result, stopped, before, interrupted if xdist else None)
+    assert_partial_and_not_judged(pytester.path, result, stopped, before)  # exit code 1, as serially
     assert "the session was interrupted" not in "\n".join(run_summary(result))
 
 

@@ -1,8 +1,9 @@
 """Run external commands safely.
 
 Output goes to files (never pipes, so no deadlock and no unbounded memory), every command runs in
-its own session/process group, timeouts apply to the whole group, and the group is always killed
-and the leader reaped before returning, whatever happened in between.
+its own process group (and its own session when this process has a controlling terminal), timeouts
+apply to the whole group, and the group is always killed and the leader reaped before returning,
+whatever happened in between.
 """
 
 from __future__ import annotations
@@ -256,6 +257,16 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float | None, grace: float) ->
     return True
 
 
+def _has_terminal() -> bool:
+    """Whether this process has a controlling terminal; True when that cannot be told."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return exc.errno != errno.ENXIO  # ENXIO: this session has none
+    os.close(fd)
+    return True
+
+
 def _prefilled_pipe(data: bytes) -> int | None:
     """The read end of a pipe already holding all of `data` and closed for writing, or None when
     `data` does not fit in the pipe's buffer (then stdin comes from a file instead). Saves two
@@ -407,6 +418,11 @@ def _run(
                     f"cannot write its input and output files in {stdout_path.parent}: {exc.strerror or exc}"
                 )
                 raise FilesNotWritten(args[0], reason) from exc
+            # A session of its own only keeps a terminal from the command: without one, a process
+            # group of its own is the same to it and to the group kill. On Linux a new session is
+            # also a new scheduler autogroup, which on a busy machine waits behind every other
+            # session for a CPU: milliseconds at each of a short command's wake-ups.
+            own_session = _has_terminal()
             start = time.monotonic()
             orphans.starting()
             try:
@@ -419,7 +435,8 @@ def _run(
                     stdout=stdout,
                     stderr=stderr,
                     close_fds=True,
-                    start_new_session=True,
+                    start_new_session=own_session,
+                    process_group=None if own_session else 0,
                 )
             except (FileNotFoundError, PermissionError) as exc:
                 raise CommandNotFound(args[0], exc.strerror or "cannot execute") from exc
@@ -434,7 +451,7 @@ def _run(
     finally:
         if proc is not None:
             # Also after a normal exit: background children may still be running in the group.
-            # start_new_session=True makes the leader's pid the process group id.
+            # A new session or process_group=0 makes the leader's pid the process group id.
             _signal_group(proc.pid, signal.SIGKILL)
             proc.wait()
         if limit is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import email.message
 import email.parser
+import importlib.metadata
 import re
 import shutil
 import subprocess
@@ -114,8 +115,23 @@ class Built:
         self.wheel = _backend("build_wheel", self.unpacked, dist)
 
 
+def _backend_missing() -> str | None:
+    """Why this environment cannot run the build backend pyproject.toml names, if it cannot."""
+    for text in PYPROJECT["build-system"]["requires"]:
+        requirement = Requirement(text)
+        try:
+            version = importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            return f"{requirement.name} is not installed"
+        if not requirement.specifier.contains(version):
+            return f"{requirement.name} {version} is installed, the build needs {text}"
+    return None
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    if why := _backend_missing():
+        pytest.skip(f"{why}: pip install -e '.[test]'")
     return Built(tmp_path_factory.mktemp("packaging"))
 
 

@@ -50,6 +50,14 @@ LEFT_BEHIND = [
     "node_modules",
     ".tmp-workspace-*",
     ".tmp-grading-*",
+    "*.swp",
+    "*~",
+    ".DS_Store",
+    ".idea",
+    ".vscode",
+    ".venv*",
+    "build",
+    "dist",
 ]
 # What setuptools writes into every sdist.
 GENERATED = re.compile(r"PKG-INFO|setup\.cfg|pytest_vibeeval\.egg-info/.*")
@@ -96,6 +104,14 @@ class Built:
             "examples/runner-repository/.tmp-workspace-1/notes.txt",
             "tests/.hypothesis/examples/x",
             "tests/.pytest_cache/v/cache/lastfailed",
+            "tests/.helpers.py.swp",
+            "tests/helpers.py~",
+            "docs/.DS_Store",
+            "examples/.idea/workspace.xml",
+            "tests/.vscode/settings.json",
+            "tests/.venv/bin/python",
+            "examples/build/lib/x.py",
+            "bench/dist/x.whl",
         ]:
             (self.checkout / junk).parent.mkdir(parents=True, exist_ok=True)
             (self.checkout / junk).write_text("left behind\n", encoding="utf-8")

@@ -253,8 +253,12 @@ def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:
 
 def left_journals(folder: Path, skip: Collection[Path]) -> list[Path]:
     """The journals in ``folder``, newest first, of sessions that did not finish and are not
-    running (killed ones, whose journal no resume took), other than those in ``skip``."""
-    found = sorted(((mtime, path) for mtime, path in _journals(folder) if path not in skip), reverse=True)
+    running (killed ones, whose journal no resume took), other than those in ``skip`` (however
+    spelt: through ``..`` or a link)."""
+    places = {place(path) for path in skip}
+    found = sorted(
+        ((mtime, path) for mtime, path in _journals(folder) if place(path) not in places), reverse=True
+    )
     return [path for _, path in found if not is_running(path)]
 
 
@@ -266,6 +270,14 @@ def _journals(folder: Path) -> Iterator[tuple[float, Path]]:
                 info = path.stat()
                 if stat.S_ISREG(info.st_mode):
                     yield info.st_mtime, path
+
+
+def place(path: Path) -> str:
+    """Where ``path`` is, symbolic links and ``..`` resolved (as given when it cannot be)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # a NUL in a name a results file gave
+        return str(path)
 
 
 SHOWN_LEFT = 3  # journals named in the note on those left

@@ -43,6 +43,7 @@ class SessionFinish:
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         self.unwritten: str | None = None  # the results could be written nowhere: why (it fails the session)
+        self.unreplaced: str | None = None  # why the --vibe-results file is not replaced (kept as is)
         self.journal: Journal | None = None  # each finished record, until the results are written
         self._journal_decided = False
 
@@ -151,7 +152,9 @@ class SessionFinish:
             results = self._compare(results)
             runs = state.runs = list(results.runs)
         try:
-            state.results_written = write_results(results, state.settings.results, self.config.rootpath)
+            state.results_written = write_results(
+                results, state.settings.results, self.config.rootpath, self.unreplaced
+            )
         except ResultsNotWritten as exc:
             state.results_written = exc.written
             if exc.written:
@@ -184,7 +187,8 @@ class SessionFinish:
         """``resumed_from`` without the file this session replaces (--vibe-results naming a file it
         resumed from): the results never name themselves. When that file held finished evals this
         session did not reuse (a ``-k`` subset), it is first kept as a timestamped file in the
-        default folder, named instead, so that nothing paid for is lost."""
+        default folder (or beside it), named instead, so that nothing paid for is lost; when no copy
+        can be kept, it is not replaced (:attr:`unreplaced`)."""
         state, root = self.state, self.config.rootpath
         written = state.settings.results
         name = state.resume.replaced_by(written, root.joinpath) if state.resume and written else None
@@ -198,12 +202,11 @@ class SessionFinish:
         try:
             kept = rootdir_relative(keep_copy(root / name, root, state.resume.started[name]), root)
         except OSError as exc:
-            self.notes.append(
-                f"--vibe-results {name} replaces the file this session resumed from, and it could not be "
-                f"kept first ({exc.strerror or exc}): the {unreused} eval(s) it finished that this "
-                "session did not reuse are lost"
+            self.unreplaced = (
+                f"it is the file this session resumed from, and holds {unreused} finished eval(s) this "
+                f"session did not reuse; no copy of it could be kept ({exc.strerror or exc}), so it stays"
             )
-            return [other for other in resumed_from if other != name]
+            return resumed_from
         self.notes.append(
             f"--vibe-results {name} replaces the file this session resumed from: it is kept as {kept} "
             f"first (named in resumed_from), for the {unreused} eval(s) it finished that this session "

@@ -11,7 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    evals_by_nodeid,
+    interrupt_when,
+    load_json,
+    run,
+    run_summary,
+    run_with_file_limit,
+    write,
+)
 
 from pytest_vibeeval.report.resultsfile import build_results, results_json
 from pytest_vibeeval.results import EvalRecord, RunRecord
@@ -626,6 +636,50 @@ def test_a_subset_resumed_into_its_own_file_keeps_the_rest(
     result = run(pytester, "--vibe-resume", "out.json", "--vibe-results", "out.json", xdist=xdist)
     assert runs_logged(pytester) == []
     assert files_read_and_reused_from(out) == ([kept, first], [first, first, kept, "out.json"])
+
+
+@XDIST_MODES
+def test_a_subset_resumed_into_its_own_file_keeps_it_beside_it_without_the_results_folder(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Where the results folder cannot be made (`.vibeeval` is a file), out.json as it was is kept
+    beside it (its folder is written anyway) rather than lost."""
+    resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    before = out.read_bytes()
+    shutil.move(pytester.path / ".vibeeval", pytester.path / "moved")
+    write(pytester.path / ".vibeeval", "a file, not a folder\n")
+    result = run(
+        pytester, "--vibe-resume", "out.json", "--vibe-results", "out.json", "-k", "delta", xdist=xdist
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert runs_logged(pytester) == ["four"]
+    (kept,) = load_json(out)["resumed_from"]  # first went with the folder: unreadable, not named
+    assert kept.endswith(".json") and "/" not in kept
+    assert (pytester.path / kept).read_bytes() == before
+    assert f"it is kept as {kept} first" in " ".join(run_summary(result))
+
+
+@XDIST_MODES
+def test_a_subset_resumed_into_its_own_file_leaves_it_when_no_copy_can_be_kept(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """When out.json cannot be copied anywhere (here: no file may grow to its size), it is not
+    replaced: the results go to out-2.json, which resumes from it, and the summary says so."""
+    first = resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    before = out.read_bytes()
+    args = ("--vibe-resume", "out.json", "--vibe-results", "out.json", "-k", "delta")
+    result = run_with_file_limit(pytester, len(before) - 1, *args, xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert runs_logged(pytester) == ["four"]
+    assert out.read_bytes() == before
+    written = load_json(pytester.path / "out-2.json")
+    assert written["resumed_from"] == ["out.json", first]
+    assert [r["name"] for run in written["runs"] for r in run["evals"]] == ["delta"]
+    summary = " ".join(" ".join(run_summary(result)).split())
+    assert "results not written to " in summary and "holds 3 finished eval(s) this session did not" in summary
+    assert "out-2.json instead" in summary
 
 
 def test_a_self_reference_or_cycle_made_by_hand_is_read_once(tmp_path: Path) -> None:

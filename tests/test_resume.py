@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -680,6 +681,28 @@ def test_a_subset_resumed_into_its_own_file_leaves_it_when_no_copy_can_be_kept(
     summary = " ".join(" ".join(run_summary(result)).split())
     assert "results not written to " in summary and "holds 3 finished eval(s) this session did not" in summary
     assert "out-2.json instead" in summary
+
+
+@pytest.mark.parametrize("started_at", ["../../escaped", "/planted", "2026-01-01T00:00:00+00:00/x"])
+def test_a_copy_kept_is_named_in_the_results_folder_whatever_started_at_says(
+    tmp_path: Path, started_at: str
+) -> None:
+    """``started_at`` edited by hand never names a file outside the results folder: the copy is
+    named by the time it is made instead."""
+    from pytest_vibeeval.report.resultsfile import keep_copy
+
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    out = root / "sub" / "out.json"
+    out.write_text("{}")
+    started_at = str(tmp_path / "planted") if started_at == "/planted" else started_at
+    kept = keep_copy(out, root, started_at)
+    assert kept.parent == root / ".vibeeval" / "results"
+    assert re.fullmatch(r"\d{8}T\d{6}Z\.json", kept.name) and kept.read_text() == "{}"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == [
+        f"root/.vibeeval/results/{kept.name}",
+        "root/sub/out.json",
+    ]
 
 
 def test_a_self_reference_or_cycle_made_by_hand_is_read_once(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import filecmp
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -235,6 +236,9 @@ def _write_stamped(results: ResultsFile, rootdir: Path, unwritten: str) -> Path:
         raise ResultsNotWritten(f"{unwritten} to {folder}: {_reason(exc)}", []) from None
 
 
+_STAMP = re.compile(r"\d{8}T\d{6}Z")  # a timestamped file's stem, as started_stamp makes it
+
+
 def started_stamp(started_at: str) -> str:
     """A session's start as its timestamped files in the default folder are named."""
     return started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
@@ -265,10 +269,12 @@ def stamped_original(path: Path) -> Path:
 
 def keep_copy(path: Path, rootdir: Path, started_at: str) -> Path:
     """Copy the results file at ``path`` into the default folder as the timestamped file of the
-    session that started at ``started_at`` (another name when that one is taken), or, when that
-    folder cannot take it, beside ``path`` (its folder is about to be written); its path. An OSError
-    when neither can."""
+    session that started at ``started_at`` (now, when that is no time: edited by hand; another name
+    when that one is taken), or, when that folder cannot take it, beside ``path`` (its folder is
+    about to be written); its path. An OSError when neither can."""
     stamp = started_stamp(started_at)
+    if not _STAMP.fullmatch(stamp):  # edited by hand: never a name outside the folder
+        stamp = started_stamp(dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     try:
         return _copy_new(path, rootdir / DEFAULT_DIR, stamp)
     except OSError:

@@ -717,10 +717,27 @@ def test_a_self_reference_or_cycle_made_by_hand_is_read_once(tmp_path: Path) -> 
     assert index.find("s.eval.yaml", ["d"], "app", "e1", 0) is not None
 
 
+@XDIST_MODES
+@pytest.mark.parametrize("kind", ["dangling", "looping"])
+def test_a_resume_link_to_nothing_is_a_missing_file_without_the_hint(
+    pytester: pytest.Pytester, xdist: list[str], kind: str
+) -> None:
+    """A link leading nowhere (to nothing, or round in a loop) is a file that is missing: the hint
+    for a folder or a FIFO would name the wrong trouble."""
+    make_four(pytester)
+    link = pytester.path / "dang.json"
+    link.symlink_to("nothing.json" if kind == "dangling" else "dang.json")
+    result = run(pytester, "--vibe-resume", "dang.json", xdist=xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = result.stderr.str()
+    assert "ERROR: --vibe-resume: dang.json" in errors and "name the results file" not in errors
+    assert runs_logged(pytester) == []
+
+
+@XDIST_MODES
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", ["folder", "fifo"])
 @pytest.mark.parametrize("name", ["x.json", "x.journal.jsonl"])
-@XDIST_MODES
 def test_a_resume_path_that_is_no_file_says_what_to_name(
     pytester: pytest.Pytester, xdist: list[str], kind: str, name: str
 ) -> None:

@@ -9,7 +9,7 @@ the end of the run loop until all of that and pytest's JUnit file are written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,7 +21,7 @@ from .stash import get_state, rootdir_relative
 
 # The results, scoring and report modules are imported where a session has evals to score.
 if TYPE_CHECKING:
-    from .results import ResultsFile, RunRecord
+    from .results import EvalRecord, ResultsFile, RunRecord
     from .resume import Key
 
 
@@ -146,7 +146,7 @@ class SessionFinish:
             interrupted,
             state.load_errors,
             stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
-            self._without_replaced(resumed_from, reused),
+            self._without_replaced(resumed_from, reused, runs),
         )
         if state.baseline is not None:
             results = self._compare(results)
@@ -183,12 +183,15 @@ class SessionFinish:
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
 
-    def _without_replaced(self, resumed_from: list[str], reused: set[Key]) -> list[str]:
+    def _without_replaced(
+        self, resumed_from: list[str], reused: set[Key], runs: list[RunRecord]
+    ) -> list[str]:
         """``resumed_from`` without the file this session replaces (--vibe-results naming a file it
         resumed from): the results never name themselves. When that file held finished evals this
         session did not reuse (a ``-k`` subset), it is first kept as a timestamped file in the
         default folder (or beside it), named instead, so that nothing paid for is lost; when no copy
-        can be kept, it is not replaced (:attr:`unreplaced`)."""
+        can be kept, it is not replaced (:attr:`unreplaced`). The records ``runs`` reused from it
+        name the copy."""
         state, root = self.state, self.config.rootpath
         written = state.settings.results
         name = state.resume.replaced_by(written, root.joinpath) if state.resume and written else None
@@ -212,6 +215,8 @@ class SessionFinish:
             f"first (named in resumed_from), for the {unreused} eval(s) it finished that this session "
             "did not reuse"
         )
+        for run in runs:  # the file they name is replaced: as it was, it is the copy now
+            run.evals = renamed_source(run.evals, name, kept)
         return [kept if other == name else other for other in resumed_from]
 
     def _close_journals(self, written: bool, carried: list[str]) -> None:
@@ -370,6 +375,17 @@ class SessionFinish:
                 self.notes.append("; ".join(notes))
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def renamed_source(records: Sequence[EvalRecord], name: str, kept: str) -> Sequence[EvalRecord]:
+    """``records``, made when asked for (as a run's are), those reused from ``name`` naming ``kept``."""
+    from .scoring.spool import OnDemand
+
+    def made(index: int) -> EvalRecord:
+        record = records[index]
+        return record.model_copy(update={"reused_from": kept}) if record.reused_from == name else record
+
+    return OnDemand(list(range(len(records))), made)
 
 
 def reused_keys(runs: list[RunRecord]) -> Iterator[Key]:

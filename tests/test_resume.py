@@ -640,6 +640,28 @@ def test_a_subset_resumed_into_its_own_file_keeps_the_rest(
 
 
 @XDIST_MODES
+def test_records_reused_from_the_file_replaced_name_its_copy(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """`-k "charlie or delta"` into out.json reuses charlie from out.json and replaces it: charlie
+    names the copy of out.json kept first, where its record is, not the new out.json."""
+    resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    args = ("--vibe-resume", "out.json", "--vibe-results", "out.json", "-k", "charlie or delta")
+    result = run(pytester, *args, xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert runs_logged(pytester) == ["four"]
+    kept, _ = load_json(out)["resumed_from"]
+    records = evals_by_nodeid(load_json(out))
+    assert sorted(records) == ["res.eval.yaml::charlie[agent]", "res.eval.yaml::delta[agent]"]
+    reused = {nodeid: record["reused_from"] for nodeid, record in records.items()}
+    assert reused == {"res.eval.yaml::charlie[agent]": kept, "res.eval.yaml::delta[agent]": None}
+    charlie = evals_by_nodeid(load_json(pytester.path / kept))["res.eval.yaml::charlie[agent]"]
+    assert charlie["reused_from"] is None  # run in the session that wrote out.json: its record is there
+    assert f"Resumed: 1 eval(s) reused from {kept}" in " ".join(run_summary(result))
+
+
+@XDIST_MODES
 def test_a_subset_resumed_into_its_own_file_keeps_it_beside_it_without_the_results_folder(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:

@@ -433,7 +433,7 @@ def named_resume_hint(path: Path) -> str:
     from .journal import SUFFIX
     from .report.resultsfile import DEFAULT_DIR
 
-    if not os.path.lexists(path) or path.is_file():
+    if not os.path.exists(path) or path.is_file():  # a dangling or looping link: missing
         return ""
     return (
         f" (name the results file of the run to resume, --vibe-resume {DEFAULT_DIR}/<timestamp>.json, "

@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import stat
 import threading
 from collections.abc import Collection, Iterable, Iterator
@@ -31,6 +32,7 @@ Record = str | _Dumpable  # a record's JSON (from an xdist worker), or the recor
 INTERVAL = 1.0  # seconds a finished record may wait before it is written
 CHUNK = 1 << 16  # bytes gathered before a write without waiting
 SUFFIX = ".journal.jsonl"
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
 
 
 class Journal:
@@ -103,20 +105,43 @@ class Journal:
             self.problem = f"the journal {self.path or self.folder} cannot be written ({exc.strerror or exc})"
 
     def _open(self) -> int:
-        from .atomic_files import numbered_names  # here: this module is imported at start-up
+        """Make the journal, locked before its name can be seen: another session's scan takes a
+        journal nobody locks for one a killed session left (to name, resume or delete)."""
+        from .atomic_files import numbered_names, temporary_prefix  # here: imported at start-up
 
         self.folder.mkdir(parents=True, exist_ok=True)
         names = numbered_names(self.stamp, SUFFIX)
+        while True:  # a name no scan matches (it does not end in SUFFIX) and nobody else knows
+            temporary = self.folder / f"{temporary_prefix(self.stamp + SUFFIX)}{secrets.token_hex(6)}"
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(temporary, _FLAGS, 0o644)
+                break
+        try:
+            _lock(fd)
+            path, linked = _link(temporary, self.folder, names)
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            temporary.unlink(missing_ok=True)
+        if not linked:  # no hard links here
+            os.close(fd)
+            return self._open_in_place(path, names)
+        self.path = path
+        return fd
+
+    def _open_in_place(self, path: Path, names: Iterator[str]) -> int:
+        """Make the journal under its own name, then lock it: a file system without hard links. A
+        scan between the two may take it for a killed session's (a window of a system call)."""
         while True:
-            path = self.folder / next(names)
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                fd = os.open(path, _FLAGS, 0o644)
+                break
             except FileExistsError:
-                continue
-            with contextlib.suppress(OSError):  # a file system without locks: the journal goes unlocked
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the session ends (or dies)
-            self.path = path
-            return fd
+                path = self.folder / next(names)
+        _lock(fd)
+        self.path = path
+        return fd
 
     def close(self, remove: bool) -> None:
         """Stop the timer and write what is gathered; with ``remove``, delete the file (the session's
@@ -135,9 +160,31 @@ class Journal:
             self._closed = True
 
 
+def _lock(fd: int) -> None:
+    """Lock the session's journal until the session ends (or dies), waiting out another session's
+    momentary look (:func:`is_running`); a file system without locks leaves it unlocked."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _link(temporary: Path, folder: Path, names: Iterator[str]) -> tuple[Path, bool]:
+    """Link ``temporary`` to the first free name of ``names`` (never over another file); the name
+    and whether it is linked (not: the file system has no hard links)."""
+    while True:
+        path = folder / next(names)
+        try:
+            os.link(temporary, path)
+            return path, True
+        except FileExistsError:
+            continue
+        except OSError:
+            return path, False
+
+
 def _locked(path: Path, how: int) -> int | None:
     """A descriptor of the regular file at ``path`` holding the lock ``how`` (flock), or None when
-    another process holds the journal's lock (its session is running) or it is not a regular file.
+    another process holds the journal's lock (its session is running), it is not a regular file or
+    it is no longer at ``path`` once locked (a session that ended removed it, then let go of it).
     On a file system without locks the file is taken as its writers could not lock it either."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -153,7 +200,19 @@ def _locked(path: Path, how: int) -> int | None:
         return None
     except OSError:
         pass  # no locks here
+    if not _still_at(path, os.fstat(fd)):
+        os.close(fd)
+        return None
     return fd
+
+
+def _still_at(path: Path, info: os.stat_result) -> bool:
+    """Whether the file ``info`` describes is (still) the one at ``path``."""
+    try:
+        now = path.stat()
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)
 
 
 def is_running(path: Path) -> bool:
@@ -194,8 +253,12 @@ def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:
 
 def left_journals(folder: Path, skip: Collection[Path]) -> list[Path]:
     """The journals in ``folder``, newest first, of sessions that did not finish and are not
-    running (killed ones, whose journal no resume took), other than those in ``skip``."""
-    found = sorted(((mtime, path) for mtime, path in _journals(folder) if path not in skip), reverse=True)
+    running (killed ones, whose journal no resume took), other than those in ``skip`` (however
+    spelt: through ``..`` or a link)."""
+    places = {place(path) for path in skip}
+    found = sorted(
+        ((mtime, path) for mtime, path in _journals(folder) if place(path) not in places), reverse=True
+    )
     return [path for _, path in found if not is_running(path)]
 
 
@@ -207,6 +270,14 @@ def _journals(folder: Path) -> Iterator[tuple[float, Path]]:
                 info = path.stat()
                 if stat.S_ISREG(info.st_mode):
                     yield info.st_mtime, path
+
+
+def place(path: Path) -> str:
+    """Where ``path`` is, symbolic links and ``..`` resolved (as given when it cannot be)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # a NUL in a name a results file gave
+        return str(path)
 
 
 SHOWN_LEFT = 3  # journals named in the note on those left

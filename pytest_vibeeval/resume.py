@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .bounded_read import UnreadableFile, read_bounded
 from .journal import SUFFIX as JOURNAL_SUFFIX
+from .journal import place as _place
 from .models import Configuration
 from .report.baseline import MAX_RESULTS_BYTES, BaselineError, ReadResults, read_results
 from .results import EvalRecord
@@ -245,11 +246,3 @@ def _read_chain(
             f"--vibe-resume: {index.source} resumes a chain of more than {MAX_FILES} results files; the "
             f"{len(unread)} earliest were not read (the evals only they held run again)"
         )
-
-
-def _place(path: Path) -> str:
-    """Where ``path`` is, symbolic links and ``..`` resolved (as given when it cannot be)."""
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):  # a NUL in a name a results file gave
-        return str(path)

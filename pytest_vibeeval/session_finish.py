@@ -9,7 +9,7 @@ the end of the run loop until all of that and pytest's JUnit file are written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,7 +21,7 @@ from .stash import get_state, rootdir_relative
 
 # The results, scoring and report modules are imported where a session has evals to score.
 if TYPE_CHECKING:
-    from .results import ResultsFile, RunRecord
+    from .results import EvalRecord, ResultsFile, RunRecord
     from .resume import Key
 
 
@@ -43,6 +43,7 @@ class SessionFinish:
         self.writer_lines: list[str] = []  # what the result writers said (where they wrote, or why not)
         self.nothing_ran_lines: list[str] = []  # every eval skipped: why, and what to set
         self.unwritten: str | None = None  # the results could be written nowhere: why (it fails the session)
+        self.unreplaced: str | None = None  # why the --vibe-results file is not replaced (kept as is)
         self.journal: Journal | None = None  # each finished record, until the results are written
         self._journal_decided = False
 
@@ -145,13 +146,15 @@ class SessionFinish:
             interrupted,
             state.load_errors,
             stopped or ("interrupted" if interrupted else None) or not_loaded(state.load_errors),
-            self._without_replaced(resumed_from, reused),
+            self._without_replaced(resumed_from, reused, runs),
         )
         if state.baseline is not None:
             results = self._compare(results)
             runs = state.runs = list(results.runs)
         try:
-            state.results_written = write_results(results, state.settings.results, self.config.rootpath)
+            state.results_written = write_results(
+                results, state.settings.results, self.config.rootpath, self.unreplaced
+            )
         except ResultsNotWritten as exc:
             state.results_written = exc.written
             if exc.written:
@@ -180,11 +183,15 @@ class SessionFinish:
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
 
-    def _without_replaced(self, resumed_from: list[str], reused: set[Key]) -> list[str]:
+    def _without_replaced(
+        self, resumed_from: list[str], reused: set[Key], runs: list[RunRecord]
+    ) -> list[str]:
         """``resumed_from`` without the file this session replaces (--vibe-results naming a file it
         resumed from): the results never name themselves. When that file held finished evals this
         session did not reuse (a ``-k`` subset), it is first kept as a timestamped file in the
-        default folder, named instead, so that nothing paid for is lost."""
+        default folder (or beside it), named instead, so that nothing paid for is lost; when no copy
+        can be kept, it is not replaced (:attr:`unreplaced`). The records ``runs`` reused from it
+        name the copy."""
         state, root = self.state, self.config.rootpath
         written = state.settings.results
         name = state.resume.replaced_by(written, root.joinpath) if state.resume and written else None
@@ -198,17 +205,18 @@ class SessionFinish:
         try:
             kept = rootdir_relative(keep_copy(root / name, root, state.resume.started[name]), root)
         except OSError as exc:
-            self.notes.append(
-                f"--vibe-results {name} replaces the file this session resumed from, and it could not be "
-                f"kept first ({exc.strerror or exc}): the {unreused} eval(s) it finished that this "
-                "session did not reuse are lost"
+            self.unreplaced = (
+                f"it is the file this session resumed from, and holds {unreused} finished eval(s) this "
+                f"session did not reuse; no copy of it could be kept ({exc.strerror or exc}), so it stays"
             )
-            return [other for other in resumed_from if other != name]
+            return resumed_from
         self.notes.append(
             f"--vibe-results {name} replaces the file this session resumed from: it is kept as {kept} "
             f"first (named in resumed_from), for the {unreused} eval(s) it finished that this session "
             "did not reuse"
         )
+        for run in runs:  # the file they name is replaced: as it was, it is the copy now
+            run.evals = renamed_source(run.evals, name, kept)
         return [kept if other == name else other for other in resumed_from]
 
     def _close_journals(self, written: bool, carried: list[str]) -> None:
@@ -367,6 +375,17 @@ class SessionFinish:
                 self.notes.append("; ".join(notes))
         if gate_failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def renamed_source(records: Sequence[EvalRecord], name: str, kept: str) -> Sequence[EvalRecord]:
+    """``records``, made when asked for (as a run's are), those reused from ``name`` naming ``kept``."""
+    from .scoring.spool import OnDemand
+
+    def made(index: int) -> EvalRecord:
+        record = records[index]
+        return record.model_copy(update={"reused_from": kept}) if record.reused_from == name else record
+
+    return OnDemand(list(range(len(records))), made)
 
 
 def reused_keys(runs: list[RunRecord]) -> Iterator[Key]:

@@ -211,6 +211,32 @@ def test_resume_tolerates_a_torn_last_journal_line(pytester: pytest.Pytester, xd
     )
 
 
+@XDIST_MODES
+@pytest.mark.parametrize("spelling", ["dotdot", "link"])
+def test_a_journal_resumed_under_another_spelling_is_not_named_as_left(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str], spelling: str
+) -> None:
+    """A journal named through ``..`` (from a subfolder) or a link is the one the session resumed
+    from, not one a killed session left for nobody (whose note says to delete it)."""
+    make_suite(pytester)
+    write(pytester.path / "pytest.ini", "[pytest]\n")
+    folder = results_folder(pytester)
+    folder.mkdir(parents=True)
+    header = '{"journal": 1, "resumed_from": []}'
+    (folder / "20260101T000000Z.journal.jsonl").write_text(f"{header}\n{journal_line('x')}\n")
+    (pytester.path / "results-link").symlink_to(folder)
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)
+    named = "../.vibeeval/results" if spelling == "dotdot" else "../results-link"
+    result = run(
+        pytester, f"--vibe-resume={named}/20260101T000000Z.journal.jsonl", "-k", "one", "..", xdist=xdist
+    )
+    output = result.stdout.str()
+    assert result.ret == 0, output
+    assert "is the journal of a session that did not finish" in output
+    assert "holds the finished evals of a session that did not finish" not in output
+
+
 def test_records_beyond_a_chunk_are_all_written(tmp_path: Path) -> None:
     """More than a chunk's worth of records at once (thousands of quick evals in a second) is
     written at once, and the next records after it too: the buffer is emptied after each write."""

@@ -114,3 +114,73 @@ def test_what_is_no_regular_file_is_never_taken_for_a_journal_to_remove(tmp_path
     assert remove_finished(path) is False
     assert os.path.lexists(path) is (kind != "missing")
     assert open_descriptors() == before
+
+
+BOTH = [f"{STAMP}-2.journal.jsonl", f"{STAMP}.journal.jsonl"]
+
+
+def test_a_journal_is_locked_before_its_name_can_be_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another session's scan (the journals left, ``--vibe-resume`` alone, the removal of a resumed
+    one) never sees a running session's journal unlocked: it is made and locked under a name no scan
+    matches, then linked to its own."""
+    seen: list[tuple[bool, list[str]]] = []
+    link = os.link
+
+    def checked_link(source: str | Path, target: str | Path) -> None:
+        journals = [p.name for p in tmp_path.glob("*.journal.jsonl")]
+        seen.append((is_running(Path(source)), journals))
+        link(source, target)
+
+    monkeypatch.setattr(journal_module.os, "link", checked_link)
+    journals = [Journal(tmp_path, STAMP, []) for _ in range(2)]
+    for journal in journals:
+        journal.add("s.eval.yaml", "d", "c", RECORD)
+        journal.flush()
+    first = [f"{STAMP}.journal.jsonl"]
+    assert seen == [(True, []), (True, first), (True, first)]  # the second tries the first's name too
+    assert sorted(p.name for p in tmp_path.iterdir()) == BOTH
+    for journal in journals:
+        assert journal.path is not None and is_running(journal.path)
+        journal.close(remove=False)
+        assert not is_running(journal.path)
+
+
+def test_without_hard_links_the_journal_is_made_in_place_and_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(source: str | Path, target: str | Path) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(journal_module.os, "link", no_links)
+    (tmp_path / f"{STAMP}.journal.jsonl").write_text("not ours\n")
+    journal = Journal(tmp_path, STAMP, [])
+    journal.add("s.eval.yaml", "d", "c", RECORD)
+    journal.flush()
+    assert journal.problem is None and journal.path == tmp_path / f"{STAMP}-2.journal.jsonl"
+    assert sorted(p.name for p in tmp_path.iterdir()) == BOTH
+    assert is_running(journal.path)
+    journal.close(remove=False)
+    assert json.loads(journal.path.read_text().splitlines()[1])["record"]["name"] == "e"
+
+
+def test_a_journal_removed_while_it_is_looked_at_is_not_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session that ends removes its journal, then lets go of its lock: a scan that opened the
+    journal just before and locks it just after finds it gone, not left by a killed session."""
+    journal = Journal(tmp_path, STAMP, [])
+    journal.add("s.eval.yaml", "d", "c", RECORD)
+    journal.flush()
+    assert journal.path is not None
+    flock = journal_module.fcntl.flock
+
+    def session_ends_first(fd: int, how: int) -> None:
+        journal.close(remove=True)
+        flock(fd, how)
+
+    monkeypatch.setattr(journal_module.fcntl, "flock", session_ends_first)
+    assert is_running(journal.path) is True
+    assert journal_module.left_journals(tmp_path, set()) == []
+    assert remove_finished(journal.path) is False

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, interrupt_when, load_json, run, run_summary, write
+from helpers import (
+    PYTHON,
+    XDIST_MODES,
+    evals_by_nodeid,
+    interrupt_when,
+    load_json,
+    run,
+    run_summary,
+    run_with_file_limit,
+    write,
+)
 
 from pytest_vibeeval.report.resultsfile import build_results, results_json
 from pytest_vibeeval.results import EvalRecord, RunRecord
@@ -628,6 +639,94 @@ def test_a_subset_resumed_into_its_own_file_keeps_the_rest(
     assert files_read_and_reused_from(out) == ([kept, first], [first, first, kept, "out.json"])
 
 
+@XDIST_MODES
+def test_records_reused_from_the_file_replaced_name_its_copy(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """`-k "charlie or delta"` into out.json reuses charlie from out.json and replaces it: charlie
+    names the copy of out.json kept first, where its record is, not the new out.json."""
+    resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    args = ("--vibe-resume", "out.json", "--vibe-results", "out.json", "-k", "charlie or delta")
+    result = run(pytester, *args, xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert runs_logged(pytester) == ["four"]
+    kept, _ = load_json(out)["resumed_from"]
+    records = evals_by_nodeid(load_json(out))
+    assert sorted(records) == ["res.eval.yaml::charlie[agent]", "res.eval.yaml::delta[agent]"]
+    reused = {nodeid: record["reused_from"] for nodeid, record in records.items()}
+    assert reused == {"res.eval.yaml::charlie[agent]": kept, "res.eval.yaml::delta[agent]": None}
+    charlie = evals_by_nodeid(load_json(pytester.path / kept))["res.eval.yaml::charlie[agent]"]
+    assert charlie["reused_from"] is None  # run in the session that wrote out.json: its record is there
+    assert f"Resumed: 1 eval(s) reused from {kept}" in " ".join(run_summary(result))
+
+
+@XDIST_MODES
+def test_a_subset_resumed_into_its_own_file_keeps_it_beside_it_without_the_results_folder(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Where the results folder cannot be made (`.vibeeval` is a file), out.json as it was is kept
+    beside it (its folder is written anyway) rather than lost."""
+    resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    before = out.read_bytes()
+    shutil.move(pytester.path / ".vibeeval", pytester.path / "moved")
+    write(pytester.path / ".vibeeval", "a file, not a folder\n")
+    result = run(
+        pytester, "--vibe-resume", "out.json", "--vibe-results", "out.json", "-k", "delta", xdist=xdist
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert runs_logged(pytester) == ["four"]
+    (kept,) = load_json(out)["resumed_from"]  # first went with the folder: unreadable, not named
+    assert kept.endswith(".json") and "/" not in kept
+    assert (pytester.path / kept).read_bytes() == before
+    assert f"it is kept as {kept} first" in " ".join(run_summary(result))
+
+
+@XDIST_MODES
+def test_a_subset_resumed_into_its_own_file_leaves_it_when_no_copy_can_be_kept(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """When out.json cannot be copied anywhere (here: no file may grow to its size), it is not
+    replaced: the results go to out-2.json, which resumes from it, and the summary says so."""
+    first = resumed_into_out_json(pytester, xdist)
+    out = pytester.path / "out.json"
+    before = out.read_bytes()
+    args = ("--vibe-resume", "out.json", "--vibe-results", "out.json", "-k", "delta")
+    result = run_with_file_limit(pytester, len(before) - 1, *args, xdist=xdist)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert runs_logged(pytester) == ["four"]
+    assert out.read_bytes() == before
+    written = load_json(pytester.path / "out-2.json")
+    assert written["resumed_from"] == ["out.json", first]
+    assert [r["name"] for run in written["runs"] for r in run["evals"]] == ["delta"]
+    summary = " ".join(" ".join(run_summary(result)).split())
+    assert "results not written to " in summary and "holds 3 finished eval(s) this session did not" in summary
+    assert "out-2.json instead" in summary
+
+
+@pytest.mark.parametrize("started_at", ["../../escaped", "/planted", "2026-01-01T00:00:00+00:00/x"])
+def test_a_copy_kept_is_named_in_the_results_folder_whatever_started_at_says(
+    tmp_path: Path, started_at: str
+) -> None:
+    """``started_at`` edited by hand never names a file outside the results folder: the copy is
+    named by the time it is made instead."""
+    from pytest_vibeeval.report.resultsfile import keep_copy
+
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    out = root / "sub" / "out.json"
+    out.write_text("{}")
+    started_at = str(tmp_path / "planted") if started_at == "/planted" else started_at
+    kept = keep_copy(out, root, started_at)
+    assert kept.parent == root / ".vibeeval" / "results"
+    assert re.fullmatch(r"\d{8}T\d{6}Z\.json", kept.name) and kept.read_text() == "{}"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == [
+        f"root/.vibeeval/results/{kept.name}",
+        "root/sub/out.json",
+    ]
+
+
 def test_a_self_reference_or_cycle_made_by_hand_is_read_once(tmp_path: Path) -> None:
     """A file naming itself (under another spelling too) or a cycle through a journal (a.json names
     b.journal.jsonl, which names a.json) is read once: no loop, no error."""
@@ -640,10 +739,27 @@ def test_a_self_reference_or_cycle_made_by_hand_is_read_once(tmp_path: Path) -> 
     assert index.find("s.eval.yaml", ["d"], "app", "e1", 0) is not None
 
 
+@XDIST_MODES
+@pytest.mark.parametrize("kind", ["dangling", "looping"])
+def test_a_resume_link_to_nothing_is_a_missing_file_without_the_hint(
+    pytester: pytest.Pytester, xdist: list[str], kind: str
+) -> None:
+    """A link leading nowhere (to nothing, or round in a loop) is a file that is missing: the hint
+    for a folder or a FIFO would name the wrong trouble."""
+    make_four(pytester)
+    link = pytester.path / "dang.json"
+    link.symlink_to("nothing.json" if kind == "dangling" else "dang.json")
+    result = run(pytester, "--vibe-resume", "dang.json", xdist=xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = result.stderr.str()
+    assert "ERROR: --vibe-resume: dang.json" in errors and "name the results file" not in errors
+    assert runs_logged(pytester) == []
+
+
+@XDIST_MODES
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", ["folder", "fifo"])
 @pytest.mark.parametrize("name", ["x.json", "x.journal.jsonl"])
-@XDIST_MODES
 def test_a_resume_path_that_is_no_file_says_what_to_name(
     pytester: pytest.Pytester, xdist: list[str], kind: str, name: str
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import filecmp
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -175,14 +176,19 @@ class ResultsNotWritten(Exception):
         return self.message
 
 
-def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) -> list[Path]:
+def write_results(
+    results: ResultsFile, explicit: Path | None, rootdir: Path, unreplaced: str | None = None
+) -> list[Path]:
     """Write to ``explicit``, or to ``<rootdir>/.vibeeval/results/<timestamp>.json`` and, for a
     complete run, ``latest.json`` (a partial run never replaces it). When ``explicit`` cannot be
     written after all (checked before the run, but the disk may change), the results go to the
-    timestamped file. :class:`ResultsNotWritten` says what could not be written, and where the
-    results are instead, if anywhere; no other error is raised."""
+    timestamped file; when it is not to be replaced (``unreplaced``: why), to a new file beside it.
+    :class:`ResultsNotWritten` says what could not be written, and where the results are instead,
+    if anywhere; no other error is raised."""
     if explicit is None:
         return _write_default(results, rootdir)
+    if unreplaced is not None:
+        return _write_beside(results, explicit, unreplaced)
     try:
         write_atomic(explicit, results_json(results), into_special=True)
     except OSError as exc:
@@ -190,6 +196,18 @@ def write_results(results: ResultsFile, explicit: Path | None, rootdir: Path) ->
         stamped = _write_stamped(results, rootdir, f"{wanted}, nor")
         raise ResultsNotWritten(f"{wanted}; they are in {stamped} instead", [stamped]) from None
     return [explicit]
+
+
+def _write_beside(results: ResultsFile, explicit: Path, unreplaced: str) -> list[Path]:
+    """Write a new file beside ``explicit`` (``out-2.json``), which stays as it is (``unreplaced``:
+    why); ResultsNotWritten says so."""
+    wanted = f"results not written to {explicit}: {unreplaced}"
+    stem = explicit.stem if explicit.suffix == ".json" else explicit.name
+    try:
+        beside = write_new(explicit.parent, stem, results_json(results))
+    except OSError as exc:
+        raise ResultsNotWritten(f"{wanted}, nor to a new file beside it: {_reason(exc)}", []) from None
+    raise ResultsNotWritten(f"{wanted}; they are in {beside} instead", [beside])
 
 
 def _write_default(results: ResultsFile, rootdir: Path) -> list[Path]:
@@ -216,6 +234,9 @@ def _write_stamped(results: ResultsFile, rootdir: Path, unwritten: str) -> Path:
         return write_new(folder, started_stamp(results.started_at), results_json(results))
     except OSError as exc:
         raise ResultsNotWritten(f"{unwritten} to {folder}: {_reason(exc)}", []) from None
+
+
+_STAMP = re.compile(r"\d{8}T\d{6}Z")  # a timestamped file's stem, as started_stamp makes it
 
 
 def started_stamp(started_at: str) -> str:
@@ -248,8 +269,18 @@ def stamped_original(path: Path) -> Path:
 
 def keep_copy(path: Path, rootdir: Path, started_at: str) -> Path:
     """Copy the results file at ``path`` into the default folder as the timestamped file of the
-    session that started at ``started_at`` (another name when that one is taken); its path."""
+    session that started at ``started_at`` (now, when that is no time: edited by hand; another name
+    when that one is taken), or, when that folder cannot take it, beside ``path`` (its folder is
+    about to be written); its path. An OSError when neither can."""
+    stamp = started_stamp(started_at)
+    if not _STAMP.fullmatch(stamp):  # edited by hand: never a name outside the folder
+        stamp = started_stamp(dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    try:
+        return _copy_new(path, rootdir / DEFAULT_DIR, stamp)
+    except OSError:
+        return _copy_new(path, path.parent, stamp)
+
+
+def _copy_new(path: Path, folder: Path, stem: str) -> Path:
     with path.open(encoding="utf-8", newline="") as handle:
-        return write_new(
-            rootdir / DEFAULT_DIR, started_stamp(started_at), iter(lambda: handle.read(1 << 16), "")
-        )
+        return write_new(folder, stem, iter(lambda: handle.read(1 << 16), ""))

@@ -9,6 +9,13 @@ the pid of the process that started them, which their descendants inherit: on th
 :func:`end_lost_workers_processes` ends what a worker that died left running, every process whose
 marker names a terminated process, and the pids cgroups that worker made.
 
+A process killed with SIGKILL (the OOM killer, a CI job's hard timeout, ``kill -9``) runs no
+cleanup at all: before the first marked command starts, :func:`marked` starts this process's
+watcher (:func:`start_watcher`), a small Python process in a session of its own that waits for this
+process to end (the end of a pipe only this process holds) and then does what
+:func:`end_lost_workers_processes` does. That ends the agent of a serial session whose pytest was
+killed, and the agents of an xdist worker killed together with its controller.
+
 On other systems there is no subreaper and nothing to scan: only the process group is killed. A
 process that clears its environment is not recognised by the controller; the pids cgroup and the
 bwrap sandbox's pid namespace (it dies with the worker) still end it where they are available.
@@ -22,6 +29,7 @@ import ctypes
 import os
 import select
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -29,7 +37,16 @@ from pathlib import Path
 
 from .workspace.cgroups import remove_abandoned
 
-__all__ = ["MARKER", "Orphans", "end_lost_workers_processes", "is_alive", "marked"]
+__all__ = [
+    "MARKER",
+    "Orphans",
+    "end_lost_workers_processes",
+    "is_alive",
+    "marked",
+    "start_watcher",
+    "watch",
+    "watcher_pid",
+]
 
 MARKER = "VIBEEVAL_RUNNER_PID"
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
@@ -201,7 +218,11 @@ class Orphans:
             return
         since = self.since
         while True:
-            found = [pid for pid in _children() if (stat := _stat(pid)) is not None and stat[3] >= since]
+            found = [
+                pid
+                for pid in _children()
+                if (stat := _stat(pid)) is not None and stat[3] >= since and pid != watcher_pid()
+            ]
             if not found:
                 return
             for pid in found:  # killing one re-parents its children here: look again after
@@ -211,7 +232,9 @@ class Orphans:
 
 def marked(env: Mapping[str, str] | None) -> dict[str, str]:
     """``env`` (None: this process's environment) with :data:`MARKER` naming this process, so that
-    the controller can end what is left of the command if this process dies."""
+    the controller, or this process's watcher (started here, once), can end what is left of the
+    command if this process dies."""
+    start_watcher()
     return {**(os.environ if env is None else env), MARKER: str(os.getpid())}
 
 
@@ -239,3 +262,66 @@ def end_lost_workers_processes() -> None:
             _kill(pid)
         for pid in lost:
             _wait_dead(pid)
+
+
+# The package's folder, for the watcher's import of this module (it runs with -I -S: no site).
+_ROOT = str(Path(__file__).resolve().parent.parent)
+_WATCHER_CODE = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from pytest_vibeeval.reaping import watch; watch()"
+)
+_watcher: tuple[int, int, subprocess.Popen[bytes]] | None = None  # (owner pid, pipe end, process)
+
+
+def watcher_pid() -> int | None:
+    """The pid of this process's watcher, or None when it has none (a forked child has none)."""
+    if _watcher is None or _watcher[0] != os.getpid():
+        return None
+    return _watcher[2].pid
+
+
+def _watched() -> bool:
+    """Whether this process has a watcher that is still running (one that ended is reaped)."""
+    global _watcher
+    if _watcher is None or _watcher[0] != os.getpid():
+        return False
+    if _watcher[2].poll() is None:
+        return True
+    os.close(_watcher[1])
+    _watcher = None
+    return False
+
+
+def start_watcher() -> None:
+    """Start this process's watcher unless one is running (Linux only: elsewhere it has nothing to
+    scan). Its stdin is a pipe whose other end only this process holds (not inheritable, so neither
+    agents nor xdist workers get it): it reads end of file once this process has ended, however. In
+    a session of its own, a signal to pytest's process group does not reach it; its output goes
+    nowhere, so that nothing waiting for pytest's output waits for it."""
+    global _watcher
+    if _watched() or not sys.platform.startswith("linux") or not sys.executable:
+        return
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHER_CODE, _ROOT],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            start_new_session=True,
+        )
+    except OSError:  # no process to spare: commands still run, unwatched
+        os.close(write_end)
+        return
+    finally:
+        os.close(read_end)
+    _watcher = (os.getpid(), write_end, process)
+
+
+def watch() -> None:
+    """The watcher: wait until the pipe on stdin has no writer left (the process that started the
+    watcher has ended, normally or killed), then end what dead processes left running."""
+    with contextlib.suppress(OSError):
+        while os.read(0, 4096):  # nothing is ever written
+            pass
+    end_lost_workers_processes()

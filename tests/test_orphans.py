@@ -1,0 +1,132 @@
+"""A pytest killed with SIGKILL (the OOM killer, a CI job's hard timeout, ``kill -9``) runs no
+cleanup, and its agents run in process groups of their own: they must not go on running (and
+spending) for nothing. Its watcher ends them; an xdist worker ends when its controller is gone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import FAST_ARGS, PYTHON, XDIST_MODES, is_gone, wait_gone, write
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watcher is Linux's")
+
+# Writes its pid to the FIFO "agents", then waits far longer than any test.
+AGENT = """
+import os, sys
+sys.stdin.read()
+with open(os.path.join(sys.argv[1], "agents"), "w") as fifo:
+    fifo.write(f"{os.getpid()}\\n")
+os.execvp("sleep", ["sleep", "300"])
+"""
+
+# Every xdist worker records its pid (by workerinput: PYTEST_XDIST_WORKER is inherited when these
+# tests themselves run under xdist).
+CONFTEST = """
+import os, pathlib
+def pytest_configure(config):
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker:
+        (pathlib.Path(__file__).parent / f"worker-{worker}.pid").write_text(str(os.getpid()))
+"""
+
+GONE_WITHIN_S = 60.0  # an upper bound: the watcher ends them at once, execnet a worker within 15 s
+
+
+def make_suite(path: Path) -> None:
+    agent = write(path / "agent.py", AGENT)
+    write(path / "conftest.py", CONFTEST)
+    write(
+        path / "o.eval.yaml",
+        f"metadata: {{name: o, model: m}}\n"
+        f'configurations:\n  agent: {{cli: "{PYTHON}", args: ["{agent}", "{path}"]}}\n'
+        "evals:\n"
+        '  - {name: one, prompt: one, checks: [{match: "*"}]}\n'
+        '  - {name: two, prompt: two, checks: [{match: "*"}]}\n',
+    )
+    os.mkfifo(path / "agents")
+
+
+def read_pids(fifo: int, count: int) -> list[int]:
+    """The first ``count`` pids the agents write to the FIFO (opened for reading and writing, so
+    that it never reads end of file), waiting at most a generous while for each."""
+    text = b""
+    while text.count(b"\n") < count:
+        ready, _, _ = select.select([fifo], [], [], GONE_WITHIN_S)
+        assert ready, f"the agents did not start: {text!r}"
+        text += os.read(fifo, 4096)
+    return [int(line) for line in text.split()]
+
+
+@contextlib.contextmanager
+def killed_session(path: Path, xdist: list[str], kill_workers: bool) -> Iterator[tuple[list[int], list[int]]]:
+    """Run the suite until every agent runs, then SIGKILL its pytest (and with ``kill_workers`` its
+    xdist workers): (the agents' pids, the workers' pids). Whatever is left is killed afterwards."""
+    make_suite(path)
+    fifo = os.open(path / "agents", os.O_RDWR | os.O_NONBLOCK)
+    args = [PYTHON, "-m", "pytest", *FAST_ARGS, "-p", "no:randomly", *xdist]
+    pytest_process = subprocess.Popen(args, cwd=path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    agents: list[int] = []
+    workers: list[int] = []
+    try:
+        agents = read_pids(fifo, 2 if xdist else 1)
+        workers = [int(p.read_text()) for p in path.glob("worker-*.pid")]
+        assert len(workers) == (2 if xdist else 0)
+        pytest_process.kill()
+        pytest_process.wait()
+        if kill_workers:
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+        yield agents, workers
+    finally:
+        os.close(fifo)
+        with contextlib.suppress(ProcessLookupError):
+            pytest_process.kill()
+        pytest_process.wait()
+        for pid in agents + workers:
+            if not is_gone(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL) if pid in agents else os.kill(pid, signal.SIGKILL)
+                wait_gone(pid)
+
+
+@XDIST_MODES
+def test_agents_and_workers_end_when_pytest_is_killed(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    with killed_session(pytester.path, xdist, kill_workers=False) as (agents, workers):
+        for pid in agents + workers:
+            assert wait_gone(pid, GONE_WITHIN_S), f"{pid} outlived its killed session"
+
+
+def test_agents_end_when_every_pytest_process_is_killed(pytester: pytest.Pytester) -> None:
+    """A hard timeout that SIGKILLs pytest's process group kills the workers too: nothing is left
+    to stop the agents, in groups of their own, but the workers' watchers."""
+    with killed_session(pytester.path, ["-n", "2"], kill_workers=True) as (agents, _):
+        for pid in agents:
+            assert wait_gone(pid, GONE_WITHIN_S), f"agent {pid} outlived its killed session"
+
+
+def test_one_watcher_per_process_started_again_when_it_ended() -> None:
+    """A watcher that ended (killed) is replaced with the next command; the commands' reaping of
+    what started after them spares it, and later commands keep it."""
+    from pytest_vibeeval.reaping import Orphans, is_alive, marked, start_watcher, watcher_pid
+
+    start_watcher()
+    first = watcher_pid()
+    assert first is not None and is_alive(first)
+    os.kill(first, signal.SIGKILL)
+    assert wait_gone(first)
+    with Orphans() as orphans:
+        orphans.starting()
+        marked({})  # starts the new watcher after the command's start: what that command reaps
+    second = watcher_pid()
+    assert second not in (None, first)
+    assert is_alive(second), "the command's reaping ended the watcher"
+    marked({})
+    assert watcher_pid() == second

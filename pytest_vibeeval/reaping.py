@@ -34,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, cast
 
 from .workspace.cgroups import remove_abandoned
 
@@ -230,31 +231,59 @@ class Orphans:
                 _reap(pid)
 
 
+def _identity(pid: int) -> str | None:
+    """``pid:start time`` (``/proc/<pid>/stat``'s field 22): the value of :data:`MARKER` naming
+    ``pid``, which a later process given the same pid does not match. None when ``pid`` is gone."""
+    found = _stat(pid)
+    return None if found is None else f"{pid}:{found[3]}"
+
+
+def _owner_is_gone(marker: str) -> bool:
+    """Whether the process a :data:`MARKER` value names has terminated (or its pid is another
+    process's now)."""
+    pid, _, start = marker.partition(":")
+    if not pid.isdigit():
+        return False
+    if not is_alive(int(pid)):
+        return True
+    return bool(start) and _identity(int(pid)) != marker
+
+
 def marked(env: Mapping[str, str] | None) -> dict[str, str]:
-    """``env`` (None: this process's environment) with :data:`MARKER` naming this process, so that
-    the controller, or this process's watcher (started here, once), can end what is left of the
-    command if this process dies."""
+    """``env`` (None: this process's environment) with :data:`MARKER` naming this process (its pid
+    and start time), so that the controller, or this process's watcher (started here, once), can
+    end what is left of the command if this process dies."""
     start_watcher()
-    return {**(os.environ if env is None else env), MARKER: str(os.getpid())}
+    me = os.getpid()
+    state = _state()
+    identity = state.get("marker") if state.get("owner") == me else None
+    return {**(os.environ if env is None else env), MARKER: identity or _identity(me) or str(me)}
 
 
-def end_lost_workers_processes() -> None:
+def end_lost_workers_processes(owner: str | None = None) -> None:
     """End what dead processes started and left running: every process whose :data:`MARKER` names a
     process that has terminated, and the pids cgroups such processes made (see
     :func:`~pytest_vibeeval.workspace.cgroups.remove_abandoned`). For the controller, after an
-    xdist worker died."""
+    xdist worker died. With ``owner`` (a :data:`MARKER` value, ``pid:start time``) only what that
+    process left: the processes whose marker is exactly ``owner`` and its own cgroups, once it has
+    terminated (its watcher's work)."""
     if not sys.platform.startswith("linux"):
         return
-    remove_abandoned(is_alive)
+    if owner is not None:
+        if not _owner_is_gone(owner):
+            return
+        owner_pid = int(owner.partition(":")[0])
+        remove_abandoned(lambda pid: pid != owner_pid)
+    else:
+        remove_abandoned(is_alive)
     me = os.getpid()
     for _ in range(100):  # killing a process may free the next generation; bounded, just in case
         lost = []
         for pid in _all_pids():
             marker = _marker(pid)
-            if pid == me or marker is None:
+            if pid == me or marker is None or marker.partition(":")[0] == str(me):
                 continue
-            owner = marker
-            if owner.isdigit() and int(owner) != me and not is_alive(int(owner)) and is_alive(pid):
+            if (marker == owner if owner is not None else _owner_is_gone(marker)) and is_alive(pid):
                 lost.append(pid)
         if not lost:
             return
@@ -266,29 +295,70 @@ def end_lost_workers_processes() -> None:
 
 # The package's folder, for the watcher's import of this module (it runs with -I -S: no site).
 _ROOT = str(Path(__file__).resolve().parent.parent)
+# Appended, not inserted first: that folder is site-packages for an installed wheel, and a module
+# there named as one of the stdlib's (an old backport) must not shadow it.
 _WATCHER_CODE = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from pytest_vibeeval.reaping import watch; watch()"
+    "import sys; sys.path.append(sys.argv[1]); from pytest_vibeeval.reaping import watch; watch(sys.argv[2])"
 )
-_watcher: tuple[int, int, subprocess.Popen[bytes]] | None = None  # (owner pid, pipe end, process)
+# The watcher's state lives on the ``sys`` module under this name, not in a global of this module:
+# an in-process pytester run drops the modules it imported, and this one imported again would not
+# know the watcher already running (and leak its pipe end, that watcher waiting on forever).
+_STATE_ATTRIBUTE = "_pytest_vibeeval_watcher"
+
+
+def _state() -> dict[str, Any]:
+    """The watcher's state: ``owner`` (the pid that started it), ``fd`` (the pipe's write end),
+    ``process`` (its Popen), ``failed`` (a watcher of this process ended with an error: none is
+    started again)."""
+    state = getattr(sys, _STATE_ATTRIBUTE, None)
+    if state is None:
+        state = {}
+        setattr(sys, _STATE_ATTRIBUTE, state)
+    return cast("dict[str, Any]", state)
+
+
+def _forget_in_child() -> None:
+    """After a fork: the child does not hold its parent's pipe end (which would keep the parent's
+    watcher waiting until the child ends too), and has no watcher of its own yet."""
+    state = _state()
+    if "fd" in state:
+        with contextlib.suppress(OSError):
+            os.close(state["fd"])
+    state.clear()
+
+
+if hasattr(os, "register_at_fork") and not getattr(sys, _STATE_ATTRIBUTE + "_fork", False):
+    os.register_at_fork(after_in_child=_forget_in_child)
+    setattr(sys, _STATE_ATTRIBUTE + "_fork", True)
 
 
 def watcher_pid() -> int | None:
     """The pid of this process's watcher, or None when it has none (a forked child has none)."""
-    if _watcher is None or _watcher[0] != os.getpid():
+    state = _state()
+    if state.get("owner") != os.getpid() or "process" not in state:
         return None
-    return _watcher[2].pid
+    return cast("int", state["process"].pid)
 
 
 def _watched() -> bool:
-    """Whether this process has a watcher that is still running (one that ended is reaped)."""
-    global _watcher
-    if _watcher is None or _watcher[0] != os.getpid():
+    """Whether this process has a watcher that is still running, or should not start one (one
+    ended with an error: it would fail again at every command). One that ended is reaped."""
+    state = _state()
+    if state.get("owner") != os.getpid():
         return False
-    if _watcher[2].poll() is None:
+    if state.get("failed"):
         return True
-    os.close(_watcher[1])
-    _watcher = None
-    return False
+    if state["process"].poll() is None:
+        return True
+    os.close(state.pop("fd"))
+    state["failed"] = state.pop("process").returncode > 0  # killed by a signal: start another
+    return bool(state["failed"])
+
+
+def _watcher_argv() -> list[str]:
+    """The watcher's command line: its code, the package's folder and this process's marker."""
+    me = os.getpid()
+    return [sys.executable, "-I", "-S", "-c", _WATCHER_CODE, _ROOT, _identity(me) or str(me)]
 
 
 def start_watcher() -> None:
@@ -297,13 +367,12 @@ def start_watcher() -> None:
     agents nor xdist workers get it): it reads end of file once this process has ended, however. In
     a session of its own, a signal to pytest's process group does not reach it; its output goes
     nowhere, so that nothing waiting for pytest's output waits for it."""
-    global _watcher
     if _watched() or not sys.platform.startswith("linux") or not sys.executable:
         return
     read_end, write_end = os.pipe()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHER_CODE, _ROOT],
+            argv := _watcher_argv(),
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -315,13 +384,16 @@ def start_watcher() -> None:
         return
     finally:
         os.close(read_end)
-    _watcher = (os.getpid(), write_end, process)
+    state = _state()
+    state.clear()
+    state.update(owner=os.getpid(), fd=write_end, process=process, marker=argv[-1])
 
 
-def watch() -> None:
-    """The watcher: wait until the pipe on stdin has no writer left (the process that started the
-    watcher has ended, normally or killed), then end what dead processes left running."""
+def watch(owner: str) -> None:
+    """The watcher of the process ``owner`` names (a :data:`MARKER` value): wait until the pipe on
+    stdin has no writer left (that process has ended, normally or killed), then end what it left
+    running: the processes whose marker is ``owner`` and its pids cgroups, nothing else."""
     with contextlib.suppress(OSError):
         while os.read(0, 4096):  # nothing is ever written
             pass
-    end_lost_workers_processes()
+    end_lost_workers_processes(owner)

@@ -130,3 +130,123 @@ def test_one_watcher_per_process_started_again_when_it_ended() -> None:
     assert is_alive(second), "the command's reaping ended the watcher"
     marked({})
     assert watcher_pid() == second
+
+
+WATCHER_CODE_PART = "pytest_vibeeval.reaping import watch"
+
+
+def watchers_of(pid: int) -> list[int]:
+    """The children of ``pid`` that run the watcher's code."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
+            with contextlib.suppress(OSError):
+                if WATCHER_CODE_PART in Path(f"/proc/{child}/cmdline").read_text():
+                    found.append(int(child))
+    return found
+
+
+def dead_pid() -> int:
+    """A pid that was a process of this namespace and no longer is (reaped)."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+# Starts its watcher (marked), starts an agent of its own and one whose marker names another
+# process (as a runner in another pid namespace's does: a pid that means nothing here), prints
+# both pids, and with "fork" forks a child that goes on (no exec) before it exits normally.
+STARTER = """
+import os, subprocess, sys, time
+from pytest_vibeeval.reaping import MARKER, marked
+own = subprocess.Popen(["sleep", "300"], env=marked(None), start_new_session=True)
+foreign = subprocess.Popen(["sleep", "300"], env={**os.environ, MARKER: sys.argv[1]}, start_new_session=True)
+child = os.fork() if len(sys.argv) > 2 else -1
+if child == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.dup2(1, 2)
+    time.sleep(300)
+    os._exit(0)
+print(own.pid, foreign.pid, child, flush=True)
+"""
+
+
+@contextlib.contextmanager
+def started(*args: str) -> Iterator[tuple[int, int]]:
+    """Run :data:`STARTER` to its end: (its own agent, the foreign one); both killed afterwards."""
+    done = subprocess.run(
+        [PYTHON, "-c", STARTER, *args], capture_output=True, text=True, timeout=60, check=True
+    )
+    own, foreign, child = (int(p) for p in done.stdout.split())
+    try:
+        yield own, foreign
+    finally:
+        if child > 0:
+            os.kill(child, signal.SIGKILL)
+            wait_gone(child)
+        for pid in (own, foreign):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            wait_gone(pid)
+
+
+def test_the_watcher_ends_only_what_its_own_process_left() -> None:
+    """A marker naming another process (a runner in a container or a bwrap sandbox names a pid of
+    its own pid namespace, dead or unknown here) is not the watcher's business."""
+    with started(str(dead_pid())) as (own, foreign):
+        assert wait_gone(own, GONE_WITHIN_S), "the watcher did not end its own process's agent"
+        assert not is_gone(foreign), "the watcher killed an agent another process started"
+
+
+def test_a_forked_child_does_not_keep_the_watcher_waiting() -> None:
+    with started(str(dead_pid()), "fork") as (own, _):
+        assert wait_gone(own, GONE_WITHIN_S), "a forked child kept the watcher from ending the agent"
+
+
+def test_a_module_shadowing_the_stdlib_beside_the_package_does_not_break_the_watcher(tmp_path: Path) -> None:
+    """The package's folder (site-packages for an installed wheel) may hold a module named as one
+    of the stdlib's (the old ``pathlib`` backport): the watcher still imports and does its work."""
+    from pytest_vibeeval import reaping
+
+    root = tmp_path / "site-packages"
+    root.mkdir()
+    (root / "pytest_vibeeval").symlink_to(Path(reaping.__file__).parent)
+    write(root / "pathlib.py", "raise ImportError('the backport')\n")
+    argv = [arg if arg != reaping._ROOT else str(root) for arg in reaping._watcher_argv()]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_failed_watcher_is_not_started_again_and_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_vibeeval import reaping
+
+    saved = reaping._state().copy()
+    try:
+        reaping._state().clear()
+        monkeypatch.setattr(reaping, "_WATCHER_CODE", "raise SystemExit(1)")
+        reaping.start_watcher()
+        failed = reaping.watcher_pid()
+        assert failed is not None
+        assert wait_gone(failed)
+        for _ in range(3):
+            reaping.marked({})
+            assert reaping.watcher_pid() in (None, failed)
+        assert reaping._state().get("failed")
+    finally:
+        reaping._state().clear()
+        reaping._state().update(saved)
+
+
+def test_inline_runs_leave_one_watcher(pytester: pytest.Pytester) -> None:
+    """An in-process pytester run drops the modules it imported; the next imports them again. The
+    watcher's state survives that: one watcher for the process however many runs."""
+    agent = write(pytester.path / "agent.py", "import sys; sys.stdin.read(); print('ok')\n")
+    write(
+        pytester.path / "o.eval.yaml",
+        f"metadata: {{name: o, model: m}}\n"
+        f'configurations:\n  agent: {{cli: "{PYTHON}", args: ["{agent}"]}}\n'
+        'evals:\n  - {name: one, prompt: one, checks: [{match: "*"}]}\n',
+    )
+    for _ in range(3):
+        pytester.inline_run(*FAST_ARGS, "-p", "no:randomly").assertoutcome(passed=1)
+    assert len(watchers_of(os.getpid())) <= 1

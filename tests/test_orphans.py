@@ -158,28 +158,30 @@ def dead_pid() -> int:
 # both pids, and with "fork" forks a child that goes on (no exec) before it exits normally.
 STARTER = """
 import os, subprocess, sys, time
-from pytest_vibeeval.reaping import MARKER, marked
-own = subprocess.Popen(["sleep", "300"], env=marked(None), start_new_session=True)
-foreign = subprocess.Popen(["sleep", "300"], env={**os.environ, MARKER: sys.argv[1]}, start_new_session=True)
+from pytest_vibeeval.reaping import MARKER, marked, watcher_pid
+quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+own = subprocess.Popen(["sleep", "300"], env=marked(None), **quiet)
+foreign = subprocess.Popen(["sleep", "300"], env={**os.environ, MARKER: sys.argv[1]}, **quiet)
 child = os.fork() if len(sys.argv) > 2 else -1
 if child == 0:
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     os.dup2(1, 2)
     time.sleep(300)
     os._exit(0)
-print(own.pid, foreign.pid, child, flush=True)
+print(own.pid, foreign.pid, child, watcher_pid(), flush=True)
 """
 
 
 @contextlib.contextmanager
-def started(*args: str) -> Iterator[tuple[int, int]]:
-    """Run :data:`STARTER` to its end: (its own agent, the foreign one); both killed afterwards."""
+def started(*args: str) -> Iterator[tuple[int, int, int]]:
+    """Run :data:`STARTER` to its end: (its own agent, the foreign one, its watcher); the agents are
+    killed afterwards."""
     done = subprocess.run(
         [PYTHON, "-c", STARTER, *args], capture_output=True, text=True, timeout=60, check=True
     )
-    own, foreign, child = (int(p) for p in done.stdout.split())
+    own, foreign, child, watcher = (int(p) for p in done.stdout.split())
     try:
-        yield own, foreign
+        yield own, foreign, watcher
     finally:
         if child > 0:
             os.kill(child, signal.SIGKILL)
@@ -193,13 +195,14 @@ def started(*args: str) -> Iterator[tuple[int, int]]:
 def test_the_watcher_ends_only_what_its_own_process_left() -> None:
     """A marker naming another process (a runner in a container or a bwrap sandbox names a pid of
     its own pid namespace, dead or unknown here) is not the watcher's business."""
-    with started(str(dead_pid())) as (own, foreign):
+    with started(f"{dead_pid()}:1") as (own, foreign, watcher):
         assert wait_gone(own, GONE_WITHIN_S), "the watcher did not end its own process's agent"
+        assert wait_gone(watcher, GONE_WITHIN_S), "the watcher did not end"
         assert not is_gone(foreign), "the watcher killed an agent another process started"
 
 
 def test_a_forked_child_does_not_keep_the_watcher_waiting() -> None:
-    with started(str(dead_pid()), "fork") as (own, _):
+    with started(f"{dead_pid()}:1", "fork") as (own, _, _):
         assert wait_gone(own, GONE_WITHIN_S), "a forked child kept the watcher from ending the agent"
 
 

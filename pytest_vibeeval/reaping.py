@@ -348,7 +348,10 @@ def _watched() -> bool:
         return False
     if state.get("failed"):
         return True
-    if state["process"].poll() is None:
+    process = state.get("process")
+    if process is None:  # the last one could not start (no process to spare): try again
+        return False
+    if process.poll() is None:
         return True
     os.close(state.pop("fd"))
     state["failed"] = state.pop("process").returncode > 0  # killed by a signal: start another

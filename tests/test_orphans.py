@@ -253,3 +253,28 @@ def test_inline_runs_leave_one_watcher(pytester: pytest.Pytester) -> None:
     for _ in range(3):
         pytester.inline_run(*FAST_ARGS, "-p", "no:randomly").assertoutcome(passed=1)
     assert len(watchers_of(os.getpid())) <= 1
+
+
+def test_a_watcher_that_could_not_be_replaced_leaves_marked_working(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher was killed and no process could be spared for the next one (EAGAIN): commands
+    still run, unwatched, and the one after them too."""
+    import errno
+
+    from pytest_vibeeval import reaping
+
+    reaping.start_watcher()
+    first = reaping.watcher_pid()
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    assert wait_gone(first)
+
+    def no_process(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(subprocess, "Popen", no_process)
+        for _ in range(3):
+            assert reaping.MARKER in reaping.marked({})
+        assert reaping.watcher_pid() is None
+    reaping.marked({})  # processes to spare again: a watcher again
+    assert reaping.watcher_pid() not in (None, first)

@@ -369,7 +369,8 @@ def start_watcher() -> None:
     scan). Its stdin is a pipe whose other end only this process holds (not inheritable, so neither
     agents nor xdist workers get it): it reads end of file once this process has ended, however. In
     a session of its own, a signal to pytest's process group does not reach it; its output goes
-    nowhere, so that nothing waiting for pytest's output waits for it."""
+    nowhere, so that nothing waiting for pytest's output waits for it. Its environment has no
+    :data:`MARKER`: no other process's watcher counts it among what that process left."""
     if _watched() or not sys.platform.startswith("linux") or not sys.executable:
         return
     read_end, write_end = os.pipe()
@@ -381,6 +382,11 @@ def start_watcher() -> None:
             stderr=subprocess.DEVNULL,
             close_fds=True,
             start_new_session=True,
+            # Without the marker its starter may have inherited (a runner started by another's
+            # agent): the outer runner's watcher would kill it with that runner, and leave this
+            # process's agents running.
+            env={name: value for name, value in os.environ.items() if name != MARKER},
+            cwd="/",  # holds no folder of the session's (a temporary one, a mount) open
         )
     except OSError:  # no process to spare: commands still run, unwatched
         os.close(write_end)

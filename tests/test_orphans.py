@@ -278,3 +278,46 @@ def test_a_watcher_that_could_not_be_replaced_leaves_marked_working(monkeypatch:
         assert reaping.watcher_pid() is None
     reaping.marked({})  # processes to spare again: a watcher again
     assert reaping.watcher_pid() not in (None, first)
+
+
+# A runner started by another (a session whose agent runs pytest-vibeeval): it starts an agent of
+# its own, prints its pid and its own, and waits.
+INNER = """
+import os, subprocess, time
+from pytest_vibeeval.reaping import marked
+quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+agent = subprocess.Popen(["sleep", "300"], env=marked(None), **quiet)
+print(agent.pid, os.getpid(), flush=True)
+time.sleep(300)
+"""
+OUTER = """
+import subprocess, sys
+from pytest_vibeeval.reaping import marked
+subprocess.Popen([sys.executable, "-c", sys.argv[1]], env=marked(None)).wait()
+"""
+
+
+def test_a_nested_runners_agent_ends_when_the_outer_runner_is_killed() -> None:
+    """The outer runner's watcher ends the inner runner (its agent's descendant) but not the inner
+    runner's watcher, which holds no marker: that one then ends the inner runner's agent."""
+    outer = subprocess.Popen([PYTHON, "-c", OUTER, INNER], stdout=subprocess.PIPE)
+    assert outer.stdout is not None
+    pids: list[int] = []
+    try:
+        assert select.select([outer.stdout], [], [], GONE_WITHIN_S)[0], "the inner runner did not start"
+        pids = [int(p) for p in outer.stdout.readline().split()]
+        outer.kill()
+        outer.wait()
+        agent, inner = pids
+        assert wait_gone(inner, GONE_WITHIN_S), "the outer watcher did not end the inner runner"
+        assert wait_gone(agent, GONE_WITHIN_S), "the inner runner's agent outlived it"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            outer.kill()
+        outer.wait()
+        outer.stdout.close()
+        for pid in pids:
+            if not is_gone(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                wait_gone(pid)

@@ -7,7 +7,8 @@ it rather than to init, and :class:`Orphans` kills and reaps every such child on
 over. Agents and registry steps also carry :data:`MARKER` in their environment (:func:`marked`),
 the pid of the process that started them, which their descendants inherit: on the controller,
 :func:`end_lost_workers_processes` ends what a worker that died left running, every process whose
-marker names a terminated process, and the pids cgroups that worker made.
+marker names that worker (recorded as it was set up: :func:`child_marker`), and the pids cgroups
+that worker made.
 
 A process killed with SIGKILL (the OOM killer, a CI job's hard timeout, ``kill -9``) runs no
 cleanup at all: before the first marked command starts, :func:`marked` starts this process's
@@ -41,6 +42,7 @@ from .workspace.cgroups import remove_abandoned
 __all__ = [
     "MARKER",
     "Orphans",
+    "child_marker",
     "end_lost_workers_processes",
     "is_alive",
     "marked",
@@ -249,6 +251,14 @@ def _owner_is_gone(marker: str) -> bool:
     return bool(start) and _identity(int(pid)) != marker
 
 
+def child_marker(pid: int) -> str | None:
+    """The :data:`MARKER` value of this process's child ``pid`` (an xdist worker on this machine);
+    None when ``pid`` is not a child of this process (a worker on another machine, or started
+    through another gateway: its pid means nothing here)."""
+    found = _stat(pid)
+    return _identity(pid) if found is not None and found[1] == os.getpid() else None
+
+
 def marked(env: Mapping[str, str] | None) -> dict[str, str]:
     """``env`` (None: this process's environment) with :data:`MARKER` naming this process (its pid
     and start time), so that the controller, or this process's watcher (started here, once), can
@@ -260,22 +270,18 @@ def marked(env: Mapping[str, str] | None) -> dict[str, str]:
     return {**(os.environ if env is None else env), MARKER: identity or _identity(me) or str(me)}
 
 
-def end_lost_workers_processes(owner: str | None = None) -> None:
-    """End what dead processes started and left running: every process whose :data:`MARKER` names a
-    process that has terminated, and the pids cgroups such processes made (see
-    :func:`~pytest_vibeeval.workspace.cgroups.remove_abandoned`). For the controller, after an
-    xdist worker died. With ``owner`` (a :data:`MARKER` value, ``pid:start time``) only what that
-    process left: the processes whose marker is exactly ``owner`` and its own cgroups, once it has
-    terminated (its watcher's work)."""
+def end_lost_workers_processes(owner: str) -> None:
+    """End what the process ``owner`` names (a :data:`MARKER` value, ``pid:start time``) left
+    running, once it has terminated: the processes whose marker is exactly ``owner`` and the pids
+    cgroups that pid made (see :func:`~pytest_vibeeval.workspace.cgroups.remove_abandoned`). For
+    its watcher, and for the controller after an xdist worker died. Nothing else: a marker naming
+    a pid of another pid namespace (a container's, a sandbox's) may look like a dead process's."""
     if not sys.platform.startswith("linux"):
         return
-    if owner is not None:
-        if not _owner_is_gone(owner):
-            return
-        owner_pid = int(owner.partition(":")[0])
-        remove_abandoned(lambda pid: pid != owner_pid)
-    else:
-        remove_abandoned(is_alive)
+    if not _owner_is_gone(owner):
+        return
+    owner_pid = int(owner.partition(":")[0])
+    remove_abandoned(lambda pid: pid != owner_pid)  # that pid's cgroups: no other's that looks free
     me = os.getpid()
     for _ in range(100):  # killing a process may free the next generation; bounded, just in case
         lost = []
@@ -283,7 +289,7 @@ def end_lost_workers_processes(owner: str | None = None) -> None:
             marker = _marker(pid)
             if pid == me or marker is None or marker.partition(":")[0] == str(me):
                 continue
-            if (marker == owner if owner is not None else _owner_is_gone(marker)) and is_alive(pid):
+            if marker == owner and is_alive(pid):
                 lost.append(pid)
         if not lost:
             return

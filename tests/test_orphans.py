@@ -28,13 +28,18 @@ os.execvp("sleep", ["sleep", "300"])
 """
 
 # Every xdist worker records its pid (by workerinput: PYTEST_XDIST_WORKER is inherited when these
-# tests themselves run under xdist).
+# tests themselves run under xdist); the controller says on "down" when it has handled a lost worker.
 CONFTEST = """
-import os, pathlib
+import os, pathlib, pytest
 def pytest_configure(config):
     worker = getattr(config, "workerinput", {}).get("workerid")
     if worker:
         (pathlib.Path(__file__).parent / f"worker-{worker}.pid").write_text(str(os.getpid()))
+@pytest.hookimpl(trylast=True)
+def pytest_testnodedown(node, error):
+    if error is not None:
+        with open(pathlib.Path(__file__).parent / "down", "w") as down:
+            down.write("down\\n")
 """
 
 GONE_WITHIN_S = 60.0  # an upper bound: the watcher ends them at once, execnet a worker within 15 s
@@ -321,3 +326,43 @@ def test_a_nested_runners_agent_ends_when_the_outer_runner_is_killed() -> None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 wait_gone(pid)
+
+
+def test_a_lost_workers_end_spares_what_other_processes_started(pytester: pytest.Pytester) -> None:
+    """The controller ends what its dead worker left, nothing else: a marker naming a live pid with
+    another start time (a container's runner names its own namespace's pids, its pid 1 not this
+    one's) is not its worker's, and its agent goes on."""
+    from pytest_vibeeval.reaping import MARKER
+
+    foreign = subprocess.Popen(
+        ["sleep", "300"],
+        env={**os.environ, MARKER: f"{os.getpid()}:1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    make_suite(pytester.path)
+    fifo = os.open(pytester.path / "agents", os.O_RDWR | os.O_NONBLOCK)
+    os.mkfifo(pytester.path / "down")
+    down = os.open(pytester.path / "down", os.O_RDWR | os.O_NONBLOCK)
+    args = [PYTHON, "-m", "pytest", *FAST_ARGS, "-p", "no:randomly", "-n", "2"]
+    session = subprocess.Popen(args, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    agents: list[int] = []
+    try:
+        agents = read_pids(fifo, 2)
+        worker = int(next(pytester.path.glob("worker-*.pid")).read_text())
+        os.kill(worker, signal.SIGKILL)
+        assert select.select([down], [], [], GONE_WITHIN_S)[0], "the controller did not see its worker die"
+        assert any(is_gone(pid) for pid in agents), "the dead worker's agent runs on"
+        assert not is_gone(foreign.pid), "the controller killed an agent its workers did not start"
+    finally:
+        os.close(fifo)
+        os.close(down)
+        for pid in agents:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            wait_gone(pid)
+        session.kill()
+        session.wait()
+        foreign.kill()
+        foreign.wait()

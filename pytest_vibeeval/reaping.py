@@ -313,9 +313,9 @@ _STATE_ATTRIBUTE = "_pytest_vibeeval_watcher"
 
 
 def _state() -> dict[str, Any]:
-    """The watcher's state: ``owner`` (the pid that started it), ``fd`` (the pipe's write end),
-    ``process`` (its Popen), ``failed`` (a watcher of this process ended with an error: none is
-    started again)."""
+    """The watcher's state: ``owner`` (the pid that started it), ``fd`` (the pipe's write end) and
+    ``pipe`` (that pipe's device and inode), ``process`` (its Popen), ``failed`` (a watcher of this
+    process ended with an error: none is started again)."""
     state = getattr(sys, _STATE_ATTRIBUTE, None)
     if state is None:
         state = {}
@@ -327,10 +327,26 @@ def _forget_in_child() -> None:
     """After a fork: the child does not hold its parent's pipe end (which would keep the parent's
     watcher waiting until the child ends too), and has no watcher of its own yet."""
     state = _state()
-    if "fd" in state:
-        with contextlib.suppress(OSError):
-            os.close(state["fd"])
+    _close_pipe_end(state)
     state.clear()
+
+
+def _pipe_identity(fd: int) -> tuple[int, int] | None:
+    try:
+        found = os.fstat(fd)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _close_pipe_end(state: dict[str, Any]) -> None:
+    """Close this process's end of its watcher's pipe, unless something else closed it already
+    (code that closes every descriptor it does not know, as a daemon does): its number may be
+    another file's by now, which must stay open."""
+    fd = state.pop("fd", None)
+    if fd is not None and _pipe_identity(fd) == state.get("pipe"):
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 if hasattr(os, "register_at_fork") and not getattr(sys, _STATE_ATTRIBUTE + "_fork", False):
@@ -359,7 +375,7 @@ def _watched() -> bool:
         return False
     if process.poll() is None:
         return True
-    os.close(state.pop("fd"))
+    _close_pipe_end(state)
     state["failed"] = state.pop("process").returncode > 0  # killed by a signal: start another
     return bool(state["failed"])
 
@@ -401,7 +417,9 @@ def start_watcher() -> None:
         os.close(read_end)
     state = _state()
     state.clear()
-    state.update(owner=os.getpid(), fd=write_end, process=process, marker=argv[-1])
+    state.update(
+        owner=os.getpid(), fd=write_end, pipe=_pipe_identity(write_end), process=process, marker=argv[-1]
+    )
 
 
 def watch(owner: str) -> None:

@@ -285,6 +285,30 @@ def test_a_watcher_that_could_not_be_replaced_leaves_marked_working(monkeypatch:
     assert reaping.watcher_pid() not in (None, first)
 
 
+def test_a_pipe_end_closed_by_other_code_is_not_closed_again(tmp_path: Path) -> None:
+    """Code in the process closed the pipe's end (as one closing every descriptor it does not know
+    does), and the number went to a file of its own: the watcher, done, is replaced without closing
+    that file."""
+    from pytest_vibeeval import reaping
+
+    reaping.start_watcher()
+    first = reaping.watcher_pid()
+    assert first is not None
+    number = reaping._state()["fd"]
+    os.close(number)
+    assert wait_gone(first)
+    own = os.open(tmp_path / "own", os.O_WRONLY | os.O_CREAT)
+    try:
+        os.dup2(own, number)  # the number is the process's own file's now
+        reaping.marked({})
+        assert os.fstat(number).st_ino == os.fstat(own).st_ino, "the file was closed"
+    finally:
+        os.close(own)
+        with contextlib.suppress(OSError):
+            os.close(number)
+    assert reaping.watcher_pid() not in (None, first)
+
+
 # A runner started by another (a session whose agent runs pytest-vibeeval): it starts an agent of
 # its own, prints its pid and its own, and waits.
 INNER = """

@@ -109,6 +109,39 @@ def test_agents_and_workers_end_when_pytest_is_killed(pytester: pytest.Pytester,
             assert wait_gone(pid, GONE_WITHIN_S), f"{pid} outlived its killed session"
 
 
+# Stops the watcher of each process that ran an agent as that process ends, and names it.
+STOP_WATCHER = """
+import os, pathlib, signal
+def pytest_unconfigure(config):
+    from pytest_vibeeval.reaping import watcher_pid
+    pid = watcher_pid()
+    if pid is not None:
+        os.kill(pid, signal.SIGSTOP)
+        (pathlib.Path(__file__).parent / f"watcher-{pid}").touch()
+"""
+
+
+@XDIST_MODES
+def test_a_sessions_output_ends_with_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """What reads a session's output (``subprocess.run(..., capture_output=True)``, a CI step)
+    is done when pytest is: the watcher holds none of it, even when it does not end (stopped here).
+    With ``-s`` the agents start where pytest's own output is, not a capture file."""
+    make_suite(pytester.path)
+    write(pytester.path / "agent.py", "import sys; sys.stdin.read(); print('ok')\n")
+    write(pytester.path / "conftest.py", STOP_WATCHER)
+    args = [PYTHON, "-m", "pytest", *FAST_ARGS, "-p", "no:randomly", "-s", *xdist]
+    try:
+        done = subprocess.run(args, cwd=pytester.path, capture_output=True, text=True, timeout=GONE_WITHIN_S)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert list(pytester.path.glob("watcher-*")), "no watcher started"
+    finally:
+        for stopped in pytester.path.glob("watcher-*"):
+            pid = int(stopped.name.partition("-")[2])
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            wait_gone(pid)
+
+
 def test_agents_end_when_every_pytest_process_is_killed(pytester: pytest.Pytester) -> None:
     """A hard timeout that SIGKILLs pytest's process group kills the workers too: nothing is left
     to stop the agents, in groups of their own, but the workers' watchers."""

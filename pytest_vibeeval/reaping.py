@@ -343,8 +343,8 @@ def _close_pipe_end(state: dict[str, Any]) -> None:
     """Close this process's end of its watcher's pipe, unless something else closed it already
     (code that closes every descriptor it does not know, as a daemon does): its number may be
     another file's by now, which must stay open."""
-    fd = state.pop("fd", None)
-    if fd is not None and _pipe_identity(fd) == state.get("pipe"):
+    fd, pipe = state.pop("fd", None), state.get("pipe")
+    if fd is not None and (pipe is None or _pipe_identity(fd) == pipe):  # None: it could not be told
         with contextlib.suppress(OSError):
             os.close(fd)
 

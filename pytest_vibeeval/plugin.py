@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import reprlib
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,14 +133,35 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(state.lock_dir, ignore_errors=True)
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: object, error: object | None) -> None:
-    """xdist's controller: a worker is down. One that died may have left an agent running and its
-    pids cgroup behind: end them (see reaping)."""
-    if error is not None:
-        from .reaping import end_lost_workers_processes  # ctypes and the reaper: only when needed
+# xdist's controller: the marker (pid:start time) of each worker running on this machine, by its
+# gateway's id, recorded as it is set up: all that a worker that dies may have left is scanned for.
+WORKER_MARKERS_KEY = pytest.StashKey[dict[str, str]]()
 
-        end_lost_workers_processes()
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller: record the worker's marker (see :func:`pytest_testnodedown`)."""
+    if not sys.platform.startswith("linux"):  # nothing is scanned elsewhere
+        return
+    from .pytest_private import worker_pid
+    from .reaping import child_marker  # ctypes and the reaper: only where they are used
+
+    pid = worker_pid(node)
+    marker = None if pid is None else child_marker(pid)
+    if marker is not None:
+        node.config.stash.setdefault(WORKER_MARKERS_KEY, {})[node.gateway.id] = marker
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """xdist's controller: a worker is down. One that died may have left an agent running and its
+    pids cgroup behind: end them (see reaping), and only them: the agents of other sessions,
+    containers and sandboxes carry markers of their own."""
+    marker = node.config.stash.get(WORKER_MARKERS_KEY, {}).pop(node.gateway.id, None)
+    if error is not None and marker is not None:
+        from .reaping import end_lost_workers_processes
+
+        end_lost_workers_processes(marker)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -169,6 +169,19 @@ def queued_worker_reports(config: pytest.Config) -> list[pytest.TestReport]:
     return reports
 
 
+def worker_pid(node: Any) -> int | None:
+    """xdist controller: the pid of a worker's process, as its execnet gateway reported it (None
+    when it cannot be told). xdist gives plugins no public way to it; execnet's private ``_rinfo``
+    holds it, and xdist reads it (it is cached) as it sets the worker up, before
+    ``pytest_configure_node``: asking costs no round trip, and a worker that dies later was
+    already recorded."""
+    try:
+        pid = node.gateway._rinfo().pid
+    except Exception:  # an execnet or xdist without it, or a gateway already gone: nothing to end
+        return None
+    return pid if isinstance(pid, int) else None
+
+
 _PHASE_CODE = pytest.CallInfo.from_call.__func__.__code__  # type: ignore[attr-defined]
 _PHASES = frozenset({"setup", "call", "teardown"})
 

@@ -7,7 +7,15 @@ it rather than to init, and :class:`Orphans` kills and reaps every such child on
 over. Agents and registry steps also carry :data:`MARKER` in their environment (:func:`marked`),
 the pid of the process that started them, which their descendants inherit: on the controller,
 :func:`end_lost_workers_processes` ends what a worker that died left running, every process whose
-marker names a terminated process, and the pids cgroups that worker made.
+marker names that worker (recorded as it was set up: :func:`child_marker`), and the pids cgroups
+that worker made.
+
+A process killed with SIGKILL (the OOM killer, a CI job's hard timeout, ``kill -9``) runs no
+cleanup at all: before the first marked command starts, :func:`marked` starts this process's
+watcher (:func:`start_watcher`), a small Python process in a session of its own that waits for this
+process to end (the end of a pipe only this process holds) and then does what
+:func:`end_lost_workers_processes` does. That ends the agent of a serial session whose pytest was
+killed, and the agents of an xdist worker killed together with its controller.
 
 On other systems there is no subreaper and nothing to scan: only the process group is killed. A
 process that clears its environment is not recognised by the controller; the pids cgroup and the
@@ -22,14 +30,26 @@ import ctypes
 import os
 import select
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, cast
 
 from .workspace.cgroups import remove_abandoned
 
-__all__ = ["MARKER", "Orphans", "end_lost_workers_processes", "is_alive", "marked"]
+__all__ = [
+    "MARKER",
+    "Orphans",
+    "child_marker",
+    "end_lost_workers_processes",
+    "is_alive",
+    "marked",
+    "start_watcher",
+    "watch",
+    "watcher_pid",
+]
 
 MARKER = "VIBEEVAL_RUNNER_PID"
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
@@ -201,7 +221,11 @@ class Orphans:
             return
         since = self.since
         while True:
-            found = [pid for pid in _children() if (stat := _stat(pid)) is not None and stat[3] >= since]
+            found = [
+                pid
+                for pid in _children()
+                if (stat := _stat(pid)) is not None and stat[3] >= since and pid != watcher_pid()
+            ]
             if not found:
                 return
             for pid in found:  # killing one re-parents its children here: look again after
@@ -209,29 +233,63 @@ class Orphans:
                 _reap(pid)
 
 
+def _identity(pid: int) -> str | None:
+    """``pid:start time`` (``/proc/<pid>/stat``'s field 22): the value of :data:`MARKER` naming
+    ``pid``, which a later process given the same pid does not match. None when ``pid`` is gone."""
+    found = _stat(pid)
+    return None if found is None else f"{pid}:{found[3]}"
+
+
+def _owner_is_gone(marker: str) -> bool:
+    """Whether the process a :data:`MARKER` value names has terminated (or its pid is another
+    process's now)."""
+    pid, _, start = marker.partition(":")
+    if not pid.isdigit():
+        return False
+    if not is_alive(int(pid)):
+        return True
+    return bool(start) and _identity(int(pid)) != marker
+
+
+def child_marker(pid: int) -> str | None:
+    """The :data:`MARKER` value of this process's child ``pid`` (an xdist worker on this machine);
+    None when ``pid`` is not a child of this process (a worker on another machine, or started
+    through another gateway: its pid means nothing here)."""
+    found = _stat(pid)
+    return _identity(pid) if found is not None and found[1] == os.getpid() else None
+
+
 def marked(env: Mapping[str, str] | None) -> dict[str, str]:
-    """``env`` (None: this process's environment) with :data:`MARKER` naming this process, so that
-    the controller can end what is left of the command if this process dies."""
-    return {**(os.environ if env is None else env), MARKER: str(os.getpid())}
+    """``env`` (None: this process's environment) with :data:`MARKER` naming this process (its pid
+    and start time), so that the controller, or this process's watcher (started here, once), can
+    end what is left of the command if this process dies."""
+    start_watcher()
+    me = os.getpid()
+    state = _state()
+    identity = state.get("marker") if state.get("owner") == me else None
+    return {**(os.environ if env is None else env), MARKER: identity or _identity(me) or str(me)}
 
 
-def end_lost_workers_processes() -> None:
-    """End what dead processes started and left running: every process whose :data:`MARKER` names a
-    process that has terminated, and the pids cgroups such processes made (see
-    :func:`~pytest_vibeeval.workspace.cgroups.remove_abandoned`). For the controller, after an
-    xdist worker died."""
+def end_lost_workers_processes(owner: str) -> None:
+    """End what the process ``owner`` names (a :data:`MARKER` value, ``pid:start time``) left
+    running, once it has terminated: the processes whose marker is exactly ``owner`` and the pids
+    cgroups that pid made (see :func:`~pytest_vibeeval.workspace.cgroups.remove_abandoned`). For
+    its watcher, and for the controller after an xdist worker died. Nothing else: a marker naming
+    a pid of another pid namespace (a container's, a sandbox's) may look like a dead process's."""
     if not sys.platform.startswith("linux"):
         return
-    remove_abandoned(is_alive)
+    if not _owner_is_gone(owner):
+        return
+    owner_pid = int(owner.partition(":")[0])
+    remove_abandoned(lambda pid: pid != owner_pid)  # that pid's cgroups: no other's that looks free
     me = os.getpid()
     for _ in range(100):  # killing a process may free the next generation; bounded, just in case
         lost = []
         for pid in _all_pids():
             marker = _marker(pid)
-            if pid == me or marker is None:
+            if pid == me or marker is None or marker.partition(":")[0] == str(me):
                 continue
-            owner = marker
-            if owner.isdigit() and int(owner) != me and not is_alive(int(owner)) and is_alive(pid):
+            if marker == owner and is_alive(pid):
                 lost.append(pid)
         if not lost:
             return
@@ -239,3 +297,136 @@ def end_lost_workers_processes() -> None:
             _kill(pid)
         for pid in lost:
             _wait_dead(pid)
+
+
+# The package's folder, for the watcher's import of this module (it runs with -I -S: no site).
+_ROOT = str(Path(__file__).resolve().parent.parent)
+# Appended, not inserted first: that folder is site-packages for an installed wheel, and a module
+# there named as one of the stdlib's (an old backport) must not shadow it.
+_WATCHER_CODE = (
+    "import sys; sys.path.append(sys.argv[1]); from pytest_vibeeval.reaping import watch; watch(sys.argv[2])"
+)
+# The watcher's state lives on the ``sys`` module under this name, not in a global of this module:
+# an in-process pytester run drops the modules it imported, and this one imported again would not
+# know the watcher already running (and leak its pipe end, that watcher waiting on forever).
+_STATE_ATTRIBUTE = "_pytest_vibeeval_watcher"
+
+
+def _state() -> dict[str, Any]:
+    """The watcher's state: ``owner`` (the pid that started it), ``fd`` (the pipe's write end) and
+    ``pipe`` (that pipe's device and inode), ``process`` (its Popen), ``failed`` (a watcher of this
+    process ended with an error: none is started again)."""
+    state = getattr(sys, _STATE_ATTRIBUTE, None)
+    if state is None:
+        state = {}
+        setattr(sys, _STATE_ATTRIBUTE, state)
+    return cast("dict[str, Any]", state)
+
+
+def _forget_in_child() -> None:
+    """After a fork: the child does not hold its parent's pipe end (which would keep the parent's
+    watcher waiting until the child ends too), and has no watcher of its own yet."""
+    state = _state()
+    _close_pipe_end(state)
+    state.clear()
+
+
+def _pipe_identity(fd: int) -> tuple[int, int] | None:
+    try:
+        found = os.fstat(fd)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _close_pipe_end(state: dict[str, Any]) -> None:
+    """Close this process's end of its watcher's pipe, unless something else closed it already
+    (code that closes every descriptor it does not know, as a daemon does): its number may be
+    another file's by now, which must stay open."""
+    fd, pipe = state.pop("fd", None), state.get("pipe")
+    if fd is not None and (pipe is None or _pipe_identity(fd) == pipe):  # None: it could not be told
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+if hasattr(os, "register_at_fork") and not getattr(sys, _STATE_ATTRIBUTE + "_fork", False):
+    os.register_at_fork(after_in_child=_forget_in_child)
+    setattr(sys, _STATE_ATTRIBUTE + "_fork", True)
+
+
+def watcher_pid() -> int | None:
+    """The pid of this process's watcher, or None when it has none (a forked child has none)."""
+    state = _state()
+    if state.get("owner") != os.getpid() or "process" not in state:
+        return None
+    return cast("int", state["process"].pid)
+
+
+def _watched() -> bool:
+    """Whether this process has a watcher that is still running, or should not start one (one
+    ended with an error: it would fail again at every command). One that ended is reaped."""
+    state = _state()
+    if state.get("owner") != os.getpid():
+        return False
+    if state.get("failed"):
+        return True
+    process = state.get("process")
+    if process is None:  # the last one could not start (no process to spare): try again
+        return False
+    if process.poll() is None:
+        return True
+    _close_pipe_end(state)
+    state["failed"] = state.pop("process").returncode > 0  # killed by a signal: start another
+    return bool(state["failed"])
+
+
+def _watcher_argv() -> list[str]:
+    """The watcher's command line: its code, the package's folder and this process's marker."""
+    me = os.getpid()
+    return [sys.executable, "-I", "-S", "-c", _WATCHER_CODE, _ROOT, _identity(me) or str(me)]
+
+
+def start_watcher() -> None:
+    """Start this process's watcher unless one is running (Linux only: elsewhere it has nothing to
+    scan). Its stdin is a pipe whose other end only this process holds (not inheritable, so neither
+    agents nor xdist workers get it): it reads end of file once this process has ended, however. In
+    a session of its own, a signal to pytest's process group does not reach it; its output goes
+    nowhere, so that nothing waiting for pytest's output waits for it. Its environment has no
+    :data:`MARKER`: no other process's watcher counts it among what that process left."""
+    if _watched() or not sys.platform.startswith("linux") or not sys.executable:
+        return
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(
+            argv := _watcher_argv(),
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            start_new_session=True,
+            # Without the marker its starter may have inherited (a runner started by another's
+            # agent): the outer runner's watcher would kill it with that runner, and leave this
+            # process's agents running.
+            env={name: value for name, value in os.environ.items() if name != MARKER},
+            cwd="/",  # holds no folder of the session's (a temporary one, a mount) open
+        )
+    except OSError:  # no process to spare: commands still run, unwatched
+        os.close(write_end)
+        return
+    finally:
+        os.close(read_end)
+    state = _state()
+    state.clear()
+    state.update(
+        owner=os.getpid(), fd=write_end, pipe=_pipe_identity(write_end), process=process, marker=argv[-1]
+    )
+
+
+def watch(owner: str) -> None:
+    """The watcher of the process ``owner`` names (a :data:`MARKER` value): wait until the pipe on
+    stdin has no writer left (that process has ended, normally or killed), then end what it left
+    running: the processes whose marker is ``owner`` and its pids cgroups, nothing else."""
+    with contextlib.suppress(OSError):
+        while os.read(0, 4096):  # nothing is ever written
+            pass
+    end_lost_workers_processes(owner)

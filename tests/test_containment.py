@@ -138,7 +138,8 @@ CODING_ENV_AGENT = """
 import json, os
 names = sorted(os.environ)
 leaks = []
-for pid in [os.environ.get("VIBEEVAL_RUNNER_PID"), str(os.getppid()), *os.listdir("/proc")]:
+runner = os.environ.get("VIBEEVAL_RUNNER_PID", "").partition(":")[0]  # pid:start time
+for pid in [runner, str(os.getppid()), *os.listdir("/proc")]:
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             if b"OPENROUTER_API_KEY=" in handle.read():

@@ -50,7 +50,7 @@ def test_the_private_api_the_plugin_uses_is_there(pytester: pytest.Pytester) -> 
 
 
 XDIST_PROBE = """
-import json, pathlib, queue
+import json, os, pathlib, queue
 
 
 def pytest_sessionstart(session):
@@ -58,16 +58,34 @@ def pytest_sessionstart(session):
         dsession = session.config.pluginmanager.getplugin("dsession")
         found = {"queue": isinstance(getattr(dsession, "queue", None), queue.Queue)}
         pathlib.Path("probe.json").write_text(json.dumps(found))
+
+
+def pytest_configure_node(node):
+    from pytest_vibeeval.pytest_private import worker_pid
+
+    path = pathlib.Path("worker-pids.json")
+    pids = json.loads(path.read_text()) if path.exists() else []
+    path.write_text(json.dumps([*pids, worker_pid(node)]))
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        pathlib.Path(f"worker-{os.getpid()}").touch()
 """
 
 
 def test_the_private_xdist_api_the_plugin_uses_is_there(pytester: pytest.Pytester) -> None:
-    """xdist's controller keeps its workers' events in ``DSession.queue`` (read on an interrupt)."""
+    """xdist's controller keeps its workers' events in ``DSession.queue`` (read on an interrupt)
+    and their pids in their gateways' ``_rinfo()`` (a lost worker's agents are found by it)."""
     pytester.makeconftest(XDIST_PROBE)
     pytester.makepyfile(test_probe="def test_probe():\n    pass\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-q")
     found = json.loads((pytester.path / "probe.json").read_text())
     assert found == {"queue": True}, found
+    pids = json.loads((pytester.path / "worker-pids.json").read_text())
+    assert sorted(f"worker-{pid}" for pid in pids) == sorted(
+        p.name for p in pytester.path.glob("worker-*[0-9]")
+    )
 
 
 PHASE_PROBE = """

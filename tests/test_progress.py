@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FAST_ARGS, write
+from helpers import FAST_ARGS, XDIST_MODES, write
 
 from pytest_vibeeval.progress import LiveStatus, ProgressBoard, Running, read_board, status_line
 
@@ -140,8 +140,8 @@ progress.ProgressBoard.show = show
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_evals_that_end_at_once_leave_the_board_alone(pytester: pytest.Pytester, workers: list[str]) -> None:
+@XDIST_MODES
+def test_evals_that_end_at_once_leave_the_board_alone(pytester: pytest.Pytester, xdist: list[str]) -> None:
     """The board is read once a second at most: an item that ends sooner than its posting delay is
     never written there (its phases would cost file-system calls of their own), while a long one
     is (``test_plain_progress_lines_name_the_item_and_its_phase``)."""
@@ -161,7 +161,7 @@ def test_evals_that_end_at_once_leave_the_board_alone(pytester: pytest.Pytester,
     )
     log = pytester.path / "board.log"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *FAST_ARGS, *workers],
+        [sys.executable, "-m", "pytest", *FAST_ARGS, *xdist],
         cwd=pytester.path,
         capture_output=True,
         text=True,

@@ -229,7 +229,7 @@ class ItemHooks:
         board, nodeid, started = self.board, item.nodeid, time.time()
 
         def show(phase: str, detail: str) -> None:
-            board.show(Running(nodeid, phase, detail, started, time.time()))
+            board.post(Running(nodeid, phase, detail, started, time.time()))
 
         phases.listener = show
 
@@ -262,6 +262,7 @@ class ItemHooks:
         """xdist worker: pass on what stopped its session (pytest-timeout's ``--session-timeout``
         sets ``shouldfail``): the controller sees only xdist's Interrupted, as for a Ctrl-C. And
         the signal that interrupted it: one sent to this worker alone interrupts the whole run."""
+        self.board.stop()  # no item runs from here on: the board's thread ends
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is None:
             return

@@ -89,7 +89,7 @@ class EvalItem(pytest.Function):
         state = get_state(self.config)
         self.backstop_s = plan.timeout_s + state.settings.timeout_margin  # see .backstop
         info = plan.info
-        self.user_properties.append((RUN_PROPERTY, attach(self.config, info, info.to_json)))
+        self.user_properties.append((RUN_PROPERTY, attach(self.config, info, RunInfo.to_json)))
         self.reused: EvalRecord | None = None
         if state.resume is not None and info.input_digest is not None:
             digests = (info.input_digest, *filter(None, [plan.earlier_digest]))
@@ -201,6 +201,10 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     if any(getattr(record, field) != value for field, value in update.items()):
         record = record.model_copy(update=update)
     item.user_properties.append((RESULT_PROPERTY, attach_record(item.config, record)))
+    # The record it would leave if stopped now is never asked for once this one is on its reports
+    # (see itemhooks._record_unfinished); let it go rather than keep an earlier copy of the record
+    # alive with the item until the session ends.
+    item.vibe_progress.so_far = None
     if verdict.outcome == "skipped":  # what an agent printed never reaches the terminal raw
         pytest.skip(terminal_safe(verdict.message or "skipped"))
     if verdict.outcome != "passed":

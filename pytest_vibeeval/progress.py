@@ -37,12 +37,31 @@ class Running:
     phase_started: float
 
 
-class ProgressBoard:
-    """This process's entry on the board (a no-op without a folder)."""
+# How long an item runs before it goes on the board. The board is read once a second at most (the
+# terminal's status line; a log's lines are for items running far longer): an item that ends
+# sooner would hardly ever be seen there, and writing its entry for each phase and removing it
+# cost more file-system calls than a short eval's whole run (milliseconds each where the disk
+# is busy).
+POST_DELAY_S = 0.25
 
-    def __init__(self, lock_dir: Path | None) -> None:
+
+class ProgressBoard:
+    """This process's entry on the board (a no-op without a folder).
+
+    :meth:`show` writes the entry at once; :meth:`post` (the items' phases) leaves it to a thread
+    of this board, which writes it once the item has run for ``delay`` seconds, so that items
+    that end sooner never touch the file system. :meth:`clear` takes the entry off."""
+
+    def __init__(self, lock_dir: Path | None, delay: float = POST_DELAY_S) -> None:
         self.path = lock_dir / PROGRESS_DIR / f"{os.getpid()}.json" if lock_dir is not None else None
         self.shown = False  # an entry may be on the board: clear() has a file to remove
+        self.delay = delay
+        self._lock = threading.Lock()  # the entry's writes and removal, and what is posted
+        self._posted: Running | None = None  # what the process runs now, on the board or not yet
+        self._written: Running | None = None  # the posted entry the board holds
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._no_thread = False  # none could start: post() writes at once instead
 
     def show(self, running: Running) -> None:
         if self.path is None:
@@ -57,12 +76,61 @@ class ProgressBoard:
         except OSError:
             pass  # progress is a display aid: never fail an item over it
 
+    def post(self, running: Running) -> None:
+        """What this process runs now: on the board once its item has run for ``delay`` seconds
+        (at once if that is already so, or if no thread can be started)."""
+        if self.path is None:
+            return
+        with self._lock:
+            self._posted = running
+            if self._written is not None or self._no_thread or self._due(running):
+                self._write(running)  # shown already (a new phase) or due now
+                return
+        if self._thread is None:
+            self._start()
+
+    def _start(self) -> None:
+        thread = threading.Thread(target=self._run, name=f"{OWN_THREAD_PREFIX}progress-board", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # no thread can start (`ulimit -u`, pids.max): write as the phases begin
+            with self._lock:
+                self._no_thread = True
+                if self._posted is not None:
+                    self._write(self._posted)
+            return
+        self._thread = thread
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.delay / 2):
+            with self._lock:
+                running = self._posted
+                if running is not None and running is not self._written and self._due(running):
+                    self._write(running)
+
+    def _due(self, running: Running) -> bool:
+        return time.time() - running.item_started >= self.delay
+
+    def _write(self, running: Running) -> None:
+        self._written = running
+        self.show(running)
+
     def clear(self) -> None:
         """Take this process's entry off the board (no system call when none was shown)."""
-        if self.path is not None and self.shown:
-            self.shown = False
-            with contextlib.suppress(OSError):
-                self.path.unlink(missing_ok=True)
+        with self._lock:
+            self._posted = self._written = None
+            if self.path is not None and self.shown:
+                self.shown = False
+                with contextlib.suppress(OSError):
+                    self.path.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        """The process runs no more items: its thread ends and its entry comes off the board."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.clear()
 
 
 def read_board(lock_dir: Path) -> list[Running]:

@@ -67,30 +67,36 @@ _RUN_INFO_FIELDS = tuple(f.name for f in fields(RunInfo))
 
 class Attached:
     """A ``user_properties`` value in a run without xdist, where the controller is this process:
-    the object itself, so that nothing is serialized to be parsed again; its JSON text is made
-    only if something else asks for it (``str``)."""
+    the object itself, so that nothing is serialized to be parsed again; its JSON text,
+    ``text(value)``, is made only if something else asks for it (``str``). ``text`` is a plain
+    function, not a bound method or closure made per item: every item keeps its Attached values
+    until the session ends, and each object more is one more for the garbage collector to scan."""
 
     __slots__ = ("_text", "value")
 
-    def __init__(self, value: Any, text: Callable[[], str]) -> None:
-        self.value = value
-        self._text = text
+    def __init__(self, value: T, text: Callable[[T], str]) -> None:
+        self.value: Any = value
+        self._text: Callable[[Any], str] = text
 
     def __str__(self) -> str:
-        return self._text()
+        return self._text(self.value)
 
 
-def attach(config: Any, value: Any, text: Callable[[], str]) -> Attached | str:
+def attach(config: Any, value: T, text: Callable[[T], str]) -> Attached | str:
     """What an item puts on its reports for ``value``: the object itself in a run without xdist,
-    its JSON ``text()`` in an xdist worker (reports travel to the controller as JSON)."""
-    return text() if hasattr(config, "workerinput") else Attached(value, text)
+    its JSON ``text(value)`` in an xdist worker (reports travel to the controller as JSON)."""
+    return text(value) if hasattr(config, "workerinput") else Attached(value, text)
 
 
 def attach_record(config: Any, record: Any) -> Attached | str:
     """:func:`attach` for an item's finished record (a ``results.EvalRecord``): its JSON leaves out
     the fields at their defaults, so it travels at about half the size and the controller's parsed
     copy remembers fewer set fields (it keeps one per item until the session ends)."""
-    return attach(config, record, lambda: model_json(record, exclude_defaults=True))
+    return attach(config, record, _record_json)
+
+
+def _record_json(record: Any) -> str:
+    return model_json(record, exclude_defaults=True)
 
 
 def received(value: object, parse: Callable[[str], T]) -> T:

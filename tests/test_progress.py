@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FAST_ARGS, write
+from helpers import FAST_ARGS, XDIST_MODES, write
 
 from pytest_vibeeval.progress import LiveStatus, ProgressBoard, Running, read_board, status_line
 
@@ -119,3 +119,53 @@ def test_a_dead_process_is_taken_off_the_board(tmp_path: Path) -> None:
     entry = Running("s.eval.yaml::a[x]", "agent", "", 0.0, 0.0)
     (tmp_path / "progress" / f"{gone.pid}.json").write_text(json.dumps(vars(entry)))
     assert read_board(tmp_path) == []
+
+
+# Notes every entry a process writes on the board (the workers' too: they load the conftest).
+BOARD_LOG_CONFTEST = """
+import os
+
+from pytest_vibeeval import progress
+
+_show = progress.ProgressBoard.show
+
+
+def show(self, running):
+    with open(os.environ["BOARD_LOG"], "a") as log:
+        log.write(f"{running.nodeid} {running.phase}\\n")
+    _show(self, running)
+
+
+progress.ProgressBoard.show = show
+"""
+
+
+@XDIST_MODES
+def test_evals_that_end_at_once_leave_the_board_alone(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """The board is read once a second at most: an item that ends sooner than its posting delay is
+    never written there (its phases would cost file-system calls of their own), while a long one
+    is (``test_plain_progress_lines_name_the_item_and_its_phase``)."""
+    write(pytester.path / "conftest.py", BOARD_LOG_CONFTEST)
+    write(pytester.path / "quick_app.py", "def answer(prompt):\n    return 'fine'\n")
+    write(
+        pytester.path / "quick.eval.yaml",
+        """
+        metadata: {name: quick, model: m}
+        configurations:
+          app: {python: "quick_app:answer"}
+        evals:
+          - {name: a, prompt: hi, checks: [{match: "*fine*"}]}
+          - {name: b, prompt: hi, checks: [{match: "*fine*"}]}
+          - {name: c, prompt: hi, checks: [{match: "*fine*"}]}
+        """,
+    )
+    log = pytester.path / "board.log"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *FAST_ARGS, *xdist],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BOARD_LOG": str(log)},
+    )
+    assert "3 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert not log.exists(), log.read_text()

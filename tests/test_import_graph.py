@@ -158,10 +158,16 @@ def session_modules(folder: Path, args: list[str], witness: str, watched: tuple[
     return list(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Path) -> None:
+# Output options checked at start-up (a project's addopts may name them for every run): checking
+# that their files can be written does not import the results' writer.
+OUTPUT_OPTIONS = ["--vibe-results", "out/results.json", "--vibe-html", "out/report.html"]
+
+
+@pytest.mark.parametrize("args", [[], OUTPUT_OPTIONS], ids=["plain", "output-options"])
+def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Path, args: list[str]) -> None:
     (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
     # the controller module shows the plugin did run
-    assert session_modules(tmp_path, [], "pytest_vibeeval.controller", NOT_WITHOUT_EVALS) == [0, True, []]
+    assert session_modules(tmp_path, args, "pytest_vibeeval.controller", NOT_WITHOUT_EVALS) == [0, True, []]
 
 
 # What the xdist controller, which collects and runs nothing, must not import: the items' machinery.

@@ -200,20 +200,38 @@ def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> 
 
 
 # What collecting and running a suite of `python:` evals with plain checks must not import: the
-# other kinds' providers and parsers, and the llm_judge machinery.
+# other kinds' providers and parsers, the llm_judge machinery, what only some evals use
+# (conversations, datasets) and what only an option uses (the response cache, the record stores).
 NOT_FOR_A_PYTHON_SUITE = (
     *NOT_AT_START,
+    "pytest_vibeeval.answer_files",
+    "pytest_vibeeval.answer_keys",
+    "pytest_vibeeval.cache",
+    "pytest_vibeeval.conversation",
+    "pytest_vibeeval.earlier_recordings",
     "pytest_vibeeval.judge",
+    "pytest_vibeeval.loading.datasets",
     "pytest_vibeeval.providers.parsers",
+    "pytest_vibeeval.providers.sessions",
+    "pytest_vibeeval.recording",
 )
+# ... and what collecting it must not import either: the reader of earlier results files (for
+# --vibe-resume, a baseline, the history, all read or written once evals ran).
+NOT_FOR_COLLECTING_A_PYTHON_SUITE = (*NOT_FOR_A_PYTHON_SUITE, "pytest_vibeeval.report.baseline")
 
 
-@pytest.mark.parametrize("args", [["--collect-only"], []], ids=["collect-only", "run"])
-def test_a_python_suite_leaves_the_other_kinds_machinery_out(tmp_path: Path, args: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "watched"),
+    [(["--collect-only"], NOT_FOR_COLLECTING_A_PYTHON_SUITE), ([], NOT_FOR_A_PYTHON_SUITE)],
+    ids=["collect-only", "run"],
+)
+def test_a_python_suite_leaves_the_other_kinds_machinery_out(
+    tmp_path: Path, args: list[str], watched: tuple[str, ...]
+) -> None:
     one_python_eval(tmp_path)
     # the runner's module shows the eval file was collected
     witness = "pytest_vibeeval.runner"
-    assert session_modules(tmp_path, args, witness, NOT_FOR_A_PYTHON_SUITE) == [0, True, []]
+    assert session_modules(tmp_path, args, witness, watched) == [0, True, []]
 
 
 def test_the_package_imports_its_exported_names_when_first_used() -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "special_mode",
     "temporary_prefix",
     "temporary_target",
+    "unwritable_reason",
     "write_atomic",
     "write_new",
     "written_through",
@@ -194,3 +195,47 @@ def copy_atomic(source: Path, path: Path) -> None:
     characters: bigger ones cost megabytes at the session's peak for no speed)."""
     with source.open(encoding="utf-8", newline="") as handle:
         write_atomic(path, iter(lambda: handle.read(1 << 16), ""))
+
+
+def unwritable_reason(
+    path: Path, example: str | None = "results.json", *, into_special: bool = False
+) -> str | None:
+    """Why a file cannot be written at ``path`` (a folder there, a file where a folder must be, a
+    name too long, no write permission in its folder), or None; checked before a run, so that its
+    results are not lost at the end. ``example``: the name suggested for a file in a folder given
+    instead of a file (None: no suggestion). ``into_special``: ``path`` is one the user named,
+    written as ``write_atomic(path, ..., into_special=True)`` writes it (a character device or a
+    FIFO is written to, and needs write permission on itself; a block device or a socket is
+    refused)."""
+    try:
+        return _unwritable_reason(path, example, into_special)
+    except OSError as exc:  # e.g. a path too long for the file system even to look it up
+        return f"{path} cannot be written: {exc.strerror or exc}"
+
+
+def _unwritable_reason(path: Path, example: str | None, into_special: bool) -> str | None:
+    folder = path.parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent  # the folders write_atomic would create
+    if folder.is_dir():  # before anything looks the path up: a name too long fails that
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+        for name in path.relative_to(folder).parts:
+            size = len(os.fsencode(name))
+            if size > longest:
+                return f"{path} cannot be created: a name in it has {size} bytes, at most {longest} allowed"
+    if path.is_dir():
+        return f"{path} is a folder" + (f"; name a file in it, e.g. {path / example}" if example else "")
+    if not folder.is_dir():
+        return f"{folder} is not a folder, so {path} cannot be created"
+    mode = special_mode(path) if into_special else None
+    if mode is not None and written_through(mode):  # written to, not replaced (/dev/null)
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
+    if mode is not None:  # a block device, a socket
+        return refused(path, mode)
+    if into_special and (file := descriptor_file(path)) is not None:  # /dev/stdout > out.json
+        return refused_descriptor(path, file)
+    # The file is written beside its name and renamed over it: that needs the folder's permission
+    # only, whatever the mode of a file already there (a read-only latest.json is replaced).
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None

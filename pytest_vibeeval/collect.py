@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .collection_gc import pause
 from .errors import InputError
 from .execute import PROMPT_FIXTURES, run_prompt_item, run_prompt_item_direct
 from .items import EvalItem, get_state, loadgroup_name, rootdir_relative
@@ -103,7 +102,6 @@ class SuiteCollector(_EvalFile):
 
     def collect(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
-        pause(state)  # until the end of collection: see collection_gc
         rootpath = self.config.rootpath
         try:
             suite = with_mcp_urls(load_suite(self.path, state.extensions), dict(state.settings.mcp_urls))
@@ -152,7 +150,6 @@ class EvalConfigCollector(_EvalFile):
         from .loading.runner_config import load_config_dir  # its models: only for such a folder
 
         state = get_state(self.config)
-        pause(state)  # until the end of collection: see collection_gc
         rootpath = self.config.rootpath
         folder = self.path.parent
         try:

@@ -23,7 +23,10 @@ from .state import VibeState
 
 
 def pause(state: VibeState) -> None:
-    """An eval file is being collected: no automatic collections until :func:`settle`."""
+    """An eval file is to be collected: no automatic collections until :func:`settle`. Called as
+    its collector is made, before the first one imports the machinery of loading and running
+    evals (pydantic, the models, the checks), whose objects live as long as the session: the
+    full collection that import would otherwise trigger rescans the whole start-up heap."""
     if state.settings.gc_freeze and not state.gc_paused and gc.isenabled():
         gc.disable()
         state.gc_paused = True

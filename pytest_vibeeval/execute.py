@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .answering import JudgeSource
-from .cache import ResponseCache, session_cache, with_cache
 from .checks import any_uses_workdir
 from .items import EvalItem, finish, get_state, start_or_skip
 from .models import Configuration
@@ -23,12 +23,14 @@ from .providers import Provider, ProviderSpec
 from .providers.base import uses_workdir
 from .providers.pool import PoolKey, Role
 from .pytest_private import tmp_path_factory
-from .recording import recorded
 from .results import EvalRecord
 from .runner import run_prompt_eval
 from .scoring.assess import assess
 from .state import VibeState
 from .workspace.sandbox import Sandbox, choose_sandbox
+
+if TYPE_CHECKING:
+    from .cache import ResponseCache  # the cache and the record stores: imported when an option asks
 
 
 def _prompt_work(item: EvalItem) -> PromptWork:
@@ -51,8 +53,14 @@ def _answering(
     state: VibeState, config_id: str, configuration: Configuration | None, provider: Provider
 ) -> Provider:
     """``provider`` as it answers prompts (an eval's or a judge's), under --vibe-cache and
-    --vibe-record/--vibe-replay (a cached answer is recorded too)."""
+    --vibe-record/--vibe-replay (a cached answer is recorded too); ``provider`` itself without
+    them, whose machinery is then not imported."""
     settings = state.settings
+    if settings.cache is None and settings.record is None and settings.replay is None:
+        return provider
+    from .cache import with_cache
+    from .recording import recorded
+
     model = configuration.model if configuration is not None else None
     cached = with_cache(provider, response_cache(state), config_id, model)
     redact = state.renderer.redactor()
@@ -61,6 +69,10 @@ def _answering(
 
 def response_cache(state: VibeState) -> ResponseCache | None:
     settings = state.settings
+    if settings.cache is None:
+        return None
+    from .cache import session_cache
+
     return session_cache(settings.cache, settings.repeats, settings.replay, state.renderer.redactor())
 
 

@@ -23,7 +23,7 @@ import pytest
 # running machinery is imported when an eval file is collected (or an option asks for it).
 from . import builtins
 from .budget import Budget
-from .collection_gc import thaw
+from .collection_gc import pause, thaw
 from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .filenames import YAML_SUFFIXES
 from .itemhooks import CollectionHooks, ItemHooks
@@ -182,17 +182,21 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
     config = parent.config
     rel = rootdir_relative(file_path, config.rootpath)
     given = file_path.name.endswith(YAML_SUFFIXES) and parent.session.isinitpath(file_path)
-    kind = collected_kind(file_path, rel, get_state(config).settings.patterns, given)
-    if kind == "config":
-        from .collect import EvalConfigCollector
-
-        return EvalConfigCollector.from_parent(parent, path=file_path)
+    state = get_state(config)
+    kind = collected_kind(file_path, rel, state.settings.patterns, given)
     if kind == "no-evals":  # a broad pattern's docker-compose.yaml: not a suite, not an error
         text = f"{rel} matches vibe_patterns but has no top-level `evals:`: not a suite, not collected"
         note(VibeevalNote(text), stacklevel=1)
         return None
     if kind is None:
         return None
+    # An eval file: the collector pauses until the end of collection (see collection_gc), before
+    # the first one imports the machinery of loading and running evals, which lives as long.
+    pause(state)
+    if kind == "config":
+        from .collect import EvalConfigCollector
+
+        return EvalConfigCollector.from_parent(parent, path=file_path)
     from .collect import SuiteCollector
 
     return SuiteCollector.from_parent(parent, path=file_path)

@@ -20,13 +20,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bounded_read import UnreadableFile, read_bounded
 from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import place as _place
 from .models import Configuration
-from .report.baseline import MAX_RESULTS_BYTES, BaselineError, ReadResults, read_results
 from .results import EvalRecord
+
+if TYPE_CHECKING:  # the results files' reader: imported by a session that resumes (not by plan's digests)
+    from .report.baseline import ReadResults
 
 Key = tuple[str, str, str, str, int]  # source, input digest, configuration, eval, repeat
 FINISHED = ("passed", "failed")
@@ -148,6 +151,8 @@ def load_resume(path: Path, shown: str, locate: Callable[[str], Path]) -> Resume
     read once, newest first, at most :data:`MAX_FILES`; ``locate`` finds a file as results name
     it). Raises BaselineError (naming the file) when the named file cannot be read; an earlier one
     that cannot be is a note."""
+    from .report.baseline import read_results
+
     named = read_results(path)
     index = ResumeIndex(shown)
     index.add(shown, named)
@@ -173,6 +178,8 @@ def _add_journal(index: ResumeIndex, path: Path, shown: str) -> list[str]:
     """Index the finished records of the journal at ``path`` (after every newer file's: a record
     already indexed stays) and return the files its session resumed from. A torn last line (the
     kill came mid-write) and a damaged line are notes naming the line, never errors."""
+    from .report.baseline import MAX_RESULTS_BYTES, BaselineError
+
     try:  # only a regular file, and bounded: a FIFO named as a journal never blocks the session
         data = read_bounded(path, MAX_RESULTS_BYTES)
     except UnreadableFile as exc:
@@ -213,6 +220,8 @@ def _read_chain(
     index: ResumeIndex, earlier: Iterable[str], named_by: str, locate: Callable[[str], Path]
 ) -> None:
     """Add the files ``named_by`` resumed from, and theirs (each once, at most :data:`MAX_FILES`)."""
+    from .report.baseline import BaselineError, read_results
+
     pending = deque((name, named_by) for name in earlier)
     seen = set(index.files)
     places = {_place(locate(name)) for name in index.files}  # a file named otherwise too

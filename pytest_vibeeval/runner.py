@@ -25,13 +25,11 @@ from .answering import (
     with_note,
 )
 from .checks import AnyOf, CheckNode, ChecksError, named_checks
-from .conversation import run_conversation
 from .loading.suite import EvalCase, Suite
 from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
 from .phases import Progress
 from .providers import PromptRequest, Provider, ProviderError
-from .providers.sessions import unsupported_reason as no_conversation_reason
 from .results import EvalRecord, Outcome
 from .spending import spent_measures
 from .text_input import first_line, text_lines
@@ -138,7 +136,10 @@ def run_prompt_eval(
     reason = provider.unavailable_reason()
     if reason:
         return base.model_copy(update={"message": reason}), ItemVerdict("skipped", reason)
-    if case.turns:
+    if case.turns:  # a conversation's machinery: imported by a suite that has one
+        from .conversation import run_conversation
+        from .providers.sessions import unsupported_reason as no_conversation_reason
+
         cannot = no_conversation_reason(configuration, config_id)
         if cannot:
             return base.model_copy(update={"message": cannot}), ItemVerdict("skipped", cannot)

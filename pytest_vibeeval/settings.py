@@ -99,7 +99,7 @@ class Settings:
         for option, value in files.items():
             if not value:
                 continue
-            from .report.resultsfile import unwritable_reason
+            from .atomic_files import unwritable_reason  # not the results writer: no pydantic yet
 
             example = "report.html" if option == "--vibe-html" else "results.json"
             problem = unwritable_reason(Path(value).absolute(), example, into_special=True)

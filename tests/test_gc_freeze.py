@@ -95,6 +95,55 @@ def test_the_collector_is_paused_while_eval_files_are_collected(
     result.stdout.fnmatch_lines([f"collector on while collecting: {not paused}"])
 
 
+# Counts the collector's runs while a module of the plugin is being imported after start-up (the
+# machinery the first eval file brings in), and writes the count where the test finds it.
+IMPORTING_CONFTEST = """
+import gc
+import os
+import sys
+
+runs = []
+
+
+def count(phase, info):
+    frame = sys._getframe().f_back
+    while phase == "start" and frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if frame.f_code.co_name == "<module>" and module.startswith("pytest_vibeeval."):
+            runs.append(module)
+            return
+        frame = frame.f_back
+
+
+gc.callbacks.append(count)
+
+
+def pytest_collection_modifyitems(config, items):
+    name = os.environ.get("PYTEST_XDIST_WORKER", "serial")
+    with open(f"gc-runs-{name}.txt", "w") as out:
+        out.write(str(len(runs)))
+"""
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(("setting", "paused"), [("true", True), ("false", False)])
+def test_the_collector_is_paused_while_the_first_eval_file_imports_the_machinery(
+    pytester: pytest.Pytester, xdist: list[str], setting: str, paused: bool
+) -> None:
+    """Importing what collecting and running evals needs (pydantic, the models, the checks) makes
+    objects that live until the session ends: the collector is paused from the first eval file on,
+    before that import, not after it."""
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    write(pytester.path / "conftest.py", IMPORTING_CONFTEST)
+    result = run(pytester, "-o", f"vibe_gc_freeze={setting}", xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=2)
+    counts = [int(path.read_text()) for path in sorted(pytester.path.glob("gc-runs-*.txt"))]
+    assert len(counts) == (2 if xdist else 1)
+    # without the pause, the collector runs during that import (the probe sees it)
+    assert all(count == 0 for count in counts) if paused else all(count > 0 for count in counts), counts
+
+
 # A run variable computed at the session's end, which says whether the collector was on then.
 SCORING_CONFTEST = """
 import gc

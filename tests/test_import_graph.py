@@ -158,10 +158,16 @@ def session_modules(folder: Path, args: list[str], witness: str, watched: tuple[
     return list(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Path) -> None:
+# Output options checked at start-up (a project's addopts may name them for every run): checking
+# that their files can be written does not import the results' writer.
+OUTPUT_OPTIONS = ["--vibe-results", "out/results.json", "--vibe-html", "out/report.html"]
+
+
+@pytest.mark.parametrize("args", [[], OUTPUT_OPTIONS], ids=["plain", "output-options"])
+def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Path, args: list[str]) -> None:
     (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
     # the controller module shows the plugin did run
-    assert session_modules(tmp_path, [], "pytest_vibeeval.controller", NOT_WITHOUT_EVALS) == [0, True, []]
+    assert session_modules(tmp_path, args, "pytest_vibeeval.controller", NOT_WITHOUT_EVALS) == [0, True, []]
 
 
 # What the xdist controller, which collects and runs nothing, must not import: the items' machinery.
@@ -194,20 +200,38 @@ def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> 
 
 
 # What collecting and running a suite of `python:` evals with plain checks must not import: the
-# other kinds' providers and parsers, and the llm_judge machinery.
+# other kinds' providers and parsers, the llm_judge machinery, what only some evals use
+# (conversations, datasets) and what only an option uses (the response cache, the record stores).
 NOT_FOR_A_PYTHON_SUITE = (
     *NOT_AT_START,
+    "pytest_vibeeval.answer_files",
+    "pytest_vibeeval.answer_keys",
+    "pytest_vibeeval.cache",
+    "pytest_vibeeval.conversation",
+    "pytest_vibeeval.earlier_recordings",
     "pytest_vibeeval.judge",
+    "pytest_vibeeval.loading.datasets",
     "pytest_vibeeval.providers.parsers",
+    "pytest_vibeeval.providers.sessions",
+    "pytest_vibeeval.recording",
 )
+# ... and what collecting it must not import either: the reader of earlier results files (for
+# --vibe-resume, a baseline, the history, all read or written once evals ran).
+NOT_FOR_COLLECTING_A_PYTHON_SUITE = (*NOT_FOR_A_PYTHON_SUITE, "pytest_vibeeval.report.baseline")
 
 
-@pytest.mark.parametrize("args", [["--collect-only"], []], ids=["collect-only", "run"])
-def test_a_python_suite_leaves_the_other_kinds_machinery_out(tmp_path: Path, args: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "watched"),
+    [(["--collect-only"], NOT_FOR_COLLECTING_A_PYTHON_SUITE), ([], NOT_FOR_A_PYTHON_SUITE)],
+    ids=["collect-only", "run"],
+)
+def test_a_python_suite_leaves_the_other_kinds_machinery_out(
+    tmp_path: Path, args: list[str], watched: tuple[str, ...]
+) -> None:
     one_python_eval(tmp_path)
     # the runner's module shows the eval file was collected
     witness = "pytest_vibeeval.runner"
-    assert session_modules(tmp_path, args, witness, NOT_FOR_A_PYTHON_SUITE) == [0, True, []]
+    assert session_modules(tmp_path, args, witness, watched) == [0, True, []]
 
 
 def test_the_package_imports_its_exported_names_when_first_used() -> None:

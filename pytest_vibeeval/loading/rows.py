@@ -19,11 +19,11 @@ from ..models import EvalSpec, SuiteFile
 from ..registry import CheckRegistry
 from ..structural_checks import SUITE_DIR_CONTEXT
 from .check_parsing import parse_checks, raw_check_lists
-from .datasets import DataRow, Dataset, DatasetError, inline_rows, read_dataset
 from .templates import fill_row, row_columns, row_text
 from .yamlsource import Document
 
 if TYPE_CHECKING:
+    from .datasets import DataRow, Dataset  # the readers: imported for an eval that has rows
     from .suite import EvalCase  # which imports this module
 
 _UNSAFE = re.compile(r"[^\w.-]+")  # \w: letters and digits of any script, and _
@@ -42,11 +42,14 @@ class RowSource:
 def eval_rows(spec: EvalSpec, suite_path: Path, doc: Document, loc: Loc) -> RowSource | None:
     """The rows of the eval at ``loc`` (None: it has neither ``dataset`` nor ``rows``); raises
     :class:`InputError` for a dataset file that cannot be read."""
+    if spec.rows is None and spec.dataset is None:
+        return None
+    from .datasets import Dataset, DatasetError, inline_rows, read_dataset
+
     if spec.rows is not None:
         dataset, problems = inline_rows(spec.rows, doc, (*loc, "rows"))
         return RowSource(dataset, suite_path, problems)
-    if spec.dataset is None:
-        return None
+    assert spec.dataset is not None  # (rows or a dataset, above)
     path = suite_path.parent / spec.dataset
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "is not a regular file" if path.exists() else "not found"

@@ -4,7 +4,9 @@ need only this module, not the scoring code that reads the records on the contro
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -48,21 +50,42 @@ class RunInfo:
         return (self.source, self.configuration)
 
     def to_json(self) -> str:
+        """Two JSON arrays of values, one a line: the fields an item shares with the other items of
+        its run (:data:`_RUN_FIELDS`, the same text for all of them), then its own. No keys travel,
+        and the controller parses the run's line once (:func:`_run_values`), not once per item."""
         # Every field is a str, a number, a bool or None: no deep copy (asdict) is needed.
-        return json.dumps({name: getattr(self, name) for name in _RUN_INFO_FIELDS})
+        run = json.dumps([getattr(self, name) for name in _RUN_FIELDS])
+        return run + "\n" + json.dumps([getattr(self, name) for name in _ITEM_FIELDS])
 
     @classmethod
     def from_json(cls, text: str) -> RunInfo:
         """The info ``to_json`` wrote, its strings interned: the items of a run share their suite,
         source, formula and digest strings instead of holding a copy each."""
-        fields: dict[str, Any] = {
-            key: sys.intern(value) if isinstance(value, str) else value
-            for key, value in json.loads(text).items()
-        }
-        return cls(**fields)
+        run, _, own = text.partition("\n")
+        item = [sys.intern(value) if isinstance(value, str) else value for value in json.loads(own)]
+        if len(item) != len(_ITEM_FIELDS):
+            raise ValueError(f"not a RunInfo's JSON: {text!r}")
+        return cls(*_in_field_order((*_run_values(run), *item)))
 
 
 _RUN_INFO_FIELDS = tuple(f.name for f in fields(RunInfo))
+# The fields that differ between the items of a run; the others (_RUN_FIELDS) are the run's.
+_ITEM_FIELDS = ("eval_id", "named", "eval_index", "repeat", "min_pass_rate")
+_RUN_FIELDS = tuple(name for name in _RUN_INFO_FIELDS if name not in _ITEM_FIELDS)
+# The run's values then the item's, in the order of RunInfo's fields (its positional arguments).
+_in_field_order = operator.itemgetter(
+    *((*_RUN_FIELDS, *_ITEM_FIELDS).index(name) for name in _RUN_INFO_FIELDS)
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _run_values(text: str) -> tuple[Any, ...]:
+    """The run's line of :meth:`RunInfo.to_json`, parsed, its strings interned: once per run (a
+    session has a few runs; the cache holds their texts, never one per item)."""
+    values = tuple(sys.intern(value) if isinstance(value, str) else value for value in json.loads(text))
+    if len(values) != len(_RUN_FIELDS):
+        raise ValueError(f"not a RunInfo's JSON: {text!r}")
+    return values
 
 
 class Attached:

@@ -161,6 +161,33 @@ def test_records_received_as_json_give_the_runs_of_records_kept_as_objects(repea
     assert e1.outcome == "error" and "teardown failed" in (e1.message or "")
 
 
+@pytest.mark.parametrize("configs", [("a",), ("a", "b")], ids=["one-run", "two-runs"])
+def test_a_session_of_one_run_keeps_its_records_parsed_after_their_first_reading(
+    monkeypatch: pytest.MonkeyPatch, configs: tuple[str, ...]
+) -> None:
+    """The session's end reads every record several times (the results file, the Run Summary, the
+    writers): in a session of one run each is parsed when the run is built and once more, then
+    kept; with several runs (more than one run's records in memory at once) each reading parses."""
+    agg = Aggregator()
+    for index in (0, 2, 3):  # not e1, which send() makes an error (a record the session's end made)
+        for config in configs:
+            info = replace(run_info(f"e{index}", config, "success_pct"), eval_index=index)
+            send(agg, info, record(f"e{index}", config=config), as_json=True)
+    parsed: list[object] = []
+    real = EvalRecord.model_validate_json
+    monkeypatch.setattr(EvalRecord, "model_validate_json", lambda data: parsed.append(data) or real(data))
+    runs = agg.runs()
+    assert len(parsed) == 3 * len(configs)  # building the runs
+    for _ in range(3):  # results file, Run Summary, a writer
+        readings = [list(run.evals) for run in runs]
+    if len(configs) == 1:
+        assert len(parsed) == 3 + 3
+        assert [list(run.evals) for run in runs] == readings
+        assert runs[0].evals[0] is readings[0][0]
+    else:
+        assert len(parsed) == 3 * len(configs) * 4
+
+
 def test_without_a_file_for_the_spool_the_records_are_kept_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_room(*args: object, **kwargs: object) -> None:
         raise OSError(30, "Read-only file system")

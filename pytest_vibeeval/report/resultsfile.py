@@ -80,8 +80,9 @@ def _spliced(model: BaseModel, depth: int) -> Iterator[str]:
             yield _indented(model_json(model, indent=2), prefix)
             return
         heads.append(head)
-    for head, name in zip(heads, fields, strict=True):
-        yield f'{head}\n{prefix}  "{name}": [\n'
+    heads.reverse()  # each let go of once written: a run's holds its variables, 13 per eval
+    for name in fields:
+        yield f'{heads.pop()}\n{prefix}  "{name}": [\n'
         yield from _items(getattr(model, name), depth + 2)
         yield f"\n{prefix}  ]"
     yield text

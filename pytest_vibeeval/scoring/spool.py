@@ -33,6 +33,10 @@ class RecordSpool:
         self._written = 0  # bytes in the file, always whole texts; the rest are in _pending
         self._pending = bytearray()
         self._in_memory = False  # the file failed: everything from _written on stays in _pending
+        self._parsed: dict[int, EvalRecord] = {}  # records kept parsed (see keep_read), by index
+        # Keep each record read from now on, parsed: set where they would otherwise be parsed
+        # several times over (see Aggregator.runs).
+        self.keep_read = False
 
     def add(self, text: str) -> int:
         """Append one record's JSON (as :meth:`EvalRecord.model_dump_json` wrote it); its index."""
@@ -54,7 +58,10 @@ class RecordSpool:
         self._pending.clear()
 
     def read(self, index: int) -> EvalRecord:
-        """The record at ``index``, parsed anew (nothing is cached)."""
+        """The record at ``index``, parsed anew, or as parsed before since :attr:`keep_read` was set."""
+        kept = self._parsed.get(index)
+        if kept is not None:
+            return kept
         start = self._ends[index - 1] if index else 0
         end = self._ends[index]
         if start >= self._written:
@@ -62,7 +69,10 @@ class RecordSpool:
         else:
             assert self._file is not None
             data = read_exactly_at(self._file.fileno(), start, end - start)
-        return EvalRecord.model_validate_json(data)
+        record = EvalRecord.model_validate_json(data)
+        if self.keep_read:
+            self._parsed[index] = record
+        return record
 
     def resolve(self, entry: EvalRecord | int) -> EvalRecord:
         """``entry`` itself, or the record at that index."""

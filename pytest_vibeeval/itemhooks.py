@@ -16,7 +16,7 @@ import pytest
 
 from .backstop import Backstop, backstop_available, other_threads_stacks
 from .budget import NOT_RERUN
-from .collection_gc import settle
+from .collection_gc import resume, settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
 from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
@@ -104,16 +104,24 @@ class CollectionHooks:
             else:
                 self.state.other_collection_errors += 1
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """A suite that fails to load stops only itself: the other files still run (and the
-        session still fails). Other collection errors keep pytest's rule of stopping the run.
-        Then the garbage collector runs again, and what collection made is frozen when items will
-        run (``vibe_gc_freeze``, see :mod:`.collection_gc`)."""
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> Generator[None, object, object]:
+        """After the other implementations: a suite that fails to load stops only itself: the other
+        files still run (and the session still fails). Other collection errors keep pytest's rule
+        of stopping the run. Then the garbage collector runs again, and what collection made is
+        frozen when items will run (``vibe_gc_freeze``, see :mod:`.collection_gc`). It runs again
+        too when one of them refused the run (the controller's UsageError for a results folder
+        that cannot be written): the session still ends, and nothing then runs to be frozen for."""
         state = self.state
+        try:
+            result = yield
+        except BaseException:
+            resume(state)
+            raise
         if state.load_errors and not state.other_collection_errors:
             self.config.option.continue_on_collection_errors = True
         settle(state, freeze=bool(state.suites_collected) and not self.config.option.collectonly)
+        return result
 
 
 def http_key_names(items: list[pytest.Item]) -> set[str]:

@@ -197,6 +197,35 @@ def test_a_collection_error_leaves_the_collector_on(pytester: pytest.Pytester) -
     result.assert_outcomes(passed=1, errors=1)
 
 
+# Says, at the session's end, whether the collector runs.
+SESSION_END_CONFTEST = """
+import gc
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    print("collector on at the session's end:", gc.isenabled())
+"""
+
+
+@XDIST_MODES
+def test_a_collection_refused_at_its_end_leaves_the_collector_on(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """A hook at the end of collection refuses the run (here the results folder cannot be made: a
+    file is where it goes): the collector paused for the eval files runs again all the same."""
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    write(pytester.path / "conftest.py", SESSION_END_CONFTEST)
+    write(pytester.path / ".vibeeval", "a file where the results folder goes\n")
+    result = run(pytester, "-s", xdist=xdist, subprocess=True)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    lines = [line for line in result.outlines if line.startswith("collector on at the session's end:")]
+    assert lines and all(line.endswith("True") for line in lines), result.stdout.str()
+
+
 def test_collect_only_freezes_nothing(pytester: pytest.Pytester) -> None:
     write(pytester.path / "gc.eval.yaml", SUITE)
     write(pytester.path / "gc_app.py", APP)

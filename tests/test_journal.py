@@ -346,3 +346,30 @@ def test_left_journals_are_those_of_sessions_not_running(tmp_path: Path) -> None
         "their results): j0.journal.jsonl, j1.journal.jsonl, j2.journal.jsonl and 2 more; reuse one's "
         "with --vibe-resume <journal>, or delete them"
     )
+
+
+@XDIST_MODES
+def test_the_hidden_file_of_a_journal_never_named_goes(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A session killed between making its journal's hidden file and naming it leaves that file: a
+    later session's end deletes it, unless a running session locks it or it is newer than that
+    session (its maker may be about to lock it); other hidden files stay."""
+    import fcntl
+
+    make_suite(pytester)
+    folder = results_folder(pytester)
+    folder.mkdir(parents=True)
+    left = folder / ".20260101T000000Z.journal.jsonl.0123456789ab"
+    held = folder / ".20260101T000001Z.journal.jsonl.0123456789ab"
+    newer = folder / ".20260101T000002Z.journal.jsonl.0123456789ab"
+    other = folder / ".20260101T000000Z.json.0123456789ab"  # a results file's: not the journal's to delete
+    for path in (left, held, newer, other):
+        path.write_bytes(b"")
+        os.utime(path, (1_000_000, 1_000_000))
+    os.utime(newer, (4_000_000_000, 4_000_000_000))
+    with held.open("rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as a running session holds its journal's
+        result = run(pytester, "-p", "no:randomly", *xdist)
+        assert result.ret == 0, result.stdout.str()
+    assert not left.exists()
+    assert held.exists() and newer.exists() and other.exists()
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".journal.jsonl")] == []

@@ -262,6 +262,31 @@ def left_journals(folder: Path, skip: Collection[Path]) -> list[Path]:
     return [path for _, path in found if not is_running(path)]
 
 
+def remove_unnamed(folder: Path, before: float) -> None:
+    """Delete the temporary files of journals whose session was killed between making one and
+    naming it (:meth:`Journal._open`), which would stay hidden in ``folder`` for good (empty, or a
+    second name of the journal when the kill came after it was named): those no running session
+    locks, made before ``before`` (the start of the session that looks, as a timestamp). A newer
+    one is left for a later session: its maker may be running still, between making and locking it."""
+    from .atomic_files import temporary_target  # here: imported at start-up
+
+    with contextlib.suppress(OSError):
+        for path in folder.glob(f".*{SUFFIX}.*"):
+            target = temporary_target(path.name)
+            if target is None or not target.endswith(SUFFIX):
+                continue
+            fd = _locked(path, fcntl.LOCK_EX)
+            if fd is None:  # a running session's (or gone, or no regular file)
+                continue
+            try:
+                if os.fstat(fd).st_mtime < before:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+
 def _journals(folder: Path) -> Iterator[tuple[float, Path]]:
     """Each regular journal file in ``folder`` with its modification time."""
     with contextlib.suppress(OSError):

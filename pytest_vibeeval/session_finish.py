@@ -8,6 +8,7 @@ the end of the run loop until all of that and pytest's JUnit file are written.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collection_gc import paused
-from .journal import Journal, left_journals, left_note, remove_finished
+from .journal import Journal, left_journals, left_note, remove_finished, remove_unnamed
 from .pytest_private import load_conftests
 from .stash import get_state, rootdir_relative
 
@@ -237,10 +238,14 @@ class SessionFinish:
     def _note_left_journals(self) -> None:
         """Name the journals of killed sessions that no resume took (the next session ran without
         --vibe-resume), so that they do not stay in the results folder unseen for good: neither this
-        session's own nor one it resumed from (its results name those), nor a running session's."""
+        session's own nor one it resumed from (its results name those), nor a running session's. The
+        hidden file of a journal whose session was killed before naming it, which nothing reads,
+        goes."""
         from .report.resultsfile import DEFAULT_DIR
 
         root = self.config.rootpath
+        started = dt.datetime.fromisoformat(self.state.started_at).timestamp()
+        remove_unnamed(root / DEFAULT_DIR, started)
         resume = self.state.resume
         skip = {root / name for name in (resume.files if resume is not None else ())}
         if self.journal is not None and self.journal.path is not None:

@@ -12,20 +12,28 @@ from pathlib import Path
 import pytest
 from helpers import PYTHON, XDIST_MODES, run, wait_gone, write
 
+from pytest_vibeeval.reaping import MARKER
 from pytest_vibeeval.results import EvalRecord
 
-# Logs each call's prompt in calls.log. With a file "kill" there, its third call (and any later
-# one) waits until the controller's journal holds two records, then SIGKILLs the controller.
-AGENT = """
+# Logs each call's prompt: in calls.log, or in killed.log for an agent of the session a file "kill"
+# marks (its processes' pids are in killed/, and the plugin names the process that started an agent
+# in its environment, as pid:start time). That session's third call (and any later one) waits
+# until its journal holds two records, then SIGKILLs its controller. Its workers are killed then,
+# but an agent one of them started just before, slow to start under load, may log its call later:
+# never in calls.log, the calls of the sessions after it, nor killing another session's controller.
+AGENT = f"""
 import fcntl, os, pathlib, signal, sys, time
 here = pathlib.Path(sys.argv[1])
 prompt = sys.stdin.read()
-with open(here / "calls.log", "a") as log:
+killed = here / "killed"
+starter = os.environ.get("{MARKER}", "").partition(":")[0]  # "pid:start time"
+of_killed = starter in {{p.read_text() for p in killed.glob("*.pid")}}
+with open(here / ("killed.log" if of_killed else "calls.log"), "a") as log:
     fcntl.flock(log, fcntl.LOCK_EX)
     log.write(prompt + "\\n")
     log.flush()
-    calls = len((here / "calls.log").read_text().splitlines())
-if (here / "kill").exists() and calls >= 3:
+    calls = len(pathlib.Path(log.name).read_text().splitlines())
+if of_killed and calls >= 3:
     folder = here / ".vibeeval" / "results"
     def journaled():
         return sum(len(p.read_bytes().splitlines()) - 1 for p in folder.glob("*.journal.jsonl"))
@@ -33,20 +41,25 @@ if (here / "kill").exists() and calls >= 3:
     while journaled() < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     try:
-        os.kill(int((here / "controller.pid").read_text()), signal.SIGKILL)
+        os.kill(int((killed / "controller.pid").read_text()), signal.SIGKILL)
     except ProcessLookupError:
         pass
 print(prompt)
 """
 
-# Every process of the session records its pid: the controller's is what the agent kills.
-# (By workerinput: PYTEST_XDIST_WORKER is inherited when these tests themselves run under xdist.)
+# Every process of the session to be killed records its pid: the controller's is what the agent
+# kills, the workers' what the test kills after it. (By workerinput: PYTEST_XDIST_WORKER is
+# inherited when these tests themselves run under xdist.)
 CONFTEST = """
 import os, pathlib
 def pytest_configure(config):
+    here = pathlib.Path(__file__).parent
+    if not (here / "kill").exists():
+        return
     worker = getattr(config, "workerinput", {}).get("workerid")
     name = f"worker-{worker}.pid" if worker else "controller.pid"
-    (pathlib.Path(__file__).parent / name).write_text(str(os.getpid()))
+    (here / "killed").mkdir(exist_ok=True)
+    (here / "killed" / name).write_text(str(os.getpid()))
 """
 
 EVALS = ("one", "two", "three", "four")
@@ -80,11 +93,13 @@ def results_folder(pytester: pytest.Pytester) -> Path:
 
 def killed_session(pytester: pytest.Pytester, xdist: list[str]) -> tuple[Path, set[str]]:
     """Run the suite until the agent SIGKILLs the controller; the journal it left (a path in the
-    results folder even where none was left) and the evals whose records it holds."""
+    results folder even where none was left) and the evals whose records it holds. At least three
+    calls were made (the third killed it)."""
     (pytester.path / "kill").write_text("")
     result = run(pytester, "-p", "no:randomly", *xdist, subprocess=True)
     assert result.ret == -signal.SIGKILL, result.stdout.str()
-    for pid_file in pytester.path.glob("worker-*.pid"):  # orphaned workers: end them too
+    assert len((pytester.path / "killed.log").read_text().splitlines()) >= 3
+    for pid_file in pytester.path.glob("killed/worker-*.pid"):  # orphaned workers: end them too
         pid = int(pid_file.read_text())
         try:
             os.kill(pid, signal.SIGKILL)
@@ -105,7 +120,7 @@ def killed_session(pytester: pytest.Pytester, xdist: list[str]) -> tuple[Path, s
 def test_resume_after_sigkill_runs_only_unfinished(pytester: pytest.Pytester, xdist: list[str]) -> None:
     make_suite(pytester)
     journal, finished = killed_session(pytester, xdist)
-    assert len(calls(pytester)) >= 3
+    assert calls(pytester) == []  # the killed session's calls are in killed.log
 
     result = run(pytester, "-p", "no:randomly", "--vibe-resume", *xdist)
     assert result.ret == 0, result.stdout.str()
@@ -128,7 +143,6 @@ def test_resume_after_sigkill_runs_only_unfinished(pytester: pytest.Pytester, xd
 def test_a_subset_resumed_from_a_journal_keeps_it(pytester: pytest.Pytester, xdist: list[str]) -> None:
     make_suite(pytester)
     journal, finished = killed_session(pytester, xdist)
-    calls(pytester)
     unfinished = sorted(set(EVALS) - finished)
     # Resume only the first unfinished eval: the journal's evals are not this session's, so it stays.
     result = run(pytester, "-p", "no:randomly", "--vibe-resume", "-k", unfinished[0], *xdist)
@@ -149,7 +163,6 @@ def test_edited_suite_reuses_nothing_from_the_journal(pytester: pytest.Pytester,
     make_suite(pytester)
     _, finished = killed_session(pytester, xdist)
     assert len(finished) >= 2
-    calls(pytester)
     make_suite(pytester, pattern="**")  # same evals, other checks: another input digest
     result = run(pytester, "-p", "no:randomly", "--vibe-resume", *xdist)
     assert result.ret == 0, result.stdout.str()
@@ -195,7 +208,6 @@ def test_torn_last_line_and_damaged_lines_are_notes(tmp_path: Path) -> None:
 def test_resume_tolerates_a_torn_last_journal_line(pytester: pytest.Pytester, xdist: list[str]) -> None:
     make_suite(pytester)
     journal, _ = killed_session(pytester, xdist)
-    calls(pytester)
     lines = journal.read_text().splitlines()
     torn = lines.pop()  # the last record, as a kill mid-write leaves it
     journal.write_text("\n".join(lines) + "\n" + torn[: len(torn) // 2])
@@ -335,3 +347,30 @@ def test_left_journals_are_those_of_sessions_not_running(tmp_path: Path) -> None
         "their results): j0.journal.jsonl, j1.journal.jsonl, j2.journal.jsonl and 2 more; reuse one's "
         "with --vibe-resume <journal>, or delete them"
     )
+
+
+@XDIST_MODES
+def test_the_hidden_file_of_a_journal_never_named_goes(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """A session killed between making its journal's hidden file and naming it leaves that file: a
+    later session's end deletes it, unless a running session locks it or it is newer than that
+    session (its maker may be about to lock it); other hidden files stay."""
+    import fcntl
+
+    make_suite(pytester)
+    folder = results_folder(pytester)
+    folder.mkdir(parents=True)
+    left = folder / ".20260101T000000Z.journal.jsonl.0123456789ab"
+    held = folder / ".20260101T000001Z.journal.jsonl.0123456789ab"
+    newer = folder / ".20260101T000002Z.journal.jsonl.0123456789ab"
+    other = folder / ".20260101T000000Z.json.0123456789ab"  # a results file's: not the journal's to delete
+    for path in (left, held, newer, other):
+        path.write_bytes(b"")
+        os.utime(path, (1_000_000, 1_000_000))
+    os.utime(newer, (4_000_000_000, 4_000_000_000))
+    with held.open("rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as a running session holds its journal's
+        result = run(pytester, "-p", "no:randomly", *xdist)
+        assert result.ret == 0, result.stdout.str()
+    assert not left.exists()
+    assert held.exists() and newer.exists() and other.exists()
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".journal.jsonl")] == []

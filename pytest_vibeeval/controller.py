@@ -56,6 +56,7 @@ class ControllerSession:
         self.end = SessionFinish(config)  # the session's finish, and what it did (its journal: resumed files)
         self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
         self._sources: dict[str, bool] = {}  # a worker's collected file: one this plugin collects?
+        self.unreadable_info = False  # an item's run info could not be read (said once)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -202,7 +203,7 @@ class ControllerSession:
             if key == RESULT_PROPERTY:
                 record = received(value, str)  # its JSON waits unparsed in the aggregator's spool
             elif not aggregator.has_info(nodeid):  # the item's first report: read it once
-                info = received(value, RunInfo.from_json)
+                info = self._read_info(nodeid, value)
         journal = self.end.journal if record is None else self.end.records_journal()
         if journal is not None:
             self._journal(journal, nodeid, report, info, record)
@@ -216,6 +217,22 @@ class ControllerSession:
             hasattr(report, "wasxfail"),
         )
         report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
+
+    def _read_info(self, nodeid: str, value: object) -> RunInfo | None:
+        """An item's run info; None when its text cannot be read (a worker of another release of
+        this plugin, or another plugin that changed it): the item's run is then made from its node
+        id, as for an item whose worker crashed, and the Run Summary says so once."""
+        try:
+            return received(value, RunInfo.from_json)
+        except (ValueError, TypeError) as exc:
+            if not self.unreadable_info:
+                self.unreadable_info = True
+                self.end.notes.append(
+                    f"note: the run info of {nodeid} (and of any other item like it) could not be "
+                    f"read ({exc}): its run is made from its node id, as for an item whose worker "
+                    "crashed. Does a worker run another release of pytest-vibeeval?"
+                )
+            return None
 
     def _journal(
         self,

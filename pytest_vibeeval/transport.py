@@ -62,10 +62,7 @@ class RunInfo:
         """The info ``to_json`` wrote, its strings interned: the items of a run share their suite,
         source, formula and digest strings instead of holding a copy each."""
         run, _, own = text.partition("\n")
-        item = [sys.intern(value) if isinstance(value, str) else value for value in json.loads(own)]
-        if len(item) != len(_ITEM_FIELDS):
-            raise ValueError(f"not a RunInfo's JSON: {text!r}")
-        return cls(*_in_field_order((*_run_values(run), *item)))
+        return cls(*_in_field_order((*_run_values(run), *_values(own, len(_ITEM_FIELDS)))))
 
 
 _RUN_INFO_FIELDS = tuple(f.name for f in fields(RunInfo))
@@ -82,10 +79,17 @@ _in_field_order = operator.itemgetter(
 def _run_values(text: str) -> tuple[Any, ...]:
     """The run's line of :meth:`RunInfo.to_json`, parsed, its strings interned: once per run (a
     session has a few runs; the cache holds their texts, never one per item)."""
-    values = tuple(sys.intern(value) if isinstance(value, str) else value for value in json.loads(text))
-    if len(values) != len(_RUN_FIELDS):
-        raise ValueError(f"not a RunInfo's JSON: {text!r}")
-    return values
+    return _values(text, len(_RUN_FIELDS))
+
+
+def _values(text: str, count: int) -> tuple[Any, ...]:
+    """A line of :meth:`RunInfo.to_json`: an array of ``count`` values, its strings interned. Any
+    other text (an object's keys would pass for values) is a ValueError, never a RunInfo with its
+    fields shifted."""
+    values = json.loads(text)
+    if not isinstance(values, list) or len(values) != count:
+        raise ValueError(f"not {count} run info values")
+    return tuple(sys.intern(value) if isinstance(value, str) else value for value in values)
 
 
 class Attached:

@@ -3,6 +3,7 @@ notes)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -556,6 +557,34 @@ def test_a_run_info_travels_as_json_unchanged() -> None:
         input_digest="abc",
     )
     assert RunInfo.from_json(info.to_json()) == info
+
+
+def test_run_info_text_is_two_lines_whatever_its_strings_hold() -> None:
+    """A newline, a line or paragraph separator, NUL, an emoji or a lone surrogate in a name stays
+    escaped: the text is the run's line and the item's, and reads back the same."""
+    odd = "a\nb\u2028c\u2029d\x00e🎉\udcff"
+    info = replace(run_info(odd, odd, odd), suite=odd, configuration_name=odd, input_digest=odd)
+    text = info.to_json()
+    assert text.count("\n") == 1 and text.isascii()
+    assert RunInfo.from_json(text) == info
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"suite": "math", "source": "s.eval.yaml"}',  # a keyed object, as an earlier release sent
+        "",
+        '["math"]\n["add", true, 0, 0, null]',  # too few run values
+        # objects with as many keys as there are values: their keys must not pass for values
+        json.dumps({f"k{n}": n for n in range(12)}) + '\n["add", true, 0, 0, null]',
+        json.dumps(["m"] * 5 + [3, None, None, None, None, 1, None])
+        + "\n"
+        + json.dumps({f"k{n}": n for n in range(5)}),
+    ],
+)
+def test_run_info_text_of_another_shape_is_a_value_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        RunInfo.from_json(text)
 
 
 def test_a_canonical_formula_says_why_a_per_eval_variable_has_no_value() -> None:

@@ -94,6 +94,40 @@ def test_under_xdist_an_items_run_info_travels_once_and_its_record_once(pytester
     assert len(evals_by_nodeid(load_json(out))) == 24  # and the controller still read every run info
 
 
+# An item's run info as a worker of another release might send it (a keyed object, not two lines
+# of values), or as another plugin might have changed it.
+FOREIGN_RUN_INFO_CONFTEST = """
+import json, pytest
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    report.user_properties = [
+        (k, json.dumps({"suite": "dist", "source": "dist.eval.yaml"}) if k == "vibeeval_run" else v)
+        for k, v in report.user_properties
+    ]
+    return report
+"""
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+def test_run_info_that_cannot_be_read_makes_the_run_from_the_node_ids(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    make_suite(pytester)
+    write(pytester.path / "conftest.py", FOREIGN_RUN_INFO_CONFTEST)
+    out = pytester.path / "results.json"
+    result = run(pytester, "--vibe-results", str(out), *xdist, subprocess=True)
+    text = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in text
+    result.assert_outcomes(passed=24)
+    assert "could not be read" in text and "another release of pytest-vibeeval" in text
+    results = load_json(out)
+    assert len(evals_by_nodeid(results)) == 24
+    assert sorted(run["configuration"] for run in results["runs"]) == ["app", "shell"]
+
+
 @pytest.mark.parametrize("workers", [["-n", "2"], ["--tx", "2*popen", "--dist", "load"]], ids=["n2", "tx"])
 def test_a_worker_that_dies_loses_only_its_item(pytester: pytest.Pytester, workers: list[str]) -> None:
     make_suite(pytester, with_crash=True)

@@ -234,10 +234,12 @@ class ItemHooks:
             self.state.renderer.note_environment()  # a conftest may have set secrets since
         if phases is None or self.config.get_verbosity() < 0 or not self.state.settings.progress_interval:
             return  # nothing would show it (-q, or vibe_progress_interval = 0)
-        board, nodeid, started = self.board, item.nodeid, time.time()
+        # The entry's times are the wall clock's (another process shows them); when it is due is
+        # the board's monotonic clock's.
+        board, nodeid, started, since = self.board, item.nodeid, time.time(), self.board.clock()
 
         def show(phase: str, detail: str) -> None:
-            board.post(Running(nodeid, phase, detail, started, time.time()))
+            board.post(Running(nodeid, phase, detail, started, time.time()), since)
 
         phases.listener = show
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 import threading
@@ -33,7 +34,7 @@ class Running:
     nodeid: str
     phase: str
     detail: str
-    item_started: float  # time.time()
+    item_started: float  # time.time(): shown, and read by another process
     phase_started: float
 
 
@@ -50,16 +51,31 @@ class ProgressBoard:
 
     :meth:`show` writes the entry at once; :meth:`post` (the items' phases) leaves it to a thread
     of this board, which writes it once the item has run for ``delay`` seconds, so that items
-    that end sooner never touch the file system. :meth:`clear` takes the entry off."""
+    that end sooner never touch the file system. The thread sleeps until an entry it has not
+    written falls due or the board stops: it does not wake while no item runs, nor while one that
+    is on the board runs on. :meth:`clear` takes the entry off.
 
-    def __init__(self, lock_dir: Path | None, delay: float = POST_DELAY_S) -> None:
+    ``clock`` (monotonic: a step of the wall clock neither hastens nor delays an entry) and
+    ``condition`` (what the thread waits on) are the tests' to replace."""
+
+    def __init__(
+        self,
+        lock_dir: Path | None,
+        delay: float = POST_DELAY_S,
+        clock: Callable[[], float] = time.monotonic,
+        condition: Callable[[threading.Lock], threading.Condition] = threading.Condition,
+    ) -> None:
         self.path = lock_dir / PROGRESS_DIR / f"{os.getpid()}.json" if lock_dir is not None else None
         self.shown = False  # an entry may be on the board: clear() has a file to remove
         self.delay = delay
+        self.clock = clock
         self._lock = threading.Lock()  # the entry's writes and removal, and what is posted
+        self._wake = condition(self._lock)  # the thread's: an entry falls due sooner, or stop
         self._posted: Running | None = None  # what the process runs now, on the board or not yet
+        self._due = 0.0  # when the posted entry goes on the board, by ``clock``
         self._written: Running | None = None  # the posted entry the board holds
-        self._stopped = threading.Event()
+        self._waking = math.inf  # when the thread wakes next, by ``clock`` (inf: when told)
+        self._stopped = False
         self._thread: threading.Thread | None = None
         self._no_thread = False  # none could start: post() writes at once instead
 
@@ -76,16 +92,20 @@ class ProgressBoard:
         except OSError:
             pass  # progress is a display aid: never fail an item over it
 
-    def post(self, running: Running) -> None:
-        """What this process runs now: on the board once its item has run for ``delay`` seconds
-        (at once if that is already so, or if no thread can be started)."""
+    def post(self, running: Running, started: float) -> None:
+        """What this process runs now: on the board once its item, which started at ``started``
+        (by :attr:`clock`), has run for ``delay`` seconds (at once if that is already so, or if no
+        thread can be started)."""
         if self.path is None:
             return
+        due = started + self.delay
         with self._lock:
-            self._posted = running
-            if self._written is not None or self._no_thread or self._due(running):
+            self._posted, self._due = running, due
+            if self._written is not None or self._no_thread or self.clock() >= due:
                 self._write(running)  # shown already (a new phase) or due now
                 return
+            if due < self._waking:
+                self._wake.notify()  # it sleeps past this entry's time: it waits afresh
         if self._thread is None:
             self._start()
 
@@ -102,14 +122,17 @@ class ProgressBoard:
         self._thread = thread
 
     def _run(self) -> None:
-        while not self._stopped.wait(self.delay / 2):
-            with self._lock:
+        with self._lock:
+            while not self._stopped:
                 running = self._posted
-                if running is not None and running is not self._written and self._due(running):
+                if running is None or running is self._written:
+                    self._waking = math.inf
+                    self._wake.wait()  # nothing to post: until post() or stop() tells it
+                elif self.clock() >= self._due:
                     self._write(running)
-
-    def _due(self, running: Running) -> bool:
-        return time.time() - running.item_started >= self.delay
+                else:  # an entry cleared before its time still wakes it then, once
+                    self._waking = self._due
+                    self._wake.wait(self._due - self.clock())
 
     def _write(self, running: Running) -> None:
         self._written = running
@@ -126,7 +149,9 @@ class ProgressBoard:
 
     def stop(self) -> None:
         """The process runs no more items: its thread ends and its entry comes off the board."""
-        self._stopped.set()
+        with self._lock:
+            self._stopped = True
+            self._wake.notify()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None

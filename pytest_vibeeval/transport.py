@@ -50,12 +50,13 @@ class RunInfo:
         return (self.source, self.configuration)
 
     def to_json(self) -> str:
-        """Two JSON arrays of values, one a line: the fields an item shares with the other items of
-        its run (:data:`_RUN_FIELDS`, the same text for all of them), then its own. No keys travel,
-        and the controller parses the run's line once (:func:`_run_values`), not once per item."""
+        """Two JSON arrays of values, one a line: :data:`RUN_INFO_FORMAT` and the fields an item
+        shares with the other items of its run (:data:`_RUN_FIELDS`, the same text for all of
+        them), then its own. No keys travel, and the controller parses the run's line once
+        (:func:`_run_values`), not once per item."""
         # Every field is a str, a number, a bool or None: no deep copy (asdict) is needed.
-        run = json.dumps([getattr(self, name) for name in _RUN_FIELDS])
-        return run + "\n" + json.dumps([getattr(self, name) for name in _ITEM_FIELDS])
+        run = _dumps([RUN_INFO_FORMAT, *(getattr(self, name) for name in _RUN_FIELDS)])
+        return run + "\n" + _dumps([getattr(self, name) for name in _ITEM_FIELDS])
 
     @classmethod
     def from_json(cls, text: str) -> RunInfo:
@@ -64,6 +65,14 @@ class RunInfo:
         run, _, own = text.partition("\n")
         return cls(*_in_field_order((*_run_values(run), *_values(own, len(_ITEM_FIELDS)))))
 
+
+# The version of RunInfo's text, first on its run line: a worker and a controller of releases whose
+# fields differ (added, removed, reordered, or meaning another thing) must not read each other's
+# values shifted, even where their counts match. A change of the fields takes a new number
+# (tests/test_aggregate.py pins it to them). 2: the first tagged; earlier releases sent the same
+# two lines untagged, and before that a keyed object.
+RUN_INFO_FORMAT = 2
+_dumps = json.JSONEncoder(separators=(",", ":")).encode  # no spaces: it travels with every item
 
 _RUN_INFO_FIELDS = tuple(f.name for f in fields(RunInfo))
 # The fields that differ between the items of a run; the others (_RUN_FIELDS) are the run's.
@@ -78,16 +87,22 @@ _in_field_order = operator.itemgetter(
 @functools.lru_cache(maxsize=256)
 def _run_values(text: str) -> tuple[Any, ...]:
     """The run's line of :meth:`RunInfo.to_json`, parsed, its strings interned: once per run (a
-    session has a few runs; the cache holds their texts, never one per item)."""
-    return _values(text, len(_RUN_FIELDS))
+    session has a few runs; the cache holds their texts, never one per item). Another format's
+    (another release's) is a ValueError."""
+    return _values(text, 1 + len(_RUN_FIELDS), tagged=True)[1:]
 
 
-def _values(text: str, count: int) -> tuple[Any, ...]:
-    """A line of :meth:`RunInfo.to_json`: an array of ``count`` values, its strings interned. Any
-    other text (an object's keys would pass for values) is a ValueError, never a RunInfo with its
-    fields shifted."""
+def _values(text: str, count: int, tagged: bool = False) -> tuple[Any, ...]:
+    """A line of :meth:`RunInfo.to_json`: an array of ``count`` values, its strings interned; if
+    ``tagged``, the first is :data:`RUN_INFO_FORMAT`. Any other text (an object's keys would pass
+    for values) is a ValueError, never a RunInfo with its fields shifted."""
     values = json.loads(text)
-    if not isinstance(values, list) or len(values) != count:
+    if not isinstance(values, list):
+        raise ValueError("not an array of run info values")
+    if tagged and not (values and type(values[0]) is int and values[0] == RUN_INFO_FORMAT):
+        found = f"format {values[0]}" if values and type(values[0]) is int else "an untagged format"
+        raise ValueError(f"{found}, where this release reads format {RUN_INFO_FORMAT}")
+    if len(values) != count:
         raise ValueError(f"not {count} run info values")
     return tuple(sys.intern(value) if isinstance(value, str) else value for value in values)
 

@@ -587,6 +587,53 @@ def test_run_info_text_of_another_shape_is_a_value_error(text: str) -> None:
         RunInfo.from_json(text)
 
 
+# The run info of another release with as many values, in another order: its suite and source
+# swapped, untagged (as the releases before the tag sent it) or tagged with another format.
+SWAPPED_RUN = ["s.eval.yaml", "math", "fast", None, "success_pct", 3, None, None, None, None, 1, None]
+SWAPPED_ITEM = '\n["add",true,0,0,null]'
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (json.dumps(SWAPPED_RUN) + SWAPPED_ITEM, "an untagged format, where this release reads format 2"),
+        (json.dumps([3, *SWAPPED_RUN]) + SWAPPED_ITEM, "format 3, where this release reads format 2"),
+        (json.dumps([True, *SWAPPED_RUN]) + SWAPPED_ITEM, "an untagged format"),
+    ],
+    ids=["untagged", "another-format", "a-bool"],
+)
+def test_run_info_of_another_format_is_never_read_with_its_fields_shifted(text: str, says: str) -> None:
+    """The field counts of two releases may match while their fields differ: the format tag, not
+    the count, tells them apart (the controller then makes the item's run from its node id)."""
+    with pytest.raises(ValueError, match=says):
+        RunInfo.from_json(text)
+
+
+def test_the_run_info_format_changes_with_its_fields() -> None:
+    """Adding, removing or reordering a field of RunInfo fails here: give the text a new
+    RUN_INFO_FORMAT with it, so that the controller of one release never reads another's shifted."""
+    from pytest_vibeeval import transport
+
+    assert (transport.RUN_INFO_FORMAT, transport._RUN_FIELDS, transport._ITEM_FIELDS) == (
+        2,
+        (
+            "suite",
+            "source",
+            "configuration",
+            "configuration_name",
+            "score_formula",
+            "suite_evals",
+            "score_min",
+            "score_max",
+            "score_canonical",
+            "score_preset",
+            "repeats",
+            "input_digest",
+        ),
+        ("eval_id", "named", "eval_index", "repeat", "min_pass_rate"),
+    )
+
+
 def test_a_canonical_formula_says_why_a_per_eval_variable_has_no_value() -> None:
     """The controller keeps the reasons of the variables the formula reads, and only those."""
     agg = Aggregator()

@@ -94,29 +94,37 @@ def test_under_xdist_an_items_run_info_travels_once_and_its_record_once(pytester
     assert len(evals_by_nodeid(load_json(out))) == 24  # and the controller still read every run info
 
 
-# An item's run info as a worker of another release might send it (a keyed object, not two lines
-# of values), or as another plugin might have changed it.
+# An item's run info as a worker of another release might send it, or as another plugin might have
+# changed it: a keyed object (not two lines of values), or as many values as this release's in
+# another order (suite and source swapped), untagged as the releases before the format's tag.
 FOREIGN_RUN_INFO_CONFTEST = """
-import json, pytest
+import pytest
+
+RUN_INFO = {text!r}
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    report.user_properties = [
-        (k, json.dumps({"suite": "dist", "source": "dist.eval.yaml"}) if k == "vibeeval_run" else v)
-        for k, v in report.user_properties
-    ]
+    report.user_properties = [(k, RUN_INFO if k == "vibeeval_run" else v) for k, v in report.user_properties]
     return report
 """
+FOREIGN_RUN_INFOS = {
+    "keyed": json.dumps({"suite": "dist", "source": "dist.eval.yaml"}),
+    "same-count": json.dumps(
+        ["dist.eval.yaml", "dist", "app", None, "success_pct", 24, None, None, None, None, 1, None]
+    )
+    + '\n["e0",true,0,0,null]',
+}
 
 
+@pytest.mark.parametrize("foreign", sorted(FOREIGN_RUN_INFOS))
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
 def test_run_info_that_cannot_be_read_makes_the_run_from_the_node_ids(
-    pytester: pytest.Pytester, xdist: list[str]
+    pytester: pytest.Pytester, xdist: list[str], foreign: str
 ) -> None:
     make_suite(pytester)
-    write(pytester.path / "conftest.py", FOREIGN_RUN_INFO_CONFTEST)
+    write(pytester.path / "conftest.py", FOREIGN_RUN_INFO_CONFTEST.format(text=FOREIGN_RUN_INFOS[foreign]))
     out = pytester.path / "results.json"
     result = run(pytester, "--vibe-results", str(out), *xdist, subprocess=True)
     text = result.stdout.str() + result.stderr.str()

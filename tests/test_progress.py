@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -140,31 +141,38 @@ progress.ProgressBoard.show = show
 """
 
 
-@XDIST_MODES
-def test_evals_that_end_at_once_leave_the_board_alone(pytester: pytest.Pytester, xdist: list[str]) -> None:
-    """The board is read once a second at most: an item that ends sooner than its posting delay is
-    never written there (its phases would cost file-system calls of their own), while a long one
-    is (``test_plain_progress_lines_name_the_item_and_its_phase``)."""
-    # A posting delay no stall of a loaded machine reaches: the test is about items that end
-    # before theirs, not about how long 0.25 s is.
-    patient = BOARD_LOG_CONFTEST + (
-        "\n_init = progress.ProgressBoard.__init__\n"
-        "progress.ProgressBoard.__init__ = lambda self, lock_dir, delay=0: _init(self, lock_dir, 60.0)\n"
-    )
-    write(pytester.path / "conftest.py", patient)
+QUICK_SUITE = """
+metadata: {name: quick, model: m}
+configurations:
+  app: {python: "quick_app:answer"}
+evals:
+  - {name: a, prompt: hi, checks: [{match: "*fine*"}]}
+  - {name: b, prompt: hi, checks: [{match: "*fine*"}]}
+  - {name: c, prompt: hi, checks: [{match: "*fine*"}]}
+"""
+
+# A posting delay no stall of a loaded machine reaches: these tests are about items that end
+# before theirs, not about how long 0.25 s is.
+PATIENT_BOARD = (
+    "\n_init = progress.ProgressBoard.__init__\n"
+    "progress.ProgressBoard.__init__ = lambda self, lock_dir, delay=0: _init(self, lock_dir, 60.0)\n"
+)
+
+# The wall clock steps an hour ahead as the items run (NTP, a suspended laptop): as the board's
+# module sees it.
+WALL_CLOCK_STEP = """
+import time, types
+progress.time = types.SimpleNamespace(
+    time=lambda: time.time() + 3600, monotonic=time.monotonic, sleep=time.sleep
+)
+"""
+
+
+def run_quick_evals(pytester: pytest.Pytester, xdist: list[str], conftest: str) -> Path:
+    """Run three quick evals with ``conftest``, which notes the board's writes: the log of them."""
+    write(pytester.path / "conftest.py", conftest)
     write(pytester.path / "quick_app.py", "def answer(prompt):\n    return 'fine'\n")
-    write(
-        pytester.path / "quick.eval.yaml",
-        """
-        metadata: {name: quick, model: m}
-        configurations:
-          app: {python: "quick_app:answer"}
-        evals:
-          - {name: a, prompt: hi, checks: [{match: "*fine*"}]}
-          - {name: b, prompt: hi, checks: [{match: "*fine*"}]}
-          - {name: c, prompt: hi, checks: [{match: "*fine*"}]}
-        """,
-    )
+    write(pytester.path / "quick.eval.yaml", QUICK_SUITE)
     log = pytester.path / "board.log"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *FAST_ARGS, *xdist],
@@ -174,4 +182,87 @@ def test_evals_that_end_at_once_leave_the_board_alone(pytester: pytest.Pytester,
         env={**os.environ, "BOARD_LOG": str(log)},
     )
     assert "3 passed" in proc.stdout, proc.stdout + proc.stderr
+    return log
+
+
+@XDIST_MODES
+def test_evals_that_end_at_once_leave_the_board_alone(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """The board is read once a second at most: an item that ends sooner than its posting delay is
+    never written there (its phases would cost file-system calls of their own), while a long one
+    is (``test_plain_progress_lines_name_the_item_and_its_phase``)."""
+    log = run_quick_evals(pytester, xdist, BOARD_LOG_CONFTEST + PATIENT_BOARD)
     assert not log.exists(), log.read_text()
+
+
+@XDIST_MODES
+def test_a_wall_clock_step_does_not_post_an_item_early(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """When an item is due on the board is measured on a monotonic clock: the wall clock stepping
+    ahead mid-item does not make it look as if it had run for an hour."""
+    log = run_quick_evals(pytester, xdist, BOARD_LOG_CONFTEST + PATIENT_BOARD + WALL_CLOCK_STEP)
+    assert not log.exists(), log.read_text()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class NotedWaits(threading.Condition):
+    """The board thread's condition: each wait noted; one with a timeout passes that time on the
+    fake clock at once, one without (idle) blocks until notified, as a real one does."""
+
+    clock = FakeClock()
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.waits: list[float | None] = []
+        self.notified = 0
+        self.seen = threading.Condition()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self.seen:
+            self.waits.append(timeout)
+            self.seen.notify_all()
+        if timeout is None:
+            return super().wait()
+        self.clock.now += timeout
+        return False
+
+    def notify(self, n: int = 1) -> None:
+        self.notified += 1
+        super().notify(n)
+
+    def waited(self, count: int) -> list[float | None]:
+        """The waits once the thread began its ``count``-th."""
+        with self.seen:
+            assert self.seen.wait_for(lambda: len(self.waits) >= count, timeout=30), self.waits
+            return list(self.waits)
+
+
+def test_the_board_thread_wakes_only_when_an_entry_is_due_or_it_stops(tmp_path: Path) -> None:
+    """No wake-up while no item runs nor while one on the board runs on (an agent's minutes):
+    the thread waits without a timeout, until an entry it has not written falls due."""
+    clock = NotedWaits.clock
+    board = ProgressBoard(tmp_path, delay=10.0, clock=clock, condition=NotedWaits)
+    wake = board._wake
+    assert isinstance(wake, NotedWaits)
+    started = clock.now
+    board.post(Running("s.eval.yaml::a[x]", "agent", "", 0.0, 0.0), started)
+    assert wake.waited(2) == [10.0, None]  # asleep until due; written; then asleep until told
+    assert clock.now == started + 10.0
+    assert [r.phase for r in read_board(tmp_path)] == ["agent"]
+    board.post(Running("s.eval.yaml::a[x]", "build", "", 0.0, 0.0), started)  # on the board at once
+    assert [r.phase for r in read_board(tmp_path)] == ["build"]
+    board.clear()
+    clock.now += 3600.0  # an hour with no item
+    with board._lock:  # the thread is waiting (it holds the lock otherwise)
+        assert wake.waits == [10.0, None] and wake.notified == 1
+    board.post(Running("s.eval.yaml::b[x]", "agent", "", 0.0, 0.0), clock.now)  # a new item: told
+    assert wake.waited(4) == [10.0, None, 10.0, None]
+    assert wake.notified == 2
+    board.stop()
+    assert board._thread is None and wake.notified == 3 and wake.waits == [10.0, None, 10.0, None]
+    assert read_board(tmp_path) == []

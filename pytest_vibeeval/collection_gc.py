@@ -44,6 +44,18 @@ def settle(state: VibeState, freeze: bool) -> None:
     resume(state)
 
 
+def freeze_controller(state: VibeState) -> None:
+    """The xdist controller, which collects no file: its workers collected evals, and the scoring
+    machinery is imported. Freeze the start-up's heap (pytest, xdist, pydantic, the results and
+    scoring modules) as :func:`settle` freezes a collection's: every full collection while the
+    reports arrive, and pytest's own at the session's end, would rescan all of it (a tenth of the
+    controller's time per eval). Once; a process whose collector is off is left as it was."""
+    if state.settings.gc_freeze and not state.gc_frozen and gc.isenabled():
+        gc.collect(1)
+        gc.freeze()
+        state.gc_frozen = True
+
+
 def resume(state: VibeState) -> None:
     if state.gc_paused:
         gc.enable()

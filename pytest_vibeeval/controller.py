@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .collection_gc import paused
+from .collection_gc import freeze_controller, paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
 from .itemhooks import NOTE_OUTPUT, SIGNALLED_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
@@ -77,6 +77,8 @@ class ControllerSession:
         if selected and self.config.getoption("dist", None) == "each":
             raise pytest.UsageError(DIST_EACH_REFUSED)
         self._select(selected)
+        if selected:
+            freeze_controller(self.state)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A serial run: the eval items it selected (an xdist controller collects nothing)."""

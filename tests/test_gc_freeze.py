@@ -83,6 +83,43 @@ def test_vibe_gc_freeze_false_keeps_pythons_default(pytester: pytest.Pytester, x
     assert frozen_counts(pytester, "-o", "vibe_gc_freeze=false", xdist=xdist) == [frozen_at_start()] * 2
 
 
+# Records, in the process that gathers the results (the xdist controller, or the one serial
+# process), how many objects were frozen as each eval's report reached it.
+REPORTS_CONFTEST = """
+import gc
+
+gathers = []
+
+
+def pytest_configure(config):
+    gathers.append(not hasattr(config, "workerinput"))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and gathers[0]:
+        with open("frozen-at-reports", "a") as out:
+            out.write(f"{gc.get_freeze_count()}\\n")
+"""
+
+
+@XDIST_MODES
+@pytest.mark.parametrize(("setting", "frozen"), [("true", True), ("false", False)])
+def test_the_results_process_has_its_heap_frozen_while_the_reports_arrive(
+    pytester: pytest.Pytester, xdist: list[str], setting: str, frozen: bool
+) -> None:
+    """The xdist controller collects no eval file: its heap (pytest, xdist, the scoring machinery)
+    is frozen once its workers collected evals, as a serial run's is after collection, so the
+    collector's scans while the reports arrive (and pytest's own at the end) skip it."""
+    write(pytester.path / "conftest.py", REPORTS_CONFTEST)
+    frozen_counts(pytester, "-o", f"vibe_gc_freeze={setting}", xdist=xdist)
+    counts = [int(line) for line in (pytester.path / "frozen-at-reports").read_text().split()]
+    assert len(counts) == 2
+    if frozen:
+        assert all(count > 10_000 for count in counts), counts
+    else:
+        assert counts == [frozen_at_start()] * 2
+
+
 @pytest.mark.parametrize(("setting", "paused"), [("true", True), ("false", False)])
 def test_the_collector_is_paused_while_eval_files_are_collected(
     pytester: pytest.Pytester, setting: str, paused: bool

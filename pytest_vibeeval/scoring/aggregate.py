@@ -122,16 +122,15 @@ class Aggregator:
         for nodeid in self.unreported():
             key, eval_id = _run_key(nodeid, groups)
             unreported.setdefault(key, set()).add(eval_id)
-        runs = [
+        # The session's end reads each record of the runs again, several times (the results file,
+        # the Run Summary, the writers): a session of one run keeps them parsed from their first
+        # reading on, while the run is built. Its records are all in memory at once then anyway;
+        # with several runs, no more than one run's are.
+        self.spool.keep_read = len(groups) == 1
+        return [
             self._run(items, interrupted, stopped, unreported.get(key, set()))
             for key, items in sorted(groups.items())
         ]
-        # The session's end reads each record of the runs again, several times (the results file,
-        # the Run Summary, the writers): a session of one run keeps them parsed from their first
-        # reading on. Its records were all in memory at once while it was built, and the memory
-        # freed since takes them again; with several runs, no more than one run's are.
-        self.spool.keep_read = len(runs) == 1
-        return runs
 
     def unreported(self) -> list[str]:
         """The selected items that never reported (the session ended before they started)."""

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -340,3 +341,57 @@ def test_an_interrupt_as_the_board_thread_starts_leaves_no_thread_behind(
         thread.join(timeout=10)
     assert [thread.is_alive() for thread in started] == [False, False]
     assert read_board(tmp_path) == []
+
+
+class PostAsItWaits(TimeoutsNeverCome):
+    """Runs ``poster`` in another thread just as the board thread begins its first wait: after its
+    check of what is posted, before the wait releases the lock (the worst moment for a post)."""
+
+    poster: Callable[[], None] = staticmethod(lambda: None)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self.waits:
+            threading.Thread(target=self.poster).start()  # blocks on the lock until this waits
+        return super().wait(timeout)
+
+
+def test_a_post_between_the_threads_check_and_its_wait_wakes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    board = ProgressBoard(tmp_path, delay=10.0, clock=clock, condition=PostAsItWaits)
+    entry = Running("s::b", "agent", "", 0, 0)
+    monkeypatch.setattr(PostAsItWaits, "poster", staticmethod(lambda: board.post(entry, clock.now)))
+    board._start()  # idle: nothing posted yet
+    wake = board._wake
+    assert isinstance(wake, PostAsItWaits)
+    assert wake.waited(2) == [None, 10.0]  # told of the entry posted as it began to wait
+    board.stop()
+    assert board._thread is None
+
+
+def test_stop_before_any_post_and_twice(tmp_path: Path) -> None:
+    board = ProgressBoard(tmp_path)
+    board.stop()
+    board.stop()
+    assert board._thread is None and read_board(tmp_path) == []
+
+
+def test_without_a_thread_the_board_writes_as_the_phases_begin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no thread can start (``ulimit -u``, pids.max) each phase is written at once."""
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    board = ProgressBoard(tmp_path, delay=3600.0)
+    board.post(Running("s::a", "agent", "", 0, 0), board.clock())
+    assert [r.phase for r in read_board(tmp_path)] == ["agent"]
+    board.post(Running("s::a", "grade", "", 0, 0), board.clock())
+    assert [r.phase for r in read_board(tmp_path)] == ["grade"]
+    board.clear()
+    assert read_board(tmp_path) == []
+    board.stop()
+    assert board._thread is None

@@ -4,6 +4,7 @@ aside), whatever the files' names hold."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import tarfile
@@ -34,7 +35,7 @@ def build_sdist(dist: Path, names: list[str]) -> None:
 
 
 def sdist_step(root: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": str(root)}
+    env = {**os.environ, "LC_ALL": "C"}  # the locale under which tar -t escaped non-ASCII names
     return subprocess.run(
         [sys.executable, str(SCRIPT), ".ci-wheel/dist"], cwd=root, capture_output=True, text=True, env=env
     )

@@ -151,7 +151,9 @@ class ProgressBoard:
         """The process runs no more items: its thread ends and its entry comes off the board."""
         with self._lock:
             self._stopped = True
-            self._wake.notify()
+            # every thread: an interrupt (Ctrl-C, an item's backstop) raised in post() while one
+            # started leaves it unrecorded, and the next post() starts another
+            self._wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,131 @@ def test_the_board_thread_wakes_only_when_an_entry_is_due_or_it_stops(tmp_path: 
     board.stop()
     assert board._thread is None and wake.notified == 3 and wake.waits == [10.0, None, 10.0, None]
     assert read_board(tmp_path) == []
+
+
+class TimeoutsNeverCome(threading.Condition):
+    """The board thread's condition, its timeouts noted and never reached (a wait ends only when it
+    is notified): whatever the thread does then, a notification alone brought about."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.waits: list[float | None] = []
+        self.seen = threading.Condition()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self.seen:
+            self.waits.append(None if timeout is None else round(timeout, 6))
+            self.seen.notify_all()
+        return super().wait()
+
+    def waited(self, count: int) -> list[float | None]:
+        with self.seen:
+            assert self.seen.wait_for(lambda: len(self.waits) >= count, timeout=30), self.waits
+            return list(self.waits)
+
+
+def test_an_entry_due_sooner_than_the_thread_wakes_wakes_it(tmp_path: Path) -> None:
+    """The thread waits for one entry's time; another posted meanwhile that falls due sooner (the
+    first cleared) tells it, and one due later does not need to: it waits for each in turn."""
+    clock = FakeClock()
+    board = ProgressBoard(tmp_path, delay=10.0, clock=clock, condition=TimeoutsNeverCome)
+    wake = board._wake
+    assert isinstance(wake, TimeoutsNeverCome)
+    board.post(Running("s.eval.yaml::a[x]", "agent", "", 0.0, 0.0), clock.now)
+    assert wake.waited(1) == [10.0]
+    board.clear()
+    b_started = clock.now - 6.0  # due in 4 s
+    board.post(Running("s.eval.yaml::b[x]", "agent", "", 0.0, 0.0), b_started)
+    assert wake.waited(2) == [10.0, 4.0]
+    clock.now += 4.0
+    board.post(Running("s.eval.yaml::b[x]", "build", "", 0.0, 0.0), b_started)  # due now
+    assert [r.phase for r in read_board(tmp_path)] == ["build"]
+    board.stop()
+    assert read_board(tmp_path) == []
+
+
+def test_an_interrupt_as_the_board_thread_starts_leaves_no_thread_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C or an item's timeout backstop (SIGALRM) may raise in ``post()`` while the thread it
+    starts is starting: that thread runs on unrecorded and the next post starts another. Both end
+    at ``stop()``, at once, and nothing is left on the board."""
+    start = threading.Thread.start
+    started: list[threading.Thread] = []
+
+    def interrupted(self: threading.Thread) -> None:
+        start(self)
+        started.append(self)
+        if len(started) == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
+    board = ProgressBoard(tmp_path, delay=3600.0, condition=TimeoutsNeverCome)
+    wake = board._wake
+    assert isinstance(wake, TimeoutsNeverCome)
+    with pytest.raises(KeyboardInterrupt):
+        board.post(Running("s.eval.yaml::a[x]", "agent", "", 0.0, 0.0), board.clock())
+    board.clear()
+    assert wake.waited(1)
+    board.post(Running("s.eval.yaml::b[x]", "agent", "", 0.0, 0.0), board.clock())
+    wake.waited(2)  # both threads wait
+    monkeypatch.undo()
+    board.stop()
+    for thread in started:
+        thread.join(timeout=10)
+    assert [thread.is_alive() for thread in started] == [False, False]
+    assert read_board(tmp_path) == []
+
+
+class PostAsItWaits(TimeoutsNeverCome):
+    """Runs ``poster`` in another thread just as the board thread begins its first wait: after its
+    check of what is posted, before the wait releases the lock (the worst moment for a post)."""
+
+    poster: Callable[[], None] = staticmethod(lambda: None)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self.waits:
+            threading.Thread(target=self.poster).start()  # blocks on the lock until this waits
+        return super().wait(timeout)
+
+
+def test_a_post_between_the_threads_check_and_its_wait_wakes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    board = ProgressBoard(tmp_path, delay=10.0, clock=clock, condition=PostAsItWaits)
+    entry = Running("s::b", "agent", "", 0, 0)
+    monkeypatch.setattr(PostAsItWaits, "poster", staticmethod(lambda: board.post(entry, clock.now)))
+    board._start()  # idle: nothing posted yet
+    wake = board._wake
+    assert isinstance(wake, PostAsItWaits)
+    assert wake.waited(2) == [None, 10.0]  # told of the entry posted as it began to wait
+    board.stop()
+    assert board._thread is None
+
+
+def test_stop_before_any_post_and_twice(tmp_path: Path) -> None:
+    board = ProgressBoard(tmp_path)
+    board.stop()
+    board.stop()
+    assert board._thread is None and read_board(tmp_path) == []
+
+
+def test_without_a_thread_the_board_writes_as_the_phases_begin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no thread can start (``ulimit -u``, pids.max) each phase is written at once."""
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    board = ProgressBoard(tmp_path, delay=3600.0)
+    board.post(Running("s::a", "agent", "", 0, 0), board.clock())
+    assert [r.phase for r in read_board(tmp_path)] == ["agent"]
+    board.post(Running("s::a", "grade", "", 0, 0), board.clock())
+    assert [r.phase for r in read_board(tmp_path)] == ["grade"]
+    board.clear()
+    assert read_board(tmp_path) == []
+    board.stop()
+    assert board._thread is None

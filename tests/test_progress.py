@@ -361,8 +361,17 @@ def test_a_post_between_the_threads_check_and_its_wait_wakes_it(
     clock = FakeClock()
     board = ProgressBoard(tmp_path, delay=10.0, clock=clock, condition=PostAsItWaits)
     entry = Running("s::b", "agent", "", 0, 0)
-    monkeypatch.setattr(PostAsItWaits, "poster", staticmethod(lambda: board.post(entry, clock.now)))
+    # The post waits until _start() has recorded the thread (as an item's own post() would find
+    # it), or it would start a second one.
+    recorded = threading.Event()
+
+    def post() -> None:
+        assert recorded.wait(timeout=30)
+        board.post(entry, clock.now)
+
+    monkeypatch.setattr(PostAsItWaits, "poster", staticmethod(post))
     board._start()  # idle: nothing posted yet
+    recorded.set()
     wake = board._wake
     assert isinstance(wake, PostAsItWaits)
     assert wake.waited(2) == [None, 10.0]  # told of the entry posted as it began to wait

@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from .positional_io import read_at_most_at
+from .positional_io import READ_CHUNK, read_at_most_at
 
 
 class UnreadableFile(Exception):
@@ -21,7 +21,7 @@ def read_bounded(path: Path, limit: int) -> bytes:
     try:
         if size > limit:
             raise UnreadableFile(f"too large to read: {size} bytes, more than {limit}")
-        data = _read(fd, 0, limit + 1)
+        data = _read(fd, 0, limit + 1, size)
     finally:
         os.close(fd)
     if len(data) > limit:  # grew while we read it
@@ -32,9 +32,9 @@ def read_bounded(path: Path, limit: int) -> bytes:
 def read_start(path: Path, limit: int) -> bytes:
     """At most the first ``limit`` bytes of the regular file at ``path`` (a larger file is no error);
     UnreadableFile for anything but a regular file."""
-    fd, _ = _open_regular(path)
+    fd, size = _open_regular(path)
     try:
-        return _read(fd, 0, limit)
+        return _read(fd, 0, limit, size)
     finally:
         os.close(fd)
 
@@ -45,7 +45,7 @@ def read_end(path: Path, limit: int) -> tuple[bytes, bool]:
     fd, size = _open_regular(path)
     try:
         start = max(0, size - limit)
-        return _read(fd, start, limit), start > 0
+        return _read(fd, start, limit, size), start > 0
     finally:
         os.close(fd)
 
@@ -84,9 +84,16 @@ def _open_regular(path: Path) -> tuple[int, int]:
     return fd, info.st_size
 
 
-def _read(fd: int, offset: int, limit: int) -> bytes:
-    """At most ``limit`` bytes from ``offset`` on."""
+# The least a read asks for: a file that grows while it is read is read on in steps of this many.
+_MIN_CHUNK = 65536
+
+
+def _read(fd: int, offset: int, limit: int, size: int) -> bytes:
+    """At most ``limit`` bytes from ``offset`` on, of a file that was ``size`` bytes long: each
+    read asks for about that much, not for the largest chunk (a buffer of 16 MiB allocated and
+    freed twice for an answer of a few bytes)."""
+    chunk = min(max(size - offset + 1, _MIN_CHUNK), READ_CHUNK)
     try:
-        return read_at_most_at(fd, offset, limit)
+        return read_at_most_at(fd, offset, limit, chunk)
     except OSError as exc:
         raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None

@@ -14,7 +14,10 @@ def write_all_at(fd: int, data: bytes | bytearray, offset: int) -> None:
         view, offset = view[written:], offset + written
 
 
-def read_at_most_at(fd: int, offset: int, limit: int, chunk: int = 2**24) -> bytes:
+READ_CHUNK = 2**24  # the most one read asks for
+
+
+def read_at_most_at(fd: int, offset: int, limit: int, chunk: int = READ_CHUNK) -> bytes:
     """At most ``limit`` bytes from ``offset`` on (fewer where the file ends), asking for at most
     ``chunk`` bytes a call (a huge limit never makes one huge read buffer)."""
     pieces = []

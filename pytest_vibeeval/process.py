@@ -100,18 +100,44 @@ class UnpassableArgument(CannotStart):
     environment can carry (the system ends a string at it)."""
 
 
-def _nul_reason(args: Sequence[str], env: Mapping[str, str] | None) -> str | None:
-    """Why ``args`` and ``env`` cannot be passed to a command: the first that holds a NUL."""
+def _args_nul_reason(args: Sequence[str]) -> str | None:
+    """Why ``args`` cannot be passed to a command: the first argument that holds a NUL."""
     for index, arg in enumerate(args[1:], 1):
         if "\x00" in arg:
             return f"argument {index} holds a NUL character (\\x00), which no command line can carry"
-    for name, value in (env or {}).items():
+    return None
+
+
+def _env_nul_reason(env: Mapping[str, str]) -> str | None:
+    """Why ``env`` cannot be given to a command: the first variable that holds a NUL."""
+    for name, value in env.items():
         if "\x00" in name or "\x00" in value:
             return (
                 f"the environment variable {name!r} holds a NUL character (\\x00), which no "
                 "environment can carry"
             )
     return None
+
+
+class _ChildEnvironment:
+    """A command's environment as the child gets it (UTF-8 bytes, whatever the locale), or why it
+    cannot be given (a NUL), remembered for the last environment asked for: an agent gets the same
+    one for every eval, and comparing it costs less than checking and encoding every variable."""
+
+    def __init__(self) -> None:
+        # (the environment, as bytes, why it cannot be given): replaced whole, never changed
+        self._last: tuple[dict[str, str], dict[bytes, bytes], str | None] = ({}, {}, None)
+
+    def __call__(self, env: Mapping[str, str]) -> tuple[dict[bytes, bytes], str | None]:
+        last = self._last
+        if env != last[0]:
+            unpassable = _env_nul_reason(env)
+            encoded = {} if unpassable else {utf8_bytes(k): utf8_bytes(v) for k, v in env.items()}
+            last = self._last = (dict(env), encoded, unpassable)
+        return last[1], last[2]
+
+
+_child_environment = _ChildEnvironment()
 
 
 def _os_args(args: Sequence[str]) -> list[bytes]:
@@ -349,7 +375,8 @@ def run_command(
         # Checked up front: Popen would report this as a FileNotFoundError about the command.
         raise NotADirectoryError(f"working directory is not a directory: {cwd_str!r}")
 
-    unpassable = _nul_reason(args, env)
+    child_env, unpassable = (None, None) if env is None else _child_environment(env)
+    unpassable = _args_nul_reason(args) or unpassable  # an argument's NUL is named first
     if unpassable:
         raise UnpassableArgument(args[0], unpassable)
     target = args[0]
@@ -368,7 +395,6 @@ def run_command(
 
     limit = process_limit(max_processes) if max_processes > 0 else None
     orphans = Orphans()
-    child_env = None if env is None else {utf8_bytes(k): utf8_bytes(v) for k, v in env.items()}
     with orphans:
         proc, timed_out, start = _run(args, executable, cwd_str, child_env, stdin_text,
                                       (stdout_path, stderr_path), limit, orphans, timeout, grace)  # fmt: skip

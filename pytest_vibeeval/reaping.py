@@ -219,12 +219,12 @@ class Orphans:
     def reap(self) -> None:
         if _PRCTL is None or self.since is None:
             return
-        since = self.since
+        since, watcher = self.since, watcher_pid()  # the watcher is never this command's: its stat unread
         while True:
             found = [
                 pid
                 for pid in _children()
-                if (stat := _stat(pid)) is not None and stat[3] >= since and pid != watcher_pid()
+                if pid != watcher and (stat := _stat(pid)) is not None and stat[3] >= since
             ]
             if not found:
                 return

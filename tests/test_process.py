@@ -215,6 +215,35 @@ def test_a_nul_in_an_argument_or_the_environment_is_a_clear_error(
     assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
 
 
+def test_each_command_gets_the_environment_it_is_given_however_many_share_one(tmp_path: Path) -> None:
+    """The environment encoded for the last command is reused only while it is the same: a value
+    changed, a variable added or removed, a NUL, and the same one again after those."""
+    script = (
+        "import os, sys; "
+        "sys.stdout.write(repr(sorted((k, v) for k, v in os.environ.items() if k.startswith('VIBE_'))))"
+    )
+
+    def seen(env: dict[str, str]) -> str:
+        result = run_command([sys.executable, "-c", script], cwd=tmp_path, output_dir=tmp_path, env=env)
+        assert result.exit_code == 0
+        return result.stdout_path.read_text()
+
+    base = {"PATH": os.environ["PATH"], "VIBE_A": "1"}
+    assert seen(base) == seen(dict(base)) == "[('VIBE_A', '1')]"
+    given = dict(base)
+    given["VIBE_A"] = "2"  # the same keys, another value
+    assert seen(given) == "[('VIBE_A', '2')]"
+    assert seen({**base, "VIBE_B": "\u00e9"}) == "[('VIBE_A', '1'), ('VIBE_B', '\u00e9')]"
+    with pytest.raises(UnpassableArgument, match="'VIBE_C' holds a NUL"):
+        seen({**base, "VIBE_C": "x\x00"})
+    with pytest.raises(UnpassableArgument, match="argument 2 holds a NUL"):  # an argument's is named first
+        run_command(
+            [sys.executable, "-c", "a\x00"], cwd=tmp_path, output_dir=tmp_path, env={**base, "VIBE_C": "\x00"}
+        )
+    assert seen(base) == "[('VIBE_A', '1')]"
+    assert seen({"PATH": os.environ["PATH"]}) == "[]"
+
+
 def test_other_spawn_errors_are_cannot_start_naming_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -524,3 +524,20 @@ def test_a_step_log_keeps_its_last_characters_as_before(
     assert _tail(log) == "é" * 10 + "a\nb\nc"
     monkeypatch.setattr(runner_outputs, "MAX_LOG_CHARS", 8)
     assert _tail(log) == "éééa\nb\nc"
+
+
+def test_a_file_that_grew_after_it_was_opened_is_read_to_its_end_or_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads ask for about the size the file had when opened: what it wrote since is read too."""
+    from pytest_vibeeval import bounded_read
+
+    path = tmp_path / "grown"
+    data = bytes(range(256)) * 1000  # 256 000 bytes, more than one read's least (64 KiB)
+    path.write_bytes(data)
+    opened = bounded_read._open_regular
+    monkeypatch.setattr(bounded_read, "_open_regular", lambda p: (opened(p)[0], 10))  # as it was
+    assert read_bounded(path, len(data)) == data
+    assert read_start(path, 200_000) == data[:200_000]
+    with pytest.raises(UnreadableFile, match="more than 100000 bytes"):
+        read_bounded(path, 100_000)

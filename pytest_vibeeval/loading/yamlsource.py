@@ -88,6 +88,7 @@ def _child(node: Any, part: str | int) -> Any:
     return _ABSENT
 
 
+_SCALAR = yaml.ScalarNode
 MERGE_TAG = "tag:yaml.org,2002:merge"
 INT_TAG = "tag:yaml.org,2002:int"
 _STARTS = frozenset({yaml.SequenceStartEvent, yaml.MappingStartEvent})
@@ -190,7 +191,9 @@ class _Builder:
                         )
                     sources.append(item)
                 continue
-            key = self._key(key_node)
+            # most keys are plain text: its value, as _key would return it, without two calls
+            plain = key_node.tag == STR_TAG and type(key_node) is _SCALAR
+            key = key_node.value if plain else self._key(key_node)
             if key in seen:
                 raise InputError.single(
                     self.path,

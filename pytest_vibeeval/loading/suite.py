@@ -329,7 +329,12 @@ def _template_problems(doc: Document) -> list[Problem]:
     """Malformed templates anywhere, and ``{{row.column}}`` outside the prompt, checks and ``id``
     of an eval with a ``dataset`` or ``rows`` (inline rows are data: not looked into)."""
     problems: list[Problem] = []
-    _walk_templates(doc, doc.data, (), problems)
+    if doc.templated is None:
+        _walk_templates(doc, doc.data, (), problems)
+        return problems
+    for loc, text in doc.templated:  # the walk's finds, noted by the parser
+        if not (len(loc) > 2 and loc[0] == "evals" and loc[2] == "rows"):
+            problems.extend(_string_template_problems(doc, text, loc))
     return problems
 
 

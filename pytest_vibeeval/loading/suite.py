@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
+import operator
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -426,8 +428,9 @@ def check_formula(
     The controller later evaluates the returned formula's ``canonical`` text."""
     extensions = extensions or builtin_extensions()
     known = set(extensions.run_variables)
-    for name in eval_names:
-        known.update(eval_variable_names(name))
+    names = list(eval_names)
+    for suffix in eval_variable_names(""):  # every name's variables, a suffix at a time (no loop in Python)
+        known.update(map(operator.add, names, itertools.repeat(suffix, len(names))))
     known.update(check_variable_names(check_names))  # `<name>_score` of the checks with a `name`
     try:
         return parse_formula(text, known, presets=extensions.formula_presets)

@@ -68,6 +68,12 @@ def prompt_eval_limit_s(
     """The most a prompt eval of ``turns`` answers (1 for a single prompt) and ``checks`` (every
     turn's) may take: each answer under ``configuration``'s limits, each judge call under the judge
     configuration's (``judge``; None: the implicit one)."""
-    answers = max(turns, 1) * answer_limit_s(configuration, mcp)
+    return limit_of_answers(turns, checks, answer_limit_s(configuration, mcp), answer_limit_s(judge))
+
+
+def limit_of_answers(turns: int, checks: Iterable[CheckNode], answer_s: float, judge_s: float) -> float:
+    """:func:`prompt_eval_limit_s` given its configuration's and its judge's
+    :func:`answer_limit_s`, which the evals of a suite share."""
+    answers = max(turns, 1) * answer_s
     calls = judge_calls(checks)
-    return answers + calls * answer_limit_s(judge) if calls else answers
+    return answers + calls * judge_s if calls else answers

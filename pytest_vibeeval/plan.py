@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .checks import AnyOf, Check, CheckNode
 from .errors import InputError, did_you_mean
-from .limits import prompt_eval_limit_s
+from .limits import answer_limit_s, limit_of_answers
 from .loading.configurations import ALL, IMPLICIT_ID, ConfigurationSet
 from .loading.suite import EvalCase, Suite
 from .models import Configuration, ScoreSpec
@@ -173,6 +173,10 @@ def suite_plans(
     digests = _digests(files, selected, variables)
     score = ScoreSpec(formula=suite.formula, min=suite.score_min, max=suite.score_max)
     groups = {cid: group_of(configuration, cid) for cid, configuration in selected.items()}
+    # what the items of a configuration share: the most one answer (and one judge call) may take
+    mcp = suite.mcp_server is not None
+    answer_s = {cid: answer_limit_s(configuration, mcp) for cid, configuration in selected.items()}
+    judge_s = answer_limit_s(judge[1] if judge is not None else None)
     wanted = set(eval_ids)
     plans: list[EvalPlan] = []
     for position, case in enumerate(suite.evals):  # a dataset eval's rows are evals of their own
@@ -200,9 +204,7 @@ def suite_plans(
                 timeout = _workspace_timeout(coding, work.evaluation, cli)
             else:
                 work = PromptWork(suite, case, config_dir, judge)
-                judged_by = judge[1] if judge is not None else None
-                mcp = suite.mcp_server is not None
-                timeout = prompt_eval_limit_s(len(case.turns), case.checks, configuration, judged_by, mcp)
+                timeout = limit_of_answers(len(case.turns), case.checks, answer_s[config_id], judge_s)
             named = repeated(info, repeats, groups[config_id])
             plan = EvalPlan(
                 name=named[0][0],

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
+import operator
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -329,7 +331,12 @@ def _template_problems(doc: Document) -> list[Problem]:
     """Malformed templates anywhere, and ``{{row.column}}`` outside the prompt, checks and ``id``
     of an eval with a ``dataset`` or ``rows`` (inline rows are data: not looked into)."""
     problems: list[Problem] = []
-    _walk_templates(doc, doc.data, (), problems)
+    if doc.templated is None:
+        _walk_templates(doc, doc.data, (), problems)
+        return problems
+    for loc, text in doc.templated:  # the walk's finds, noted by the parser
+        if not (len(loc) > 2 and loc[0] == "evals" and loc[2] == "rows"):
+            problems.extend(_string_template_problems(doc, text, loc))
     return problems
 
 
@@ -421,8 +428,9 @@ def check_formula(
     The controller later evaluates the returned formula's ``canonical`` text."""
     extensions = extensions or builtin_extensions()
     known = set(extensions.run_variables)
-    for name in eval_names:
-        known.update(eval_variable_names(name))
+    names = list(eval_names)
+    for suffix in eval_variable_names(""):  # every name's variables, a suffix at a time (no loop in Python)
+        known.update(map(operator.add, names, itertools.repeat(suffix, len(names))))
     known.update(check_variable_names(check_names))  # `<name>_score` of the checks with a `name`
     try:
         return parse_formula(text, known, presets=extensions.formula_presets)

@@ -51,6 +51,9 @@ class Document:
     # the unquoted values YAML 1.1 read as text that Python reads as numbers (`1e305`: YAML wants
     # `1.0e+305`), so that a message does not say to drop quotes that are not there
     numbers_as_text: set[Loc] = field(default_factory=set)
+    # the text values that hold "{{" (where a template may be), with their paths, in document
+    # order; None where the parser did not note them (then the data is walked)
+    templated: list[tuple[Loc, str]] | None = None
 
     def line_of(self, loc: Loc) -> int | None:
         """Line of the deepest node on ``loc`` that exists in the data (see :meth:`clean_loc`)."""
@@ -88,6 +91,7 @@ def _child(node: Any, part: str | int) -> Any:
     return _ABSENT
 
 
+_SCALAR = yaml.ScalarNode
 MERGE_TAG = "tag:yaml.org,2002:merge"
 INT_TAG = "tag:yaml.org,2002:int"
 _STARTS = frozenset({yaml.SequenceStartEvent, yaml.MappingStartEvent})
@@ -111,6 +115,7 @@ class _Builder:
         self.built: set[yaml.Node] | None = set() if aliases else None
         self.count = 0
         self.numbers_as_text: set[Loc] = set()
+        self.templated: list[tuple[Loc, str]] = []
 
     def _tick(self, node: yaml.Node) -> None:
         """Count ``node`` if it was built before (reached again through an alias or a merge key), and
@@ -190,7 +195,9 @@ class _Builder:
                         )
                     sources.append(item)
                 continue
-            key = self._key(key_node)
+            # most keys are plain text: its value, as _key would return it, without two calls
+            plain = key_node.tag == STR_TAG and type(key_node) is _SCALAR
+            key = key_node.value if plain else self._key(key_node)
             if key in seen:
                 raise InputError.single(
                     self.path,
@@ -244,9 +251,12 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(child, (*loc, i), depth + 1) for i, child in enumerate(node.value)]
         if node.tag == STR_TAG:  # most scalars: the text itself (see _construct)
-            if node.value[:1] in _NUMBER_STARTS:
+            value = node.value
+            if value[:1] in _NUMBER_STARTS:
                 self._note_number(cast(yaml.ScalarNode, node), loc)
-            return node.value
+            if "{{" in value:  # every template starts so
+                self.templated.append((loc, value))
+            return value
         return self._construct(node)
 
 
@@ -370,7 +380,7 @@ def parse_yaml(path: Path, text: str) -> Document:
         raise _reader_error(path, text, exc) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(path), [Problem(f"invalid YAML: {exc}")]) from None
-    return Document(path, data, builder.lines, builder.numbers_as_text)
+    return Document(path, data, builder.lines, builder.numbers_as_text, builder.templated)
 
 
 def load_document(path: Path) -> Document:

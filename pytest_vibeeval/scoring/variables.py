@@ -8,6 +8,7 @@ eval was deselected) is ``None`` together with the reason, so a formula using it
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable, Collection, Container, Iterable, Sequence
@@ -482,8 +483,12 @@ def _mean_over_runs(counted: Sequence[EvalRecord], variable: EvalVariable) -> Re
 def variable_clash(name: str, run_names: Iterable[str] | None = None) -> str | None:
     """Why ``name`` cannot be an eval name because a formula variable it defines is a run-wide one
     (``run_names``: the session's run-wide variables; the built-ins by default)."""
-    if isinstance(run_names, set | frozenset):
-        run = run_names  # a set already (one per suite, not per eval)
+    if isinstance(run_names, frozenset):  # one per suite: most names clash with none of its stems
+        if name not in _clash_stems(run_names):
+            return None
+        run: Collection[str] = run_names
+    elif isinstance(run_names, set):
+        run = run_names
     else:
         run = set(run_variable_names() if run_names is None else run_names)
     if name in run:
@@ -497,13 +502,23 @@ def variable_clash(name: str, run_names: Iterable[str] | None = None) -> str | N
     return None
 
 
+@functools.lru_cache(maxsize=8)
+def _clash_stems(run: frozenset[str]) -> frozenset[str]:
+    """The eval names that would define one of the run-wide variables ``run``: ``name + suffix``
+    for the suffix of one of :data:`EVAL_VARIABLES` (complete once this module is imported)."""
+    suffixes = [variable.suffix for variable in EVAL_VARIABLES]
+    return frozenset(r.removesuffix(suffix) for r in run for suffix in suffixes if r.endswith(suffix))
+
+
 def eval_name_clashes(names: Iterable[str]) -> list[tuple[str, str, EvalVariable]]:
     """Each eval name that another eval's per-eval variable spells too, as (that name, the other
     eval, the variable): with evals ``x`` and ``x_cost`` a formula's ``x_cost`` would be both."""
     taken = dict.fromkeys(names)
+    suffixes = tuple(variable.suffix for variable in EVAL_VARIABLES if variable.suffix)
     return [
         (name, name.removesuffix(variable.suffix), variable)
         for name in taken
+        if name.endswith(suffixes)  # most names end in none: the per-variable test below is for those that do
         for variable in EVAL_VARIABLES
         if variable.suffix and name.endswith(variable.suffix) and name.removesuffix(variable.suffix) in taken
     ]

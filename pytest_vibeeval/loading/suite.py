@@ -76,6 +76,8 @@ class EvalCase:
 
 @dataclass(frozen=True)
 class Suite:
+    """A loaded suite file: its evals, configurations and scoring, ready to plan."""
+
     path: Path
     name: str
     model: str

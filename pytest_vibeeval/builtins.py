@@ -25,10 +25,9 @@ if TYPE_CHECKING:
 @pytest.hookimpl(tryfirst=True)
 def pytest_vibeeval_register_checks(registry: CheckRegistry) -> None:
     def fill() -> None:
-        from .checks import BUILTIN_CHECKS
+        from .checks import register_builtin_checks
 
-        for check_type in BUILTIN_CHECKS:
-            registry.register(check_type)
+        register_builtin_checks(registry)
 
     registry.defer(fill)
 

@@ -23,6 +23,8 @@ from .patterns import canonical
 from .results import JudgeRecord, ToolCallRecord
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+# The pydantic validation context key holding the suite's folder (files named by checks are in it).
+SUITE_DIR_CONTEXT = "vibeeval_suite_dir"
 
 
 def _no_flag(value: object) -> object:
@@ -91,6 +93,8 @@ class Response:
 
 @dataclass(frozen=True)
 class Verdict:
+    """A check type's decision: passed (``None``: undecided here), why, and its 0–1 score."""
+
     passed: bool | None
     message: str
     score: float | None = None  # 0–1, for checks that grade rather than only pass or fail

@@ -10,10 +10,11 @@ the eval an error unless an earlier alternative of its ``or`` passed or a later 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -33,10 +34,11 @@ from .check_api import (
     quote,
     raised_at,
 )
-from .custom_checks import CUSTOM_CHECKS
 from .patterns import broken_regex, canonical, compile_pattern, is_regex_pattern, pattern_matches, regex_found
 from .results import JudgeRecord
-from .structural_checks import STRUCTURAL_CHECKS
+
+if TYPE_CHECKING:
+    from .registry import CheckRegistry
 
 __all__ = [
     "CheckError",
@@ -228,45 +230,86 @@ def _in_memory(types: Sequence[CheckType]) -> tuple[CheckType, ...]:
     return tuple(replace(check_type, uses_workdir=False) for check_type in types)
 
 
-BUILTIN_CHECKS: tuple[CheckType, ...] = (
-    *_in_memory(
-        [
-            CheckType(
-                "match",
-                PatternStr,
-                _match,
-                "the whole response matches a glob (`*` = any text), or a regex is found in it; "
-                "case-insensitive",
-            ),
-            CheckType("not_match", PatternStr, _not_match, "the opposite of match"),
-            CheckType("min_tokens", TokenCount, _min_tokens, "response has at least N tokens"),
-            CheckType("max_tokens", TokenCount, _max_tokens, "response has at most N tokens"),
-            CheckType(
-                "regex",
-                RegexStr,
-                _regex,
-                "a Python regular expression is found anywhere in the response (case-sensitive)",
-            ),
-            CheckType("equals", str, _equals, "response equals the text, ignoring surrounding whitespace"),
-            CheckType("contains", NonEmptyStr, _contains, "response contains the text, case-insensitive"),
-            CheckType(
-                "semantic",
-                SemanticArgs,
-                _semantic,
-                "embedding similarity to `expected` is at least `threshold`",
-            ),
-            CheckType(
-                "llm_judge",
-                JudgeArgs,
-                _llm_judge,
-                "a judge model decides whether the response meets `criteria`, or scores it 0–1 against "
-                "`rubric` (passing at `threshold`); several `judges` decide by `aggregate`",
-            ),
-            *STRUCTURAL_CHECKS,
-        ]
-    ),
-    *CUSTOM_CHECKS,  # user code, given the folder
+# The check types of this module. The others are imported where a suite uses one (see
+# register_builtin_checks): the JSON, tool-call, cost and latency checks, and `python:` checks.
+CORE_CHECKS: tuple[CheckType, ...] = _in_memory(
+    [
+        CheckType(
+            "match",
+            PatternStr,
+            _match,
+            "the whole response matches a glob (`*` = any text), or a regex is found in it; case-insensitive",
+        ),
+        CheckType("not_match", PatternStr, _not_match, "the opposite of match"),
+        CheckType("min_tokens", TokenCount, _min_tokens, "response has at least N tokens"),
+        CheckType("max_tokens", TokenCount, _max_tokens, "response has at most N tokens"),
+        CheckType(
+            "regex",
+            RegexStr,
+            _regex,
+            "a Python regular expression is found anywhere in the response (case-sensitive)",
+        ),
+        CheckType("equals", str, _equals, "response equals the text, ignoring surrounding whitespace"),
+        CheckType("contains", NonEmptyStr, _contains, "response contains the text, case-insensitive"),
+        CheckType(
+            "semantic",
+            SemanticArgs,
+            _semantic,
+            "embedding similarity to `expected` is at least `threshold`",
+        ),
+        CheckType(
+            "llm_judge",
+            JudgeArgs,
+            _llm_judge,
+            "a judge model decides whether the response meets `criteria`, or scores it 0–1 against "
+            "`rubric` (passing at `threshold`); several `judges` decide by `aggregate`",
+        ),
+    ]
 )
+STRUCTURAL_CHECK_NAMES = (
+    "json",
+    "json_schema",
+    "tool_called",
+    "tool_not_called",
+    "tool_sequence",
+    "max_tool_calls",
+    "max_cost",
+    "max_latency",
+)
+CUSTOM_CHECK_NAMES = ("python",)
+
+
+@functools.cache
+def structural_checks() -> tuple[CheckType, ...]:
+    """The checks on JSON, tool calls, cost and latency (named :data:`STRUCTURAL_CHECK_NAMES`)."""
+    from .structural_checks import STRUCTURAL_CHECKS
+
+    return _in_memory(STRUCTURAL_CHECKS)
+
+
+def custom_checks() -> tuple[CheckType, ...]:
+    """The ``python:`` check (named :data:`CUSTOM_CHECK_NAMES`): user code, given the folder."""
+    from .custom_checks import CUSTOM_CHECKS
+
+    return CUSTOM_CHECKS
+
+
+def register_builtin_checks(registry: CheckRegistry) -> None:
+    """Register the built-in check types in ``registry``, in :data:`BUILTIN_CHECKS`' order; those of
+    other modules by name, imported at their first lookup."""
+    for check_type in CORE_CHECKS:
+        registry.register(check_type)
+    registry.register_group(STRUCTURAL_CHECK_NAMES, structural_checks)
+    registry.register_group(CUSTOM_CHECK_NAMES, custom_checks)
+
+
+def __getattr__(name: str) -> tuple[CheckType, ...]:
+    # BUILTIN_CHECKS, every built-in check type, imports the modules of them all: made on request.
+    if name == "BUILTIN_CHECKS":
+        builtin = (*CORE_CHECKS, *structural_checks(), *custom_checks())
+        globals()[name] = builtin
+        return builtin
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -343,6 +386,8 @@ CheckNode = Check | AnyOf
 
 @dataclass(frozen=True)
 class CheckResult:
+    """What one check (an ``or`` with its ``children``) decided about a response."""
+
     type: str
     passed: bool | None
     message: str

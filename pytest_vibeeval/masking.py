@@ -155,6 +155,8 @@ def keep_end(text: str, limit: int) -> str:
 
 @dataclass(frozen=True)
 class _Masker:
+    """The compiled search for every form of the secrets to mask."""
+
     pattern: re.Pattern[str]
     forms: tuple[str, ...]
     starts: re.Pattern[str]  # any form's first MIN_FRAGMENT characters: a cheap test before the scan

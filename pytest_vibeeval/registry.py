@@ -65,17 +65,25 @@ class Registry(Deferred, Mapping[str, T], Generic[T]):
         return len(self._items)
 
 
+class _CheckGroup:
+    """Check types registered by name, imported at the first use of one of them."""
+
+    def __init__(self, load: Callable[[], Sequence[CheckType]]) -> None:
+        self.load = load
+
+
 class CheckRegistry(Deferred):
     """The check types known to a session (built-ins plus those plugins register); by default
     the built-ins alone."""
 
     def __init__(self, types: Sequence[CheckType] | None = None) -> None:
         super().__init__()
+        self._types: dict[str, CheckType | _CheckGroup] = {}
         if types is None:
-            from .checks import BUILTIN_CHECKS
+            from .checks import register_builtin_checks
 
-            types = BUILTIN_CHECKS
-        self._types: dict[str, CheckType] = {}
+            register_builtin_checks(self)
+            return
         for check_type in types:
             self.register(check_type)
 
@@ -87,9 +95,34 @@ class CheckRegistry(Deferred):
             raise ValueError(f"check type {check_type.name!r} is already registered")
         self._types[check_type.name] = check_type
 
+    def register_group(self, names: Sequence[str], load: Callable[[], Sequence[CheckType]]) -> None:
+        """Register the check types ``load`` returns under ``names`` (theirs, in its order) now, and
+        call ``load`` only when one of them is first looked up: a session whose suites use none of
+        them never imports their module."""
+        self._fill()
+        group = _CheckGroup(load)
+        for name in names:
+            if name in self._types:
+                raise ValueError(f"check type {name!r} is already registered")
+            self._types[name] = group
+
+    def _loaded(self, name: str, entry: CheckType | _CheckGroup) -> CheckType:
+        if not isinstance(entry, _CheckGroup):
+            return entry
+        types = entry.load()
+        names = [name for name, held in self._types.items() if held is entry]
+        if [check_type.name for check_type in types] != names:
+            raise ValueError(
+                f"check types {names} were registered, their module has {[t.name for t in types]}"
+            )
+        for check_type in types:
+            self._types[check_type.name] = check_type  # keeps its place in the order
+        return self._loaded(name, self._types[name])
+
     def get(self, name: str) -> CheckType | None:
         self._fill()
-        return self._types.get(name)
+        entry = self._types.get(name)
+        return None if entry is None else self._loaded(name, entry)
 
     def names(self) -> list[str]:
         self._fill()
@@ -97,7 +130,7 @@ class CheckRegistry(Deferred):
 
     def as_mapping(self) -> Mapping[str, CheckType]:
         self._fill()
-        return dict(self._types)
+        return {name: self._loaded(name, self._types[name]) for name in list(self._types)}
 
 
 class ParserRegistry(Registry["Parser"]):

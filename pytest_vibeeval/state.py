@@ -55,6 +55,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 @dataclass
 class VibeState:
+    """One session's state, kept in ``config.stash`` (see :mod:`.stash`)."""
+
     settings: Settings
     renderer: Renderer
     extensions: Extensions = field(default_factory=Extensions)  # filled by the register hooks

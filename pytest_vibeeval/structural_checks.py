@@ -21,15 +21,13 @@ from pydantic import (
     model_validator,
 )
 
-from .check_api import CheckError, CheckType, Count, NonEmptyStr, Response, Verdict, quote
+from .check_api import SUITE_DIR_CONTEXT, CheckError, CheckType, Count, NonEmptyStr, Response, Verdict, quote
 from .dotted import MISSING, lookup
 from .loading.syntax_hints import json_error
 from .patterns import canonical, pattern_matches
 from .results import ToolCallRecord
 from .schema_refs import SchemaFiles, read_schema_file, referenced_files
 
-# The pydantic validation context key holding the suite's folder (files named by checks are in it).
-SUITE_DIR_CONTEXT = "vibeeval_suite_dir"
 Limit = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 

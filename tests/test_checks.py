@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from pytest_vibeeval.check_api import JudgeError
 from pytest_vibeeval.checks import (
     BUILTIN_CHECKS,
+    CUSTOM_CHECK_NAMES,
+    STRUCTURAL_CHECK_NAMES,
     AnyOf,
     Check,
     CheckResult,
@@ -29,6 +31,7 @@ from pytest_vibeeval.checks import (
     is_regex_pattern,
     pattern_matches,
     run_checks,
+    structural_checks,
 )
 from pytest_vibeeval.patterns import canonical
 from pytest_vibeeval.registry import CheckRegistry
@@ -649,6 +652,7 @@ def test_check_result_to_json() -> None:
 
 def test_registry_holds_the_builtins() -> None:
     assert REGISTRY.names() == [t.name for t in BUILTIN_CHECKS]
+    assert REGISTRY.as_mapping() == {t.name: t for t in BUILTIN_CHECKS}
     assert set(REGISTRY.names()) >= {"match", "not_match", "min_tokens", "max_tokens", "semantic"}
     assert "or" not in REGISTRY.names()
     assert REGISTRY.get("nope") is None
@@ -690,3 +694,12 @@ def test_compile_pattern_is_whole_text_dotall_ignorecase() -> None:
     assert compiled.flags & re.IGNORECASE
     assert compiled.flags & re.DOTALL
     assert compiled.fullmatch("A\nB")
+
+
+def test_the_names_of_the_check_types_imported_at_first_use_are_those_of_their_modules() -> None:
+    from pytest_vibeeval.custom_checks import CUSTOM_CHECKS
+    from pytest_vibeeval.structural_checks import STRUCTURAL_CHECKS
+
+    assert tuple(t.name for t in STRUCTURAL_CHECKS) == STRUCTURAL_CHECK_NAMES
+    assert tuple(t.name for t in CUSTOM_CHECKS) == CUSTOM_CHECK_NAMES
+    assert not any(t.uses_workdir for t in structural_checks())  # they decide from the response alone

@@ -200,20 +200,26 @@ def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> 
 
 
 # What collecting and running a suite of `python:` evals with plain checks must not import: the
-# other kinds' providers and parsers, the llm_judge machinery, what only some evals use
-# (conversations, datasets) and what only an option uses (the response cache, the record stores).
+# other kinds' providers and parsers, the llm_judge machinery, the check types it does not use
+# (JSON, tool calls, cost, latency, `python:` checks), the statistics of repeated evals, what only
+# some evals use (conversations, datasets) and what only an option uses (the response cache, the
+# record stores).
 NOT_FOR_A_PYTHON_SUITE = (
     *NOT_AT_START,
     "pytest_vibeeval.answer_files",
     "pytest_vibeeval.answer_keys",
     "pytest_vibeeval.cache",
     "pytest_vibeeval.conversation",
+    "pytest_vibeeval.custom_checks",
     "pytest_vibeeval.earlier_recordings",
     "pytest_vibeeval.judge",
     "pytest_vibeeval.loading.datasets",
     "pytest_vibeeval.providers.parsers",
     "pytest_vibeeval.providers.sessions",
     "pytest_vibeeval.recording",
+    "pytest_vibeeval.schema_refs",
+    "pytest_vibeeval.structural_checks",
+    "statistics",
 )
 # ... and what collecting it must not import either: the reader of earlier results files (for
 # --vibe-resume, a baseline, the history, all read or written once evals ran).

@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..check_api import SUITE_DIR_CONTEXT
 from ..checks import AnyOf, Check, CheckNode, named_checks
 from ..errors import Loc, Problem, did_you_mean
 from ..registry import CheckRegistry
 from ..scoring.variables import EVAL_VARIABLES, check_variable_names
-from ..structural_checks import SUITE_DIR_CONTEXT
 from .validation_messages import describe, other_kinds_left_out
 from .yamlsource import Document, yaml_kind
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ..check_api import SUITE_DIR_CONTEXT
 from ..checks import CheckType
 from ..errors import InputError, Loc, Problem, did_you_mean
 from ..models import EvalSpec, SuiteFile
 from ..registry import CheckRegistry
-from ..structural_checks import SUITE_DIR_CONTEXT
 from .check_parsing import parse_checks, raw_check_lists
 from .templates import fill_row, row_columns, row_text
 from .yamlsource import Document

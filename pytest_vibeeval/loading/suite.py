@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import operator
@@ -22,7 +23,9 @@ from ..models import (
     Configuration,
     EvalSpec,
     McpServer,
+    OutputSpec,
     RubricSpec,
+    ScoreSpec,
     SuiteFile,
     protected_name_problem,
 )
@@ -78,6 +81,8 @@ class EvalCase:
 
 @dataclass(frozen=True)
 class Suite:
+    """A loaded suite file: its evals, configurations and scoring, ready to plan."""
+
     path: Path
     name: str
     model: str
@@ -109,6 +114,14 @@ def with_mcp_urls(suite: Suite, urls: Mapping[str, str]) -> Suite:
     return replace(suite, mcp_server=server.model_copy(update={"url": urls[server.name]}))
 
 
+@functools.cache
+def _build_models() -> None:
+    """Build the models a suite holds that are also validated or dumped on their own before the
+    suite's: pydantic then reuses their schemas in SuiteFile's instead of generating each twice."""
+    for model in (RubricSpec, ScoreSpec, OutputSpec, Configuration):
+        model.model_rebuild()
+
+
 def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
     """Read and validate a suite file; raises :class:`InputError` with every problem found.
     ``extensions``: the session's check types, parsers and run variables (the built-ins by default)."""
@@ -122,6 +135,7 @@ def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
     legacy = _legacy_problem(doc)
     if legacy:
         raise InputError(str(path), [legacy])
+    _build_models()
     try:
         model = SuiteFile.model_validate(doc.data, context=extensions.validation_context())
     except ValidationError as exc:

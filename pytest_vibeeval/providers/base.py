@@ -51,6 +51,8 @@ class PromptRequest:
 
 @dataclass(frozen=True)
 class ProviderResponse:
+    """What a provider answered, with what it reported about the answer (cost, tokens, steps)."""
+
     text: str
     cost: float | None = None
     input_tokens: int | None = None

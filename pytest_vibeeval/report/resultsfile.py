@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import filecmp
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -201,6 +200,8 @@ def stamped_original(path: Path) -> Path:
     the session then replaces."""
     if path.name != LATEST:
         return path
+    import filecmp  # only where a record names latest.json
+
     try:
         size = path.stat().st_size
         twins = [

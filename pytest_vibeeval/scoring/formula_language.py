@@ -136,6 +136,8 @@ def _clamp(x: float, low: float, high: float) -> float:
 
 @dataclass(frozen=True)
 class Function:
+    """A function a score formula may call, with how many arguments it takes."""
+
     call: Callable[..., float]
     min_args: int
     max_args: int | None

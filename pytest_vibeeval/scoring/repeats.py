@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
@@ -177,6 +176,8 @@ def mean_ci95(values: Sequence[float]) -> MeanCI | None:
     """
     if not values:
         return None
+    import statistics  # only for repeated evals' confidence intervals
+
     mean = statistics.fmean(values)
     n = len(values)
     if n == 1:

@@ -21,6 +21,8 @@ QUALITY_WORDS = ("lint", "typecheck")
 
 @dataclass(frozen=True)
 class TaskRule:
+    """How the time-penalised score treats the evals a rule matches."""
+
     multiplier: float
     time_limit_minutes: float | None  # None: no time penalty (a vybes block without a limit)
     description: str | None = None

@@ -12,7 +12,7 @@ import weakref
 from pathlib import Path
 
 import pytest
-from helpers import XDIST_MODES, evals_by_nodeid, load_json, run, write
+from helpers import FAST_ARGS, XDIST_MODES, evals_by_nodeid, load_json, run, write
 
 from pytest_vibeeval.loading import suite as suite_module
 from pytest_vibeeval.loading.yamlsource import Document, load_document
@@ -224,6 +224,55 @@ def test_an_in_process_run_leaves_its_callers_collector_as_it_found_it(pytester:
         pytest.skip(f"{before} objects were frozen before the run (Python 3.12 freezes some itself)")
     result = run(pytester)
     result.assert_outcomes(passed=2)
+    assert gc.get_freeze_count() == before and gc.isenabled()
+
+
+# The xdist controller freezes its heap once its workers collected evals; run in-process, that heap
+# is the caller's. How the controller's session ends: normally, interrupted by Ctrl-C as the first
+# report arrives, a hook's error there, or with no eval collected (nothing frozen at all).
+CONTROLLER_ENDS = """
+import gc
+
+controller = []
+
+
+def pytest_configure(config):
+    controller.append(not hasattr(config, "workerinput"))
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" or not controller[0]:
+        return
+    with open("frozen-at-reports", "a") as out:
+        out.write(f"{gc.get_freeze_count()}\\n")
+    if "{end}" == "ctrl-c":
+        raise KeyboardInterrupt
+    if "{end}" == "error":
+        raise RuntimeError("a hook failed")
+"""
+
+
+@pytest.mark.parametrize("end", ["passed", "ctrl-c", "error", "no-evals"])
+def test_an_in_process_xdist_run_leaves_its_callers_heap_as_it_found_it(
+    pytester: pytest.Pytester, end: str
+) -> None:
+    """However the controller's session ends, its last cleanup thaws what it froze and the caller
+    (here, this test's process) gets its collector back as it was."""
+    if end != "no-evals":
+        write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    write(pytester.path / "test_plain.py", "def test_one():\n    pass\n")
+    write(pytester.path / "conftest.py", CONTROLLER_ENDS.replace("{end}", end))
+    before = gc.get_freeze_count()
+    if before:  # gc.unfreeze() thaws all or nothing (documented for vibe_gc_freeze)
+        pytest.skip(f"{before} objects were frozen before the run (Python 3.12 freezes some itself)")
+    try:
+        pytester.runpytest_inprocess(*FAST_ARGS, "-n", "2")
+    except KeyboardInterrupt:  # pytester lets the session's Ctrl-C through to its caller
+        assert end == "ctrl-c"
+    counts = [int(line) for line in (pytester.path / "frozen-at-reports").read_text().split()]
+    # frozen while the reports arrived (the caller's heap included), but not once it was over
+    assert all(count > 10_000 for count in counts) if end != "no-evals" else counts == [0], counts
     assert gc.get_freeze_count() == before and gc.isenabled()
 
 

@@ -244,6 +244,28 @@ def test_each_command_gets_the_environment_it_is_given_however_many_share_one(tm
     assert seen({"PATH": os.environ["PATH"]}) == "[]"
 
 
+def test_an_environment_changed_in_place_after_a_command_reaches_the_next(tmp_path: Path) -> None:
+    """The same mapping passed again after the caller changed it (a value, a variable added or
+    removed): the next command gets it as it is now, not as the last one got it."""
+    script = "import os, sys; sys.stdout.write(os.environ.get('VIBE_A', '-') + os.environ.get('VIBE_B', '-'))"
+
+    def seen(env: dict[str, str]) -> str:
+        result = run_command([sys.executable, "-c", script], cwd=tmp_path, output_dir=tmp_path, env=env)
+        return result.stdout_path.read_text()
+
+    env = {"PATH": os.environ["PATH"], "VIBE_A": "1"}
+    assert seen(env) == "1-"
+    env["VIBE_A"] = "2"
+    assert seen(env) == "2-"
+    env["VIBE_B"] = "b"
+    assert seen(env) == "2b"
+    del env["VIBE_A"]
+    assert seen(env) == "-b"
+    env["VIBE_B"] = "\x00"
+    with pytest.raises(UnpassableArgument, match="'VIBE_B' holds a NUL"):
+        seen(env)
+
+
 def test_other_spawn_errors_are_cannot_start_naming_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,6 +18,8 @@ from pytest_vibeeval.scoring.variables import (
     compute_variables,
     eval_name_clash,
     eval_name_clashes,
+    run_variable_names,
+    variable_clash,
 )
 
 SCORES = Path(__file__).resolve().parent.parent / "docs" / "scores.md"
@@ -100,6 +102,26 @@ def test_eval_name_clashes_cover_every_suffix() -> None:
             assert eval_name_clashes(named) == [(f"run-a{variable.suffix}", "run-a", variable)]
             assert eval_name_clashes(reversed(named)) == [(f"run-a{variable.suffix}", "run-a", variable)]
     assert eval_name_clashes(["x", "y_cost", "x-cost", "x_costs", "_cost"]) == []
+
+
+def test_a_suites_eval_name_clash_check_finds_what_the_general_one_does() -> None:
+    """A suite checks its eval names against the stems of its run-wide variables (a frozenset,
+    cached): every name the check over each name's own variables finds, it finds too, with the
+    same message; extension-registered variables, case and non-ASCII names included."""
+    run = [*run_variable_names(), "my_metric_cost", "Ünï_score", "x_tokens_tokens"]
+    suffixes = [variable.suffix for variable in EVAL_VARIABLES]
+    names = {r.removesuffix(s) for r in run for s in suffixes} | {
+        *run,
+        "MY_METRIC",
+        "ünï",
+        "x",
+        "x_tokens",
+        "other",
+    }
+    clashing = [name for name in sorted(names) if variable_clash(name, run)]
+    assert len(clashing) > len(run)
+    for name in sorted(names):
+        assert variable_clash(name, frozenset(run)) == variable_clash(name, run), name
 
 
 def test_eval_name_clash_message() -> None:

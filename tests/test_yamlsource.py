@@ -314,3 +314,45 @@ def test_a_json_error_is_worded_the_same_on_every_python(text: str, said: str) -
     with pytest.raises(json.JSONDecodeError) as caught:
         json.loads(text)
     assert str(json_error(caught.value)) == said
+
+
+def _templated_in(node: object, loc: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], str]]:
+    """The text values of parsed data that hold ``{{``, with their paths, as a walk finds them."""
+    if isinstance(node, str):
+        return [(loc, node)] if "{{" in node else []
+    if isinstance(node, dict):
+        return [found for key, value in node.items() for found in _templated_in(value, (*loc, key))]
+    if isinstance(node, list):
+        return [found for i, value in enumerate(node) for found in _templated_in(value, (*loc, i))]
+    return []
+
+
+TEMPLATED_DOCUMENTS = {
+    "aliases": 'x: &a "{{row.q}}"\nevals:\n  - prompt: *a\n  - {prompt: hi, rows: [{q: *a}]}\n',
+    "merge keys": (
+        'base: &b {prompt: "{{row.x}}", other: "{{ bad"}\n'
+        "evals:\n  - <<: *b\n    prompt: plain\n  - <<: [*b]\n"
+    ),
+    "folded and literal": (
+        "evals:\n  - prompt: >\n      a {\n      {row.x}} and {{\n      row.y}}\n"
+        "  - prompt: |\n      {{row.z}\n"
+    ),
+    "flow": 'evals: [{prompt: "{{row.a}}", checks: [{contains: "{{row.b}}"}, "{{ x"]}]\n',
+    "tags and keys": 'evals:\n  - prompt: !!str "{{row.a}}"\n    "{{key}}": "{{v}}"\n    n: !!str 1{{x}}\n',
+    "aliased rows": (
+        'evals:\n  - rows: &r [{a: "{{row.q}}"}]\n    prompt: "{{row.a}}"\n  - {prompt: x, extra: *r}\n'
+    ),
+}
+
+
+@pytest.mark.usefixtures("loader")
+@pytest.mark.parametrize("text", TEMPLATED_DOCUMENTS.values(), ids=TEMPLATED_DOCUMENTS.keys())
+def test_the_parser_notes_every_templated_value_a_walk_of_the_data_finds(tmp_path: Path, text: str) -> None:
+    """The `{{row.…}}` placement check reads the values the parser noted instead of walking the
+    file: through aliases, merge keys, folded lines, flow collections and tags, the same values at
+    the same paths in the same order."""
+    path = tmp_path / "suite.yaml"
+    path.write_text(text, encoding="utf-8")
+    doc = load_document(path)
+    assert doc.templated == _templated_in(doc.data)
+    assert doc.templated

@@ -122,7 +122,10 @@ def _env_nul_reason(env: Mapping[str, str]) -> str | None:
 class _ChildEnvironment:
     """A command's environment as the child gets it (UTF-8 bytes, whatever the locale), or why it
     cannot be given (a NUL), remembered for the last environment asked for: an agent gets the same
-    one for every eval, and comparing it costs less than checking and encoding every variable."""
+    one for every eval, and comparing it costs less than checking and encoding every variable.
+    Kept after the command: what it holds, secrets included, this process holds anyway while the
+    configuration is in use (``os.environ``, the configuration's ``env``, the suite's MCP token);
+    only its bytes are needed to reuse it, so no fingerprint could stand in for it."""
 
     def __init__(self) -> None:
         # (the environment, as bytes, why it cannot be given): replaced whole, never changed

@@ -4,7 +4,8 @@ a double fork) and, after an xdist worker was killed, the agents it was running.
 While :func:`~pytest_vibeeval.process.run_command` runs a command, the process running it is a
 child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): an escapee whose parent exits is re-parented to
 it rather than to init, and :class:`Orphans` kills and reaps every such child once the command is
-over. Agents and registry steps also carry :data:`MARKER` in their environment (:func:`marked`),
+over (commands run from several threads at once: once no command still running can have started
+it). Agents and registry steps also carry :data:`MARKER` in their environment (:func:`marked`),
 the pid of the process that started them, which their descendants inherit: on the controller,
 :func:`end_lost_workers_processes` ends what a worker that died left running, every process whose
 marker names that worker (recorded as it was set up: :func:`child_marker`), and the pids cgroups
@@ -32,6 +33,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -185,46 +187,94 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
+class _Running:
+    """The commands this process runs at the moment, from any of its threads: the subreaper is on
+    while any runs, and one command's end kills only what none of the others can have started."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # held from a command's start or end until its scan is done
+        self.commands: dict[Orphans, int | None] = {}  # each with its `since` once it started
+        self.first: int | None = None  # the earliest `since` since no command was running
+        self.was_subreaper = False  # before the first of them began
+
+
+# On the ``sys`` module, as the watcher's state (see :data:`_STATE_ATTRIBUTE`): one for the process,
+# whichever copy of this module a command runs through (an in-process pytester run imports another).
+_RUNNING_ATTRIBUTE = "_pytest_vibeeval_commands"
+
+
+def _running() -> _Running:
+    running = getattr(sys, _RUNNING_ATTRIBUTE, None)
+    if running is None:  # setdefault: two threads that both found none get the same one
+        running = vars(sys).setdefault(_RUNNING_ATTRIBUTE, _Running())
+    return cast("_Running", running)
+
+
 class Orphans:
     """What one command leaves behind: ``with Orphans() as orphans:`` call :meth:`starting` right
     before the command starts, wait for it and reap it; on leaving, every child of this process that
     started no earlier than the command (re-parented here: it escaped the command's process group
-    and its parent exited) is killed and reaped, until none is left. (A process another thread of
-    this process starts meanwhile would count too: pytest-vibeeval runs one command at a time.)"""
+    and its parent exited) is killed and reaped, until none is left.
+
+    Commands run from several threads at once share this process, and a re-parented process does
+    not say which command it came from: a command's end kills only the children that started
+    before every command still running did (none of those can be theirs); the rest wait until the
+    last command running ends. (Any other child of this process that started meanwhile counts too,
+    one a thread started without :func:`~pytest_vibeeval.process.run_command` included.)"""
 
     def __init__(self) -> None:
         self.since: int | None = None  # boot time (clock ticks) just before the command started
-        self._was_subreaper = False
 
     def starting(self) -> None:
         """The command starts now: what starts from here on may be its orphan. The moment is read
         from the clock ``/proc/<pid>/stat`` counts start times in (boot time, in clock ticks), not
         from the new process's stat file: reading that waits while the process is still mapping
         its program in, most of a millisecond for every command."""
-        self.since = _boot_ticks()
+        running = _running()
+        with running.lock:  # not while another command's end scans: its window is decided first
+            self.since = since = _boot_ticks()
+            running.commands[self] = since
+            if since is not None and (running.first is None or since < running.first):
+                running.first = since
 
     def __enter__(self) -> Orphans:
-        self._was_subreaper = _subreaper()
-        if not self._was_subreaper:
-            _make_subreaper(True)
+        running = _running()
+        with running.lock:
+            if not running.commands:
+                running.was_subreaper = _subreaper()
+                if not running.was_subreaper:
+                    _make_subreaper(True)
+                running.first = None
+            running.commands[self] = None
         return self
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            self.reap()
-        finally:
-            if not self._was_subreaper:
-                _make_subreaper(False)
+        running = _running()
+        with running.lock:
+            running.commands.pop(self, None)
+            try:
+                self.reap()
+            finally:
+                if not running.commands and not running.was_subreaper:
+                    _make_subreaper(False)
 
     def reap(self) -> None:
-        if _PRCTL is None or self.since is None:
+        """Kill and reap the children that started since the first command of those run at once
+        began and before any command still running did (the caller holds the lock)."""
+        running = _running()
+        if _PRCTL is None or running.first is None:
             return
-        since, watcher = self.since, watcher_pid()  # the watcher is never this command's: its stat unread
+        since, watcher = running.first, watcher_pid()  # the watcher is never a command's: its stat unread
+        starts = [start for start in running.commands.values() if start is not None]
+        until = min(starts) if starts else None
         while True:
             found = [
                 pid
                 for pid in _children()
-                if pid != watcher and (stat := _stat(pid)) is not None and stat[3] >= since
+                if pid != watcher
+                and (stat := _stat(pid)) is not None
+                and since <= stat[3]
+                and (until is None or stat[3] < until)
             ]
             if not found:
                 return
@@ -325,10 +375,14 @@ def _state() -> dict[str, Any]:
 
 def _forget_in_child() -> None:
     """After a fork: the child does not hold its parent's pipe end (which would keep the parent's
-    watcher waiting until the child ends too), and has no watcher of its own yet."""
+    watcher waiting until the child ends too), and has no watcher of its own yet. It runs no
+    command yet either, is no subreaper (a fork does not pass that on), and must not wait for a
+    lock another thread of its parent held."""
     state = _state()
     _close_pipe_end(state)
     state.clear()
+    with contextlib.suppress(AttributeError):
+        delattr(sys, _RUNNING_ATTRIBUTE)
 
 
 def _pipe_identity(fd: int) -> tuple[int, int] | None:

@@ -9,11 +9,24 @@ import os
 import select
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
-from helpers import FAST_ARGS, PYTHON, XDIST_MODES, agent, evals_by_nodeid, is_gone, load_json, run, write
+from helpers import (
+    FAST_ARGS,
+    PYTHON,
+    XDIST_MODES,
+    agent,
+    evals_by_nodeid,
+    is_gone,
+    load_json,
+    run,
+    wait_gone,
+    write,
+)
 
+from pytest_vibeeval.process import CommandResult, read_head, run_command
 from pytest_vibeeval.reaping import is_alive
 from pytest_vibeeval.workspace.cgroups import V1_ROOT, process_limit
 from pytest_vibeeval.workspace.sandbox import bwrap_problem
@@ -162,3 +175,90 @@ def test_a_killed_workers_agent_and_cgroup_are_ended(pytester: pytest.Pytester, 
     assert not any(is_alive(pid) for pid in agents), "the lost worker's agent is still running"
     if HAS_CGROUP:
         assert not list(V1_ROOT.glob(f"pytest-vibeeval-{worker}-*")), "its pids cgroup was left behind"
+
+
+# A command of its own: leaves a daemon (a double fork in a new session, re-parented to the
+# runner while the command runs), says "started" on the FIFO ``<notes>.started``, waits until
+# something is written to the FIFO ``<notes>.go``, then leaves a second daemon and exits.
+DAEMONISING_COMMAND = """
+import os, sys, time
+notes = sys.argv[1]
+
+def daemon(kind):
+    read, write = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            open(f"{notes}.{kind}", "w").write(str(os.getpid()))
+            os.write(write, b".")
+            time.sleep(600)
+        os._exit(0)
+    os.read(read, 1)
+    os.wait()  # its parent is gone: the daemon is the runner's child now
+
+daemon("daemon")
+with open(notes + ".started", "w") as fifo:
+    fifo.write("started\\n")
+with open(notes + ".go") as fifo:
+    fifo.read()
+daemon("late")
+print("finished")
+"""
+
+
+class _Command(threading.Thread):
+    """Runs :data:`DAEMONISING_COMMAND` through ``run_command`` in a thread of its own."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.notes = folder / name
+        for fifo in ("started", "go"):
+            os.mkfifo(f"{self.notes}.{fifo}")
+        self.argv = [PYTHON, str(agent(folder, "daemonising.py", DAEMONISING_COMMAND)), str(self.notes)]
+        self.folder = folder
+        self.result: CommandResult | None = None
+
+    def run(self) -> None:
+        self.result = run_command(
+            self.argv, cwd=self.folder, output_dir=self.folder, name=self.name, timeout=300
+        )
+
+    def wait_started(self) -> None:
+        reader = os.open(f"{self.notes}.started", os.O_RDONLY | os.O_NONBLOCK)  # readable once written
+        try:
+            assert select.select([reader], [], [], 120)[0], f"command {self.name} never started"
+        finally:
+            os.close(reader)
+
+    def finish(self) -> None:
+        try:  # without a reader (the command was killed) this fails at once rather than blocking
+            writer = os.open(f"{self.notes}.go", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            pytest.fail(f"command {self.name} no longer waits to be told to finish ({exc})")
+        os.write(writer, b"go\n")
+        os.close(writer)
+        self.join(120)
+        assert not self.is_alive(), f"command {self.name} did not finish"
+
+    def pid(self, kind: str) -> int:
+        return int(Path(f"{self.notes}.{kind}").read_text())
+
+
+@needs_linux
+def test_commands_run_from_threads_at_once_keep_each_others_processes(tmp_path: Path) -> None:
+    """One command's end does not end another's processes, its leader or its daemons; what each
+    left behind is still ended, at the latest when the last of them ends."""
+    first, second = _Command(tmp_path, "first"), _Command(tmp_path, "second")
+    first.start()
+    first.wait_started()
+    second.start()  # started after the first: its processes are younger than the first command
+    second.wait_started()
+    first.finish()
+    assert first.result is not None and first.result.exit_code == 0
+    assert is_alive(second.pid("daemon")), "the first command's end ended the second's daemon"
+    second.finish()
+    assert second.result is not None
+    assert (second.result.exit_code, read_head(second.result.stdout_path, 100)[0]) == (0, "finished\n")
+    for command in (first, second):
+        for kind in ("daemon", "late"):
+            assert wait_gone(command.pid(kind), 10), f"{command.name}'s {kind} survived the commands"

@@ -20,7 +20,7 @@ import stat
 import threading
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 
 class _Dumpable(Protocol):
@@ -238,12 +238,15 @@ def remove_finished(path: Path) -> bool:
     return True
 
 
-class Listing(NamedTuple):
+class Listing:
     """The names of the journals in a folder (ending in :data:`SUFFIX`) and of the hidden files
     journals are made through (:func:`remove_unnamed`), from one listing of the folder."""
 
-    journals: list[str]
-    unnamed: list[str]
+    __slots__ = ("journals", "unnamed")  # a plain class: a NamedTuple is compiled at import
+
+    def __init__(self, journals: list[str], unnamed: list[str]) -> None:
+        self.journals = journals
+        self.unnamed = unnamed
 
 
 def listing(folder: Path) -> Listing:

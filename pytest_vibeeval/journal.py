@@ -255,18 +255,14 @@ def listing(folder: Path) -> Listing:
     The results folder gains a file with every session, so the end of each session lists it once,
     names only (no regular expression, no path object and no ``stat`` for the other files): its
     cost per results file kept is a few hundred instructions."""
-    journals: list[str] = []
-    unnamed: list[str] = []
     try:
         names = os.listdir(folder)
     except OSError:
-        return Listing(journals, unnamed)
-    for name in names:
-        if name.endswith(SUFFIX):
-            journals.append(name)
-        if name.startswith(".") and name.find(_UNNAMED, 1) > 0:  # as the glob ".*<SUFFIX>.*"
-            unnamed.append(name)
-    return Listing(journals, unnamed)
+        return Listing([], [])
+    return Listing(
+        [name for name in names if name.endswith(SUFFIX)],
+        [name for name in names if name[:1] == "." and name.find(_UNNAMED, 1) > 0],  # ".*<SUFFIX>.*"
+    )
 
 
 def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:

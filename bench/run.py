@@ -27,8 +27,12 @@ Benchmarks (``--only`` picks some; all run by default):
 Timings are the median of interleaved runs: ``--repeat`` of them, ``2 × repeat - 1`` below 500
 evals. Targets are issue #21's (bench/targets.py), each against a floor measured in the same run;
 the "verdict" column says whether a row meets its target. None of it is part of the test suite.
-The package's bytecode is written once before anything is timed. The temporary files are removed
-in the background at the end.
+The package's bytecode is written once before anything is timed. Every project, pytest temporary
+root and ``TMPDIR`` of the runs is in one temporary folder under ``--tmp`` (default: the system's
+temporary folder), removed in the background at the end. The header names that folder's file
+system; a disk probe (bench/disk.py: creating and removing 500 empty files) at the start, before
+the benchmarks that create files per eval or per copy (overhead, workspace, peers) and at the end
+is printed with the results, so that a disk slowed by an earlier deletion shows.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from pathlib import Path
 
 from .collection import collection, memory
 from .common import Row, compile_package
+from .disk import Probe, describe, probe
 from .formulas import formulas
 from .output import big_output
 from .overhead import AGENTS, cli_overhead, python_overhead
@@ -54,11 +59,19 @@ from .targets import met_cell
 from .workspace import workspace
 
 BENCHMARKS = ("overhead", "python", "collection", "memory", "workspace", "output", "formula", "peers")
+PROBED_BEFORE = ("overhead", "workspace", "peers")  # the benchmarks whose rows follow the disk
 COLUMNS = ("benchmark", "case", "pytest-vibeeval", "floor", "ratio", "target", "verdict", "notes")
 
 
 def _ints(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
+
+
+def _folder(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is not a folder: name an existing one")
+    return path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
     add("--files", type=int, default=5000, help="workspace: files in the template")
     add("--copy-repeat", type=int, default=5, help="workspace: interleaved repeats of the copies")
     add("--cache", type=Path, default=default_cache(), help="peers: install folder, reused across runs")
+    add(
+        "--tmp",
+        type=_folder,
+        default=None,
+        help="folder of every project and pytest temporary root of the run (default: the system's "
+        "temporary folder), e.g. /dev/shm for a tmpfs",
+    )
     return parser
 
 
@@ -138,21 +158,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     compile_package()
     rows: list[Row] = []
-    root = Path(tempfile.mkdtemp(prefix="vibeeval-bench-"))
+    probes: list[Probe] = []
+    tmp = args.tmp if args.tmp is not None else Path(tempfile.gettempdir())
+    root = Path(tempfile.mkdtemp(prefix="vibeeval-bench-", dir=tmp))
+    os.environ["TMPDIR"] = str(tmp)  # the runs' own temporary files (the plugin's lock folders)
+    print(f"temporary folder: {root} on {describe(root)}", flush=True)
+    probes.append(_probe(root, "start"))
     try:
         plan = _plan(args, root)
         for name in BENCHMARKS:
             if name not in only:
                 continue
+            if name in PROBED_BEFORE:
+                probes.append(_probe(root, f"before {name}"))
             started = time.perf_counter()
             new = plan[name]()
             rows += new
             took = f"  ({name}: {time.perf_counter() - started:.0f} s)"
             print(_table(new).split("\n", 2)[2], took, flush=True)
+        probes.append(_probe(root, "end"))
     finally:
         _remove(root)
     print("\n" + _table(rows))
+    print("\n" + "\n".join(p.line() for p in probes))
     print("\n" + summary(rows))
+
+
+def _probe(root: Path, when: str) -> Probe:
+    found = probe(root, when)
+    print(found.line(), flush=True)
+    return found
 
 
 def summary(rows: Sequence[Row]) -> str:

@@ -32,6 +32,7 @@ Record = str | _Dumpable  # a record's JSON (from an xdist worker), or the recor
 INTERVAL = 1.0  # seconds a finished record may wait before it is written
 CHUNK = 1 << 16  # bytes gathered before a write without waiting
 SUFFIX = ".journal.jsonl"
+_UNNAMED = SUFFIX + "."  # in the name of a journal's hidden file, before its random part
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
 
 
@@ -237,6 +238,33 @@ def remove_finished(path: Path) -> bool:
     return True
 
 
+class Listing:
+    """The names of the journals in a folder (ending in :data:`SUFFIX`) and of the hidden files
+    journals are made through (:func:`remove_unnamed`), from one listing of the folder."""
+
+    __slots__ = ("journals", "unnamed")  # a plain class: a NamedTuple is compiled at import
+
+    def __init__(self, journals: list[str], unnamed: list[str]) -> None:
+        self.journals = journals
+        self.unnamed = unnamed
+
+
+def listing(folder: Path) -> Listing:
+    """The journals and journals' hidden files in ``folder`` (none where it cannot be listed).
+
+    The results folder gains a file with every session, so the end of each session lists it once,
+    names only (no regular expression, no path object and no ``stat`` for the other files): its
+    cost per results file kept is a few hundred instructions."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return Listing([], [])
+    return Listing(
+        [name for name in names if name.endswith(SUFFIX)],
+        [name for name in names if name[:1] == "." and name.find(_UNNAMED, 1) > 0],  # ".*<SUFFIX>.*"
+    )
+
+
 def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:
     """The newest journal in ``folder`` modified after ``newer_than`` (a results file; None: any)
     whose session is not running: a session that never finished after the newest results."""
@@ -251,27 +279,30 @@ def newest_journal(folder: Path, newer_than: Path | None) -> Path | None:
     return None
 
 
-def left_journals(folder: Path, skip: Collection[Path]) -> list[Path]:
+def left_journals(folder: Path, skip: Collection[Path], listed: Listing | None = None) -> list[Path]:
     """The journals in ``folder``, newest first, of sessions that did not finish and are not
     running (killed ones, whose journal no resume took), other than those in ``skip`` (however
-    spelt: through ``..`` or a link)."""
+    spelt: through ``..`` or a link); ``listed``: the folder's :func:`listing`, when made already."""
     places = {place(path) for path in skip}
     found = sorted(
-        ((mtime, path) for mtime, path in _journals(folder) if place(path) not in places), reverse=True
+        ((mtime, path) for mtime, path in _journals(folder, listed) if place(path) not in places),
+        reverse=True,
     )
     return [path for _, path in found if not is_running(path)]
 
 
-def remove_unnamed(folder: Path, before: float) -> None:
+def remove_unnamed(folder: Path, before: float, listed: Listing | None = None) -> None:
     """Delete the temporary files of journals whose session was killed between making one and
     naming it (:meth:`Journal._open`), which would stay hidden in ``folder`` for good (empty, or a
     second name of the journal when the kill came after it was named): those no running session
     locks, made before ``before`` (the start of the session that looks, as a timestamp). A newer
-    one is left for a later session: its maker may be running still, between making and locking it."""
+    one is left for a later session: its maker may be running still, between making and locking it.
+    ``listed``: the folder's :func:`listing`, when made already."""
     from .atomic_files import temporary_target  # here: imported at start-up
 
     with contextlib.suppress(OSError):
-        for path in folder.glob(f".*{SUFFIX}.*"):
+        for name in (listed or listing(folder)).unnamed:
+            path = folder / name
             target = temporary_target(path.name)
             if target is None or not target.endswith(SUFFIX):
                 continue
@@ -287,10 +318,11 @@ def remove_unnamed(folder: Path, before: float) -> None:
                 os.close(fd)
 
 
-def _journals(folder: Path) -> Iterator[tuple[float, Path]]:
+def _journals(folder: Path, listed: Listing | None = None) -> Iterator[tuple[float, Path]]:
     """Each regular journal file in ``folder`` with its modification time."""
     with contextlib.suppress(OSError):
-        for path in folder.glob(f"*{SUFFIX}"):
+        for name in (listed or listing(folder)).journals:
+            path = folder / name
             with contextlib.suppress(OSError):  # gone meanwhile (a session ending), or unreadable
                 info = path.stat()
                 if stat.S_ISREG(info.st_mode):

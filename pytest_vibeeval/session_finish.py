@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collection_gc import paused
-from .journal import Journal, left_journals, left_note, remove_finished, remove_unnamed
+from .journal import Journal, left_journals, left_note, listing, remove_finished, remove_unnamed
 from .pytest_private import load_conftests
 from .stash import get_state, rootdir_relative
 
@@ -244,13 +244,15 @@ class SessionFinish:
         from .report.resultsfile import DEFAULT_DIR
 
         root = self.config.rootpath
+        folder = root / DEFAULT_DIR
+        listed = listing(folder)  # once: the folder holds every earlier session's results file
         started = dt.datetime.fromisoformat(self.state.started_at).timestamp()
-        remove_unnamed(root / DEFAULT_DIR, started)
+        remove_unnamed(folder, started, listed)
         resume = self.state.resume
         skip = {root / name for name in (resume.files if resume is not None else ())}
         if self.journal is not None and self.journal.path is not None:
             skip.add(self.journal.path)
-        left = left_journals(root / DEFAULT_DIR, skip)
+        left = left_journals(folder, skip, listed)
         if left:
             self.notes.append("note: " + left_note([rootdir_relative(path, root) for path in left]))
 

@@ -374,3 +374,65 @@ def test_the_hidden_file_of_a_journal_never_named_goes(pytester: pytest.Pytester
     assert not left.exists()
     assert held.exists() and newer.exists() and other.exists()
     assert [p.name for p in folder.iterdir() if p.name.endswith(".journal.jsonl")] == []
+
+
+# Counts, in the controller, how often the session lists the results folder and which files in it
+# it opens (os.open, open), and writes both to counted.json at its end.
+COUNTING_CONFTEST = """
+import builtins, io, json, os, pathlib
+FOLDER = os.path.realpath(".vibeeval/results")
+seen = {"listings": 0, "opened": []}
+def _path(args, kwargs):
+    path = args[0] if args else kwargs.get("path", kwargs.get("file", "."))
+    return os.path.realpath(os.fsdecode(path)) if isinstance(path, (str, bytes, os.PathLike)) else None
+def _listing(real):
+    def counted(*args, **kwargs):
+        if _path(args, kwargs) == FOLDER:
+            seen["listings"] += 1
+        return real(*args, **kwargs)
+    return counted
+def _opening(real):
+    def counted(*args, **kwargs):
+        path = _path(args, kwargs)
+        if path is not None and os.path.dirname(path) == FOLDER:
+            seen["opened"].append(os.path.basename(path))
+        return real(*args, **kwargs)
+    return counted
+os.listdir, os.scandir = _listing(os.listdir), _listing(os.scandir)
+os.open = _opening(os.open)
+builtins.open = io.open = _opening(io.open)
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        pathlib.Path("counted.json").write_text(json.dumps(seen))
+"""
+
+
+@XDIST_MODES
+def test_a_session_lists_the_results_folder_once_and_reads_no_earlier_results(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The results folder gains a file with every session and nothing removes them: the end of a
+    session, looking for journals left by killed sessions, lists it once (names only) and opens
+    none of the earlier sessions' results files, so that its cost does not grow with the project's
+    past beyond that one listing. A journal left among them is still named."""
+    write(pytester.path / "app.py", "def answer(prompt):\n    return 'The answer is 42.'\n")
+    write(
+        pytester.path / "q.eval.yaml",
+        "metadata: {name: q, model: m}\nconfigurations:\n  c: {python: 'app:answer'}\n"
+        "evals:\n  - {name: e, prompt: p, checks: [{match: '*42*'}]}\n",
+    )
+    write(pytester.path / "conftest.py", COUNTING_CONFTEST)
+    folder = results_folder(pytester)
+    folder.mkdir(parents=True)
+    earlier = [f"202501{day:02d}T{hour:02d}0000Z.json" for day in range(1, 11) for hour in range(10)]
+    for name in earlier:
+        (folder / name).write_text("{}")
+    left = folder / "20250111T000000Z.journal.jsonl"
+    left.write_text('{"journal": 1, "resumed_from": []}\n')
+    result = run(pytester, "-p", "no:randomly", *xdist, subprocess=True)
+    assert result.ret == 0, result.stdout.str()
+    note = "note: .vibeeval/results/20250111T000000Z.journal.jsonl holds the finished evals"
+    assert note in result.stdout.str()
+    counted = json.loads((pytester.path / "counted.json").read_text())
+    assert counted["listings"] == 1
+    assert not set(counted["opened"]) & set(earlier)

@@ -338,3 +338,33 @@ def test_a_fifo_planted_in_the_cache_is_replaced_not_waited_on(
     finally:
         os.close(reader)
     assert asked.read_text() == "xx"  # asked again for the entry spoilt, once
+
+
+STATS_COUNTS = [(1, 1, None), (1, 0, None), (1, 0, 0.0), (0, 0, 0.5), (3, 2, 0.5), (5, 1, None), (4, 4, 0.9)]
+STATS_NAMES = ["a", "ünï-cödé ✓", 'say "hi"\\', "tab\there\x01\x7f", "\u2028line", "lone \ud83d half"]
+
+
+@pytest.mark.parametrize("counts", STATS_COUNTS, ids=str)
+def test_the_controllers_eval_stats_are_written_as_pydantic_dumps_them(
+    counts: tuple[int, int, float | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the controller a run's stats are their counts: the file writes each from its counts'
+    text, the name put in: the same text as the stats made and dumped, without making them."""
+    from pytest_vibeeval.scoring import aggregate, repeats
+    from pytest_vibeeval.scoring.spool import OnDemand
+
+    entries = [(name, *counts) for name in STATS_NAMES]
+    made = [repeats.stats_from_counts(*entry) for entry in entries]
+    on_demand = OnDemand(entries, aggregate._stats, aggregate._stats_json)
+    controller = run("one", [record("a")]).model_copy(update={"eval_stats": on_demand})
+    plain = controller.model_copy(update={"eval_stats": made})
+    expected = "".join(results_json(build_results([plain], "2026-01-01T00:00:00+00:00", False)))
+    calls = []
+    monkeypatch.setattr(
+        aggregate, "_stats", lambda entry: calls.append(entry) or repeats.stats_from_counts(*entry)
+    )
+    written = "".join(results_json(build_results([controller], "2026-01-01T00:00:00+00:00", False)))
+    assert written == expected
+    assert all(
+        entry[0] == "lone \ud83d half" for entry in calls
+    )  # made only where the name cannot be dumped alone

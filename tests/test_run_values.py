@@ -3,10 +3,12 @@ were made from: the same items in the same order, whatever their layout."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from test_spool import record
 
-from pytest_vibeeval.results import RunRecord
+from pytest_vibeeval.results import EvalRecord, RunRecord
 from pytest_vibeeval.scoring.run_values import RunValues
 from pytest_vibeeval.scoring.variables import (
     BUILTIN_RUN_VARIABLES,
@@ -90,3 +92,51 @@ def test_the_controllers_values_are_the_dict_of_compute_variables(names: list[st
     _, some = compute_run_values(records, BUILTIN_RUN_VARIABLES, None, wanted)
     assert all(reasons[name] == reason for name, reason in some.items())
     assert all(some[name] == reasons[name] for name in wanted if name in reasons)
+
+
+def test_each_records_per_eval_values_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run-wide means of per-eval variables (vybes_score, the rubric's) take the values of the
+    evals' rows: each record's vybes is computed once, and the values are those computed anew."""
+    from pytest_vibeeval.scoring import record_values
+
+    records = [
+        record(name, outcome) for name, outcome in (("a", "passed"), ("b", "failed"), ("c", "skipped"))
+    ]
+    records += [record("d", "passed", repeat=1), record("d", "failed", repeat=2)]  # an eval run twice
+    records.append(record("e").model_copy(update={"named": False}))  # in the means, in no row
+    values, reasons = compute_variables(records)
+    calls: list[str] = []
+    points = record_values.vybes_points
+
+    def counted(one: EvalRecord) -> float:
+        calls.append(one.name)
+        return points(one)
+
+    monkeypatch.setattr(record_values, "vybes_points", counted)
+    kept, all_reasons = compute_run_values(records, BUILTIN_RUN_VARIABLES, None, None)
+    assert list(kept.items()) == list(values.items()) and all_reasons == reasons
+    # d ran twice: its row's mean, then the run's mean, read each of its records
+    assert sorted(calls) == ["a", "b", "d", "d", "d", "d", "e"]
+
+
+class Unhashable:
+    """A plugin's run variable whose function is an object that is not hashable."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unhashable)
+
+    def __call__(self, records: Sequence[EvalRecord]) -> tuple[float, None]:
+        return float(len(records)), None
+
+
+def test_a_plugins_run_variable_need_not_be_hashable() -> None:
+    from pytest_vibeeval.scoring.variables import RunVariable
+
+    ours = (*BUILTIN_RUN_VARIABLES, RunVariable("mine", "count", "records", Unhashable()))
+    kept, _ = compute_run_values([record("a"), record("b")], ours, None, None)
+    assert (
+        kept["mine"] == 2.0
+        and kept["vybes_score"] == compute_variables([record("a"), record("b")])[0]["vybes_score"]
+    )

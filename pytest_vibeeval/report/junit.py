@@ -32,20 +32,28 @@ def score_variables(
     the eval puts into the score beyond the run-wide variables (success_pct, total_cost, …), which
     every eval that ran feeds. Only named evals have variables; with --vibe-repeat a value is the
     mean over the eval's repeats. Empty when the formula uses none of them."""
-    if not record.named:
+    return _owned_values(run, record, _owned(run, run_names))
+
+
+def _owned(run: RunRecord, run_names: Collection[str] | None) -> frozenset[str]:
+    """The names the run's formula uses that an eval may own: an eval named like a run-wide
+    variable does not own it."""
+    return frozenset(run.score_names) - set(run_variable_names() if run_names is None else run_names)
+
+
+def _owned_values(run: RunRecord, record: EvalRecord, owned: frozenset[str]) -> dict[str, float | None]:
+    """:func:`score_variables` with the run's :func:`_owned` names (made once per run)."""
+    if not record.named or not owned:
         return {}
-    used = set(run.score_names)
-    # an eval named like a run-wide variable does not own it
-    run_wide = set(run_variable_names() if run_names is None else run_names)
-    own = [name for name in eval_variable_names(record.name) if name in used and name not in run_wide]
-    return {name: run.variables.get(name) for name in own}
+    return {name: run.variables.get(name) for name in eval_variable_names(record.name) if name in owned}
 
 
 def eval_suite_properties(
-    run: RunRecord, record: EvalRecord, run_names: Collection[str] | None = None
+    run: RunRecord, record: EvalRecord, owned: frozenset[str]
 ) -> Iterator[tuple[str, object]]:
     """One eval's properties, ``vibe.<node id>.<name>``: its configuration, what it measured (where
-    known) and its ``score_variables`` (a JSON object, where the formula uses any)."""
+    known) and its ``score_variables`` (a JSON object, where the formula uses any; ``owned``: the
+    run's :func:`_owned` names)."""
     prefix = f"vibe.{record.nodeid}"
     yield f"{prefix}.configuration", run.configuration
     for name in EVAL_FIELDS:
@@ -60,7 +68,7 @@ def eval_suite_properties(
         failed = next((turn.turn for turn in record.turns if turn.outcome in ("failed", "error")), None)
         if failed is not None:
             yield f"{prefix}.failed_turn", failed
-    variables = score_variables(run, record, run_names)
+    variables = _owned_values(run, record, owned)
     if variables:
         yield f"{prefix}.score_variables", json.dumps(variables)
 
@@ -92,8 +100,9 @@ def add_suite_properties(
     for run in runs:
         for name, value in run_suite_properties(run):
             xml.add_global_property(name, value)
+        owned = _owned(run, run_names)
         for record in run.evals:
-            for name, value in eval_suite_properties(run, record, run_names):
+            for name, value in eval_suite_properties(run, record, owned):
                 xml.add_global_property(name, value)
 
 

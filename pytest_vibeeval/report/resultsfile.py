@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from ..atomic_files import copy_atomic, unwritable_reason, write_atomic, write_new
 from ..results import ResultsFile, RunRecord
+from ..scoring.spool import OnDemand
 from ..surrogates import model_json
 
 DEFAULT_DIR = Path(".vibeeval") / "results"
@@ -91,7 +92,13 @@ def _items(items: Iterable[BaseModel], depth: int) -> Iterator[str]:
     """A spliced list's items at ``depth``, separated by commas; a record or stats (thousands of
     them) as one piece, without a generator of its own."""
     prefix = "  " * depth
+    texts = items.texts() if isinstance(items, OnDemand) else None
     separator = ""
+    if texts is not None:  # the controller's stats: their text made from their counts, not the models
+        for text in texts:
+            yield separator + _indented(text, prefix)
+            separator = ",\n"
+        return
     for item in items:
         if type(item) in _SPLICED:
             if separator:

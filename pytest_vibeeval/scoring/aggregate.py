@@ -20,7 +20,7 @@ from ..transport import RunInfo
 from .attempts import EarlierAttempts
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
 from .record_values import ran
-from .repeats import aggregate_scores, mean_ci95, recency_order, run_counts, stats_from_counts
+from .repeats import aggregate_scores, mean_ci95, recency_order, run_counts, stats_from_counts, stats_json
 from .rubric import grade
 from .spool import OnDemand, RecordSpool
 from .variables import compute_run_values, compute_variables, eval_variable_names
@@ -319,11 +319,15 @@ def _eval_stats(entries: list[tuple[RunInfo, EvalRecord, EvalRecord | int]]) -> 
         (sys.intern(name), *run_counts(records), info.min_pass_rate)
         for name, (info, records) in grouped.items()
     ]
-    return OnDemand(counts, _stats)
+    return OnDemand(counts, _stats, _stats_json)
 
 
 def _stats(counts: tuple[str, int, int, float | None]) -> EvalStats:
     return stats_from_counts(*counts)
+
+
+def _stats_json(counts: tuple[str, int, int, float | None]) -> str:
+    return stats_json(*counts)
 
 
 def _repeated_score(

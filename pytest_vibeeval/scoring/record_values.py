@@ -51,7 +51,7 @@ def vybes(record: EvalRecord) -> Reasoned:
     return vybes_points(record), None
 
 
-def _mean(records: Sequence[EvalRecord], value_of: Callable[[EvalRecord], Reasoned]) -> Reasoned:
+def mean_of(records: Sequence[EvalRecord], value_of: Callable[[EvalRecord], Reasoned]) -> Reasoned:
     """The mean of ``value_of`` over the records that ran; None with the reason of the first that
     has no value."""
     counted = ran(records)
@@ -67,7 +67,7 @@ def _mean(records: Sequence[EvalRecord], value_of: Callable[[EvalRecord], Reason
 
 
 def vybes_score(records: Sequence[EvalRecord]) -> Reasoned:
-    return _mean(records, vybes)
+    return mean_of(records, vybes)
 
 
 def rubric_value(record: EvalRecord, signal: str | None) -> Reasoned:
@@ -93,7 +93,7 @@ def rubric_signal(signal: str | None) -> Callable[[EvalRecord], Reasoned]:
 
 def rubric_mean(signal: str | None) -> Callable[[Sequence[EvalRecord]], Reasoned]:
     value_of = rubric_signal(signal)
-    return lambda records: _mean(records, value_of)
+    return lambda records: mean_of(records, value_of)
 
 
 def _scores(checks: Sequence[CheckRecord], name: str | None) -> list[float]:

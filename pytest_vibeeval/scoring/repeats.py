@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
+from pydantic_core import to_json
+
 from ..results import EvalRecord, EvalStats
+from ..surrogates import model_json
 from .record_values import ran
 
 # Recency weights of the Scoring Rubric's ``aggregate_scores``: the most recent kept score first.
@@ -85,6 +88,28 @@ def stats_from_counts(name: str, runs: int, passed: int, min_pass_rate: float | 
     return made.model_copy(
         update={"name": name, "pass_at_k": dict(made.pass_at_k), "pass_hat_k": dict(made.pass_hat_k)}
     )
+
+
+_NAMELESS = '{\n  "name": ""'  # how the JSON of stats without a name begins (name is the first field)
+
+
+def stats_json(name: str, runs: int, passed: int, min_pass_rate: float | None) -> str:
+    """``model_json(stats_from_counts(...), indent=2)``, without making the stats: the text of the
+    same counts' stats is made once and only the name differs (the results file writes every eval's
+    stats, and making them cost more than dumping them)."""
+    text = _stats_text(runs, passed, min_pass_rate)
+    try:
+        quoted = to_json(name).decode()
+    except ValueError:  # a lone surrogate: model_json writes U+FFFD in its place
+        quoted = None
+    if quoted is None or not text.startswith(_NAMELESS):
+        return model_json(stats_from_counts(name, runs, passed, min_pass_rate), indent=2)
+    return f'{{\n  "name": {quoted}{text[len(_NAMELESS) :]}'
+
+
+@functools.cache
+def _stats_text(runs: int, passed: int, min_pass_rate: float | None) -> str:
+    return model_json(stats_from_counts("", runs, passed, min_pass_rate), indent=2)
 
 
 @functools.cache

@@ -85,11 +85,20 @@ class OnDemand(Sequence[T]):
     ``eval_stats`` (their counts) hold on the controller, so that the session's records and stats
     are never all in memory at once. Compares equal to a list of the same items."""
 
-    __slots__ = ("_entries", "_make")
+    __slots__ = ("_entries", "_make", "_text")
 
-    def __init__(self, entries: list[E], make: Callable[[E], T]) -> None:
+    def __init__(
+        self, entries: list[E], make: Callable[[E], T], text: Callable[[E], str] | None = None
+    ) -> None:
+        """``text`` (optional): an entry's item as ``model_json(item, indent=2)`` writes it, made
+        without the item (see :meth:`texts`)."""
         self._entries = entries
         self._make = make
+        self._text = text
+
+    def texts(self) -> Iterator[str] | None:
+        """Each item's JSON (indented by 2), where the sequence can make it without the item; else None."""
+        return None if self._text is None else map(self._text, self._entries)
 
     def __len__(self) -> int:
         return len(self._entries)

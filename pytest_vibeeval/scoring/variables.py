@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from collections.abc import Callable, Collection, Container, Iterable, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..check_api import raised_at
@@ -22,6 +22,7 @@ from .record_values import (
     Value,
     check_score,
     eval_score,
+    mean_of,
     ran,
     rubric_mean,
     rubric_signal,
@@ -225,6 +226,11 @@ _BUILTIN.append(
 EVAL_VARIABLES.append(
     EvalVariable("_subtasks", "fraction 0–1", "that eval's passed subtasks / its subtasks", subtask_fraction)
 )
+# The built-in run variables that are the mean over the records that ran of a per-eval variable's
+# value (the id of its compute function, which lives as long as the module → that variable's
+# position in EVAL_VARIABLES; an id, as a plugin's compute may not be hashable): the controller
+# computes each record's value once for both (see compute_run_values).
+_MEAN_OF: dict[int, int] = {id(vybes_score): len(EVAL_VARIABLES)}
 EVAL_VARIABLES.append(
     EvalVariable(
         "_vybes",
@@ -255,16 +261,18 @@ RUBRIC_SIGNALS: dict[str, str] = {
     "structure_score": "headers 0.4 + lists 0.3 + code blocks 0.3 in the response",
 }
 for _signal, _meaning in RUBRIC_SIGNALS.items():
-    _BUILTIN.append(
-        RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", rubric_mean(_signal))
-    )
+    _mean_of_signal = rubric_mean(_signal)
+    _MEAN_OF[id(_mean_of_signal)] = len(EVAL_VARIABLES)
+    _BUILTIN.append(RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", _mean_of_signal))
     EVAL_VARIABLES.append(EvalVariable(f"_{_signal}", "fraction 0–1", _meaning, rubric_signal(_signal)))
+_mean_of_signal = rubric_mean(None)
+_MEAN_OF[id(_mean_of_signal)] = len(EVAL_VARIABLES)
 _BUILTIN.append(
     RunVariable(
         "rubric_score",
         "points 0–100",
         "mean of the evals' automatic rubric scores (`<name>_rubric`)",
-        rubric_mean(None),
+        _mean_of_signal,
     )
 )
 EVAL_VARIABLES.append(
@@ -350,8 +358,9 @@ def compute_run_values(
     per eval, no name made per variable), with the reasons of the ``wanted`` names only (those the
     formula reads; None: every reason)."""
     suffixes = [variable.suffix for variable in EVAL_VARIABLES]
-    head, reasons = _run_wide(records, variables, errors)
-    rows = [(name, *_eval_row(runs)) for name, runs in _by_eval(records).items()]
+    once: dict[int, list[Reasoned]] = {}  # by id: the per-eval variables of a record of an eval that ran once
+    rows = [(name, *_eval_row(runs, once)) for name, runs in _by_eval(records).items()]
+    head, reasons = _run_wide(records, variables, errors, once)
     if not _distinct_names([name for name, _, _ in rows], head):  # one name, two variables
         values, reasons = compute_variables(records, variables, errors)
         return RunValues(values, suffixes, len(head)), reasons
@@ -368,13 +377,20 @@ def compute_run_values(
 
 
 def _run_wide(
-    records: Sequence[EvalRecord], variables: Iterable[RunVariable], errors: dict[str, str] | None
+    records: Sequence[EvalRecord],
+    variables: Iterable[RunVariable],
+    errors: dict[str, str] | None,
+    once: Mapping[int, list[Reasoned]] | None = None,
 ) -> tuple[dict[str, Value], dict[str, str]]:
-    """The run-wide variables' values and reasons (``errors``: see :func:`compute_variables`)."""
+    """The run-wide variables' values and reasons (``errors``: see :func:`compute_variables`);
+    ``once``: per-eval values already computed for some records (see :func:`_eval_row`), which the
+    built-in means of per-eval variables take instead of computing them again."""
     values: dict[str, Value] = {}
     reasons: dict[str, str] = {}
     for variable in variables:
-        values[variable.name], reason, failed = _run_variable(variable, records)
+        position = _MEAN_OF.get(id(variable.compute)) if once else None
+        compute = None if position is None or once is None else _mean_with(once, position)
+        values[variable.name], reason, failed = _run_variable(variable, records, compute)
         if reason:
             reasons[variable.name] = reason
         if failed and errors is not None:
@@ -391,15 +407,34 @@ def _by_eval(records: Sequence[EvalRecord]) -> dict[str, list[EvalRecord]]:
     return by_eval
 
 
-def _eval_row(runs: list[EvalRecord]) -> tuple[tuple[Value, ...], tuple[str | None, ...]]:
+def _mean_with(
+    once: Mapping[int, list[Reasoned]], position: int
+) -> Callable[[Sequence[EvalRecord]], Reasoned]:
+    """The mean of the per-eval variable at ``position`` over the records that ran (as its built-in
+    run variable computes it), taking the values ``once`` holds."""
+    compute = EVAL_VARIABLES[position].compute
+
+    def value_of(record: EvalRecord) -> Reasoned:
+        pairs = once.get(id(record))
+        return compute(record) if pairs is None else pairs[position]
+
+    return lambda records: mean_of(records, value_of)
+
+
+def _eval_row(
+    runs: list[EvalRecord], once: dict[int, list[Reasoned]] | None = None
+) -> tuple[tuple[Value, ...], tuple[str | None, ...]]:
     """One eval's per-eval variables over its runs, in :data:`EVAL_VARIABLES` order, and the
-    reason each has none."""
+    reason each has none; ``once`` (when given) keeps, by the record's id, what each variable's
+    function returned for the record of an eval that ran once."""
     counted = [r for r in runs if r.outcome != "skipped"] or runs[:1]  # skipped runs left out
     if len(counted) > 1:
         pairs = [_mean_over_runs(counted, variable) for variable in EVAL_VARIABLES]
         return tuple(value for value, _ in pairs), tuple(reason for _, reason in pairs)
     record = counted[0]  # most evals: _mean_over_runs's one run, without a call per variable
     pairs = [variable.compute(record) for variable in EVAL_VARIABLES]
+    if once is not None and record.outcome != "skipped":  # a skipped record is never in a mean
+        once[id(record)] = pairs
     values = tuple(None if value is None else value / 1 for value, _ in pairs)  # a float, as a mean is
     return values, tuple(None if value is not None else reason for value, reason in pairs)
 
@@ -433,7 +468,13 @@ def _distinct_names(eval_names: Collection[str], run_wide: Collection[str]) -> b
     ):
         return False
     parts = _SUFFIX_PARTS
-    return not any(name.endswith(part) and name[: -len(part)] in taken for name in taken for part in parts)
+    ends = tuple(parts)  # one test per name: most names end in none of them
+    return not any(
+        name.endswith(part) and name[: -len(part)] in taken
+        for name in taken
+        if name.endswith(ends)
+        for part in parts
+    )
 
 
 CHECK_SCORE_SUFFIX = "_score"
@@ -444,13 +485,18 @@ def check_variable_names(check_names: Iterable[str]) -> list[str]:
     return [name + CHECK_SCORE_SUFFIX for name in check_names]
 
 
-def _run_variable(variable: RunVariable, records: Sequence[EvalRecord]) -> tuple[Value, str | None, bool]:
-    """``variable`` computed over ``records``: its value, the reason it has none, and whether that
-    reason is an error of its computation (a plugin's function that raised or returned no number)."""
+def _run_variable(
+    variable: RunVariable,
+    records: Sequence[EvalRecord],
+    compute: Callable[[Sequence[EvalRecord]], Reasoned] | None = None,
+) -> tuple[Value, str | None, bool]:
+    """``variable`` computed over ``records`` (by ``compute``, when given: the same function that
+    reuses values computed before): its value, the reason it has none, and whether that reason is
+    an error of its computation (a plugin's function that raised or returned no number)."""
     where = f"{getattr(variable.compute, '__module__', '?')}.{getattr(variable.compute, '__qualname__', '?')}"
     label = f"run variable {variable.name!r} ({where})"
     try:
-        result = variable.compute(records)
+        result = (compute or variable.compute)(records)
     except Exception as exc:
         return None, f"{label} raised {type(exc).__name__}: {exc}{raised_at(exc)}", True
     value, reason = result if isinstance(result, tuple) and len(result) == 2 else (result, None)

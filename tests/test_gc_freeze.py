@@ -447,7 +447,7 @@ def test_freezing_after_collection_does_not_collect_first(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
     """Collecting evals makes no garbage cycles: a collection before the freeze would only scan
-    everything made since the pause (the imports' objects too), a tenth of a one-eval session."""
+    everything made since the pause (the imports' objects too)."""
     write(pytester.path / "gc.eval.yaml", SUITE)
     write(pytester.path / "gc_app.py", APP)
     write(pytester.path / "conftest.py", EXPLICIT_CONFTEST)

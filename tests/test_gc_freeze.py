@@ -413,3 +413,46 @@ def test_a_loaded_suite_leaves_no_garbage_for_the_collector(
         assert parsed and parsed[0]() is None
     finally:
         gc.enable()
+
+
+# Counts the collections the plugin's garbage-collector module itself asks for (an automatic one
+# runs from whatever code allocated), and writes the count where the test finds it.
+EXPLICIT_CONFTEST = """
+import gc
+import os
+import sys
+
+runs = []
+
+
+def count(phase, info):
+    caller = sys._getframe().f_back
+    module = caller.f_globals.get("__name__") if caller is not None else None
+    if phase == "start" and module == "pytest_vibeeval.collection_gc":
+        runs.append(caller.f_code.co_name)
+
+
+gc.callbacks.append(count)
+
+
+def pytest_runtest_setup(item):
+    name = os.environ.get("PYTEST_XDIST_WORKER", "serial")
+    with open(f"gc-explicit-{name}.txt", "w") as out:
+        out.write(" ".join(runs))
+"""
+
+
+@XDIST_MODES
+def test_freezing_after_collection_does_not_collect_first(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Collecting evals makes no garbage cycles: a collection before the freeze would only scan
+    everything made since the pause (the imports' objects too)."""
+    write(pytester.path / "gc.eval.yaml", SUITE)
+    write(pytester.path / "gc_app.py", APP)
+    write(pytester.path / "conftest.py", EXPLICIT_CONFTEST)
+    result = run(pytester, xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=2)
+    files = sorted(pytester.path.glob("gc-explicit-*.txt"))
+    assert len(files) == (2 if xdist else 1)
+    assert [path.read_text() for path in files] == [""] * len(files)

@@ -27,7 +27,7 @@ from .progress import ProgressBoard, Running
 from .pytest_private import in_runtest_phase, reruns_left, stop_reruns
 from .session_finish import stopped_by
 from .stash import get_state
-from .transport import RESULT_PROPERTY, RUN_PROPERTY, attach_record, longrepr_text
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, as_sent, attach_record, longrepr_text
 
 if TYPE_CHECKING:
     from .loading.templates import Redactor
@@ -314,6 +314,7 @@ class ItemHooks:
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
         elif call.when == "setup" and self.in_worker:
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RUN_PROPERTY]
+            report.user_properties = as_sent(report.user_properties)
         _skip_at_eval_line(item, report)
         return report
 

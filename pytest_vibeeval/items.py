@@ -20,7 +20,7 @@ from .pytest_private import node_ids_are_structured, structure_node_id
 from .stash import STATE_KEY as STATE_KEY
 from .stash import get_state as get_state
 from .stash import rootdir_relative as rootdir_relative
-from .transport import RESULT_PROPERTY, RUN_PROPERTY, RunInfo, attach, attach_record
+from .transport import RESULT_PROPERTY, RUN_PROPERTY, Attached, RunInfo, attach_record
 
 if TYPE_CHECKING:  # what the items are made of: imported when a suite is collected
     from .models import Configuration
@@ -73,8 +73,6 @@ class EvalItem(pytest.Function):
         super().__init__(**kwargs)
         self.plan = plan
         self.setup_seconds = 0.0  # the fixtures' time (a coding item's workspace preparation)
-        self.vibe_phases = PhaseTracker()
-        self.vibe_progress = Progress()  # what a prompt eval finished, should its backstop stop it
         self.attempts = 0  # how often its setup began: more than once when a plugin reran it
         self.failure: str | None = None  # why its last failed attempt that may be rerun failed
         structure_node_id(self)
@@ -89,7 +87,9 @@ class EvalItem(pytest.Function):
         state = get_state(self.config)
         self.backstop_s = plan.timeout_s + state.settings.timeout_margin  # see .backstop
         info = plan.info
-        self.user_properties.append((RUN_PROPERTY, attach(self.config, info, RunInfo.to_json)))
+        # Its text is made only where a worker sends it (see itemhooks), not for every item that
+        # every worker collects: each worker collects the whole suite and runs its share.
+        self.user_properties.append((RUN_PROPERTY, Attached(info, RunInfo.to_json)))
         self.reused: EvalRecord | None = None
         if state.resume is not None and info.input_digest is not None:
             digests = (info.input_digest, *filter(None, [plan.earlier_digest]))
@@ -101,7 +101,25 @@ class EvalItem(pytest.Function):
         finished start afresh, so that a rerun stopped early does not report the earlier attempt's."""
         self.attempts += 1
         if self.attempts > 1:
-            self.vibe_phases, self.vibe_progress = PhaseTracker(), Progress()
+            self._phases = self._progress = None
+
+    # Made at first use, by the process that runs the item: one that only collects it never does.
+    _phases: PhaseTracker | None = None
+    _progress: Progress | None = None
+
+    @property
+    def vibe_phases(self) -> PhaseTracker:
+        """The phases of its current attempt."""
+        if self._phases is None:
+            self._phases = PhaseTracker()
+        return self._phases
+
+    @property
+    def vibe_progress(self) -> Progress:
+        """What its current attempt finished (a prompt eval's), should its backstop stop it."""
+        if self._progress is None:
+            self._progress = Progress()
+        return self._progress
 
     @property
     def info(self) -> RunInfo:

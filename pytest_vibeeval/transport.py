@@ -1,6 +1,7 @@
 """What travels from an item to the controller on its reports' ``user_properties``: the item's
-:class:`RunInfo` (attached at collection) and its finished record (attached by its body). Workers
-need only this module, not the scoring code that reads the records on the controller."""
+:class:`RunInfo` (attached at collection; an xdist worker makes its text only for the setup report
+of an item it runs) and its finished record (attached by its body). Workers need only this module,
+not the scoring code that reads the records on the controller."""
 
 from __future__ import annotations
 
@@ -128,6 +129,12 @@ def attach(config: Any, value: T, text: Callable[[T], str]) -> Attached | str:
     """What an item puts on its reports for ``value``: the object itself in a run without xdist,
     its JSON ``text(value)`` in an xdist worker (reports travel to the controller as JSON)."""
     return text(value) if hasattr(config, "workerinput") else Attached(value, text)
+
+
+def as_sent(properties: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """A report's ``user_properties`` as an xdist worker sends them: each :class:`Attached` value
+    as its text (what :func:`attach` would have made at once)."""
+    return [(key, str(value) if isinstance(value, Attached) else value) for key, value in properties]
 
 
 def attach_record(config: Any, record: Any) -> Attached | str:

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from helpers import (
+    XDIST_MODES,
     comparable,
     default_sigint,
     evals_by_nodeid,
@@ -92,6 +93,43 @@ def test_under_xdist_an_items_run_info_travels_once_and_its_record_once(pytester
     expected = {"setup": ["vibeeval_run"], "call": ["vibeeval_result"], "teardown": []}
     assert all(keys == expected[when] for _, when, keys in sent), sent
     assert len(evals_by_nodeid(load_json(out))) == 24  # and the controller still read every run info
+
+
+# In each process: the evals whose run info it serialized (its text for a worker's setup report).
+TO_JSON_CONFTEST = """
+import os
+
+from pytest_vibeeval.transport import RunInfo
+
+_real = RunInfo.to_json
+
+
+def _counted(self):
+    with open(f"to-json-{os.getpid()}.txt", "a") as out:
+        out.write(self.eval_id + "\\n")
+    return _real(self)
+
+
+RunInfo.to_json = _counted
+"""
+
+
+@XDIST_MODES
+def test_run_info_is_serialized_only_for_the_items_a_worker_runs(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """Each xdist worker collects the whole suite but runs its share: an item's run info becomes
+    text once, for the setup report of the worker that runs it, not on every worker at collection
+    (nor for the items ``-k`` deselects); a serial run never serializes it."""
+    make_suite(pytester)
+    write(pytester.path / "conftest.py", TO_JSON_CONFTEST)
+    out = pytester.path / "results.json"
+    result = run(pytester, "-k", "e1 and app", "--vibe-results", str(out), xdist=xdist, subprocess=True)
+    result.assert_outcomes(passed=3)  # e1, e10 and e11 with the app configuration, of 24
+    made = sorted(line for path in pytester.path.glob("to-json-*.txt") for line in path.read_text().split())
+    ran = ["e1", "e10", "e11"]
+    assert made == (ran if xdist else [])
+    assert sorted(evals_by_nodeid(load_json(out))) == sorted(f"dist.eval.yaml::{e}[app]" for e in ran)
 
 
 # An item's run info as a worker of another release might send it, or as another plugin might have

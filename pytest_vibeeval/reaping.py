@@ -533,30 +533,31 @@ def start_watcher() -> None:
     if _watched() or not sys.platform.startswith("linux") or not sys.executable:
         return
     read_end, write_end = os.pipe()
-    try:
-        process = subprocess.Popen(
-            argv := _watcher_argv(),
-            stdin=read_end,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-            start_new_session=True,
-            # Without the marker its starter may have inherited (a runner started by another's
-            # agent): the outer runner's watcher would kill it with that runner, and leave this
-            # process's agents running.
-            env={name: value for name, value in os.environ.items() if name != MARKER},
-            cwd="/",  # holds no folder of the session's (a temporary one, a mount) open
+    with _running().lock:  # no command's end scans between its start and the record of its pid
+        try:
+            process = subprocess.Popen(
+                argv := _watcher_argv(),
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,
+                # Without the marker its starter may have inherited (a runner started by another's
+                # agent): the outer runner's watcher would kill it with that runner, and leave this
+                # process's agents running.
+                env={name: value for name, value in os.environ.items() if name != MARKER},
+                cwd="/",  # holds no folder of the session's (a temporary one, a mount) open
+            )
+        except OSError:  # no process to spare: commands still run, unwatched
+            os.close(write_end)
+            return
+        finally:
+            os.close(read_end)
+        state = _state()
+        state.clear()
+        state.update(
+            owner=os.getpid(), fd=write_end, pipe=_pipe_identity(write_end), process=process, marker=argv[-1]
         )
-    except OSError:  # no process to spare: commands still run, unwatched
-        os.close(write_end)
-        return
-    finally:
-        os.close(read_end)
-    state = _state()
-    state.clear()
-    state.update(
-        owner=os.getpid(), fd=write_end, pipe=_pipe_identity(write_end), process=process, marker=argv[-1]
-    )
 
 
 def watch(owner: str) -> None:

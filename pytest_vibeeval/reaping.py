@@ -328,14 +328,16 @@ class Orphans:
             pid
             for pid in _children()
             if pid != watcher
-            and pid not in unreaped  # killed already: a child until reaped, so its pid is still its own
             and (stat := _stat(pid)) is not None
             and since <= stat[3]
             and (until is None or stat[3] < until)
         ]
-        for pid in found:  # killing one re-parents its children here: the caller looks again after
-            _kill(pid)
-            unreaped.add(pid)
+        if found:
+            if unreaped:  # killed already: each a child until reaped, so its pid is still its own
+                found = [pid for pid in found if pid not in unreaped]
+            for pid in found:  # killing one re-parents its children here: the caller looks again after
+                _kill(pid)
+                unreaped.add(pid)
         return found
 
 

@@ -6,10 +6,13 @@ cgroup, reports the lost item as an error and keeps the other results."""
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
 import threading
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -280,6 +283,15 @@ sys.stdin.read()
 """
 
 
+def _wait_past_start(pid: int) -> None:
+    """Wait until the clock process start times are counted in (clock ticks since boot) has passed
+    ``pid``'s start: a command started from now on counts ``pid`` as older than itself."""
+    start = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
+    ticks = os.sysconf("SC_CLK_TCK")
+    while time.clock_gettime(time.CLOCK_BOOTTIME) * ticks < start + 1:
+        time.sleep(1 / ticks)
+
+
 def _run_in_thread(folder: Path, name: str) -> threading.Thread:
     thread = threading.Thread(
         target=run_command,
@@ -303,6 +315,7 @@ def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(tmp_path: Pat
     )
     assert tracer.stdin is not None and tracer.stdout is not None
     try:
+        _wait_past_start(tracer.pid)
         first.start()
         first.wait_started()
         daemon = first.pid("daemon")
@@ -312,7 +325,8 @@ def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(tmp_path: Pat
         if said != "tracing\n":
             pytest.skip(f"a process cannot trace another here: {said.strip()}")
         daemon_fd = os.pidfd_open(daemon)  # the daemon is this process's child: it can tell when reaped
-        with pytest.warns(ReapNote, match=rf"process {daemon} .* process {tracer.pid} traces it"):
+        with warnings.catch_warnings(record=True) as noted:  # from the first command's thread
+            warnings.simplefilter("always", ReapNote)
             Path(f"{first.notes}.go").write_text("go\n")  # once the command opened it to read
             assert select.select([daemon_fd], [], [], 120)[0], (
                 "the first command's end did not kill its daemon"
@@ -322,6 +336,8 @@ def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(tmp_path: Pat
             assert not second.is_alive(), "a command waited for another command's unreapable process"
             first.join(60)
             assert not first.is_alive(), "the command waited for its unreapable process to be reaped"
+        (message,) = [str(found.message) for found in noted if found.category is ReapNote]
+        assert re.match(rf"process {daemon} .* process {tracer.pid} traces it", message), message
         assert first.result is not None and first.result.exit_code == 0
         assert wait_gone(first.pid("late"), 10)
         tracer.stdin.close()

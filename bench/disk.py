@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,17 +117,20 @@ def describe(folder: Path, mountinfo: Path = MOUNTINFO) -> str:
 
 
 def probe(folder: Path, when: str, files: int = PROBE_FILES) -> Probe:
-    """Create and remove ``files`` empty files in a new folder under ``folder``, timed."""
+    """Create and remove ``files`` empty files in a new folder under ``folder``, timed. A probe
+    that fails (a full disk) leaves neither its files nor its folder behind."""
     where = folder / f"disk-probe-{time.monotonic_ns()}"
     where.mkdir(parents=True)
-    names = [str(where / f"f{i}") for i in range(files)]
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    started = time.perf_counter()
-    for name in names:
-        os.close(os.open(name, flags, 0o644))
-    created = time.perf_counter()
-    for name in names:
-        os.unlink(name)
-    removed = time.perf_counter()
-    where.rmdir()
+    try:
+        names = [str(where / f"f{i}") for i in range(files)]
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        started = time.perf_counter()
+        for name in names:
+            os.close(os.open(name, flags, 0o644))
+        created = time.perf_counter()
+        for name in names:
+            os.unlink(name)
+        removed = time.perf_counter()
+    finally:
+        shutil.rmtree(where, ignore_errors=True)  # empty by now unless the probe failed
     return Probe(when, files, (created - started) / files * 1e6, (removed - created) / files * 1e6)

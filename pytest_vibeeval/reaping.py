@@ -39,11 +39,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from .notes import note
 from .workspace.cgroups import remove_abandoned
 
 __all__ = [
     "MARKER",
     "Orphans",
+    "ReapNote",
     "child_marker",
     "end_lost_workers_processes",
     "is_alive",
@@ -167,24 +169,36 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _wait_dead(pid: int) -> None:
-    """Block until ``pid`` (SIGKILLed) has terminated, at most :data:`KILL_WAIT_S`."""
-    pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is None:
-        return
+def _pidfds(pids: list[int]) -> list[int] | None:
+    """A pidfd of each of ``pids`` that still exists; None where there are no pidfds (a kernel
+    before 5.3)."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            pass
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            return None
+    return fds
+
+
+def _wait_dead(pids: list[int], fds: list[int] | None) -> None:
+    """Block until every one of ``pids`` (SIGKILLed) has terminated, at most :data:`KILL_WAIT_S` in
+    all, and close ``fds`` (their :func:`_pidfds`); without those, look every 10 ms."""
+    deadline = time.monotonic() + KILL_WAIT_S
     try:
-        fd = pidfd_open(pid)
-    except OSError:
-        return
-    try:
-        select.select([fd], [], [], KILL_WAIT_S)
+        while fds and (left := deadline - time.monotonic()) > 0:
+            for fd in select.select(fds, [], [], left)[0]:
+                fds.remove(fd)
+                os.close(fd)
+        while fds is None and time.monotonic() < deadline and any(is_alive(pid) for pid in pids):
+            time.sleep(0.01)
     finally:
-        os.close(fd)
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+        for fd in fds or ():
+            os.close(fd)
 
 
 class _Running:
@@ -196,6 +210,9 @@ class _Running:
         self.commands: dict[Orphans, int | None] = {}  # each with its `since` once it started
         self.first: int | None = None  # the earliest `since` since no command was running
         self.was_subreaper = False  # before the first of them began
+        # Children killed and not yet reaped, however long they take to die: reaped at a later
+        # command's end (a scan skips them), under the lock, never waited for in it.
+        self.unreaped: set[int] = set()
 
 
 # On the ``sys`` module, as the watcher's state (see :data:`_STATE_ATTRIBUTE`): one for the process,
@@ -214,7 +231,9 @@ class Orphans:
     """What one command leaves behind: ``with Orphans() as orphans:`` call :meth:`starting` right
     before the command starts, wait for it and reap it; on leaving, every child of this process that
     started no earlier than the command (re-parented here: it escaped the command's process group
-    and its parent exited) is killed and reaped, until none is left.
+    and its parent exited) is killed and reaped, until none is left. One that has not died within
+    :data:`KILL_WAIT_S` (stuck in the kernel: a hung mount) or cannot be reaped (traced) is noted
+    (:class:`ReapNote`) and reaped at a later command's end; no other command waits for it.
 
     Commands run from several threads at once share this process, and a re-parented process does
     not say which command it came from: a command's end kills only the children that started
@@ -253,34 +272,101 @@ class Orphans:
         with running.lock:
             running.commands.pop(self, None)
             try:
-                self.reap()
+                if dying := self.reap():
+                    self._reap_the_rest(dying)
             finally:
                 if not running.commands and not running.was_subreaper:
                     _make_subreaper(False)
 
-    def reap(self) -> None:
-        """Kill and reap the children that started since the first command of those run at once
-        began and before any command still running did (the caller holds the lock)."""
+    def _reap_the_rest(self, dying: list[int]) -> None:
+        """Wait for ``dying`` (killed by :meth:`reap`) to die, without the lock (held on entry and
+        on return), and kill what that re-parents here, until nothing is left to kill; then say
+        why each of those that cannot be reaped yet is not (:class:`ReapNote`)."""
         running = _running()
+        killed: list[int] = []
+        # Counted again while it waits, with no start (no bound on the others' windows): the
+        # subreaper stays on, and re-parents the children of what it killed here.
+        running.commands[self] = None
+        try:
+            while dying:
+                killed += dying
+                fds = _pidfds(dying)  # while their pids are still theirs: none is reaped yet
+                running.lock.release()  # they may take long to die: no other command waits for that
+                try:
+                    _wait_dead(dying, fds)
+                finally:
+                    running.lock.acquire()
+                dying = self.reap()
+        finally:
+            running.commands.pop(self, None)
+        if reasons := [_unreaped_reason(pid) for pid in killed if pid in running.unreaped]:
+            running.lock.release()
+            try:
+                for reason in reasons:
+                    note(ReapNote(reason), stacklevel=3)
+            finally:
+                running.lock.acquire()
+
+    def reap(self) -> list[int]:
+        """Reap what was killed and has died; kill the children that started since the first
+        command of those run at once began and before any command still running did, and return
+        their pids (the caller holds the lock, and waits for them to die without it)."""
+        running = _running()
+        unreaped = running.unreaped
+        if unreaped:
+            for pid in list(unreaped):
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                        continue
+                unreaped.discard(pid)  # reaped (or by something else): its pid may be reused now
         if _PRCTL is None or running.first is None:
-            return
+            return []
         since, watcher = running.first, watcher_pid()  # the watcher is never a command's: its stat unread
         starts = [start for start in running.commands.values() if start is not None]
         until = min(starts) if starts else None
-        while True:
-            found = [
-                pid
-                for pid in _children()
-                if pid != watcher
-                and (stat := _stat(pid)) is not None
-                and since <= stat[3]
-                and (until is None or stat[3] < until)
-            ]
-            if not found:
-                return
-            for pid in found:  # killing one re-parents its children here: look again after
+        found = [
+            pid
+            for pid in _children()
+            if pid != watcher
+            and (stat := _stat(pid)) is not None
+            and since <= stat[3]
+            and (until is None or stat[3] < until)
+        ]
+        if found:
+            if unreaped:  # killed already: each a child until reaped, so its pid is still its own
+                found = [pid for pid in found if pid not in unreaped]
+            for pid in found:  # killing one re-parents its children here: the caller looks again after
                 _kill(pid)
-                _reap(pid)
+                unreaped.add(pid)
+        return found
+
+
+class ReapNote(UserWarning):
+    """A process a command left running was killed but could not be reaped (shown in pytest's
+    warnings summary)."""
+
+
+def _unreaped_reason(pid: int) -> str:
+    """What keeps ``pid`` (a child, killed) from being reaped, and what to do (its status read
+    under the lock: not yet reaped, the pid is still its own)."""
+    fields = {}
+    with contextlib.suppress(OSError):
+        for line in _read_proc(f"/proc/{pid}/status").splitlines():
+            name, _, value = line.partition(":")
+            fields[name] = value.strip()
+    what = f"process {pid} ({fields.get('Name', '?')}), which a command left running, was killed but"
+    tracer = fields.get("TracerPid", "0")
+    if tracer != "0":
+        why = f"cannot be reaped yet: process {tracer} traces it and has not let it go: end that tracer"
+    else:
+        why = (
+            f"has not ended within {KILL_WAIT_S:g} s: it is in state {fields.get('State', 'unknown')};"
+            " a process in state D waits in the kernel (a hung network or FUSE mount, a failing disk), and"
+            f" /proc/{pid}/stack and /proc/{pid}/wchan say where: recover or force-unmount (umount -f,"
+            " umount -l) what it waits on"
+        )
+    after = "It is reaped once it has ended, at a later command's end (or goes with this pytest process)."
+    return f"{what} {why}. {after}"
 
 
 def _identity(pid: int) -> str | None:
@@ -345,8 +431,7 @@ def end_lost_workers_processes(owner: str) -> None:
             return
         for pid in lost:
             _kill(pid)
-        for pid in lost:
-            _wait_dead(pid)
+        _wait_dead(lost, _pidfds(lost))
 
 
 # The package's folder, for the watcher's import of this module (it runs with -I -S: no site).
@@ -450,30 +535,31 @@ def start_watcher() -> None:
     if _watched() or not sys.platform.startswith("linux") or not sys.executable:
         return
     read_end, write_end = os.pipe()
-    try:
-        process = subprocess.Popen(
-            argv := _watcher_argv(),
-            stdin=read_end,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-            start_new_session=True,
-            # Without the marker its starter may have inherited (a runner started by another's
-            # agent): the outer runner's watcher would kill it with that runner, and leave this
-            # process's agents running.
-            env={name: value for name, value in os.environ.items() if name != MARKER},
-            cwd="/",  # holds no folder of the session's (a temporary one, a mount) open
+    with _running().lock:  # no command's end scans between its start and the record of its pid
+        try:
+            process = subprocess.Popen(
+                argv := _watcher_argv(),
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,
+                # Without the marker its starter may have inherited (a runner started by another's
+                # agent): the outer runner's watcher would kill it with that runner, and leave this
+                # process's agents running.
+                env={name: value for name, value in os.environ.items() if name != MARKER},
+                cwd="/",  # holds no folder of the session's (a temporary one, a mount) open
+            )
+        except OSError:  # no process to spare: commands still run, unwatched
+            os.close(write_end)
+            return
+        finally:
+            os.close(read_end)
+        state = _state()
+        state.clear()
+        state.update(
+            owner=os.getpid(), fd=write_end, pipe=_pipe_identity(write_end), process=process, marker=argv[-1]
         )
-    except OSError:  # no process to spare: commands still run, unwatched
-        os.close(write_end)
-        return
-    finally:
-        os.close(read_end)
-    state = _state()
-    state.clear()
-    state.update(
-        owner=os.getpid(), fd=write_end, pipe=_pipe_identity(write_end), process=process, marker=argv[-1]
-    )
 
 
 def watch(owner: str) -> None:

@@ -96,6 +96,28 @@ def test_probe_leaves_nothing_behind(tmp_path: Path) -> None:
     assert found.line().startswith("disk probe, start: 20 empty files, create ")
 
 
+def test_a_probe_that_fails_halfway_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fills up (or any error) after some files were made: the error goes on to the
+    caller, the files made and the probe's folder do not stay behind."""
+    real_open, opened = os.open, []
+
+    def failing_open(path: str, flags: int, mode: int = 0o777, **kwargs: int) -> int:
+        if flags & os.O_CREAT:
+            if len(opened) == 3:
+                raise OSError(28, "No space left on device", path)
+            opened.append(path)
+        return real_open(path, flags, mode, **kwargs)
+
+    monkeypatch.setattr(os, "open", failing_open)
+    with pytest.raises(OSError, match="No space left"):
+        probe(tmp_path, "start", files=10)
+    monkeypatch.undo()
+    assert len(opened) == 3
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_tmp_must_be_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         run._parser().parse_args(["--tmp", str(tmp_path / "missing")])

@@ -10,8 +10,11 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from helpers import FAST_ARGS, PYTHON, XDIST_MODES, is_gone, wait_gone, write
@@ -168,6 +171,49 @@ def test_one_watcher_per_process_started_again_when_it_ended() -> None:
     assert is_alive(second), "the command's reaping ended the watcher"
     marked({})
     assert watcher_pid() == second
+
+
+def test_a_watcher_started_while_another_threads_command_ends_is_spared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command that ends in one thread while another thread starts the watcher (after that
+    command started: within what its end reaps) does not take the new watcher, whose pid is not
+    yet recorded, for one of its processes."""
+    from pytest_vibeeval import reaping
+
+    reaping.start_watcher()
+    old = reaping.watcher_pid()
+    assert old is not None
+    os.kill(old, signal.SIGKILL)  # the next marked() starts a new watcher
+    assert wait_gone(old)
+    begun, go, popened, ended = (threading.Event() for _ in range(4))
+
+    def command() -> None:
+        with reaping.Orphans() as orphans:
+            orphans.starting()
+            begun.set()
+            go.wait(120)
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(*args, **kwargs)
+        popened.set()
+        ended.wait(3)  # the command's end comes now, unless it waits for the watcher's record
+        return process
+
+    monkeypatch.setattr(reaping, "subprocess", SimpleNamespace(Popen=popen, DEVNULL=subprocess.DEVNULL))
+    ending, starting = threading.Thread(target=command), threading.Thread(target=reaping.marked, args=({},))
+    ending.start()
+    assert begun.wait(120)
+    starting.start()
+    assert popened.wait(120)
+    go.set()
+    ending.join(120)
+    ended.set()
+    starting.join(120)
+    assert not ending.is_alive() and not starting.is_alive()
+    new = reaping.watcher_pid()
+    assert new not in (None, old)
+    assert reaping.is_alive(new), "the command's end killed the watcher started meanwhile"
 
 
 WATCHER_CODE_PART = "pytest_vibeeval.reaping import watch"

@@ -6,10 +6,13 @@ cgroup, reports the lost item as an error and keeps the other results."""
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
 import threading
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -27,7 +30,7 @@ from helpers import (
 )
 
 from pytest_vibeeval.process import CommandResult, read_head, run_command
-from pytest_vibeeval.reaping import is_alive
+from pytest_vibeeval.reaping import ReapNote, is_alive
 from pytest_vibeeval.workspace.cgroups import V1_ROOT, process_limit
 from pytest_vibeeval.workspace.sandbox import bwrap_problem
 
@@ -262,3 +265,89 @@ def test_commands_run_from_threads_at_once_keep_each_others_processes(tmp_path: 
     for command in (first, second):
         for kind in ("daemon", "late"):
             assert wait_gone(command.pid(kind), 10), f"{command.name}'s {kind} survived the commands"
+
+
+# Traces (PTRACE_SEIZE: the process goes on running) the process whose pid it reads on stdin, says
+# so, and never waits for it: once killed, that process stays a zombie its parent cannot reap (as
+# one stuck in uninterruptible sleep, on a hung network mount, cannot be) until this tracer ends,
+# when its stdin closes.
+TRACER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pid = int(sys.stdin.readline())
+if libc.ptrace(0x4206, pid, None, None) != 0:
+    print("cannot trace:", os.strerror(ctypes.get_errno()), flush=True)
+    sys.exit(0)
+print("tracing", flush=True)
+sys.stdin.read()
+"""
+
+
+def _wait_past_start(pid: int) -> None:
+    """Wait until the clock process start times are counted in (clock ticks since boot) has passed
+    ``pid``'s start: a command started from now on counts ``pid`` as older than itself."""
+    start = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
+    ticks = os.sysconf("SC_CLK_TCK")
+    while time.clock_gettime(time.CLOCK_BOOTTIME) * ticks < start + 1:
+        time.sleep(1 / ticks)
+
+
+def _run_in_thread(folder: Path, name: str) -> threading.Thread:
+    thread = threading.Thread(
+        target=run_command,
+        args=(["true"],),
+        kwargs={"cwd": folder, "output_dir": folder, "name": name},
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
+@needs_linux
+def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(tmp_path: Path) -> None:
+    """A command's end kills a process that then cannot be reaped (traced, here; stuck in the kernel
+    on a hung mount, elsewhere): that command ends all the same, with a note naming the process, a
+    command of another thread runs meanwhile, and the process is reaped once it can be."""
+    first = _Command(tmp_path, "first")
+    # Started before the command: not one of its processes, not killed at its end.
+    tracer = subprocess.Popen(
+        [PYTHON, "-c", TRACER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert tracer.stdin is not None and tracer.stdout is not None
+    try:
+        _wait_past_start(tracer.pid)
+        first.start()
+        first.wait_started()
+        daemon = first.pid("daemon")
+        tracer.stdin.write(f"{daemon}\n")
+        tracer.stdin.flush()
+        said = tracer.stdout.readline()
+        if said != "tracing\n":
+            pytest.skip(f"a process cannot trace another here: {said.strip()}")
+        daemon_fd = os.pidfd_open(daemon)  # the daemon is this process's child: it can tell when reaped
+        with warnings.catch_warnings(record=True) as noted:  # from the first command's thread
+            warnings.simplefilter("always", ReapNote)
+            Path(f"{first.notes}.go").write_text("go\n")  # once the command opened it to read
+            assert select.select([daemon_fd], [], [], 120)[0], (
+                "the first command's end did not kill its daemon"
+            )
+            second = _run_in_thread(tmp_path, "second")  # while the first command's end deals with it
+            second.join(60)
+            assert not second.is_alive(), "a command waited for another command's unreapable process"
+            first.join(60)
+            assert not first.is_alive(), "the command waited for its unreapable process to be reaped"
+        (message,) = [str(found.message) for found in noted if found.category is ReapNote]
+        assert re.match(rf"process {daemon} .* process {tracer.pid} traces it", message), message
+        assert first.result is not None and first.result.exit_code == 0
+        assert wait_gone(first.pid("late"), 10)
+        tracer.stdin.close()
+        assert tracer.wait(60) == 0
+        _run_in_thread(tmp_path, "third").join(60)  # the next command's end reaps it
+        with pytest.raises(ChildProcessError):
+            os.waitid(os.P_PIDFD, daemon_fd, os.WEXITED | os.WNOHANG)  # reaped already
+        os.close(daemon_fd)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+        tracer.stdout.close()

@@ -286,7 +286,30 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float | None, grace: float) ->
     return True
 
 
-def _has_terminal() -> bool:
+class _Terminal:
+    """Whether this process has a controlling terminal, asked of ``/dev/tty`` once per session id
+    rather than before every command (an open of a device on every agent's start). Only a session's
+    leader acquires a terminal for it: a process that is not the leader keeps its answer, unless it
+    leaves the session (``setsid``: the id compared here changes). A leader without a terminal
+    asks every time, as it may open one. An answer of yes is kept after a hangup took the terminal
+    away: commands keep getting sessions of their own, which keeps them from a terminal all the
+    same. A forked child shares its parent's session and terminal, so the answer holds there too."""
+
+    def __init__(self) -> None:
+        self._known: tuple[int, bool] | None = None  # (session id, answer)
+
+    def __call__(self) -> bool:
+        sid = os.getsid(0)
+        known = self._known
+        if known is not None and known[0] == sid:
+            return known[1]
+        answer = _asks_terminal()
+        if answer or sid != os.getpid():
+            self._known = (sid, answer)
+        return answer
+
+
+def _asks_terminal() -> bool:
     """Whether this process has a controlling terminal; True when that cannot be told."""
     try:
         fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -294,6 +317,9 @@ def _has_terminal() -> bool:
         return exc.errno != errno.ENXIO  # ENXIO: this session has none
     os.close(fd)
     return True
+
+
+_has_terminal = _Terminal()
 
 
 def _prefilled_pipe(data: bytes) -> int | None:
@@ -353,6 +379,7 @@ def run_command(
     stdin_text: str | None = None,
     grace: float = 2.0,
     max_processes: int = 0,
+    checked: bool = False,
 ) -> CommandResult:
     """Run `argv` until it exits or times out; output goes to `output_dir/<name>.stdout|.stderr`.
 
@@ -367,6 +394,10 @@ def run_command(
     one (see :mod:`pytest_vibeeval.workspace.cgroups`): at most that many processes at once, and every one
     left, even outside the process group, killed at the end. Without one, what left the group
     (``setsid``, a double fork) is killed and reaped too, on Linux (see :mod:`pytest_vibeeval.reaping`).
+
+    ``checked``: the caller has just found ``argv[0]``, an absolute path, to be an executable file
+    (:func:`resolve_executable`), so it is not looked at again (were it gone since, the start fails
+    with CommandNotFound all the same).
     """
     args = tuple(argv)
     if not args:
@@ -385,7 +416,7 @@ def run_command(
     target = args[0]
     if "/" in target and not os.path.isabs(target):
         target = os.path.join(cwd_str, target)  # relative paths are relative to the child's cwd
-    executable = resolve_executable(target, env)
+    executable = target if checked and os.path.isabs(target) else resolve_executable(target, env)
     if executable is None:
         if "/" in target:
             raise CommandNotFound(args[0], "not an executable file")

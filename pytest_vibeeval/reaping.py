@@ -145,11 +145,11 @@ def _marker(pid: int) -> str | None:
 
 def _children() -> list[int]:
     """The pids of this process's children (of all its threads)."""
-    me = os.getpid()
-    try:
-        tasks = os.listdir(f"/proc/{me}/task")
-        return [int(p) for t in tasks for p in _read_proc(f"/proc/{me}/task/{t}/children").split()]
+    try:  # /proc/self: this process (its thread group), as os.getpid() would name it
+        tasks = os.listdir("/proc/self/task")
+        return [int(p) for t in tasks for p in _read_proc(f"/proc/self/task/{t}/children").split()]
     except OSError:  # a kernel without the children files: the slow way
+        me = os.getpid()
         return [pid for pid in _all_pids() if (found := _stat(pid)) is not None and found[1] == me]
 
 

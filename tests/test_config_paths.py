@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from helpers import PYTHON, XDIST_MODES, evals_by_nodeid, load_json, run, write
+
+from pytest_vibeeval.loading.templates import Renderer, TemplateValues
+from pytest_vibeeval.models import Configuration
+from pytest_vibeeval.providers import PromptRequest
+from pytest_vibeeval.providers.cli import CliProvider
 
 AGENT = """\
 #!{python}
@@ -226,3 +232,17 @@ def test_a_cli_config_json_that_is_no_readable_file_is_an_error_not_skipped(
     }[kind]
     assert f"cli-config.json: {problem}" in output, output
     assert "openrouter" not in output and "OPENROUTER_API_KEY" not in output, output
+
+
+def test_an_explicit_cli_path_is_looked_at_once_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _agent(tmp_path / "bin" / "agent")
+    configuration = Configuration.model_validate({"cli": "bin/agent", "args": ["a"]})
+    provider = CliProvider("c", configuration, Renderer(TemplateValues()), tmp_path)
+    looked: list[str] = []
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: looked.append(path) or real_access(path, mode))
+    request = PromptRequest("p", "m", None, "s", "e", "c", tmp_path)
+    assert json.loads(provider.answer(request).text) == {"argv": ["a"], "stdin": "p"}
+    assert looked == [str(tmp_path / "bin" / "agent")]  # by missing_path(): the run does not again

@@ -453,3 +453,69 @@ def test_an_environment_variable_too_long_for_the_system_is_named(tmp_path: Path
         "; the environment variable HUGE alone is 200005 bytes, and Linux takes at most 131071 bytes "
         "in one (MAX_ARG_STRLEN)"
     )
+
+
+def _count_terminal_opens(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The opens of ``/dev/tty`` from now on."""
+    opens: list[object] = []
+    real_open = os.open
+
+    def counting_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(path) == "/dev/tty":
+            opens.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    return opens
+
+
+def test_whether_there_is_a_terminal_is_asked_once_per_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process, "_has_terminal", process._Terminal())
+    opens = _count_terminal_opens(monkeypatch)
+    sessions = iter([100, 100, 200])  # not this process's pid: it is no session leader
+    monkeypatch.setattr(os, "getsid", lambda pid: next(sessions))
+    for _ in range(2):
+        assert run_command(["true"], cwd=tmp_path, output_dir=tmp_path).exit_code == 0
+    assert len(opens) == 1  # this process cannot acquire a terminal while it stays in its session
+    assert run_command(["true"], cwd=tmp_path, output_dir=tmp_path).exit_code == 0
+    assert len(opens) == 2  # a session of its own since (setsid): asked again
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_session_leader_without_a_terminal_asks_before_every_command(
+    monkeypatch: pytest.MonkeyPatch, terminal: bool
+) -> None:
+    asked: list[bool] = []
+
+    def ask() -> bool:
+        asked.append(terminal)
+        return terminal
+
+    has_terminal = process._Terminal()
+    monkeypatch.setattr(process, "_asks_terminal", ask)
+    monkeypatch.setattr(os, "getsid", lambda pid: os.getpid())  # this process leads its session
+    assert [has_terminal() for _ in range(3)] == [terminal] * 3
+    # A leader may open a terminal at any time; one that has one keeps giving sessions.
+    assert len(asked) == (1 if terminal else 3)
+
+
+def test_a_checked_path_is_not_looked_at_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = _script(tmp_path, f"#!{sys.executable}\nprint('ran')\n", name="tool")
+    tool.chmod(0o755)
+    looked: list[str] = []
+    real = process.resolve_executable
+
+    def resolve(name: str, env: Any = None) -> str | None:
+        looked.append(name)
+        return real(name, env)
+
+    monkeypatch.setattr(process, "resolve_executable", resolve)
+    result = run_command([str(tool)], cwd=tmp_path, output_dir=tmp_path, checked=True)
+    assert result.stdout_path.read_text() == "ran\n" and looked == []
+    tool.unlink()  # gone since it was checked: the start says so all the same
+    with pytest.raises(CommandNotFound, match=r"\(No such file or directory\)"):
+        run_command([str(tool)], cwd=tmp_path, output_dir=tmp_path, checked=True)
+    run_command(["true"], cwd=tmp_path, output_dir=tmp_path, checked=True)  # a name: looked up in PATH
+    assert looked == ["true"]

@@ -74,6 +74,8 @@ class CliProvider:
         cli = config.cli.replace(CONFIG_DIR, self.config_dir)
         self.executable = str(Path(self.config_dir, cli)) if "/" in cli and not os.path.isabs(cli) else cli
         self._allowed_environment = AllowedEnvironment(allowed_names(config))
+        # An explicit path is checked by missing_path() before each run: run_command need not again.
+        self._path_checked = os.path.isabs(self.executable)
 
     def _expand(self, text: str, values: Mapping[str, str] | None = None) -> str:
         """``text`` with its templates filled and its placeholders (``${CONFIG_DIR}`` and those
@@ -273,7 +275,7 @@ class CliProvider:
     ) -> CommandResult:
         return run_command(
             argv, cwd=workdir, output_dir=workdir, name=stem, env=env, timeout=self.config.timeout_s,
-            stdin_text=stdin, max_processes=self.max_processes,
+            stdin_text=stdin, max_processes=self.max_processes, checked=self._path_checked,
         )  # fmt: skip
 
     def _reroute(

@@ -131,8 +131,11 @@ class CheckType:
     # than a short eval's own work.
     uses_workdir: bool = True
 
-    @property
+    @cached_property
     def adapter(self) -> TypeAdapter[Any]:
+        """The validator of its values, shared by the check types of one value type. Kept on the
+        check type: looking it up by the value type hashed that (typing's hash, in Python) for
+        every check of every eval collected."""
         return _adapter(self.value_type)
 
 

@@ -4,6 +4,7 @@ carries is built here, in one function, for both."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -73,39 +74,36 @@ class EvalPlan:
         return self.configuration.group_name(self.config_id) if self.configuration else None
 
 
-def run_info(
-    *,
+def run_infos(
     suite: str,
     source: str,
-    config_id: str,
-    configuration: Configuration | None,
+    selected: Mapping[str, Configuration | None],
     formula: Formula,
     score: ScoreSpec,
-    eval_id: str,
-    named: bool,
     suite_evals: int,
-    eval_index: int,
-    min_pass_rate: float | None,
-    digest: str,
-) -> RunInfo:
-    """The run info of one eval × configuration, whichever file it came from."""
-    return RunInfo(
-        suite=suite,
-        source=source,
-        configuration=config_id,
-        configuration_name=configuration.name if configuration else None,
-        score_formula=one_line(score.formula),
-        eval_id=eval_id,
-        named=named,
-        suite_evals=suite_evals,
-        eval_index=eval_index,
-        score_min=score.min,
-        score_max=score.max,
-        score_canonical=formula.canonical or None,
-        score_preset=formula.preset,
-        min_pass_rate=min_pass_rate,
-        input_digest=digest,
-    )
+    digests: Mapping[str, tuple[str, str]],
+) -> dict[str, Callable[..., RunInfo]]:
+    """What makes the run info of each eval × configuration, whichever file it came from, for each
+    selected configuration: the fields of the run bound once, each eval's (``eval_id``, ``named``,
+    ``eval_index``, ``min_pass_rate``) given per call. Binding them per eval was a quarter of
+    planning one."""
+    return {
+        config_id: functools.partial(
+            RunInfo,
+            suite=suite,
+            source=source,
+            configuration=config_id,
+            configuration_name=configuration.name if configuration else None,
+            score_formula=one_line(score.formula),
+            suite_evals=suite_evals,
+            score_min=score.min,
+            score_max=score.max,
+            score_canonical=formula.canonical or None,
+            score_preset=formula.preset,
+            input_digest=digests[config_id][0],
+        )
+        for config_id, configuration in selected.items()
+    }
 
 
 def repeated(info: RunInfo, repeats: int, group: str | None = None) -> list[tuple[str, RunInfo]]:
@@ -178,32 +176,28 @@ def suite_plans(
     answer_s = {cid: answer_limit_s(configuration, mcp) for cid, configuration in selected.items()}
     judge_s = answer_limit_s(judge[1] if judge is not None else None)
     wanted = set(eval_ids)
+    infos = run_infos(suite.name, source, selected, formula, score, len(suite.evals), digests)
     plans: list[EvalPlan] = []
     for position, case in enumerate(suite.evals):  # a dataset eval's rows are evals of their own
         if case.id not in wanted:
             continue
+        # what a prompt eval asks is the same under every configuration: one for all of them
+        prompt = PromptWork(suite, case, config_dir, judge) if coding is None or case.coding is None else None
         for config_id, configuration in selected.items():
-            info = run_info(
-                suite=suite.name,
-                source=source,
-                config_id=config_id,
-                configuration=configuration,
-                formula=formula,
-                score=score,
+            info = infos[config_id](
                 eval_id=case.id,
                 named=case.name is not None,
-                suite_evals=len(suite.evals),
                 eval_index=position,
                 min_pass_rate=case.min_pass_rate,
-                digest=digests[config_id][0],
             )
             work: PromptWork | WorkspaceWork
-            if coding is not None and case.coding is not None:
+            if prompt is None:
+                assert coding is not None  # a coding eval of a suite with coding evals
                 cli = coding.configurations[config_id]
                 work = WorkspaceWork(coding, coding.evaluations[case.id])
                 timeout = _workspace_timeout(coding, work.evaluation, cli)
             else:
-                work = PromptWork(suite, case, config_dir, judge)
+                work = prompt
                 timeout = limit_of_answers(len(case.turns), case.checks, answer_s[config_id], judge_s)
             named = repeated(info, repeats, groups[config_id])
             plan = EvalPlan(
@@ -253,24 +247,14 @@ def runner_plans(
     score = runner.score or ScoreSpec()
     groups = {cid: group_of(configuration, cid) for cid, configuration in selected.items()}
     wanted = set(eval_ids)
+    infos = run_infos(suite, source, selected, formula, score, len(runner.evaluations), digests)
     plans: list[EvalPlan] = []
     for index, (eval_id, evaluation) in enumerate(runner.evaluations.items()):
         if eval_id not in wanted:
             continue
         for config_id, configuration in selected.items():
-            info = run_info(
-                suite=suite,
-                source=source,
-                config_id=config_id,
-                configuration=configuration,
-                formula=formula,
-                score=score,
-                eval_id=eval_id,
-                named=True,
-                suite_evals=len(runner.evaluations),
-                eval_index=index,
-                min_pass_rate=evaluation.min_pass_rate,
-                digest=digests[config_id][0],
+            info = infos[config_id](
+                eval_id=eval_id, named=True, eval_index=index, min_pass_rate=evaluation.min_pass_rate
             )
             named = repeated(info, repeats, groups[config_id])
             plan = EvalPlan(

@@ -101,7 +101,7 @@ def _parse_one(
         )
         return None
     try:
-        parsed = check_type.adapter.validate_python(value, context={SUITE_DIR_CONTEXT: doc.path.parent})
+        parsed = check_type.adapter.validate_python(value, context={SUITE_DIR_CONTEXT: doc.folder})
     except ValidationError as exc:
         for error in other_kinds_left_out(exc.errors(include_url=False), doc.clean_loc, (*loc, key)):
             sub: Loc = (*loc, key, *error["loc"])

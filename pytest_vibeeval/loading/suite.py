@@ -426,6 +426,45 @@ def prompt_slug(prompt: str, max_len: int = 40) -> str:
     return slug
 
 
+class _KnownNames(Collection[str]):
+    """The variables a formula may use: the run variables, every eval's (``<name>``,
+    ``<name>_cost``, …) and those of named checks (``<name>_score``). A formula names a few of
+    them: each is looked up by its eval name and suffix, and the whole set (an eval's variables for
+    every eval of the suite) is made only if something lists it (a suggestion for a name not
+    known, a hyphenated name of three parts or more), as it was before, in the same order."""
+
+    def __init__(self, run: Iterable[str], eval_names: list[str], check_variables: list[str]) -> None:
+        self._run, self._eval_names, self._checks = list(run), eval_names, check_variables
+        self._evals = frozenset(eval_names)
+        self._suffixes = [suffix for suffix in eval_variable_names("") if suffix]
+        self._run_or_checks = {*self._run, *check_variables}
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self._run_or_checks or name in self._evals:
+            return True
+        return any(name.endswith(s) and name[: -len(s)] in self._evals for s in self._suffixes)
+
+    @functools.cached_property
+    def _all(self) -> set[str]:
+        known = set(self._run)
+        names = self._eval_names
+        for suffix in eval_variable_names(""):  # a suffix at a time (no loop in Python)
+            known.update(map(operator.add, names, itertools.repeat(suffix, len(names))))
+        known.update(self._checks)
+        return known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __bool__(self) -> bool:
+        return bool(self._run or self._eval_names or self._checks)
+
+
 def check_formula(
     path: Path,
     text: str,
@@ -441,11 +480,7 @@ def check_formula(
 
     The controller later evaluates the returned formula's ``canonical`` text."""
     extensions = extensions or builtin_extensions()
-    known = set(extensions.run_variables)
-    names = list(eval_names)
-    for suffix in eval_variable_names(""):  # every name's variables, a suffix at a time (no loop in Python)
-        known.update(map(operator.add, names, itertools.repeat(suffix, len(names))))
-    known.update(check_variable_names(check_names))  # `<name>_score` of the checks with a `name`
+    known = _KnownNames(extensions.run_variables, list(eval_names), check_variable_names(check_names))
     try:
         return parse_formula(text, known, presets=extensions.formula_presets)
     except FormulaError as exc:

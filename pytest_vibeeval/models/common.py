@@ -25,6 +25,7 @@ PROTECTED_KEYWORDS = (
     "max_cost", "min_cost", "avg_cost", "total_cost",
     "success_pct",
 )  # fmt: skip
+_PROTECTED = frozenset(PROTECTED_KEYWORDS)  # checked for every eval name
 
 
 EVAL_NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
@@ -323,7 +324,7 @@ RUN_VARIABLES_CONTEXT = "run_variables"  # … and for its run-wide formula vari
 
 
 def protected_name_problem(name: str) -> str | None:
-    if name in PROTECTED_KEYWORDS:
+    if name in _PROTECTED:
         return (
             f"eval name {name!r} is a protected keyword (run-wide metric); "
             f"protected: {', '.join(PROTECTED_KEYWORDS)}"

@@ -261,18 +261,18 @@ RUBRIC_SIGNALS: dict[str, str] = {
     "structure_score": "headers 0.4 + lists 0.3 + code blocks 0.3 in the response",
 }
 for _signal, _meaning in RUBRIC_SIGNALS.items():
-    _mean_of_signal = rubric_mean(_signal)
-    _MEAN_OF[id(_mean_of_signal)] = len(EVAL_VARIABLES)
-    _BUILTIN.append(RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", _mean_of_signal))
+    _mean = rubric_mean(_signal)
+    _MEAN_OF[id(_mean)] = len(EVAL_VARIABLES)
+    _BUILTIN.append(RunVariable(_signal, "fraction 0–1", f"mean over the evals: {_meaning}", _mean))
     EVAL_VARIABLES.append(EvalVariable(f"_{_signal}", "fraction 0–1", _meaning, rubric_signal(_signal)))
-_mean_of_signal = rubric_mean(None)
-_MEAN_OF[id(_mean_of_signal)] = len(EVAL_VARIABLES)
+_mean = rubric_mean(None)
+_MEAN_OF[id(_mean)] = len(EVAL_VARIABLES)
 _BUILTIN.append(
     RunVariable(
         "rubric_score",
         "points 0–100",
         "mean of the evals' automatic rubric scores (`<name>_rubric`)",
-        _mean_of_signal,
+        _mean,
     )
 )
 EVAL_VARIABLES.append(
@@ -388,8 +388,8 @@ def _run_wide(
     values: dict[str, Value] = {}
     reasons: dict[str, str] = {}
     for variable in variables:
-        position = _MEAN_OF.get(id(variable.compute)) if once else None
-        compute = None if position is None or once is None else _mean_with(once, position)
+        position = _MEAN_OF.get(id(variable.compute))
+        compute = _mean_with(once, position) if once and position is not None else None
         values[variable.name], reason, failed = _run_variable(variable, records, compute)
         if reason:
             reasons[variable.name] = reason

@@ -22,13 +22,12 @@ RETRY_S = 0.05  # how soon an alarm that came where it may not raise looks again
 RETRY_FOR_S = 10.0  # how long it keeps looking before it raises wherever it is
 _Handler = Callable[[int, FrameType | None], Any] | int | None
 
-try:  # the C function itself: signal.signal turns the handler it returns into a Handlers member,
-    # trying (and failing, at an exception's cost) for a function: most of an item's arming. It
-    # takes and returns the plain SIG_DFL and SIG_IGN (ints), not the Handlers members.
-    from _signal import SIG_DFL as _DEFAULT
-    from _signal import signal as _swap_handler
-except ImportError:  # an interpreter without it
-    _DEFAULT, _swap_handler = signal.SIG_DFL, signal.signal
+# The C function itself: signal.signal turns the handler it returns into a Handlers member,
+# trying (and failing, at an exception's cost) for a function: most of an item's arming. It takes
+# and returns the plain SIG_DFL and SIG_IGN (ints), not the Handlers members. (No stubs: typed here.)
+_C_SIGNAL = getattr(signal, "_signal", signal)  # the module signal wraps (itself where it has none)
+_swap_handler: Callable[[int, _Handler], _Handler] = _C_SIGNAL.signal
+_DEFAULT: _Handler = _C_SIGNAL.SIG_DFL
 
 
 def backstop_available() -> bool:

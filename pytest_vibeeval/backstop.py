@@ -22,6 +22,13 @@ RETRY_S = 0.05  # how soon an alarm that came where it may not raise looks again
 RETRY_FOR_S = 10.0  # how long it keeps looking before it raises wherever it is
 _Handler = Callable[[int, FrameType | None], Any] | int | None
 
+# The C function itself: signal.signal turns the handler it returns into a Handlers member,
+# trying (and failing, at an exception's cost) for a function: most of an item's arming. It takes
+# and returns the plain SIG_DFL and SIG_IGN (ints), not the Handlers members. (No stubs: typed here.)
+_C_SIGNAL = getattr(signal, "_signal", signal)  # the module signal wraps (itself where it has none)
+_swap_handler: Callable[[int, _Handler], _Handler] = _C_SIGNAL.signal
+_DEFAULT: _Handler = _C_SIGNAL.SIG_DFL
+
 
 def backstop_available() -> bool:
     """Whether a ``SIGALRM`` timer can be armed here (a platform that has it, the main thread)."""
@@ -66,7 +73,7 @@ class Backstop:
         # handlers of pending signals first: an alarm of the outer timer reaches its own handler,
         # never ours. Nothing is recorded until the swap is done (that handler may raise).
         paused = signal.setitimer(signal.ITIMER_REAL, 0)
-        previous = signal.signal(signal.SIGALRM, self._on_alarm)
+        previous = _swap_handler(signal.SIGALRM, self._on_alarm)
         self._previous_handler, self._previous_timer = previous, paused
         self._armed_at, self._seconds = self._clock(), seconds
         self._expire, self._may_fire, self._refused_since = expire, may_fire, None
@@ -81,7 +88,7 @@ class Backstop:
         self._expire = None  # first: an alarm that comes from here on does nothing
         self.owner = self._may_fire = None
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self._previous_handler or signal.SIG_DFL)
+        _swap_handler(signal.SIGALRM, self._previous_handler or _DEFAULT)
         delay, interval = self._previous_timer
         if delay:
             # At least a microsecond: a timer that ran out meanwhile fires now rather than never.

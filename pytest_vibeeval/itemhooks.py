@@ -20,7 +20,7 @@ from .collection_gc import resume, settle
 from .filenames import SOURCE_SUFFIXES as SOURCE_SUFFIXES
 from .filenames import SUITE_SUFFIXES as SUITE_SUFFIXES
 from .filenames import YAML_SUFFIXES as YAML_SUFFIXES
-from .items import BackstopTimeout, EvalItem, RerunHeld
+from .items import BackstopTimeout, EvalItem, RerunHeld, loaded
 from .notes import note
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
@@ -258,10 +258,10 @@ class ItemHooks:
         """A prompt eval's direct body takes the item itself, not fixtures (see ``collect._body``)."""
         if not isinstance(pyfuncitem, EvalItem):
             return None
-        from .execute import run_prompt_item_direct  # imported by the item's collection already
-
-        if pyfuncitem.obj is run_prompt_item_direct:
-            run_prompt_item_direct(pyfuncitem)
+        # imported by the item's collection already; see items.loaded
+        direct = loaded("pytest_vibeeval.execute").run_prompt_item_direct
+        if pyfuncitem.obj is direct:
+            direct(pyfuncitem)
             return True
         return None
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import shutil
+import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -129,10 +132,8 @@ class EvalItem(pytest.Function):
     @property
     def workspace_work(self) -> WorkspaceWork | None:
         """The coding-agent part of the plan (None for a prompt eval)."""
-        from .plan import WorkspaceWork
-
         work = self.plan.work
-        return work if isinstance(work, WorkspaceWork) else None
+        return work if isinstance(work, loaded("pytest_vibeeval.plan").WorkspaceWork) else None
 
     def setup(self) -> None:
         """Skip a coding item whose required commands are missing; time the fixtures (a coding item's
@@ -200,6 +201,16 @@ def _users_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> set[int]:
     return {id(entry) for entry in entries[first:] if is_users_file(str(entry.path))}
 
 
+def loaded(module: str) -> ModuleType:
+    """The plugin's ``module`` (``"pytest_vibeeval.plan"``), imported where it was not yet. For what
+    an item's run uses of the eval machinery, loaded with the first eval file: an import statement
+    in a function runs at each call, a relative one costing about 11 000 instructions with its
+    module loaded, more than what the item then does with it. Looked up each time, not kept: a
+    module imported again (pytester's in-process runs do) must not leave its old classes here."""
+    found = sys.modules.get(module)
+    return found if found is not None else importlib.import_module(module)
+
+
 @functools.cache
 def _mark(name: str) -> pytest.MarkDecorator:
     """``pytest.mark.<name>``, made once: items of a large suite would each make it again."""
@@ -209,10 +220,8 @@ def _mark(name: str) -> pytest.MarkDecorator:
 def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
     """The end of every item's body: count its cost (its judges' is counted as they answer), put its
     record on the report, and pass, skip or fail it as the verdict says."""
-    from .spending import spent_now  # with the eval machinery, imported once an eval runs
-
     state = get_state(item.config)
-    state.budget.add(spent_now(record))
+    state.budget.add(loaded("pytest_vibeeval.spending").spent_now(record))
     # Under --runxfail pytest ignores the mark: the eval is then reported (and recorded) as any other.
     expected = item.plan.expected_failure is not None and not item.config.option.runxfail
     update = {"xfail": expected, **_row_fields(item.plan, state)}
@@ -231,9 +240,7 @@ def finish(item: EvalItem, record: EvalRecord, verdict: ItemVerdict) -> None:
 
 def _row_fields(plan: EvalPlan, state: VibeState) -> dict[str, Any]:
     """A dataset row's record fields: its eval, id and values (secret values masked)."""
-    from .plan import PromptWork
-
-    case = plan.work.case if isinstance(plan.work, PromptWork) else None
+    case = plan.work.case if isinstance(plan.work, loaded("pytest_vibeeval.plan").PromptWork) else None
     if case is None or case.row is None:
         return {}
     redact = state.renderer.redactor()

@@ -188,3 +188,29 @@ def test_an_alarm_that_never_may_fire_raises_where_it_is_after_a_while(quiet_ala
 
 def test_the_plugins_own_threads_are_left_out_of_the_stacks() -> None:
     assert OWN_THREAD_PREFIX not in stacks_while_waiting(OWN_THREAD_PREFIX + "progress")
+
+
+def test_arming_swaps_the_handler_without_the_enum_wrapper(
+    quiet_alarm: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each item arms and disarms the backstop: ``signal.signal`` (which turns the handler it
+    returns into a ``Handlers`` member, at an exception's cost for a function) is not called, and
+    the handler it found still comes back."""
+    calls: list[object] = []
+    wrapper = signal.signal
+
+    def counted(signalnum: int, handler: object) -> object:
+        calls.append(handler)
+        return wrapper(signalnum, handler)  # type: ignore[arg-type]
+
+    def previous(signum: int, frame: object) -> None:
+        raise AssertionError("not expected to fire")
+
+    signal.signal(signal.SIGALRM, previous)
+    monkeypatch.setattr(signal, "signal", counted)
+    backstop = Backstop()
+    for _ in range(3):
+        assert backstop.arm("item", 100.0, expire)
+        backstop.disarm()
+    assert calls == []
+    assert signal.getsignal(signal.SIGALRM) is previous

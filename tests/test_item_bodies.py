@@ -194,3 +194,58 @@ def test_conftest_fixtures_and_call_wrappers_apply_to_eval_items(pytester: pytes
     assert "wrapped: ['suite.eval.yaml::plain[app]']" in result.stdout.str()
     [record] = evals_by_nodeid(load_json(pytester.path / "out.json")).values()
     assert record["response"] == "The answer is 42 and the conftest's fixture ran"
+
+
+# Records the import statements the plugin's own code runs while each item's protocol runs, in
+# each process that runs items.
+IMPORTS_CONFTEST = """
+import builtins
+import os
+
+import pytest
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item):
+    original = builtins.__import__
+    with open(f"imports-{os.getpid()}", "a") as out:
+        out.write(f"{item.name} runs\\n")
+
+    def counted(name, globals=None, locals=None, fromlist=(), level=0):
+        if (globals or {}).get("__name__", "").startswith("pytest_vibeeval"):
+            with open(f"imports-{os.getpid()}", "a") as out:
+                out.write(f"{item.name} imports {name}\\n")
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = counted
+    try:
+        return (yield)
+    finally:
+        builtins.__import__ = original
+"""
+
+
+@XDIST_MODES
+def test_an_item_after_the_first_runs_no_import_statement(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """An import statement in a function runs at each call (a relative one costs about 11 000
+    instructions with its module loaded): the item's run looks what it uses up once per process."""
+    evals = "\n".join(f"  - {{name: e{i}, prompt: Say 42., checks: [{{match: '*42*'}}]}}" for i in range(6))
+    write(pytester.path / "app.py", APP)
+    write(
+        pytester.path / "s.eval.yaml",
+        SUITE.replace("evals:\n  - name: plain", "evals:\n" + evals + "\n  - name: plain")
+        % 'app: {python: "app:bare"}',
+    )
+    write(pytester.path / "conftest.py", IMPORTS_CONFTEST)
+    result = run(pytester, xdist=xdist)
+    result.assert_outcomes(passed=7)
+    runs, later = 0, []
+    for path in pytester.path.glob("imports-*"):
+        lines = path.read_text().splitlines()
+        runs += sum(line.endswith(" runs") for line in lines)
+        first = lines[0].split()[0]
+        later += [line for line in lines if " imports " in line and line.split()[0] != first]
+    assert runs == 7
+    assert later == []

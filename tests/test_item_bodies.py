@@ -194,3 +194,22 @@ def test_conftest_fixtures_and_call_wrappers_apply_to_eval_items(pytester: pytes
     assert "wrapped: ['suite.eval.yaml::plain[app]']" in result.stdout.str()
     [record] = evals_by_nodeid(load_json(pytester.path / "out.json")).values()
     assert record["response"] == "The answer is 42 and the conftest's fixture ran"
+
+
+@XDIST_MODES
+def test_a_session_whose_items_need_no_folder_makes_no_base_folder(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    # Making the base of the items' folders makes pytest's basetemp and deletes its old runs: a
+    # session that never needs a folder skips all of it. The same suite with an item that does
+    # need one still makes that one's folder.
+    _project(pytester, 'bare: {python: "app:bare"}')
+    basetemp = pytester.path / "tmp"
+    result = run(pytester, f"--basetemp={basetemp}", xdist=xdist)
+    result.assert_outcomes(passed=1)
+    assert _folders(basetemp) == []
+    assert not list(basetemp.rglob("vibeeval*"))
+    _project(pytester, 'bare: {python: "app:bare"}\n  context: {python: "app:with_context"}')
+    result = run(pytester, f"--basetemp={basetemp}", xdist=xdist)
+    result.assert_outcomes(passed=2)
+    assert [folder.name.split("-", 1)[1] for folder in _folders(basetemp)] == ["plain-context"]

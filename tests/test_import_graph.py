@@ -252,7 +252,9 @@ def test_a_python_suite_builds_no_http_settings_model(tmp_path: Path) -> None:
         "from pytest_vibeeval.models import HttpSpec\n"
         "print(json.dumps([int(code), HttpSpec.__pydantic_complete__]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
     assert json.loads(out.stdout.splitlines()[-1]) == [0, False]
 
 

@@ -21,9 +21,10 @@ KILL_GRACE_S = 2.0  # between a timed-out agent's SIGTERM and its SIGKILL (see .
 
 
 @functools.cache
-def _default_spec() -> HttpSpec:
-    """The implicit HTTP settings, made once (a model per eval costs more than the arithmetic)."""
-    return HttpSpec()
+def _default_retries() -> int:
+    """The implicit HTTP settings' ``max_retries``, from the field's default: making an
+    ``HttpSpec`` builds its schema, in every session (the implicit judge) even without HTTP."""
+    return int(HttpSpec.model_fields["max_retries"].default)
 
 
 def backoff_ceiling(attempt: int) -> float:
@@ -39,8 +40,8 @@ def answer_limit_s(configuration: Configuration | None, mcp: bool = False) -> fl
     timeout = configuration.timeout_s if configuration is not None else DEFAULT_TIMEOUT_MS / 1000
     if configuration is not None and configuration.kind != "http":
         return timeout + (KILL_GRACE_S if configuration.kind == "cli" else 0.0)
-    spec = configuration.http if configuration is not None and configuration.http else _default_spec()
-    attempts = spec.max_retries + 1
+    http = configuration.http if configuration is not None else None
+    attempts = (http.max_retries if http else _default_retries()) + 1
     waits = sum(max(backoff_ceiling(attempt), RETRY_AFTER_CAP_S) for attempt in range(attempts - 1))
     request = attempts * timeout + waits
     return request + timeout if mcp else request

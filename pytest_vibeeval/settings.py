@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from .loading.templates import parse_assignments
-from .workspace.sandbox import SANDBOX_MODES, SandboxMode
-from .workspace.subtasks import DEFAULT_SUBTASK_GLOBS, subtask_glob
+from .workspace.options import DEFAULT_SUBTASK_GLOBS, SANDBOX_MODES, SandboxMode, subtask_glob
 
 # Every pytest session imports this module, with or without evals: it imports only what declaring
 # and resolving the options needs (the checks of a given option's value import theirs).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,18 +40,24 @@ class WorkdirAllocator:
 
     def new(self, make_base: Callable[[], Path], label: str, create: bool = True) -> Path:
         """The next item's directory, made unless ``create`` is false (nothing will use it: the
-        path is then only reserved, and no file of the session is ever written there)."""
-        if self.base is None:
+        path is then only reserved, and no file of the session is ever written there).
+
+        The base is made at the first item that needs a folder: making it makes pytest's basetemp
+        (``pytest-N``, its ``pytest-current`` link, the deletion of old runs), which a session whose
+        items need no folder never pays. Until then a path that is not needed lies under
+        :data:`UNMADE`, where nothing can be created."""
+        if self.base is None and create:
             self.base = make_base()
         self.count += 1
         safe = _UNSAFE.sub("-", label)[:60].strip("-")
-        path = self.base / f"{self.count:05d}-{safe}"
+        path = (self.base or UNMADE) / f"{self.count:05d}-{safe}"
         if create:
             path.mkdir()
         return path
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+UNMADE = Path(os.devnull) / "vibeeval"  # no folder can be made below a device file
 
 
 @dataclass

@@ -107,6 +107,7 @@ NOT_AT_START = (
     "pytest_vibeeval.report.html",
     "pytest_vibeeval.reaping",
     "pytest_vibeeval.workspace.steps",
+    "pytest_vibeeval.workspace.subtasks",  # the options' values are in workspace.options
 )
 # What a whole session without eval files must not import (every pytest run of a user who has the
 # plugin installed): the input models, YAML, scoring, checks, providers and results, loaded when
@@ -131,6 +132,7 @@ NOT_WITHOUT_EVALS = (
     "pytest_vibeeval.runner",
     "pytest_vibeeval.scoring.aggregate",
     "pytest_vibeeval.scoring.formula",
+    "pytest_vibeeval.workspace.sandbox",
 )
 
 
@@ -238,6 +240,22 @@ def test_a_python_suite_leaves_the_other_kinds_machinery_out(
     # the runner's module shows the eval file was collected
     witness = "pytest_vibeeval.runner"
     assert session_modules(tmp_path, args, witness, watched) == [0, True, []]
+
+
+def test_a_python_suite_builds_no_http_settings_model(tmp_path: Path) -> None:
+    # The implicit judge's limits take the HTTP retries' default from the field, not from a model
+    # whose first use would build its schema.
+    one_python_eval(tmp_path)
+    code = (
+        "import json, pytest\n"
+        f"code = pytest.main([{str(tmp_path)!r}, '-q', '-p', 'no:cacheprovider'])\n"
+        "from pytest_vibeeval.models import HttpSpec\n"
+        "print(json.dumps([int(code), HttpSpec.__pydantic_complete__]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [0, False]
 
 
 def test_the_package_imports_its_exported_names_when_first_used() -> None:

@@ -249,3 +249,22 @@ def test_an_item_after_the_first_runs_no_import_statement(
         later += [line for line in lines if " imports " in line and line.split()[0] != first]
     assert runs == 7
     assert later == []
+
+
+@XDIST_MODES
+def test_a_session_whose_items_need_no_folder_makes_no_base_folder(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    # Making the base of the items' folders makes pytest's basetemp and deletes its old runs: a
+    # session that never needs a folder skips all of it. The same suite with an item that does
+    # need one still makes that one's folder.
+    _project(pytester, 'bare: {python: "app:bare"}')
+    basetemp = pytester.path / "tmp"
+    result = run(pytester, f"--basetemp={basetemp}", xdist=xdist)
+    result.assert_outcomes(passed=1)
+    assert _folders(basetemp) == []
+    assert not list(basetemp.rglob("vibeeval*"))
+    _project(pytester, 'bare: {python: "app:bare"}\n  context: {python: "app:with_context"}')
+    result = run(pytester, f"--basetemp={basetemp}", xdist=xdist)
+    result.assert_outcomes(passed=2)
+    assert [folder.name.split("-", 1)[1] for folder in _folders(basetemp)] == ["plain-context"]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-SandboxMode = Literal["auto", "bwrap", "none"]
-SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "none")
+from .options import SandboxMode
+
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 )

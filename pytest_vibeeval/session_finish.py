@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collection_gc import paused
+from .itemhooks import stopped_by
 from .journal import Journal, left_journals, left_note, listing, remove_finished, remove_unnamed
 from .pytest_private import load_conftests
 from .stash import get_state, rootdir_relative
@@ -452,13 +453,4 @@ def stop_reason(session: pytest.Session) -> str | None:
         return f"stopped after {maxfail} failures (--maxfail={maxfail})"
     if session.shouldstop and session.config.getoption("stepwise", False):
         return "stopped at the first failure (--stepwise)"
-    return None
-
-
-def stopped_by(session: pytest.Session) -> str | None:
-    """What another plugin said when it stopped the session (pytest-timeout's ``--session-timeout``
-    sets ``shouldfail`` to ``session-timeout: 60.0 sec exceeded``), if it said anything."""
-    for why in (session.shouldfail, session.shouldstop):
-        if isinstance(why, str) and why:
-            return why
     return None

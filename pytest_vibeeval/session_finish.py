@@ -276,8 +276,6 @@ class SessionFinish:
         """Each ``pytest_vibeeval_write_results`` implementation in pluggy's order, on its own: one
         that raises is reported in the Run Summary, and the others, the gates and pytest's own
         reports still run (a failed hook call would end the session's reporting there)."""
-        from .check_api import raised_at
-
         hook = self.config.hook.pytest_vibeeval_write_results
         impls = hook.get_hookimpls()
         calls: list[tuple[str, Callable[[], list[Any]]]]
@@ -295,6 +293,8 @@ class SessionFinish:
             try:
                 self.writer_lines.extend(str(line) for line in call())
             except Exception as exc:
+                from .check_api import raised_at  # the checks' module: on the xdist controller only for this
+
                 self.writer_lines.append(f"{who} failed: {type(exc).__name__}: {exc}{raised_at(exc)}")
 
     def _compare(self, results: ResultsFile) -> ResultsFile:

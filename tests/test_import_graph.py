@@ -171,8 +171,10 @@ def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Pa
 
 
 # What the xdist controller, which collects and runs nothing, must not import: the items' machinery,
-# and the rubric's signals (the workers grade the answers), with the YAML parser they load.
+# the rubric's signals (the workers grade the answers), with the YAML parser they load, and the
+# checks' API (it names where a plugin's writer or run variable raised: imported only then).
 NOT_ON_THE_CONTROLLER = (
+    "pytest_vibeeval.check_api",
     "pytest_vibeeval.checks",
     "pytest_vibeeval.collect",
     "pytest_vibeeval.execute",

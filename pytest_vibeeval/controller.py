@@ -3,7 +3,7 @@ has the session's end (``session_finish.py``) build the runs, write the results,
 and the history, and apply the score gates and the baseline to the exit status, and prints the Run
 Summary.
 
-Registered only where that happens: never on an xdist worker."""
+Registered only where that happens: never on an xdist worker, which does not import it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ import pytest
 from .collection_gc import freeze_controller, paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
+from .itemhooks import LOCK_DIR_INPUT as LOCK_DIR_INPUT
 from .itemhooks import NOTE_OUTPUT, SIGNALLED_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
+from .itemhooks import RESUME_INPUT as RESUME_INPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
 from .pytest_private import keep_group_suffix, queued_worker_reports
@@ -34,8 +36,6 @@ if TYPE_CHECKING:
     from .results import EvalRecord
     from .settings import Settings
 
-LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
-RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
 DIST_EACH_REFUSED = (
     "--dist each cannot run evals: every xdist worker would run every eval under the same node id, "
     "and the results can hold only one run of each (which one depends on timing). To run every eval "

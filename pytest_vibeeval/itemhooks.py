@@ -25,7 +25,6 @@ from .notes import note
 from .phases import phases_of, unfinished_record
 from .progress import ProgressBoard, Running
 from .pytest_private import in_runtest_phase, reruns_left, stop_reruns
-from .session_finish import stopped_by
 from .stash import get_state
 from .transport import RESULT_PROPERTY, RUN_PROPERTY, as_sent, attach_record, longrepr_text
 
@@ -36,6 +35,8 @@ USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workerou
 STOPPED_OUTPUT = "vibeeval_stopped"  # the same: what another plugin said when it stopped the worker
 NOTE_OUTPUT = "vibeeval_collection_note"  # key in an xdist worker's workeroutput
 SIGNALLED_OUTPUT = "vibeeval_signalled"  # the same: the signal that interrupted the worker's session
+LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
+RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
 
 
 class CollectionHooks:
@@ -417,3 +418,12 @@ def _skip_at_eval_line(item: EvalItem, report: pytest.TestReport) -> None:
     than at the line of the plugin that skipped it."""
     if report.skipped and item.plan.line and isinstance(report.longrepr, tuple):
         report.longrepr = (str(item.path), item.plan.line, report.longrepr[2])
+
+
+def stopped_by(session: pytest.Session) -> str | None:
+    """What another plugin said when it stopped the session (pytest-timeout's ``--session-timeout``
+    sets ``shouldfail`` to ``session-timeout: 60.0 sec exceeded``), if it said anything."""
+    for why in (session.shouldfail, session.shouldstop):
+        if isinstance(why, str) and why:
+            return why
+    return None

@@ -24,9 +24,8 @@ import pytest
 from . import builtins
 from .budget import Budget
 from .collection_gc import pause, thaw
-from .controller import LOCK_DIR_INPUT, RESUME_INPUT, ControllerSession
 from .filenames import YAML_SUFFIXES
-from .itemhooks import CollectionHooks, ItemHooks
+from .itemhooks import LOCK_DIR_INPUT, RESUME_INPUT, CollectionHooks, ItemHooks
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
 from .loading.suite_files import collected_kind
@@ -85,6 +84,9 @@ def pytest_configure(config: pytest.Config) -> None:
     state.interrupts.install(announce=controller, has_results=state.aggregated if controller else None)
     config.pluginmanager.register(CollectionHooks(config), "vibeeval-collection")
     if workerinput is None:
+        # the controller's side (results, scoring, journal, live status): an xdist worker never imports it
+        from .controller import ControllerSession
+
         config.pluginmanager.register(ControllerSession(config), "vibeeval-controller")
     config.pluginmanager.register(ItemHooks(config), "vibeeval-items")  # idle where no item runs
     if not config.pluginmanager.has_plugin(BUILTINS_PLUGIN):

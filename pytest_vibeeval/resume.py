@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .bounded_read import UnreadableFile, read_bounded
-from .journal import SUFFIX as JOURNAL_SUFFIX
-from .journal import place as _place
 from .models import Configuration
 from .results import EvalRecord
 
@@ -128,6 +126,8 @@ class ResumeIndex:
     def replaced_by(self, written: Path, locate: Callable[[str], Path]) -> str | None:
         """The file read (as results name it) that ``written`` is, the file this session writes its
         results to (``--vibe-resume out.json --vibe-results out.json``), or None."""
+        from .journal import place as _place
+
         target = _place(written)
         return next((name for name in self.files if _place(locate(name)) == target), None)
 
@@ -220,6 +220,8 @@ def _read_chain(
     index: ResumeIndex, earlier: Iterable[str], named_by: str, locate: Callable[[str], Path]
 ) -> None:
     """Add the files ``named_by`` resumed from, and theirs (each once, at most :data:`MAX_FILES`)."""
+    from .journal import SUFFIX as JOURNAL_SUFFIX
+    from .journal import place as _place
     from .report.baseline import BaselineError, read_results
 
     pending = deque((name, named_by) for name in earlier)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collection_gc import paused
+from .itemhooks import stopped_by
 from .journal import Journal, left_journals, left_note, listing, remove_finished, remove_unnamed
 from .pytest_private import load_conftests
 from .stash import get_state, rootdir_relative
@@ -275,8 +276,6 @@ class SessionFinish:
         """Each ``pytest_vibeeval_write_results`` implementation in pluggy's order, on its own: one
         that raises is reported in the Run Summary, and the others, the gates and pytest's own
         reports still run (a failed hook call would end the session's reporting there)."""
-        from .check_api import raised_at
-
         hook = self.config.hook.pytest_vibeeval_write_results
         impls = hook.get_hookimpls()
         calls: list[tuple[str, Callable[[], list[Any]]]]
@@ -294,6 +293,8 @@ class SessionFinish:
             try:
                 self.writer_lines.extend(str(line) for line in call())
             except Exception as exc:
+                from .check_api import raised_at  # the checks' module: on the xdist controller only for this
+
                 self.writer_lines.append(f"{who} failed: {type(exc).__name__}: {exc}{raised_at(exc)}")
 
     def _compare(self, results: ResultsFile) -> ResultsFile:
@@ -452,13 +453,4 @@ def stop_reason(session: pytest.Session) -> str | None:
         return f"stopped after {maxfail} failures (--maxfail={maxfail})"
     if session.shouldstop and session.config.getoption("stepwise", False):
         return "stopped at the first failure (--stepwise)"
-    return None
-
-
-def stopped_by(session: pytest.Session) -> str | None:
-    """What another plugin said when it stopped the session (pytest-timeout's ``--session-timeout``
-    sets ``shouldfail`` to ``session-timeout: 60.0 sec exceeded``), if it said anything."""
-    for why in (session.shouldfail, session.shouldstop):
-        if isinstance(why, str) and why:
-            return why
     return None

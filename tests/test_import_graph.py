@@ -172,14 +172,20 @@ def test_a_session_without_eval_files_leaves_the_eval_machinery_out(tmp_path: Pa
     assert session_modules(tmp_path, args, "pytest_vibeeval.controller", NOT_WITHOUT_EVALS) == [0, True, []]
 
 
-# What the xdist controller, which collects and runs nothing, must not import: the items' machinery.
+# What the xdist controller, which collects and runs nothing, must not import: the items' machinery,
+# the rubric's signals (the workers grade the answers), with the YAML parser they load, and the
+# checks' API (it names where a plugin's writer or run variable raised: imported only then).
 NOT_ON_THE_CONTROLLER = (
+    "pytest_vibeeval.check_api",
     "pytest_vibeeval.checks",
     "pytest_vibeeval.collect",
     "pytest_vibeeval.execute",
     "pytest_vibeeval.loading.suite",
     "pytest_vibeeval.models",
     "pytest_vibeeval.providers",
+    "pytest_vibeeval.scoring.answer_text",
+    "pytest_vibeeval.scoring.rubric",
+    "yaml",
 )
 
 
@@ -199,6 +205,42 @@ def test_the_xdist_controller_leaves_the_items_machinery_out(tmp_path: Path) -> 
     # the aggregator's module shows the controller took records
     scored = "pytest_vibeeval.scoring.aggregate"
     assert session_modules(tmp_path, ["-n", "2"], scored, NOT_ON_THE_CONTROLLER) == [0, True, []]
+
+
+# What an xdist worker, which collects and runs items but writes no results, must not import: the
+# controller's side (its hooks, the session's finish, the journal, the live status line).
+NOT_ON_A_WORKER = (
+    "pytest_vibeeval.controller",
+    "pytest_vibeeval.journal",
+    "pytest_vibeeval.live",
+    "pytest_vibeeval.report.resultsfile",
+    "pytest_vibeeval.scoring.aggregate",
+    "pytest_vibeeval.session_finish",
+)
+# Each worker writes which of them it imported, and whether it collected the suite, at its end.
+WORKER_MODULES_CONFTEST = f"""
+import json, sys
+
+def pytest_unconfigure(config):
+    worker = getattr(config, "workerinput", {{}}).get("workerid")
+    if worker is not None:
+        loaded = sorted(set({list(NOT_ON_A_WORKER)!r}) & set(sys.modules))
+        ran = "pytest_vibeeval.runner" in sys.modules
+        with open(f"{{worker}}.modules.json", "w", encoding="utf-8") as out:
+            json.dump([ran, loaded], out)
+"""
+
+
+def test_an_xdist_worker_leaves_the_controllers_side_out(tmp_path: Path) -> None:
+    one_python_eval(tmp_path)
+    (tmp_path / "conftest.py").write_text(WORKER_MODULES_CONFTEST, encoding="utf-8")
+    # the aggregator's module shows the controller took records
+    scored = "pytest_vibeeval.scoring.aggregate"
+    assert session_modules(tmp_path, ["-n", "2"], scored, ()) == [0, True, []]
+    reports = sorted(tmp_path.glob("*.modules.json"))
+    assert [path.name for path in reports] == ["gw0.modules.json", "gw1.modules.json"]
+    # every worker collected the suite (the runner's module shows it), none loaded the controller's side
+    assert [json.loads(path.read_text(encoding="utf-8")) for path in reports] == [[True, []], [True, []]]
 
 
 # What collecting and running a suite of `python:` evals with plain checks must not import: the

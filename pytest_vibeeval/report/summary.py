@@ -9,7 +9,7 @@ from ..atomic_files import written_order
 from ..budget import NOT_STARTED
 from ..results import NOT_FINISHED, CheckRecord, EvalRecord, RunRecord
 from ..scoring.formula import show_formula
-from ..scoring.rubric import grade
+from ..scoring.grades import grade
 from ..scoring.variables import (
     BUILTIN_RUN_VARIABLES,
     check_variable_names,

@@ -19,9 +19,9 @@ from ..text_input import first_line, text_lines
 from ..transport import RunInfo
 from .attempts import EarlierAttempts
 from .formula import Formula, FormulaError, breakdown, evaluate, parse_formula, undefined_preset_reason
+from .grades import grade
 from .record_values import ran
 from .repeats import aggregate_scores, mean_ci95, recency_order, run_counts, stats_from_counts, stats_json
-from .rubric import grade
 from .spool import OnDemand, RecordSpool
 from .variables import compute_run_values, compute_variables, eval_variable_names
 

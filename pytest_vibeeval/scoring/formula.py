@@ -33,7 +33,7 @@ from .formula_language import (
     parse_expression,
 )
 from .formula_names import MAX_DEPTH, FormulaError, Rewrite, rewrite_names
-from .rubric import RUBRIC_FORMULA
+from .grades import RUBRIC_FORMULA
 
 __all__ = [
     "BUILTIN_PRESETS",

@@ -21,6 +21,9 @@ from .answer_text import (
     completeness_tenths,
     count_output_errors,
 )
+from .grades import GRADES as GRADES
+from .grades import RUBRIC_FORMULA as RUBRIC_FORMULA
+from .grades import grade as grade
 
 Complexity = Literal["simple", "medium", "complex"]
 Basis = Literal["time", "tools"]
@@ -44,15 +47,6 @@ WEIGHTS: dict[RubricSignal, float] = {
     "structure_score": 0.05,
 }
 """Each signal's weight in the score; error_rate's applies to ``1 - error_rate``."""
-
-RUBRIC_FORMULA = (
-    "round((0.35 * tool_success_rate + 0.25 * output_quality + 0.20 * efficiency"
-    " + 0.15 * (1 - error_rate) + 0.05 * structure_score) * 100, 2)"
-)
-"""The rubric score in the formula language (the ``rubric`` preset)."""
-
-GRADES: tuple[tuple[float, str], ...] = ((90.0, "A+"), (80.0, "A"), (70.0, "B"), (60.0, "C"), (50.0, "D"))
-"""Each grade's lowest score (inclusive): 89.99 is an A, 90 an A+; below 50 is F."""
 
 
 class ExpectedEffort(NamedTuple):
@@ -161,15 +155,6 @@ def rubric_score(signals: Mapping[str, float | None]) -> float | None:
     if t is None or q is None or e is None or r is None or s is None:
         return None
     return round((0.35 * t + 0.25 * q + 0.20 * e + 0.15 * (1 - r) + 0.05 * s) * 100, 2)
-
-
-def grade(score: float | None) -> str | None:
-    """A+ (≥ 90), A (≥ 80), B (≥ 70), C (≥ 60), D (≥ 50) or F; ``None`` without a score. Decided on
-    the score rounded to 2 decimals, as it is shown: 89.997 shows as 90.00, an A+."""
-    if score is None or math.isnan(score):
-        return None
-    shown = round(score, 2)
-    return next((letter for lowest, letter in GRADES if shown >= lowest), "F")
 
 
 def evaluate_rubric(

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..check_api import raised_at
 from ..registry import RunVariables
 from ..results import EvalRecord, judges_asked
 from .record_values import (
@@ -498,6 +497,8 @@ def _run_variable(
     try:
         result = (compute or variable.compute)(records)
     except Exception as exc:
+        from ..check_api import raised_at  # the checks' module: on the xdist controller only for this
+
         return None, f"{label} raised {type(exc).__name__}: {exc}{raised_at(exc)}", True
     value, reason = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
     if value is None:

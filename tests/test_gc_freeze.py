@@ -140,11 +140,12 @@ import os
 import sys
 
 runs = []
+collecting = []
 
 
 def count(phase, info):
     frame = sys._getframe().f_back
-    while phase == "start" and frame is not None:
+    while phase == "start" and collecting and frame is not None:
         module = frame.f_globals.get("__name__", "")
         if frame.f_code.co_name == "<module>" and module.startswith("pytest_vibeeval."):
             runs.append(module)
@@ -153,6 +154,10 @@ def count(phase, info):
 
 
 gc.callbacks.append(count)
+
+
+def pytest_collection(session):  # start-up imports (the plugin's own, at configure) are not counted
+    collecting.append(True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -130,6 +130,13 @@ def is_alive(pid: int) -> bool:
     return found is not None and found[0] not in ("Z", "X") and not found[2] & PF_EXITING
 
 
+def _not_ended(pid: int) -> bool:
+    """``pid`` exists and is not a zombie yet (one in the middle of its exit too: it cannot be
+    reaped until it is one)."""
+    found = _stat(pid)
+    return found is not None and found[0] not in ("Z", "X")
+
+
 def _marker(pid: int) -> str | None:
     """The value of :data:`MARKER` in ``pid``'s environment (None: not set, or not readable)."""
     try:
@@ -172,10 +179,13 @@ def _kill(pid: int) -> None:
 def _pidfds(pids: list[int]) -> list[int] | None:
     """A pidfd of each of ``pids`` that still exists; None where there are no pidfds (a kernel
     before 5.3)."""
+    pidfd_open = getattr(os, "pidfd_open", None)  # absent where Python was built without it
+    if pidfd_open is None:
+        return None
     fds = []
     for pid in pids:
         try:
-            fds.append(os.pidfd_open(pid))
+            fds.append(pidfd_open(pid))
         except ProcessLookupError:
             pass
         except OSError:
@@ -190,11 +200,16 @@ def _wait_dead(pids: list[int], fds: list[int] | None) -> None:
     all, and close ``fds`` (their :func:`_pidfds`); without those, look every 10 ms."""
     deadline = time.monotonic() + KILL_WAIT_S
     try:
-        while fds and (left := deadline - time.monotonic()) > 0:
-            for fd in select.select(fds, [], [], left)[0]:
-                fds.remove(fd)
-                os.close(fd)
-        while fds is None and time.monotonic() < deadline and any(is_alive(pid) for pid in pids):
+        if fds:
+            poller = select.poll()  # not select.select: it refuses descriptors from 1024 on
+            for fd in fds:
+                poller.register(fd, select.POLLIN)
+            while fds and (left := deadline - time.monotonic()) > 0:
+                for fd, _ in poller.poll(left * 1000):
+                    poller.unregister(fd)
+                    fds.remove(fd)
+                    os.close(fd)
+        while fds is None and time.monotonic() < deadline and any(_not_ended(pid) for pid in pids):
             time.sleep(0.01)
     finally:
         for fd in fds or ():
@@ -269,43 +284,34 @@ class Orphans:
 
     def __exit__(self, *exc: object) -> None:
         running = _running()
-        with running.lock:
-            running.commands.pop(self, None)
-            try:
-                if dying := self.reap():
-                    self._reap_the_rest(dying)
-            finally:
-                if not running.commands and not running.was_subreaper:
-                    _make_subreaper(False)
-
-    def _reap_the_rest(self, dying: list[int]) -> None:
-        """Wait for ``dying`` (killed by :meth:`reap`) to die, without the lock (held on entry and
-        on return), and kill what that re-parents here, until nothing is left to kill; then say
-        why each of those that cannot be reaped yet is not (:class:`ReapNote`)."""
-        running = _running()
         killed: list[int] = []
-        # Counted again while it waits, with no start (no bound on the others' windows): the
-        # subreaper stays on, and re-parents the children of what it killed here.
-        running.commands[self] = None
+        reasons: list[str] = []
         try:
+            with running.lock:
+                running.commands.pop(self, None)
+                dying = self.reap()
+                fds = _pidfds(dying) if dying else None  # while their pids are theirs: none is reaped yet
+                if dying:
+                    # Counted again while it waits, with no start (no bound on the others' windows):
+                    # the subreaper stays on, and re-parents the children of what it killed here.
+                    running.commands[self] = None
             while dying:
                 killed += dying
-                fds = _pidfds(dying)  # while their pids are still theirs: none is reaped yet
-                running.lock.release()  # they may take long to die: no other command waits for that
-                try:
-                    _wait_dead(dying, fds)
-                finally:
-                    running.lock.acquire()
-                dying = self.reap()
+                # Without the lock: they may take long to die, and no other command waits for that.
+                _wait_dead(dying, fds)
+                with running.lock:
+                    dying = self.reap()  # what that re-parented here
+                    fds = _pidfds(dying) if dying else None
         finally:
-            running.commands.pop(self, None)
-        if reasons := [_unreaped_reason(pid) for pid in killed if pid in running.unreaped]:
-            running.lock.release()
-            try:
-                for reason in reasons:
-                    note(ReapNote(reason), stacklevel=3)
-            finally:
-                running.lock.acquire()
+            # One section to the end, the notes after it: a command starting in between would find
+            # none running and this process still a subreaper, and keep it one for good.
+            with running.lock:
+                running.commands.pop(self, None)
+                reasons = [_unreaped_reason(pid) for pid in killed if pid in running.unreaped]
+                if not running.commands and not running.was_subreaper:
+                    _make_subreaper(False)
+        for reason in reasons:  # why each killed process that cannot be reaped yet is not
+            note(ReapNote(reason), stacklevel=2)
 
     def reap(self) -> list[int]:
         """Reap what was killed and has died; kill the children that started since the first
@@ -534,8 +540,10 @@ def start_watcher() -> None:
     :data:`MARKER`: no other process's watcher counts it among what that process left."""
     if _watched() or not sys.platform.startswith("linux") or not sys.executable:
         return
-    read_end, write_end = os.pipe()
     with _running().lock:  # no command's end scans between its start and the record of its pid
+        if _watched():  # another thread's command started one meanwhile
+            return
+        read_end, write_end = os.pipe()
         try:
             process = subprocess.Popen(
                 argv := _watcher_argv(),

@@ -29,6 +29,8 @@ from helpers import (
     write,
 )
 
+from pytest_vibeeval import reaping
+from pytest_vibeeval.notes import note
 from pytest_vibeeval.process import CommandResult, read_head, run_command
 from pytest_vibeeval.reaping import ReapNote, is_alive
 from pytest_vibeeval.workspace.cgroups import V1_ROOT, process_limit
@@ -267,6 +269,28 @@ def test_commands_run_from_threads_at_once_keep_each_others_processes(tmp_path: 
             assert wait_gone(command.pid(kind), 10), f"{command.name}'s {kind} survived the commands"
 
 
+@needs_linux
+def test_a_python_without_pidfds_still_ends_what_a_command_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python built without ``os.pidfd_open`` (some distributions' builds): a command's end still
+    kills what it left and waits for it by looking, rather than failing."""
+    monkeypatch.delattr(os, "pidfd_open")
+    command = _Command(tmp_path, "nopidfd")
+    command.start()
+    command.wait_started()
+    with warnings.catch_warnings(record=True) as noted:  # the command's thread shares the filters
+        warnings.simplefilter("always", ReapNote)
+        Path(f"{command.notes}.go").write_text("go\n")  # once the command opened it to read
+        command.join(120)
+    monkeypatch.undo()
+    assert not command.is_alive(), "the command did not finish"
+    assert [str(found.message) for found in noted if found.category is ReapNote] == []  # reaped at once
+    assert command.result is not None and command.result.exit_code == 0
+    for kind in ("daemon", "late"):
+        assert wait_gone(command.pid(kind), 10), f"the command's {kind} survived it"
+
+
 # Traces (PTRACE_SEIZE: the process goes on running) the process whose pid it reads on stdin, says
 # so, and never waits for it: once killed, that process stays a zombie its parent cannot reap (as
 # one stuck in uninterruptible sleep, on a hung network mount, cannot be) until this tracer ends,
@@ -304,10 +328,22 @@ def _run_in_thread(folder: Path, name: str) -> threading.Thread:
 
 
 @needs_linux
-def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(tmp_path: Path) -> None:
+def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A command's end kills a process that then cannot be reaped (traced, here; stuck in the kernel
     on a hung mount, elsewhere): that command ends all the same, with a note naming the process, a
-    command of another thread runs meanwhile, and the process is reaped once it can be."""
+    command of another thread runs meanwhile, and the process is reaped once it can be. The note
+    comes after the command's end is done: a command starting while it is shown must not find this
+    process still a subreaper with no command running (it would then keep it one for good)."""
+    running = reaping._running()
+    at_note: list[tuple[bool, int]] = []
+
+    def noting(warning: Warning, stacklevel: int = 1) -> None:
+        at_note.append((reaping._subreaper(), len(running.commands)))
+        note(warning, stacklevel + 1)
+
+    monkeypatch.setattr(reaping, "note", noting)
     first = _Command(tmp_path, "first")
     # Started before the command: not one of its processes, not killed at its end.
     tracer = subprocess.Popen(
@@ -338,6 +374,9 @@ def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(tmp_path: Pat
             assert not first.is_alive(), "the command waited for its unreapable process to be reaped"
         (message,) = [str(found.message) for found in noted if found.category is ReapNote]
         assert re.match(rf"process {daemon} .* process {tracer.pid} traces it", message), message
+        [(subreaper, commands)] = at_note
+        if not running.was_subreaper and commands == 0:
+            assert not subreaper, "the note came while this process was still a subreaper"
         assert first.result is not None and first.result.exit_code == 0
         assert wait_gone(first.pid("late"), 10)
         tracer.stdin.close()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .options import SANDBOX_MODES as SANDBOX_MODES
 from .options import SandboxMode
 
 INSTALL_HINT = (

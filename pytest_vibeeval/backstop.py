@@ -26,8 +26,18 @@ _Handler = Callable[[int, FrameType | None], Any] | int | None
 # trying (and failing, at an exception's cost) for a function: most of an item's arming. It takes
 # and returns the plain SIG_DFL and SIG_IGN (ints), not the Handlers members. (No stubs: typed here.)
 _C_SIGNAL = getattr(signal, "_signal", signal)  # the module signal wraps (itself where it has none)
-_swap_handler: Callable[[int, _Handler], _Handler] = _C_SIGNAL.signal
+_c_swap: Callable[[int, _Handler], _Handler] = _C_SIGNAL.signal
+_STDLIB_SWAP = signal.signal
 _DEFAULT: _Handler = _C_SIGNAL.SIG_DFL
+
+
+def _swap_handler(signum: int, handler: _Handler) -> _Handler:
+    """Install ``handler``; returns the one it replaces. A ``signal.signal`` replaced after import
+    (gevent's, a test double) is called as it is; the standard one is skipped for its C function."""
+    swap = signal.signal
+    if swap is _STDLIB_SWAP:
+        return _c_swap(signum, handler)
+    return swap(signum, handler)
 
 
 def backstop_available() -> bool:

@@ -193,24 +193,45 @@ def test_the_plugins_own_threads_are_left_out_of_the_stacks() -> None:
 def test_arming_swaps_the_handler_without_the_enum_wrapper(
     quiet_alarm: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each item arms and disarms the backstop: ``signal.signal`` (which turns the handler it
-    returns into a ``Handlers`` member, at an exception's cost for a function) is not called, and
-    the handler it found still comes back."""
+    """Each item arms and disarms the backstop: the standard ``signal.signal``'s conversion of the
+    handler it returns into a ``Handlers`` member (at an exception's cost for a function) is not
+    done, and the handler it found still comes back."""
     calls: list[object] = []
-    wrapper = signal.signal
+    convert = signal._int_to_enum  # type: ignore[attr-defined]
 
-    def counted(signalnum: int, handler: object) -> object:
-        calls.append(handler)
-        return wrapper(signalnum, handler)  # type: ignore[arg-type]
+    def counted(value: object, enum_klass: object) -> object:
+        calls.append(value)
+        return convert(value, enum_klass)
 
     def previous(signum: int, frame: object) -> None:
         raise AssertionError("not expected to fire")
 
     signal.signal(signal.SIGALRM, previous)
-    monkeypatch.setattr(signal, "signal", counted)
+    monkeypatch.setattr(signal, "_int_to_enum", counted)
+    signal.getsignal(signal.SIGALRM)  # the counter sees the wrapper's conversions
+    assert calls == [previous]
     backstop = Backstop()
     for _ in range(3):
         assert backstop.arm("item", 100.0, expire)
         backstop.disarm()
-    assert calls == []
+    assert calls == [previous]
     assert signal.getsignal(signal.SIGALRM) is previous
+
+
+def test_a_replaced_signal_function_is_still_called(
+    quiet_alarm: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Going around ``signal.signal`` is for the standard one only: one that was replaced after
+    the plugin was imported (gevent's, a test double) installs and puts back the handler."""
+    calls: list[object] = []
+    wrapper = signal.signal
+
+    def replaced(signalnum: int, handler: object) -> object:
+        calls.append(handler)
+        return wrapper(signalnum, handler)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(signal, "signal", replaced)
+    backstop = Backstop()
+    assert backstop.arm("item", 100.0, expire)
+    backstop.disarm()
+    assert calls == [backstop._on_alarm, signal.SIG_DFL]

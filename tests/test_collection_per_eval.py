@@ -26,6 +26,19 @@ SCALARS = [
 ]  # fmt: skip
 
 
+class _PurePythonFastLoader(yamlsource.FastResolving, yaml.SafeLoader):
+    """The loader a PyYAML built without libyaml reads with."""
+
+
+@pytest.fixture(params=["libyaml", "pure-python"])
+def fast_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs with the loader of this process and with the one of a PyYAML without libyaml
+    (whose composer calls the resolver methods as bound methods, not from C)."""
+    if request.param == "pure-python":
+        monkeypatch.setattr(yamlsource, "_LOADER", _PurePythonFastLoader)
+
+
+@pytest.mark.usefixtures("fast_loader")
 def test_the_fast_loader_reads_every_scalar_as_pyyaml_does(tmp_path: Path) -> None:
     """Each value, plain and in a mapping and a list, reads as PyYAML's safe loader reads it."""
     for scalar in SCALARS:
@@ -54,6 +67,7 @@ def _resolver_calls(run: Any) -> int:
     return calls
 
 
+@pytest.mark.usefixtures("fast_loader")
 def test_composing_plain_nodes_calls_no_resolver_in_python(tmp_path: Path) -> None:
     """The composer called three of PyYAML's resolver methods in Python around every node (a value
     one of YAML's implicit types may claim, such as ``no`` or ``1e3``, still takes PyYAML's way)."""

@@ -29,18 +29,20 @@ INPUT_HINT = "suites, configs and the files they name are read from regular file
 _BASE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _FastResolvingLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]  # either loader class
-    """The safe loader, cheaper where no path resolver is registered (PyYAML's experimental
-    ``add_path_resolver``; see :func:`_loader_class`). Composing calls three resolver methods in
-    Python for every node, about a fifth of reading a suite:
+class FastResolving(yaml.resolver.BaseResolver):
+    """Makes a safe loader (libyaml's or the pure-Python one: put it first among the bases)
+    cheaper where no path resolver is registered (PyYAML's experimental ``add_path_resolver``; see
+    :func:`_loader_class`). Composing calls three resolver methods in Python for every node, about
+    a fifth of reading a suite:
 
     - ``descend_resolver`` and ``ascend_resolver`` do nothing without path resolvers: here they are
       C functions that take the same arguments and do nothing, costing a tenth of a Python call;
     - ``resolve`` gives the nodes no implicit resolver can claim their default tag without building
       and walking a list of resolvers per scalar; any other node takes PyYAML's own path."""
 
-    descend_resolver = operator.is_  # (node, index): called as a plain function, not a method
-    ascend_resolver = tuple  # ()
+    # (node, index) and (): C callables are called as plain functions, not bound as methods
+    descend_resolver = operator.is_  # type: ignore[assignment]
+    ascend_resolver = tuple  # type: ignore[assignment]
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode:
@@ -51,7 +53,11 @@ class _FastResolvingLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]  # ei
             return self.DEFAULT_MAPPING_TAG
         elif kind is yaml.SequenceNode:
             return self.DEFAULT_SEQUENCE_TAG
-        return super().resolve(kind, value, implicit)
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+
+
+class _FastResolvingLoader(FastResolving, _BASE_LOADER):  # type: ignore[valid-type,misc]  # either loader class
+    """The safe loader this process reads with, made cheaper by :class:`FastResolving`."""
 
 
 _LOADER: type[yaml.SafeLoader] = _FastResolvingLoader

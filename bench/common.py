@@ -10,6 +10,7 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -92,11 +93,16 @@ class Row:
 
 
 def clean_env(temproot: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a benchmark's pytest run: pytest's temporary folders under ``temproot``
-    (so its retention of old runs neither touches nor is touched by other pytest sessions)."""
+    """The environment of one benchmark pytest run: pytest's temporary folders in a new folder
+    under ``temproot``, one for each call. pytest keeps a temporary root's last 3 sessions and
+    deletes older ones as a session exits, inside its wall time: in a shared root every run after
+    the third would time the deletion of an earlier run's item folders (hundreds of µs to ms per
+    `cli:` eval on a disk that is slow to free inodes) and no plain run would. Deleting ``temproot``
+    removes them all."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     temproot.mkdir(parents=True, exist_ok=True)
-    env.update(PYTEST_DEBUG_TEMPROOT=str(temproot), **(extra or {}))
+    run_root = tempfile.mkdtemp(prefix="run-", dir=temproot)
+    env.update(PYTEST_DEBUG_TEMPROOT=run_root, **(extra or {}))
     return env
 
 

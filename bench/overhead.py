@@ -84,8 +84,9 @@ def _sides(root: Path, evals: int, suite: str, plain: str, files: dict[str, str]
 
 
 def _measure(root: Path, dirs: tuple[Path, Path], evals: int, xdist: list[str], repeat: int) -> Point:
-    """Interleaved median-of-``repeat`` runs of both sides; every eval must pass. Each side has its
-    own pytest temporary root, so pytest's retention never deletes during a run."""
+    """Interleaved median-of-``repeat`` runs of both sides; every eval must pass. Every run has a
+    pytest temporary root of its own (:func:`clean_env`), so pytest's retention never deletes
+    during a run."""
     ours_dir, plain_dir = dirs
     tag = "-".join([str(evals), *xdist])
     roots = {side: root / f"tmp-{side}-{tag}" for side in ("ours", "plain")}

@@ -246,8 +246,9 @@ def test_an_xdist_worker_leaves_the_controllers_side_out(tmp_path: Path) -> None
 # What collecting and running a suite of `python:` evals with plain checks must not import: the
 # other kinds' providers and parsers, the llm_judge machinery, the check types it does not use
 # (JSON, tool calls, cost, latency, `python:` checks), the statistics of repeated evals, what only
-# some evals use (conversations, datasets) and what only an option uses (the response cache, the
-# record stores).
+# some evals use (conversations, datasets, the semantic check's embeddings, the sandbox and the
+# workspace copies of coding agents), what only an option uses (the response cache, the record
+# stores) and what only input that does not parse or validate needs (the hints that explain it).
 NOT_FOR_A_PYTHON_SUITE = (
     *NOT_AT_START,
     "pytest_vibeeval.answer_files",
@@ -258,11 +259,16 @@ NOT_FOR_A_PYTHON_SUITE = (
     "pytest_vibeeval.earlier_recordings",
     "pytest_vibeeval.judge",
     "pytest_vibeeval.loading.datasets",
+    "pytest_vibeeval.loading.syntax_hints",
+    "pytest_vibeeval.loading.validation_messages",
     "pytest_vibeeval.providers.parsers",
     "pytest_vibeeval.providers.sessions",
     "pytest_vibeeval.recording",
     "pytest_vibeeval.schema_refs",
+    "pytest_vibeeval.semantic",
     "pytest_vibeeval.structural_checks",
+    "pytest_vibeeval.workspace.copying",
+    "pytest_vibeeval.workspace.sandbox",
     "statistics",
 )
 # ... and what collecting it must not import either: the reader of earlier results files (for

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..loading.templates import MissingValue, Renderer
 from ..masking import mask_file
-from ..models.configuration import PLACEHOLDER, Configuration
+from ..models.configuration import PLACEHOLDER, Configuration, OutputSpec
 from ..process import (
     ArgumentsTooLong,
     CommandNotFound,
@@ -24,7 +24,7 @@ from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
 from ..surrogates import utf8_bytes
 from .agent_env import AllowedEnvironment, allowed_names
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
-from .output import OutputError, parse_output
+from .output import OutputError, ParsedOutput, parse_output
 
 # What only some configurations use (an MCP server, an output parser, a conversation, a prompt too
 # long for the command line, a failed run) is imported where they do: not for every agent CLI.
@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 CONFIG_DIR = "${CONFIG_DIR}"
 PROMPT = "${PROMPT}"
 AGENT_STEM = "agent"  # its output files: agent.stdout, agent.stderr and a long prompt's agent.stdin
+
+
+def _read_plain(path: Path, spec: OutputSpec, parsers: Mapping[str, Parser] | None) -> ParsedOutput:
+    """What :func:`.parsers.parse_agent_output` does for a configuration without a parser."""
+    return parse_output(path, spec)
 
 
 def agent_stem(turn: int) -> str:
@@ -66,6 +71,18 @@ class CliProvider:
         cli = config.cli.replace(CONFIG_DIR, self.config_dir)
         self.executable = str(Path(self.config_dir, cli)) if "/" in cli and not os.path.isabs(cli) else cli
         self._allowed_environment = AllowedEnvironment(allowed_names(config))
+        # The output parsers are imported here, once, for a configuration that names one: an
+        # item's run runs no import statement.
+        self._parse: Callable[[Path, OutputSpec, Mapping[str, Parser] | None], ParsedOutput] = _read_plain
+        self._own_sandbox_problem: Callable[[list[str], Path, Path], str | None] | None = None
+        if config.output.parser:
+            from .parsers import parse_agent_output
+
+            self._parse = parse_agent_output
+        if config.output.parser == "codex":
+            from .parse_codex import own_sandbox_problem
+
+            self._own_sandbox_problem = own_sandbox_problem
         # An explicit path is checked by missing_path() before each run: run_command need not again.
         self._path_checked = os.path.isabs(self.executable)
 
@@ -236,19 +253,12 @@ class CliProvider:
                 f"({self.config.max_output_bytes}); raise it in the configuration if that is expected",
                 [step],
             )
-        if self.config.output.parser == "codex":
-            from .parse_codex import own_sandbox_problem
-
-            problem = own_sandbox_problem(argv, result.stderr_path, result.stdout_path)
+        if self._own_sandbox_problem is not None:
+            problem = self._own_sandbox_problem(argv, result.stderr_path, result.stdout_path)
             if problem:  # codex exited 0, but none of its commands could run: nothing was measured
                 raise ProviderError(problem, [step])
         try:
-            if self.config.output.parser:
-                from .parsers import parse_agent_output
-
-                parsed = parse_agent_output(result.stdout_path, self.config.output, self.parsers)
-            else:  # what parse_agent_output does without a parser
-                parsed = parse_output(result.stdout_path, self.config.output)
+            parsed = self._parse(result.stdout_path, self.config.output, self.parsers)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
         # Only an output.parser reads tool calls; plain text or JSON output cannot report them.

@@ -27,10 +27,10 @@ from .results import EvalRecord
 from .runner import run_prompt_eval
 from .scoring.assess import assess
 from .state import VibeState
-from .workspace.sandbox import Sandbox, choose_sandbox
 
 if TYPE_CHECKING:
     from .cache import ResponseCache  # the cache and the record stores: imported when an option asks
+    from .workspace.sandbox import Sandbox
 
 
 def _prompt_work(item: EvalItem) -> PromptWork:
@@ -173,6 +173,8 @@ def _stopped_after(record: EvalRecord, message: str) -> EvalRecord:
 def session_sandbox(state: VibeState) -> Sandbox:
     """The sandbox agents run in, chosen once per process (the probe runs a bwrap command)."""
     if state.sandbox is None:
+        from .workspace.sandbox import choose_sandbox  # coding agents' only: not for prompt evals
+
         options = state.settings
         state.sandbox = choose_sandbox(options.sandbox_mode, options.sandbox_writable)
     return state.sandbox

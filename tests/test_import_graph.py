@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import XDIST_MODES
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_vibeeval"
 # The modules that are pytest's side of the plugin: hooks, collectors, items, fixtures, outputs
@@ -246,8 +247,9 @@ def test_an_xdist_worker_leaves_the_controllers_side_out(tmp_path: Path) -> None
 # What collecting and running a suite of `python:` evals with plain checks must not import: the
 # other kinds' providers and parsers, the llm_judge machinery, the check types it does not use
 # (JSON, tool calls, cost, latency, `python:` checks), the statistics of repeated evals, what only
-# some evals use (conversations, datasets) and what only an option uses (the response cache, the
-# record stores).
+# some evals use (conversations, datasets, the semantic check's embeddings, the sandbox and the
+# workspace copies of coding agents), what only an option uses (the response cache, the record
+# stores) and what only input that does not parse or validate needs (the hints that explain it).
 NOT_FOR_A_PYTHON_SUITE = (
     *NOT_AT_START,
     "pytest_vibeeval.answer_files",
@@ -258,11 +260,16 @@ NOT_FOR_A_PYTHON_SUITE = (
     "pytest_vibeeval.earlier_recordings",
     "pytest_vibeeval.judge",
     "pytest_vibeeval.loading.datasets",
+    "pytest_vibeeval.loading.syntax_hints",
+    "pytest_vibeeval.loading.validation_messages",
     "pytest_vibeeval.providers.parsers",
     "pytest_vibeeval.providers.sessions",
     "pytest_vibeeval.recording",
     "pytest_vibeeval.schema_refs",
+    "pytest_vibeeval.semantic",
     "pytest_vibeeval.structural_checks",
+    "pytest_vibeeval.workspace.copying",
+    "pytest_vibeeval.workspace.sandbox",
     "statistics",
 )
 # ... and what collecting it must not import either: the reader of earlier results files (for
@@ -282,6 +289,55 @@ def test_a_python_suite_leaves_the_other_kinds_machinery_out(
     # the runner's module shows the eval file was collected
     witness = "pytest_vibeeval.runner"
     assert session_modules(tmp_path, args, witness, watched) == [0, True, []]
+
+
+# What running a suite of `cli:` evals whose agent prints plain text must not import, in the process
+# that runs it: what only some agent configurations use (an MCP server, an output parser, a
+# conversation's session, a prompt too long for the command line) or only a failed run needs (the
+# failure report, the hints of output that does not parse).
+NOT_FOR_A_PLAIN_CLI_SUITE = (
+    "pytest_vibeeval.json_comments",
+    "pytest_vibeeval.loading.syntax_hints",
+    "pytest_vibeeval.loading.validation_messages",
+    "pytest_vibeeval.providers.cli_mcp",
+    "pytest_vibeeval.providers.failure",
+    "pytest_vibeeval.providers.long_prompt",
+    "pytest_vibeeval.providers.mcp_tools",
+    "pytest_vibeeval.providers.parsers",
+    "pytest_vibeeval.providers.parse_codex",
+    "pytest_vibeeval.providers.sessions",
+    "pytest_vibeeval.semantic",
+    "pytest_vibeeval.workspace.sandbox",
+)
+# Each process that ran the agent writes which of them it imported, at its end.
+CLI_MODULES_CONFTEST = f"""
+import json, sys
+
+def pytest_unconfigure(config):
+    if "pytest_vibeeval.providers.cli" in sys.modules:
+        loaded = sorted(set({list(NOT_FOR_A_PLAIN_CLI_SUITE)!r}) & set(sys.modules))
+        role = getattr(config, "workerinput", {{}}).get("workerid", "serial")
+        with open(f"{{role}}.modules.json", "w", encoding="utf-8") as out:
+            json.dump(loaded, out)
+"""
+
+
+@XDIST_MODES
+def test_a_plain_cli_suite_leaves_the_agents_options_machinery_out(tmp_path: Path, xdist: list[str]) -> None:
+    agent = tmp_path / "agent.sh"
+    agent.write_text("#!/bin/sh\necho yes\n", encoding="utf-8")
+    agent.chmod(0o755)
+    (tmp_path / "one.eval.yaml").write_text(
+        "metadata: {name: one, model: m}\n"
+        "evals:\n  - {name: e, prompt: p, checks: [{match: '*yes*'}]}\n"
+        "configurations:\n  c: {cli: ./agent.sh}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "conftest.py").write_text(CLI_MODULES_CONFTEST, encoding="utf-8")
+    assert session_modules(tmp_path, xdist, "pytest_vibeeval.results", ())[:2] == [0, True]
+    # the process that ran the agent (the one worker that took the item under xdist) imported none
+    reports = [json.loads(path.read_text(encoding="utf-8")) for path in tmp_path.glob("*.modules.json")]
+    assert reports == [[]]
 
 
 def test_a_python_suite_builds_no_http_settings_model(tmp_path: Path) -> None:

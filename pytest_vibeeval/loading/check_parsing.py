@@ -13,7 +13,6 @@ from ..checks import AnyOf, Check, CheckNode, named_checks
 from ..errors import Loc, Problem, did_you_mean
 from ..registry import CheckRegistry
 from ..scoring.variables import EVAL_VARIABLES, check_variable_names
-from .validation_messages import describe, other_kinds_left_out
 from .yamlsource import Document, yaml_kind
 
 LEGACY_CHECK_HINT = (
@@ -103,6 +102,8 @@ def _parse_one(
     try:
         parsed = check_type.adapter.validate_python(value, context={SUITE_DIR_CONTEXT: doc.folder})
     except ValidationError as exc:
+        from .validation_messages import describe, other_kinds_left_out  # input that does not validate
+
         for error in other_kinds_left_out(exc.errors(include_url=False), doc.clean_loc, (*loc, key)):
             sub: Loc = (*loc, key, *error["loc"])
             message = error["msg"].removeprefix("Value error, ")

@@ -41,7 +41,6 @@ from ..scoring.variables import (
 from .check_parsing import check_name_problems, parse_checks, raw_check_lists
 from .rows import expand_datasets
 from .templates import ANY_TEMPLATE, row_columns, template_problems
-from .validation_messages import describe, other_kinds_left_out
 from .yamlsource import Document, load_document
 
 
@@ -193,6 +192,8 @@ def _by_line(problems: list[Problem]) -> list[Problem]:
 
 def pydantic_problems(exc: ValidationError, doc: Document) -> list[Problem]:
     """Translate pydantic errors into problems with the YAML line of each."""
+    from .validation_messages import describe, other_kinds_left_out  # input that does not validate
+
     problems = []
     for error in other_kinds_left_out(exc.errors(include_url=False), doc.clean_loc):
         loc: Loc = tuple(error["loc"])

@@ -19,7 +19,6 @@ from ..bounded_read import UnreadableFile
 from ..errors import InputError, Loc, Problem
 from ..surrogates import LONE_ESCAPE_HINT, lone_escape
 from ..text_input import NotUtf8, read_input_text
-from .syntax_hints import json_syntax, yaml_syntax_hint
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
@@ -421,6 +420,8 @@ def parse_yaml(path: Path, text: str) -> Document:
         context = f" ({exc.context})" if exc.context else ""
         lines = _LINE_BREAK.split(text)
         line_text = lines[line - 1] if line and line <= len(lines) else ""
+        from .syntax_hints import yaml_syntax_hint  # a file that does not parse
+
         raise YamlSyntaxError(
             str(path),
             [Problem(f"invalid YAML: {problem}{context}", line=line, hint=yaml_syntax_hint(line_text))],
@@ -456,6 +457,8 @@ def load_document(path: Path) -> Document:
     try:
         data = json.loads(text, object_pairs_hook=unique_json_keys, parse_constant=no_json_constant)
     except json.JSONDecodeError as exc:
+        from .syntax_hints import json_syntax  # a file that does not parse
+
         syntax = json_syntax(exc)
         message = f"invalid JSON: {syntax.message}"
         raise InputError.single(path, message, line=syntax.line, hint=syntax.hint) from None

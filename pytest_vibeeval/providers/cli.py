@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..loading.templates import MissingValue, Renderer
 from ..masking import mask_file
-from ..models.configuration import PLACEHOLDER, Configuration
+from ..models.configuration import PLACEHOLDER, Configuration, OutputSpec
 from ..process import (
     ArgumentsTooLong,
     CommandNotFound,
@@ -23,27 +24,23 @@ from ..scoring.assess import TRANSCRIPT_ENV, transcript_path
 from ..surrogates import utf8_bytes
 from .agent_env import AllowedEnvironment, allowed_names
 from .base import PromptRequest, ProviderError, ProviderResponse, missing_env_reason
-from .cli_mcp import (
-    CliMcp,
-    connection_failure,
-    handover,
-    mcp_way,
-    recorded_calls,
-    unsupported_reason,
-    write_settings,
-)
-from .failure import failure_report
-from .long_prompt import reroute, too_long_hint
-from .mcp_tools import McpTarget
-from .output import OutputError
-from .parse_codex import own_sandbox_problem
-from .parsers import Parser, parse_agent_output
-from .sessions import reported_session, resume_args, resume_of, turn_tokens
-from .sessions import unsupported_reason as no_resume_reason
+from .output import OutputError, ParsedOutput, parse_output
+
+# What only some configurations use (an MCP server, an output parser, a conversation, a prompt too
+# long for the command line, a failed run) is imported where they do: not for every agent CLI.
+if TYPE_CHECKING:
+    from .cli_mcp import CliMcp
+    from .mcp_tools import McpTarget
+    from .parsers import Parser
 
 CONFIG_DIR = "${CONFIG_DIR}"
 PROMPT = "${PROMPT}"
 AGENT_STEM = "agent"  # its output files: agent.stdout, agent.stderr and a long prompt's agent.stdin
+
+
+def _read_plain(path: Path, spec: OutputSpec, parsers: Mapping[str, Parser] | None) -> ParsedOutput:
+    """What :func:`.parsers.parse_agent_output` does for a configuration without a parser."""
+    return parse_output(path, spec)
 
 
 def agent_stem(turn: int) -> str:
@@ -74,6 +71,18 @@ class CliProvider:
         cli = config.cli.replace(CONFIG_DIR, self.config_dir)
         self.executable = str(Path(self.config_dir, cli)) if "/" in cli and not os.path.isabs(cli) else cli
         self._allowed_environment = AllowedEnvironment(allowed_names(config))
+        # The output parsers are imported here, once, for a configuration that names one: an
+        # item's run runs no import statement.
+        self._parse: Callable[[Path, OutputSpec, Mapping[str, Parser] | None], ParsedOutput] = _read_plain
+        self._own_sandbox_problem: Callable[[list[str], Path, Path], str | None] | None = None
+        if config.output.parser:
+            from .parsers import parse_agent_output
+
+            self._parse = parse_agent_output
+        if config.output.parser == "codex":
+            from .parse_codex import own_sandbox_problem
+
+            self._own_sandbox_problem = own_sandbox_problem
         # An explicit path is checked by missing_path() before each run: run_command need not again.
         self._path_checked = os.path.isabs(self.executable)
 
@@ -165,6 +174,9 @@ class CliProvider:
     def mcp_handover(self, request: PromptRequest) -> tuple[McpTarget | None, CliMcp]:
         """The request's MCP server and what gives it to this CLI (nothing without a server);
         ProviderError when the CLI cannot take it (the runner normally skips the item first)."""
+        from .cli_mcp import CliMcp, handover, mcp_way, unsupported_reason
+        from .mcp_tools import McpTarget
+
         if not request.mcp_server:
             return None, CliMcp()
         target = McpTarget.from_request(request.mcp_server)
@@ -178,16 +190,23 @@ class CliProvider:
         broken = self.missing_path()
         if broken:
             raise ProviderError(broken)
-        target, mcp = self.mcp_handover(request)
-        resume = resume_of(self.config) if request.turn else None
+        target, mcp = self.mcp_handover(request) if request.mcp_server else (None, None)
+        resume = None
+        if request.turn:
+            from .sessions import resume_of
+
+            resume = resume_of(self.config)
         try:
-            argv = self.argv(request, (*mcp.args, *self.continuing(request)))
+            argv = self.argv(request, (*(mcp.args if mcp is not None else ()), *self.continuing(request)))
         except MissingValue as exc:  # unavailable_reason() normally skips the item first
             raise ProviderError(str(exc)) from None
         stdin = request.prompt if self.config.prompt_via == "stdin" else None
-        write_settings(request.workdir, mcp)
+        if mcp is not None:
+            from .cli_mcp import write_settings
+
+            write_settings(request.workdir, mcp)
         stem = agent_stem(request.turn)
-        env = marked({**self.request_environment(request.workdir), **mcp.env})
+        env = marked({**self.request_environment(request.workdir), **(mcp.env if mcp is not None else {})})
         try:
             try:
                 result = self._run(argv, stdin, request.workdir, stem, env)
@@ -220,6 +239,8 @@ class CliProvider:
         if result.timed_out:
             raise ProviderError(f"timed out after {self.config.timeout_s:g} s", [step])
         if result.exit_code != 0:
+            from .failure import failure_report
+
             headline = f"{self.config.cli} exited with code {result.exit_code}"
             report = failure_report(
                 headline, result.stdout_path, result.stderr_path, self.config.output, self.parsers
@@ -232,29 +253,39 @@ class CliProvider:
                 f"({self.config.max_output_bytes}); raise it in the configuration if that is expected",
                 [step],
             )
-        if self.config.output.parser == "codex":
-            problem = own_sandbox_problem(argv, result.stderr_path, result.stdout_path)
+        if self._own_sandbox_problem is not None:
+            problem = self._own_sandbox_problem(argv, result.stderr_path, result.stdout_path)
             if problem:  # codex exited 0, but none of its commands could run: nothing was measured
                 raise ProviderError(problem, [step])
         try:
-            parsed = parse_agent_output(result.stdout_path, self.config.output, self.parsers)
+            parsed = self._parse(result.stdout_path, self.config.output, self.parsers)
         except OutputError as exc:
             raise ProviderError(str(exc), [step]) from None
         # Only an output.parser reads tool calls; plain text or JSON output cannot report them.
         tool_calls = list(parsed.tool_calls) if self.config.output.parser else None
-        way = mcp_way(self.config)
-        if target is not None and way is not None:
-            failure = connection_failure(way, target, result.stdout_path)
-            if failure:
-                raise ProviderError(failure, [step])
-            if tool_calls is not None:
-                tool_calls = recorded_calls(way, target, tool_calls)
+        if target is not None:
+            from .cli_mcp import connection_failure, mcp_way, recorded_calls
+
+            way = mcp_way(self.config)
+            if way is not None:
+                failure = connection_failure(way, target, result.stdout_path)
+                if failure:
+                    raise ProviderError(failure, [step])
+                if tool_calls is not None:
+                    tool_calls = recorded_calls(way, target, tool_calls)
         tokens: tuple[int | None, ...] = (
             parsed.input_tokens, parsed.output_tokens, parsed.cached_input_tokens, parsed.cache_write_tokens,
         )  # fmt: skip
         totals = tokens if resume is not None and resume.running_totals else None
         if totals is not None and request.history:  # a continued session: this run's share
+            from .sessions import turn_tokens
+
             tokens = turn_tokens(totals, request.session_tokens)
+        session_id = None
+        if resume:
+            from .sessions import reported_session
+
+            session_id = reported_session(result.stdout_path, resume)
         return ProviderResponse(
             parsed.text,
             parsed.cost,
@@ -266,7 +297,7 @@ class CliProvider:
             latency=parsed.latency,
             tool_calls=tool_calls,
             api_retries=parsed.api_retries if self.config.output.parser else None,
-            session_id=reported_session(result.stdout_path, resume) if resume else None,
+            session_id=session_id,
             session_tokens=totals,
         )
 
@@ -288,6 +319,8 @@ class CliProvider:
     ) -> tuple[list[str], str | None]:
         """The command line and stdin that give the CLI its prompt another way, after the system
         ``refused`` ``argv`` (E2BIG); ProviderError, naming the limit, when there is none."""
+        from .long_prompt import reroute, too_long_hint
+
         rerouted = reroute(self.config, argv, request.prompt, stdin, file)
         if isinstance(rerouted, str):  # the preset's way cannot take this prompt
             raise ProviderError(f"{refused}; {rerouted}")
@@ -310,6 +343,9 @@ class CliProvider:
         ProviderError when this CLI cannot, or the previous turn reported no session."""
         if not request.history:
             return ()
+        from .sessions import resume_args, resume_of
+        from .sessions import unsupported_reason as no_resume_reason
+
         resume = resume_of(self.config)
         if resume is None:  # the runner normally skips the item first
             raise ProviderError(no_resume_reason(self.config, self.config_id) or "cannot continue")

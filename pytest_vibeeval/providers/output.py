@@ -11,7 +11,6 @@ from typing import Any
 from ..bounded_read import UnreadableFile, read_bounded
 from ..dotted import MISSING as _MISSING
 from ..dotted import lookup
-from ..loading.syntax_hints import json_error
 from ..models import OutputSpec
 from ..results import ToolCallRecord
 from ..surrogates import loads
@@ -86,6 +85,8 @@ def parse_output(path: Path, spec: OutputSpec) -> ParsedOutput:
         try:
             data = loads(read_output(path))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            from ..loading.syntax_hints import json_error  # output that does not parse
+
             problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else exc
             raise OutputError(
                 f"output is not valid JSON ({problem}); the configuration says `format: json`"

@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from ..bounded_read import UnreadableFile, file_kind, read_bounded, read_end
-from ..loading.syntax_hints import json_error
 from ..results import SCHEMA_VERSION, BaselineRecord, Decision, ResultsFile, RunRecord
 from ..scoring.formula import show_formula
 from .format import decimal, run_title, score, signed
@@ -131,6 +130,8 @@ def read_results(path: Path) -> ReadResults:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        from ..loading.syntax_hints import json_error  # a file that does not parse
+
         error = json_error(exc)
         where = f"line {error.lineno}, column {error.colno}"
         raise BaselineError(f"{path}: not JSON ({where}: {error.msg})") from None
@@ -493,6 +494,8 @@ def _parse_lines(path: Path, lines: Iterable[tuple[int | None, str]]) -> History
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
+            from ..loading.syntax_hints import json_error  # a file that does not parse
+
             history.problems.append(f"{where}: not JSON ({json_error(exc).msg}); skipped")
             continue
         if isinstance(entry, dict):

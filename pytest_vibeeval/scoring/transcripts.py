@@ -33,7 +33,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_vibeeval.loading.syntax_hints import json_error
 from pytest_vibeeval.masking import keep_start
 from pytest_vibeeval.results import ToolCallRecord, ToolStats, TranscriptRecord
 from pytest_vibeeval.surrogates import loads
@@ -258,6 +257,8 @@ def _parse_line(raw: bytes, first: bool) -> _Line | None:
     except RecursionError:
         raise _BadValue("JSON nested too deeply", "write one flat JSON object per line") from None
     except ValueError as exc:
+        from pytest_vibeeval.loading.syntax_hints import json_error  # a file that does not parse
+
         problem = json_error(exc).msg if isinstance(exc, json.JSONDecodeError) else exc
         raise _BadValue(f"not JSON ({problem})", "write one JSON object per line") from None
     if not isinstance(obj, dict):

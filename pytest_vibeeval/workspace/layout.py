@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..filenames import bounded_name
-from .copying import copy_template, copy_tree, remove_tree
 
 TMP_WORKSPACE_PREFIX = ".tmp-workspace-"
 TMP_GRADING_PREFIX = ".tmp-grading-"
@@ -50,6 +49,8 @@ def temporary_root(workspace: Path) -> Path:
 def grading_beside(grading: Path, workspace: Path) -> Path:
     """A copy of ``grading`` beside it with the agent's ``workspace`` in its ``workspace/`` folder
     (what the template had there is dropped). Raises OSError (a CopyError) when a copy fails."""
+    from .copying import copy_template, copy_tree, remove_tree  # workspace evals' only
+
     name = bounded_name(f"{TMP_GRADING_PREFIX}{uuid.uuid4().hex[:12]}-{grading.name}")
     copy = grading.parent / name
     try:

@@ -50,7 +50,9 @@ __all__ = [
     "end_lost_workers_processes",
     "is_alive",
     "marked",
+    "pidfds",
     "start_watcher",
+    "wait_pidfds",
     "watch",
     "watcher_pid",
 ]
@@ -176,10 +178,10 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _pidfds(pids: list[int]) -> list[int] | None:
+def pidfds(pids: list[int]) -> list[int] | None:
     """A pidfd of each of ``pids`` that still exists; None where there are no pidfds (a kernel
-    before 5.3)."""
-    pidfd_open = getattr(os, "pidfd_open", None)  # absent where Python was built without it
+    before 5.3, a Python built without ``os.pidfd_open``): the caller waits another way."""
+    pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is None:
         return None
     fds = []
@@ -195,25 +197,45 @@ def _pidfds(pids: list[int]) -> list[int] | None:
     return fds
 
 
+# select.poll takes a C int of milliseconds; longer waits are made of several polls.
+MAX_POLL_MS = 2**31 - 1
+
+
+def wait_pidfds(fds: list[int], timeout: float | None) -> bool:
+    """Block until the process of each of ``fds`` (:func:`pidfds`) has terminated or ``timeout``
+    (None: no bound) has passed, then close them all; True when they all terminated. A pidfd is
+    ready the moment its process terminates and leaves it unreaped, so its pid is still its own
+    (a group can still be killed by its id); Popen.wait(timeout) instead polls with sleeps, which
+    cost milliseconds on every short command."""
+    try:
+        poller = select.poll()  # not select.select: it refuses descriptors from 1024 on
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        left = len(fds)
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while left:
+            left_ms = None if deadline is None else max(deadline - time.monotonic(), 0.0) * 1000
+            ready = poller.poll(None if left_ms is None else min(left_ms, MAX_POLL_MS))
+            for fd, _ in ready:
+                poller.unregister(fd)
+                left -= 1
+            if not ready and left_ms is not None and left_ms <= MAX_POLL_MS:
+                return False
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def _wait_dead(pids: list[int], fds: list[int] | None) -> None:
     """Block until every one of ``pids`` (SIGKILLed) has terminated, at most :data:`KILL_WAIT_S` in
-    all, and close ``fds`` (their :func:`_pidfds`); without those, look every 10 ms."""
+    all, and close ``fds`` (their :func:`pidfds`); without those, look every 10 ms."""
+    if fds is not None:
+        wait_pidfds(fds, KILL_WAIT_S)
+        return
     deadline = time.monotonic() + KILL_WAIT_S
-    try:
-        if fds:
-            poller = select.poll()  # not select.select: it refuses descriptors from 1024 on
-            for fd in fds:
-                poller.register(fd, select.POLLIN)
-            while fds and (left := deadline - time.monotonic()) > 0:
-                for fd, _ in poller.poll(left * 1000):
-                    poller.unregister(fd)
-                    fds.remove(fd)
-                    os.close(fd)
-        while fds is None and time.monotonic() < deadline and any(_not_ended(pid) for pid in pids):
-            time.sleep(0.01)
-    finally:
-        for fd in fds or ():
-            os.close(fd)
+    while time.monotonic() < deadline and any(_not_ended(pid) for pid in pids):
+        time.sleep(0.01)
 
 
 class _Running:
@@ -290,7 +312,7 @@ class Orphans:
             with running.lock:
                 running.commands.pop(self, None)
                 dying = self.reap()
-                fds = _pidfds(dying) if dying else None  # while their pids are theirs: none is reaped yet
+                fds = pidfds(dying) if dying else None  # while their pids are theirs: none is reaped yet
                 if dying:
                     # Counted again while it waits, with no start (no bound on the others' windows):
                     # the subreaper stays on, and re-parents the children of what it killed here.
@@ -301,7 +323,7 @@ class Orphans:
                 _wait_dead(dying, fds)
                 with running.lock:
                     dying = self.reap()  # what that re-parented here
-                    fds = _pidfds(dying) if dying else None
+                    fds = pidfds(dying) if dying else None
         finally:
             # One section to the end, the notes after it: a command starting in between would find
             # none running and this process still a subreaper, and keep it one for good.
@@ -437,7 +459,7 @@ def end_lost_workers_processes(owner: str) -> None:
             return
         for pid in lost:
             _kill(pid)
-        _wait_dead(lost, _pidfds(lost))
+        _wait_dead(lost, pidfds(lost))
 
 
 # The package's folder, for the watcher's import of this module (it runs with -I -S: no site).

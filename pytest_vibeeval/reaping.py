@@ -139,17 +139,47 @@ def _not_ended(pid: int) -> bool:
     return found is not None and found[0] not in ("Z", "X")
 
 
-def _marker(pid: int) -> str | None:
-    """The value of :data:`MARKER` in ``pid``'s environment (None: not set, or not readable)."""
+# _marker's answer for a process in the middle of an exec: its new program's environment is not
+# set up yet, and reads as empty until it is (a few microseconds; longer on a loaded machine).
+_PENDING = "\0pending"
+PF_KTHREAD = 0x00200000  # in /proc/<pid>/stat's flags: a kernel thread (no environment, ever)
+
+
+def _environ_pending(pid: int) -> bool | None:
+    """For ``pid``, whose environment just read as empty: True when it is in the middle of an exec
+    (its new memory's environment end, ``/proc/<pid>/stat``'s field 51, is still 0); False when it
+    has no environment to wait for (a kernel thread, a zombie, one exiting, or this cannot be told:
+    gone, a kernel before 3.5); None otherwise: an exec ended between the two reads, or is just
+    setting it up, or it is empty indeed (read it again)."""
     try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
+        fields = _read_proc(f"/proc/{pid}/stat").rpartition(")")[2].split()
+        flags, env_end = int(fields[6]), int(fields[48])
+    except (OSError, IndexError, ValueError):
+        return False
+    if fields[0] in ("Z", "X") or flags & (PF_KTHREAD | PF_EXITING):  # no memory: no environment
+        return False
+    return True if env_end == 0 else None
+
+
+def _marker(pid: int) -> str | None:
+    """The value of :data:`MARKER` in ``pid``'s environment (None: not set, or not readable), or
+    ``_PENDING`` when ``pid`` is in the middle of an exec: its environment is readable once that
+    is done (and still holds the marker unless the exec cleared it)."""
     prefix = MARKER.encode() + b"="
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode(errors="replace")
-    return None
+    for _ in range(3):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return None
+        if environ:
+            for entry in environ.split(b"\0"):
+                if entry.startswith(prefix):
+                    return entry[len(prefix) :].decode(errors="replace")
+            return None
+        pending = _environ_pending(pid)
+        if pending is not None:
+            return _PENDING if pending else None
+    return None  # an empty environment
 
 
 def _children() -> list[int]:
@@ -447,19 +477,27 @@ def end_lost_workers_processes(owner: str) -> None:
     owner_pid = int(owner.partition(":")[0])
     remove_abandoned(lambda pid: pid != owner_pid)  # that pid's cgroups: no other's that looks free
     me = os.getpid()
-    for _ in range(100):  # killing a process may free the next generation; bounded, just in case
-        lost = []
+    generations = 0
+    deadline = time.monotonic() + KILL_WAIT_S
+    while generations < 100:  # killing a process may free the next generation; bounded, just in case
+        lost, pending = [], []
         for pid in _all_pids():
             marker = _marker(pid)
             if pid == me or marker is None or marker.partition(":")[0] == str(me):
                 continue
-            if marker == owner and is_alive(pid):
+            if marker == _PENDING:
+                pending.append(pid)
+            elif marker == owner and is_alive(pid):
                 lost.append(pid)
-        if not lost:
+        if lost:
+            generations += 1
+            for pid in lost:
+                _kill(pid)
+            _wait_dead(lost, pidfds(lost))
+        elif not pending or time.monotonic() > deadline:
             return
-        for pid in lost:
-            _kill(pid)
-        _wait_dead(lost, pidfds(lost))
+        else:  # a process in the middle of an exec may be one of them: look again once it is done
+            time.sleep(0.01)
 
 
 # The package's folder, for the watcher's import of this module (it runs with -I -S: no site).

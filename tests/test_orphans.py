@@ -469,3 +469,48 @@ def test_a_lost_workers_end_spares_what_other_processes_started(pytester: pytest
         session.wait()
         foreign.kill()
         foreign.wait()
+
+
+# Runs itself again and again: most of the time it is in the middle of an exec or just past one.
+REEXEC = '#!/bin/sh\nexec "$0"\n'
+
+
+@contextlib.contextmanager
+def reexecuting(folder: Path, marker: str, count: int = 1) -> Iterator[list[int]]:
+    """``count`` processes that exec themselves over and over with ``marker`` as their
+    :data:`~pytest_vibeeval.reaping.MARKER`; killed afterwards."""
+    from pytest_vibeeval.reaping import MARKER
+
+    script = write(folder / "reexec.sh", REEXEC)
+    script.chmod(0o755)
+    env = {"PATH": os.environ.get("PATH", os.defpath), MARKER: marker}
+    processes = [subprocess.Popen([str(script)], env=env, start_new_session=True) for _ in range(count)]
+    try:
+        yield [process.pid for process in processes]
+    finally:
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            process.wait()
+
+
+def test_a_process_in_the_middle_of_an_exec_still_shows_its_marker(tmp_path: Path) -> None:
+    """While a process execs, its new program's environment reads as empty for a moment (it is not
+    set up yet): an agent caught then by the watcher's scan (one that writes something and execs
+    another program, as its pytest is killed) must not pass for one without the marker."""
+    from pytest_vibeeval.reaping import _marker
+
+    with reexecuting(tmp_path, "1:1") as (pid,):
+        read = [_marker(pid) for _ in range(20000)]
+    assert None not in read, f"{read.count(None)} of {len(read)} reads found no marker"
+
+
+def test_the_watchers_scan_ends_processes_caught_in_the_middle_of_an_exec(tmp_path: Path) -> None:
+    """The scan looks again at what was in the middle of an exec, until it can tell."""
+    from pytest_vibeeval.reaping import end_lost_workers_processes
+
+    owner = f"{dead_pid()}:1"
+    with reexecuting(tmp_path, owner, count=8) as pids:
+        end_lost_workers_processes(owner)
+        running = [pid for pid in pids if not is_gone(pid)]
+    assert not running, f"{len(running)} of {len(pids)} processes caught in an exec were left running"

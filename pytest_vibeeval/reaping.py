@@ -208,6 +208,16 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def _kill_children_of(parents: list[int]) -> list[int]:
+    """SIGKILL the children of ``parents`` (killed, not ended: a child's pid stays its own until its
+    parent reaps it, which these cannot now) and return their pids."""
+    wanted = set(parents)
+    found = [pid for pid in _all_pids() if (stat := _stat(pid)) is not None and stat[1] in wanted]
+    for pid in found:
+        _kill(pid)
+    return found
+
+
 def pidfds(pids: list[int]) -> list[int] | None:
     """A pidfd of each of ``pids`` that still exists; None where there are no pidfds (a kernel
     before 5.3, a Python built without ``os.pidfd_open``): the caller waits another way."""
@@ -352,7 +362,10 @@ class Orphans:
                 # Without the lock: they may take long to die, and no other command waits for that.
                 _wait_dead(dying, fds)
                 with running.lock:
-                    dying = self.reap()  # what that re-parented here
+                    # Those that did not die (stuck in the kernel) keep their children, which are re-
+                    # parented here only when they end, maybe after this command, outside its window.
+                    stuck = [pid for pid in dying if _not_ended(pid)]
+                    dying = self.reap() + (_kill_children_of(stuck) if stuck else [])
                     fds = pidfds(dying) if dying else None
         finally:
             # One section to the end, the notes after it: a command starting in between would find

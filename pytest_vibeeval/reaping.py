@@ -580,9 +580,21 @@ def watcher_pid() -> int | None:
     return cast("int", state["process"].pid)
 
 
+def _watcher_running() -> bool:
+    """Whether this process has a watcher that is still running, or should not start one; unlike
+    :func:`_watched`, changes nothing: for a look without the lock."""
+    state = _state()
+    if state.get("owner") != os.getpid():
+        return False
+    process = state.get("process")
+    return bool(state.get("failed")) or (process is not None and process.poll() is None)
+
+
 def _watched() -> bool:
     """Whether this process has a watcher that is still running, or should not start one (one
-    ended with an error: it would fail again at every command). One that ended is reaped."""
+    ended with an error: it would fail again at every command). One that ended is reaped and
+    forgotten: under the lock (two threads that both found it ended would both forget it, the
+    second maybe the new one the first started)."""
     state = _state()
     if state.get("owner") != os.getpid():
         return False
@@ -611,7 +623,7 @@ def start_watcher() -> None:
     a session of its own, a signal to pytest's process group does not reach it; its output goes
     nowhere, so that nothing waiting for pytest's output waits for it. Its environment has no
     :data:`MARKER`: no other process's watcher counts it among what that process left."""
-    if _watched() or not sys.platform.startswith("linux") or not sys.executable:
+    if _watcher_running() or not sys.platform.startswith("linux") or not sys.executable:
         return
     with _running().lock:  # no command's end scans between its start and the record of its pid
         if _watched():  # another thread's command started one meanwhile

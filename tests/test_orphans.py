@@ -216,6 +216,50 @@ def test_a_watcher_started_while_another_threads_command_ends_is_spared(
     assert reaping.is_alive(new), "the command's end killed the watcher started meanwhile"
 
 
+def test_threads_finding_the_watcher_ended_at_once_replace_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads' commands find the watcher ended at the same moment: one replaces it, under the
+    lock, and the other keeps that one (it used to forget it, as the one that ended, and fail)."""
+    from pytest_vibeeval import reaping
+
+    reaping.start_watcher()
+    old = reaping.watcher_pid()
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    assert wait_gone(old)
+    inside, other_done = threading.Event(), threading.Event()
+    close = reaping._close_pipe_end
+
+    def closing(state: dict[str, Any]) -> None:
+        if threading.current_thread().name == "first":
+            inside.set()
+            other_done.wait(3)  # the other thread's start comes now, unless it waits for the lock
+        close(state)
+
+    monkeypatch.setattr(reaping, "_close_pipe_end", closing)
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            reaping.marked({})
+        except Exception as exc:
+            errors.append(exc)
+
+    first, second = (
+        threading.Thread(target=start, name="first"),
+        threading.Thread(target=start, name="second"),
+    )
+    first.start()
+    assert inside.wait(120)
+    second.start()
+    second.join(120)
+    other_done.set()
+    first.join(120)
+    assert not first.is_alive() and not second.is_alive()
+    assert errors == []
+    new = reaping.watcher_pid()
+    assert new not in (None, old) and reaping.is_alive(new), "no watcher runs"
+
+
 WATCHER_CODE_PART = "pytest_vibeeval.reaping import watch"
 
 

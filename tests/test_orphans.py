@@ -153,16 +153,25 @@ def test_agents_end_when_every_pytest_process_is_killed(pytester: pytest.Pyteste
             assert wait_gone(pid, GONE_WITHIN_S), f"agent {pid} outlived its killed session"
 
 
+def killed_watcher() -> int:
+    """Start this process's watcher unless it runs, kill it and return its pid: the next
+    :func:`~pytest_vibeeval.reaping.marked` starts a new one."""
+    from pytest_vibeeval import reaping
+
+    reaping.start_watcher()
+    old = reaping.watcher_pid()
+    assert old is not None and reaping.is_alive(old)
+    os.kill(old, signal.SIGKILL)
+    assert wait_gone(old)
+    return old
+
+
 def test_one_watcher_per_process_started_again_when_it_ended() -> None:
     """A watcher that ended (killed) is replaced with the next command; the commands' reaping of
     what started after them spares it, and later commands keep it."""
-    from pytest_vibeeval.reaping import Orphans, is_alive, marked, start_watcher, watcher_pid
+    from pytest_vibeeval.reaping import Orphans, is_alive, marked, watcher_pid
 
-    start_watcher()
-    first = watcher_pid()
-    assert first is not None and is_alive(first)
-    os.kill(first, signal.SIGKILL)
-    assert wait_gone(first)
+    first = killed_watcher()
     with Orphans() as orphans:
         orphans.starting()
         marked({})  # starts the new watcher after the command's start: what that command reaps
@@ -181,11 +190,7 @@ def test_a_watcher_started_while_another_threads_command_ends_is_spared(
     yet recorded, for one of its processes."""
     from pytest_vibeeval import reaping
 
-    reaping.start_watcher()
-    old = reaping.watcher_pid()
-    assert old is not None
-    os.kill(old, signal.SIGKILL)  # the next marked() starts a new watcher
-    assert wait_gone(old)
+    old = killed_watcher()
     begun, go, popened, ended = (threading.Event() for _ in range(4))
 
     def command() -> None:
@@ -221,11 +226,7 @@ def test_threads_finding_the_watcher_ended_at_once_replace_it_once(monkeypatch: 
     lock, and the other keeps that one (it used to forget it, as the one that ended, and fail)."""
     from pytest_vibeeval import reaping
 
-    reaping.start_watcher()
-    old = reaping.watcher_pid()
-    assert old is not None
-    os.kill(old, signal.SIGKILL)
-    assert wait_gone(old)
+    old = killed_watcher()
     inside, other_done = threading.Event(), threading.Event()
     close = reaping._close_pipe_end
 
@@ -390,11 +391,7 @@ def test_a_watcher_that_could_not_be_replaced_leaves_marked_working(monkeypatch:
 
     from pytest_vibeeval import reaping
 
-    reaping.start_watcher()
-    first = reaping.watcher_pid()
-    assert first is not None
-    os.kill(first, signal.SIGKILL)
-    assert wait_gone(first)
+    first = killed_watcher()
 
     def no_process(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
         raise OSError(errno.EAGAIN, "Resource temporarily unavailable")

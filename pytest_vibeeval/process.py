@@ -13,7 +13,6 @@ import contextlib
 import errno
 import os
 import resource
-import select
 import shutil
 import signal
 import subprocess
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from .bounded_read import UnreadableFile, read_end, read_start
 from .masking import CUT
-from .reaping import Orphans
+from .reaping import Orphans, pidfds, wait_pidfds
 from .surrogates import utf8_bytes
 from .workspace.cgroups import ProcessLimit, process_limit
 
@@ -238,42 +237,17 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-# select.poll takes a C int of milliseconds; longer waits are made of several polls.
-MAX_POLL_MS = 2**31 - 1
-
-
 def _exited_within(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
-    """Block until the leader exits or `timeout` passes; True if it exited.
-
-    With a pidfd (Linux) this wakes the moment the child exits and leaves it unreaped, so the
-    group can still be killed by its id without racing pid reuse; Popen.wait(timeout) instead
-    polls with sleeps, which cost milliseconds on every short command.
-    """
-    pidfd_open = getattr(os, "pidfd_open", None)
-    fd = None
-    if pidfd_open is not None:
-        with contextlib.suppress(OSError):
-            fd = pidfd_open(proc.pid)
-    if fd is None:
-        try:
-            proc.wait(timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
+    """Block until the leader exits or `timeout` passes; True if it exited. With a pidfd (Linux)
+    the leader is left unreaped (see :func:`~pytest_vibeeval.reaping.wait_pidfds`)."""
+    fds = pidfds([proc.pid])
+    if fds is not None:
+        return wait_pidfds(fds, timeout)
     try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        if timeout is None:
-            return bool(poller.poll(None))
-        deadline = time.monotonic() + max(timeout, 0.0)
-        while True:
-            left_ms = max(deadline - time.monotonic(), 0.0) * 1000
-            if poller.poll(min(left_ms, MAX_POLL_MS)):
-                return True
-            if left_ms <= MAX_POLL_MS:
-                return False
-    finally:
-        os.close(fd)
+        proc.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float | None, grace: float) -> bool:

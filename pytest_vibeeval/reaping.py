@@ -50,7 +50,9 @@ __all__ = [
     "end_lost_workers_processes",
     "is_alive",
     "marked",
+    "pidfds",
     "start_watcher",
+    "wait_pidfds",
     "watch",
     "watcher_pid",
 ]
@@ -137,17 +139,47 @@ def _not_ended(pid: int) -> bool:
     return found is not None and found[0] not in ("Z", "X")
 
 
-def _marker(pid: int) -> str | None:
-    """The value of :data:`MARKER` in ``pid``'s environment (None: not set, or not readable)."""
+# _marker's answer for a process in the middle of an exec: its new program's environment is not
+# set up yet, and reads as empty until it is (a few microseconds; longer on a loaded machine).
+_PENDING = "\0pending"
+PF_KTHREAD = 0x00200000  # in /proc/<pid>/stat's flags: a kernel thread (no environment, ever)
+
+
+def _environ_pending(pid: int) -> bool | None:
+    """For ``pid``, whose environment just read as empty: True when it is in the middle of an exec
+    (its new memory's environment end, ``/proc/<pid>/stat``'s field 51, is still 0); False when it
+    has no environment to wait for (a kernel thread, a zombie, one exiting, or this cannot be told:
+    gone, a kernel before 3.5); None otherwise: an exec ended between the two reads, or is just
+    setting it up, or it is empty indeed (read it again)."""
     try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
+        fields = _read_proc(f"/proc/{pid}/stat").rpartition(")")[2].split()
+        flags, env_end = int(fields[6]), int(fields[48])
+    except (OSError, IndexError, ValueError):
+        return False
+    if fields[0] in ("Z", "X") or flags & (PF_KTHREAD | PF_EXITING):  # no memory: no environment
+        return False
+    return True if env_end == 0 else None
+
+
+def _marker(pid: int) -> str | None:
+    """The value of :data:`MARKER` in ``pid``'s environment (None: not set, or not readable), or
+    ``_PENDING`` when ``pid`` is in the middle of an exec: its environment is readable once that
+    is done (and still holds the marker unless the exec cleared it)."""
     prefix = MARKER.encode() + b"="
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode(errors="replace")
-    return None
+    for _ in range(3):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return None
+        if environ:
+            for entry in environ.split(b"\0"):
+                if entry.startswith(prefix):
+                    return entry[len(prefix) :].decode(errors="replace")
+            return None
+        pending = _environ_pending(pid)
+        if pending is not None:
+            return _PENDING if pending else None
+    return None  # an empty environment
 
 
 def _children() -> list[int]:
@@ -176,10 +208,20 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _pidfds(pids: list[int]) -> list[int] | None:
+def _kill_children_of(parents: list[int]) -> list[int]:
+    """SIGKILL the children of ``parents`` (killed, not ended: a child's pid stays its own until its
+    parent reaps it, which these cannot now) and return their pids."""
+    wanted = set(parents)
+    found = [pid for pid in _all_pids() if (stat := _stat(pid)) is not None and stat[1] in wanted]
+    for pid in found:
+        _kill(pid)
+    return found
+
+
+def pidfds(pids: list[int]) -> list[int] | None:
     """A pidfd of each of ``pids`` that still exists; None where there are no pidfds (a kernel
-    before 5.3)."""
-    pidfd_open = getattr(os, "pidfd_open", None)  # absent where Python was built without it
+    before 5.3, a Python built without ``os.pidfd_open``): the caller waits another way."""
+    pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is None:
         return None
     fds = []
@@ -195,25 +237,45 @@ def _pidfds(pids: list[int]) -> list[int] | None:
     return fds
 
 
+# select.poll takes a C int of milliseconds; longer waits are made of several polls.
+MAX_POLL_MS = 2**31 - 1
+
+
+def wait_pidfds(fds: list[int], timeout: float | None) -> bool:
+    """Block until the process of each of ``fds`` (:func:`pidfds`) has terminated or ``timeout``
+    (None: no bound) has passed, then close them all; True when they all terminated. A pidfd is
+    ready the moment its process terminates and leaves it unreaped, so its pid is still its own
+    (a group can still be killed by its id); Popen.wait(timeout) instead polls with sleeps, which
+    cost milliseconds on every short command."""
+    try:
+        poller = select.poll()  # not select.select: it refuses descriptors from 1024 on
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        left = len(fds)
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while left:
+            left_ms = None if deadline is None else max(deadline - time.monotonic(), 0.0) * 1000
+            ready = poller.poll(None if left_ms is None else min(left_ms, MAX_POLL_MS))
+            for fd, _ in ready:
+                poller.unregister(fd)
+                left -= 1
+            if not ready and left_ms is not None and left_ms <= MAX_POLL_MS:
+                return False
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def _wait_dead(pids: list[int], fds: list[int] | None) -> None:
     """Block until every one of ``pids`` (SIGKILLed) has terminated, at most :data:`KILL_WAIT_S` in
-    all, and close ``fds`` (their :func:`_pidfds`); without those, look every 10 ms."""
+    all, and close ``fds`` (their :func:`pidfds`); without those, look every 10 ms."""
+    if fds is not None:
+        wait_pidfds(fds, KILL_WAIT_S)
+        return
     deadline = time.monotonic() + KILL_WAIT_S
-    try:
-        if fds:
-            poller = select.poll()  # not select.select: it refuses descriptors from 1024 on
-            for fd in fds:
-                poller.register(fd, select.POLLIN)
-            while fds and (left := deadline - time.monotonic()) > 0:
-                for fd, _ in poller.poll(left * 1000):
-                    poller.unregister(fd)
-                    fds.remove(fd)
-                    os.close(fd)
-        while fds is None and time.monotonic() < deadline and any(_not_ended(pid) for pid in pids):
-            time.sleep(0.01)
-    finally:
-        for fd in fds or ():
-            os.close(fd)
+    while time.monotonic() < deadline and any(_not_ended(pid) for pid in pids):
+        time.sleep(0.01)
 
 
 class _Running:
@@ -290,7 +352,7 @@ class Orphans:
             with running.lock:
                 running.commands.pop(self, None)
                 dying = self.reap()
-                fds = _pidfds(dying) if dying else None  # while their pids are theirs: none is reaped yet
+                fds = pidfds(dying) if dying else None  # while their pids are theirs: none is reaped yet
                 if dying:
                     # Counted again while it waits, with no start (no bound on the others' windows):
                     # the subreaper stays on, and re-parents the children of what it killed here.
@@ -300,8 +362,11 @@ class Orphans:
                 # Without the lock: they may take long to die, and no other command waits for that.
                 _wait_dead(dying, fds)
                 with running.lock:
-                    dying = self.reap()  # what that re-parented here
-                    fds = _pidfds(dying) if dying else None
+                    # Those that did not die (stuck in the kernel) keep their children, which are re-
+                    # parented here only when they end, maybe after this command, outside its window.
+                    stuck = [pid for pid in dying if _not_ended(pid)]
+                    dying = self.reap() + (_kill_children_of(stuck) if stuck else [])
+                    fds = pidfds(dying) if dying else None
         finally:
             # One section to the end, the notes after it: a command starting in between would find
             # none running and this process still a subreaper, and keep it one for good.
@@ -425,19 +490,27 @@ def end_lost_workers_processes(owner: str) -> None:
     owner_pid = int(owner.partition(":")[0])
     remove_abandoned(lambda pid: pid != owner_pid)  # that pid's cgroups: no other's that looks free
     me = os.getpid()
-    for _ in range(100):  # killing a process may free the next generation; bounded, just in case
-        lost = []
+    generations = 0
+    deadline = time.monotonic() + KILL_WAIT_S
+    while generations < 100:  # killing a process may free the next generation; bounded, just in case
+        lost, pending = [], []
         for pid in _all_pids():
             marker = _marker(pid)
             if pid == me or marker is None or marker.partition(":")[0] == str(me):
                 continue
-            if marker == owner and is_alive(pid):
+            if marker == _PENDING:
+                pending.append(pid)
+            elif marker == owner and is_alive(pid):
                 lost.append(pid)
-        if not lost:
+        if lost:
+            generations += 1
+            for pid in lost:
+                _kill(pid)
+            _wait_dead(lost, pidfds(lost))
+        elif not pending or time.monotonic() > deadline:
             return
-        for pid in lost:
-            _kill(pid)
-        _wait_dead(lost, _pidfds(lost))
+        else:  # a process in the middle of an exec may be one of them: look again once it is done
+            time.sleep(0.01)
 
 
 # The package's folder, for the watcher's import of this module (it runs with -I -S: no site).
@@ -507,9 +580,21 @@ def watcher_pid() -> int | None:
     return cast("int", state["process"].pid)
 
 
+def _watcher_running() -> bool:
+    """Whether this process has a watcher that is still running, or should not start one; unlike
+    :func:`_watched`, changes nothing: for a look without the lock."""
+    state = _state()
+    if state.get("owner") != os.getpid():
+        return False
+    process = state.get("process")
+    return bool(state.get("failed")) or (process is not None and process.poll() is None)
+
+
 def _watched() -> bool:
     """Whether this process has a watcher that is still running, or should not start one (one
-    ended with an error: it would fail again at every command). One that ended is reaped."""
+    ended with an error: it would fail again at every command). One that ended is reaped and
+    forgotten: under the lock (two threads that both found it ended would both forget it, the
+    second maybe the new one the first started)."""
     state = _state()
     if state.get("owner") != os.getpid():
         return False
@@ -538,7 +623,7 @@ def start_watcher() -> None:
     a session of its own, a signal to pytest's process group does not reach it; its output goes
     nowhere, so that nothing waiting for pytest's output waits for it. Its environment has no
     :data:`MARKER`: no other process's watcher counts it among what that process left."""
-    if _watched() or not sys.platform.startswith("linux") or not sys.executable:
+    if _watcher_running() or not sys.platform.startswith("linux") or not sys.executable:
         return
     with _running().lock:  # no command's end scans between its start and the record of its pid
         if _watched():  # another thread's command started one meanwhile

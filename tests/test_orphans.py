@@ -153,16 +153,25 @@ def test_agents_end_when_every_pytest_process_is_killed(pytester: pytest.Pyteste
             assert wait_gone(pid, GONE_WITHIN_S), f"agent {pid} outlived its killed session"
 
 
+def killed_watcher() -> int:
+    """Start this process's watcher unless it runs, kill it and return its pid: the next
+    :func:`~pytest_vibeeval.reaping.marked` starts a new one."""
+    from pytest_vibeeval import reaping
+
+    reaping.start_watcher()
+    old = reaping.watcher_pid()
+    assert old is not None and reaping.is_alive(old)
+    os.kill(old, signal.SIGKILL)
+    assert wait_gone(old)
+    return old
+
+
 def test_one_watcher_per_process_started_again_when_it_ended() -> None:
     """A watcher that ended (killed) is replaced with the next command; the commands' reaping of
     what started after them spares it, and later commands keep it."""
-    from pytest_vibeeval.reaping import Orphans, is_alive, marked, start_watcher, watcher_pid
+    from pytest_vibeeval.reaping import Orphans, is_alive, marked, watcher_pid
 
-    start_watcher()
-    first = watcher_pid()
-    assert first is not None and is_alive(first)
-    os.kill(first, signal.SIGKILL)
-    assert wait_gone(first)
+    first = killed_watcher()
     with Orphans() as orphans:
         orphans.starting()
         marked({})  # starts the new watcher after the command's start: what that command reaps
@@ -181,11 +190,7 @@ def test_a_watcher_started_while_another_threads_command_ends_is_spared(
     yet recorded, for one of its processes."""
     from pytest_vibeeval import reaping
 
-    reaping.start_watcher()
-    old = reaping.watcher_pid()
-    assert old is not None
-    os.kill(old, signal.SIGKILL)  # the next marked() starts a new watcher
-    assert wait_gone(old)
+    old = killed_watcher()
     begun, go, popened, ended = (threading.Event() for _ in range(4))
 
     def command() -> None:
@@ -214,6 +219,46 @@ def test_a_watcher_started_while_another_threads_command_ends_is_spared(
     new = reaping.watcher_pid()
     assert new not in (None, old)
     assert reaping.is_alive(new), "the command's end killed the watcher started meanwhile"
+
+
+def test_threads_finding_the_watcher_ended_at_once_replace_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads' commands find the watcher ended at the same moment: one replaces it, under the
+    lock, and the other keeps that one (it used to forget it, as the one that ended, and fail)."""
+    from pytest_vibeeval import reaping
+
+    old = killed_watcher()
+    inside, other_done = threading.Event(), threading.Event()
+    close = reaping._close_pipe_end
+
+    def closing(state: dict[str, Any]) -> None:
+        if threading.current_thread().name == "first":
+            inside.set()
+            other_done.wait(3)  # the other thread's start comes now, unless it waits for the lock
+        close(state)
+
+    monkeypatch.setattr(reaping, "_close_pipe_end", closing)
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            reaping.marked({})
+        except Exception as exc:
+            errors.append(exc)
+
+    first, second = (
+        threading.Thread(target=start, name="first"),
+        threading.Thread(target=start, name="second"),
+    )
+    first.start()
+    assert inside.wait(120)
+    second.start()
+    second.join(120)
+    other_done.set()
+    first.join(120)
+    assert not first.is_alive() and not second.is_alive()
+    assert errors == []
+    new = reaping.watcher_pid()
+    assert new not in (None, old) and reaping.is_alive(new), "no watcher runs"
 
 
 WATCHER_CODE_PART = "pytest_vibeeval.reaping import watch"
@@ -346,11 +391,7 @@ def test_a_watcher_that_could_not_be_replaced_leaves_marked_working(monkeypatch:
 
     from pytest_vibeeval import reaping
 
-    reaping.start_watcher()
-    first = reaping.watcher_pid()
-    assert first is not None
-    os.kill(first, signal.SIGKILL)
-    assert wait_gone(first)
+    first = killed_watcher()
 
     def no_process(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
         raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
@@ -469,3 +510,48 @@ def test_a_lost_workers_end_spares_what_other_processes_started(pytester: pytest
         session.wait()
         foreign.kill()
         foreign.wait()
+
+
+# Runs itself again and again: most of the time it is in the middle of an exec or just past one.
+REEXEC = '#!/bin/sh\nexec "$0"\n'
+
+
+@contextlib.contextmanager
+def reexecuting(folder: Path, marker: str, count: int = 1) -> Iterator[list[int]]:
+    """``count`` processes that exec themselves over and over with ``marker`` as their
+    :data:`~pytest_vibeeval.reaping.MARKER`; killed afterwards."""
+    from pytest_vibeeval.reaping import MARKER
+
+    script = write(folder / "reexec.sh", REEXEC)
+    script.chmod(0o755)
+    env = {"PATH": os.environ.get("PATH", os.defpath), MARKER: marker}
+    processes = [subprocess.Popen([str(script)], env=env, start_new_session=True) for _ in range(count)]
+    try:
+        yield [process.pid for process in processes]
+    finally:
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            process.wait()
+
+
+def test_a_process_in_the_middle_of_an_exec_still_shows_its_marker(tmp_path: Path) -> None:
+    """While a process execs, its new program's environment reads as empty for a moment (it is not
+    set up yet): an agent caught then by the watcher's scan (one that writes something and execs
+    another program, as its pytest is killed) must not pass for one without the marker."""
+    from pytest_vibeeval.reaping import _marker
+
+    with reexecuting(tmp_path, "1:1") as (pid,):
+        read = [_marker(pid) for _ in range(20000)]
+    assert None not in read, f"{read.count(None)} of {len(read)} reads found no marker"
+
+
+def test_the_watchers_scan_ends_processes_caught_in_the_middle_of_an_exec(tmp_path: Path) -> None:
+    """The scan looks again at what was in the middle of an exec, until it can tell."""
+    from pytest_vibeeval.reaping import end_lost_workers_processes
+
+    owner = f"{dead_pid()}:1"
+    with reexecuting(tmp_path, owner, count=8) as pids:
+        end_lost_workers_processes(owner)
+        running = [pid for pid in pids if not is_gone(pid)]
+    assert not running, f"{len(running)} of {len(pids)} processes caught in an exec were left running"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from helpers import HANGING_TREE_SCRIPT, is_gone, wait_gone
 
-from pytest_vibeeval import process
+from pytest_vibeeval import process, reaping
 from pytest_vibeeval.process import (
     ArgumentsTooLong,
     CannotStart,
@@ -286,7 +286,7 @@ def test_a_timeout_beyond_what_poll_takes_still_waits(tmp_path: Path) -> None:
 
 
 def test_long_waits_are_made_of_several_polls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(process, "MAX_POLL_MS", 20)
+    monkeypatch.setattr(reaping, "MAX_POLL_MS", 20)
     finished = _run(tmp_path, "import time; time.sleep(0.3)", timeout=30)
     assert finished.exit_code == 0 and not finished.timed_out
     hung = _run(tmp_path, "import time; time.sleep(60)", timeout=0.3)

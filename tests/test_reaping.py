@@ -390,3 +390,58 @@ def test_a_process_that_cannot_be_reaped_holds_up_no_other_command(
             tracer.kill()
             tracer.wait()
         tracer.stdout.close()
+
+
+# Leaves a process (a double fork in a new session, re-parented to the runner) that starts a child
+# in a session of its own and stays; both write their pids to files before the command exits.
+STUCK_PARENT_COMMAND = """
+import os, subprocess, sys, time
+notes = sys.argv[1]
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        child = subprocess.Popen(["sleep", "600"], start_new_session=True)
+        open(notes + ".child", "w").write(str(child.pid))
+        open(notes + ".parent", "w").write(str(os.getpid()))
+        os.write(write, b".")
+        time.sleep(600)
+    os._exit(0)
+os.read(read, 1)
+os.wait()
+"""
+
+
+@needs_linux
+def test_the_children_of_a_killed_process_that_does_not_die_are_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process a command left that does not die when killed (stuck in the kernel on a hung mount;
+    here the kill spares it) would pass its children to this process only when it ends, after the
+    command, outside any command's window: they are killed at the command's end instead."""
+    notes = tmp_path / "stuck"
+    kill = reaping._kill
+
+    def kill_but_the_stuck(pid: int) -> None:
+        if str(pid) != Path(f"{notes}.parent").read_text():
+            kill(pid)
+
+    monkeypatch.setattr(reaping, "_kill", kill_but_the_stuck)
+    monkeypatch.setattr(reaping, "KILL_WAIT_S", 0.5)
+    argv = [PYTHON, str(agent(tmp_path, "stuck.py", STUCK_PARENT_COMMAND)), str(notes)]
+    with warnings.catch_warnings(record=True) as noted:
+        warnings.simplefilter("always", ReapNote)
+        result = run_command(argv, cwd=tmp_path, output_dir=tmp_path, name="stuck", timeout=300)
+    parent, child = (int(Path(f"{notes}.{kind}").read_text()) for kind in ("parent", "child"))
+    try:
+        assert result.exit_code == 0
+        (message,) = [str(found.message) for found in noted if found.category is ReapNote]
+        assert message.startswith(f"process {parent} "), message
+        assert wait_gone(child, 10), "the child of the process that did not die outlived the command"
+    finally:
+        os.kill(parent, signal.SIGKILL)
+        os.waitpid(parent, 0)  # this process's child: re-parented here as its command ran
+        reaping._running().unreaped.discard(parent)
+        if not is_gone(child):
+            os.killpg(child, signal.SIGKILL)
+            wait_gone(child)

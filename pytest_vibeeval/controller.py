@@ -228,7 +228,8 @@ class ControllerSession:
             longrepr_text(report),
             hasattr(report, "wasxfail"),
         )
-        report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
+        if ours:
+            report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
 
     def _read_info(self, nodeid: str, value: object) -> RunInfo | None:
         """An item's run info; None when its text cannot be read (a worker of another release of

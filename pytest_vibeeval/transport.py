@@ -108,7 +108,8 @@ def _values(text: str, count: int, tagged: bool = False) -> tuple[Any, ...]:
     return tuple([sys.intern(value) if isinstance(value, str) else value for value in values])
 
 
-_scan_once = json.JSONDecoder().scan_once
+# The decoder's scanner (an attribute the typeshed stubs leave out): (value, end) from an index on.
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _loads(text: str) -> Any:

@@ -16,8 +16,8 @@ import pytest
 from .collection_gc import freeze_controller, paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
+from .itemhooks import ITEMS_PLUGIN, NOTE_OUTPUT, SIGNALLED_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
 from .itemhooks import LOCK_DIR_INPUT as LOCK_DIR_INPUT
-from .itemhooks import NOTE_OUTPUT, SIGNALLED_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
 from .itemhooks import RESUME_INPUT as RESUME_INPUT
 from .live import start_live_status, stop_live_status
 from .loading.suite_files import collected_kind, suite_like_files
@@ -57,6 +57,16 @@ class ControllerSession:
         self.nothing_collected = False  # pytest's exit code 5: say which suite-like files it missed
         self._sources: dict[str, bool] = {}  # a worker's collected file: one this plugin collects?
         self.unreadable_info = False  # an item's run info could not be read (said once)
+
+    def pytest_sessionstart(self) -> None:
+        """An xdist controller runs no item: the item hooks leave, or pytest would call them for
+        every item the workers run (a board to clear at each ``logfinish``)."""
+        plugins = self.config.pluginmanager
+        if plugins.has_plugin("dsession"):
+            items = plugins.get_plugin(ITEMS_PLUGIN)
+            if items is not None:
+                items.board.stop()
+                plugins.unregister(items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -218,7 +228,8 @@ class ControllerSession:
             longrepr_text(report),
             hasattr(report, "wasxfail"),
         )
-        report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
+        if ours:
+            report.user_properties = [(k, v) for k, v in report.user_properties if (k, v) not in ours]
 
     def _read_info(self, nodeid: str, value: object) -> RunInfo | None:
         """An item's run info; None when its text cannot be read (a worker of another release of

@@ -154,6 +154,9 @@ def ran_once_note(repeated: list[str]) -> str:
     )
 
 
+ITEMS_PLUGIN = "vibeeval-items"  # the name :class:`ItemHooks` is registered under
+
+
 class ItemHooks:
     """Where items run: the timeout backstop, the progress board and the items' reports, and on an
     xdist worker what stopped its session."""

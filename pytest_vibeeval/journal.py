@@ -52,6 +52,7 @@ class Journal:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self._held: dict[str, tuple[str, str, str, Record]] = {}  # records whose teardown is to come
+        self._prefixes: dict[tuple[str, str, str], bytes] = {}  # each run's line start (see add)
 
     def hold(self, nodeid: str, source: str, input_digest: str, configuration: str, record: Record) -> None:
         """An item's record (its JSON, or the record itself in a serial run), written once its
@@ -71,12 +72,17 @@ class Journal:
         """Append one finished record (its JSON, unparsed) with what --vibe-resume matches it by."""
         if self.problem is not None or self._closed:
             return
-        line = (
-            f'{{"source":{json.dumps(source)},"input_digest":{json.dumps(input_digest)},'
-            f'"configuration":{json.dumps(configuration)},"record":{record_json}}}\n'
-        )
+        key = (source, input_digest, configuration)
+        prefix = self._prefixes.get(key)
+        if prefix is None:  # the same for every item of a run: made once per run
+            prefix = self._prefixes[key] = (
+                f'{{"source":{json.dumps(source)},"input_digest":{json.dumps(input_digest)},'
+                f'"configuration":{json.dumps(configuration)},"record":'
+            ).encode()
         with self._lock:
-            self._pending += line.encode()
+            self._pending += prefix
+            self._pending += record_json.encode()
+            self._pending += b"}\n"
             if len(self._pending) >= CHUNK:
                 self._write()
             elif self._timer is None:

@@ -25,7 +25,7 @@ from . import builtins
 from .budget import Budget
 from .collection_gc import pause, thaw
 from .filenames import YAML_SUFFIXES
-from .itemhooks import LOCK_DIR_INPUT, RESUME_INPUT, CollectionHooks, ItemHooks
+from .itemhooks import ITEMS_PLUGIN, LOCK_DIR_INPUT, RESUME_INPUT, CollectionHooks, ItemHooks
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
 from .loading.suite_files import collected_kind
@@ -88,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from .controller import ControllerSession
 
         config.pluginmanager.register(ControllerSession(config), "vibeeval-controller")
-    config.pluginmanager.register(ItemHooks(config), "vibeeval-items")  # idle where no item runs
+    config.pluginmanager.register(ItemHooks(config), ITEMS_PLUGIN)  # leaves an xdist controller at its start
     if not config.pluginmanager.has_plugin(BUILTINS_PLUGIN):
         config.pluginmanager.register(builtins, BUILTINS_PLUGIN)
     extensions = state.extensions

@@ -647,3 +647,29 @@ def test_a_canonical_formula_says_why_a_per_eval_variable_has_no_value() -> None
         "no value for add_cost: eval 'add' reported no cost; mul: eval 'mul' was skipped"
     )
     assert run.variables["add_cost"] is None and run.variables["mul_latency"] is None
+
+
+def test_an_item_s_run_info_is_read_without_json_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller reads every item's line of run info: the decoder's scanner reads it directly,
+    without ``json.loads``'s checks and whitespace matching; text with spaces around it still reads
+    the same, and text that is no JSON raises ``json.loads``'s own error."""
+    from pytest_vibeeval import transport
+
+    info = run_info("add", "fast")
+    run_line, _, item_line = info.to_json().partition("\n")
+    assert RunInfo.from_json(f"{run_line}\n{item_line}") == info  # the run's line read (and kept) once
+    loads: list[str] = []
+    real_loads = json.loads
+
+    def counting(text: str) -> object:
+        loads.append(text)
+        return real_loads(text)
+
+    monkeypatch.setattr(transport.json, "loads", counting)
+    assert RunInfo.from_json(f"{run_line}\n{item_line}") == info
+    assert loads == []
+    assert RunInfo.from_json(f"{run_line}\n {item_line} ") == info
+    with pytest.raises(ValueError, match="Expecting value: line 1 column 1"):
+        RunInfo.from_json(f"{run_line}\nnot json")
+    with pytest.raises(ValueError, match="Extra data"):
+        RunInfo.from_json(f"{run_line}\n{item_line}]")

@@ -267,6 +267,35 @@ def test_records_beyond_a_chunk_are_all_written(tmp_path: Path) -> None:
     assert all(json.loads(line)["record"]["response"] == "x" * 1000 for line in lines[1:])
 
 
+def test_each_run_s_line_start_is_made_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line's source, digest and configuration are the same for every item of a run: they are
+    turned into JSON once per run, not once per record, and each line reads as before."""
+    from pytest_vibeeval import journal as journal_module
+
+    dumped: list[object] = []
+    real_dumps = json.dumps
+
+    def counting(value: object, **options: object) -> str:
+        dumped.append(value)
+        return real_dumps(value, **options)  # type: ignore[arg-type]
+
+    journal = journal_module.Journal(tmp_path, "20260101T000000Z", [])
+    monkeypatch.setattr(journal_module.json, "dumps", counting)
+    runs = [("s.eval.yaml", "d1", "c"), ('a "q"\u00e9.eval.yaml', "d2", "c\u2028")]
+    for index in range(4):
+        for source, digest, configuration in runs:
+            journal.add(source, digest, configuration, f'{{"name":"e{index}"}}')
+    journal.close(remove=False)
+    assert len(dumped) == 3 * len(runs)
+    assert journal.path is not None
+    lines = [json.loads(line) for line in journal.path.read_text().splitlines()[1:]]
+    assert lines == [
+        {"source": source, "input_digest": digest, "configuration": configuration, "record": {"name": name}}
+        for name in ("e0", "e1", "e2", "e3")
+        for source, digest, configuration in runs
+    ]
+
+
 def test_the_journal_of_a_running_session_is_neither_resumed_nor_removed(tmp_path: Path) -> None:
     """A session holds its journal's lock while it runs: another session's `--vibe-resume` does
     not take its records as those of a session that did not finish, nor delete the journal; once

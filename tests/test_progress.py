@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import FAST_ARGS, XDIST_MODES, write
+from helpers import FAST_ARGS, XDIST_MODES, python_suite, run, write
 
 from pytest_vibeeval.progress import LiveStatus, ProgressBoard, Running, read_board, status_line
 
@@ -404,3 +404,24 @@ def test_without_a_thread_the_board_writes_as_the_phases_begin(
     assert read_board(tmp_path) == []
     board.stop()
     assert board._thread is None
+
+
+@XDIST_MODES
+def test_an_xdist_controller_keeps_no_item_hooks(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    """The item hooks serve where items run: an xdist controller runs none, and pytest would call
+    them for every item its workers ran (``logfinish``). A serial session keeps them."""
+    app = "def answer(prompt):\n    return prompt\n"
+    evals = ["{name: a, prompt: p, checks: [{match: p}]}", "{name: b, prompt: q, checks: [{match: q}]}"]
+    python_suite(pytester.path / "s.eval.yaml", evals, app=app)
+    pytester.makeconftest(
+        """
+        import pathlib
+        def pytest_sessionfinish(session):
+            if not hasattr(session.config, "workerinput"):
+                held = session.config.pluginmanager.has_plugin("vibeeval-items")
+                pathlib.Path("held.txt").write_text(str(held))
+        """
+    )
+    result = run(pytester, *xdist)
+    assert result.ret == 0, result.stdout.str()
+    assert (pytester.path / "held.txt").read_text() == str(not xdist)

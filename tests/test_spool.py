@@ -56,6 +56,31 @@ def test_the_spool_gives_back_each_record_it_was_given(monkeypatch: pytest.Monke
     assert spool.resolve(records[0]) is records[0]
 
 
+def test_records_are_read_back_a_block_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's end reads the records about in the order they came: one read of the file
+    gives many of them, not one system call each; a record outside the block read last is read
+    anew."""
+    monkeypatch.setattr(RecordSpool, "CHUNK", 4096)
+    spool = RecordSpool()
+    records = [record(f"e{n}") for n in range(40)]
+    texts = [r.model_dump_json(exclude_defaults=True) for r in records]
+    indexes = [spool.add(text) for text in texts]
+    real_pread = os.pread
+    reads: list[int] = []
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        reads.append(size)
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(os, "pread", counting)
+    assert [spool.read(i) for i in indexes] == records
+    on_file = sum(len(text) for text in texts) - len(spool._pending)  # the rest waits in memory
+    assert 0 < len(reads) <= on_file // 4096 + 1
+    reads.clear()
+    assert [spool.read(i) for i in (0, 1)] == [records[0], records[1]]
+    assert len(reads) == 1  # back to the start: read again, and its neighbour with it
+
+
 def test_records_the_disk_had_no_room_for_stay_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     """Half of the second record is written, then the disk is full: that record and the ones
     after it stay in memory; every record is read back whole."""

@@ -34,6 +34,8 @@ class RecordSpool:
         self._pending = bytearray()
         self._in_memory = False  # the file failed: everything from _written on stays in _pending
         self._parsed: dict[int, EvalRecord] = {}  # records kept parsed (see keep_read), by index
+        self._block = b""  # the file's bytes read last, from _block_start on (see _from_file)
+        self._block_start = 0
         # Keep each record read from now on, parsed: set where they would otherwise be parsed
         # several times over (see Aggregator.runs).
         self.keep_read = False
@@ -67,12 +69,23 @@ class RecordSpool:
         if start >= self._written:
             data = bytes(self._pending[start - self._written : end - self._written])
         else:
-            assert self._file is not None
-            data = read_exactly_at(self._file.fileno(), start, end - start)
+            data = self._from_file(start, end)
         record = EvalRecord.model_validate_json(data)
         if self.keep_read:
             self._parsed[index] = record
         return record
+
+    def _from_file(self, start: int, end: int) -> bytes:
+        """The file's bytes from ``start`` to ``end``, out of a block of at least :attr:`CHUNK`
+        bytes read at once: the session's end reads the records about in the order they came, and
+        a read per record was a system call per eval."""
+        block, at = self._block, self._block_start
+        if not (at <= start and end <= at + len(block)):
+            assert self._file is not None
+            size = min(max(end - start, self.CHUNK), self._written - start)
+            block = self._block = read_exactly_at(self._file.fileno(), start, size)
+            at = self._block_start = start
+        return block[start - at : end - at]
 
     def resolve(self, entry: EvalRecord | int) -> EvalRecord:
         """``entry`` itself, or the record at that index."""

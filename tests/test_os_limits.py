@@ -136,9 +136,13 @@ except CannotStart as exc:
 # and keeps at most KEPT HTTP clients open (the bound made small, to meet it in a small run).
 FD_LOG = """
 import os
+from pytest_vibeeval import journal
 from pytest_vibeeval.providers.http_clients import KEPT_OPEN
 
 KEPT_OPEN.limit = {kept}
+# The journal opens its file once, at its first write: a second after the first record, which a
+# loaded machine's run outlasts. Writing each record at once opens it before the first count.
+journal.CHUNK = 0
 
 def pytest_runtest_logfinish(nodeid, location):
     with open(f"fds-{{os.getpid()}}.log", "a") as log:

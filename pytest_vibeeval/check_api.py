@@ -20,6 +20,7 @@ from pydantic import BeforeValidator, Field, StringConstraints, TypeAdapter
 from pydantic_core import PydanticCustomError
 
 from .patterns import canonical
+from .quick import quick_init
 from .results import JudgeRecord, ToolCallRecord
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
@@ -62,6 +63,7 @@ def _tokens_of(canonical_text: str) -> int:
     return len(TOKEN.findall(canonical_text))
 
 
+@quick_init
 @dataclass(frozen=True)
 class Response:
     """What checks look at: the answer and what the provider reported about it."""
@@ -91,6 +93,7 @@ class Response:
         return _tokens_of(self.canonical_text), "counted locally"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Verdict:
     """A check type's decision: passed (``None``: undecided here), why, and its 0–1 score."""

@@ -33,6 +33,7 @@ from .check_api import (
     raised_at,
 )
 from .patterns import broken_regex, canonical, compile_pattern, is_regex_pattern, pattern_matches, regex_found
+from .quick import quick_init
 from .results import JudgeRecord
 
 if TYPE_CHECKING:
@@ -384,6 +385,7 @@ class AnyOf:
 CheckNode = Check | AnyOf
 
 
+@quick_init
 @dataclass(frozen=True)
 class CheckResult:
     """What one check (an ``or`` with its ``children``) decided about a response."""

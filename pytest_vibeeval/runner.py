@@ -30,6 +30,7 @@ from .loading.templates import MissingValue, Redactor, Renderer
 from .models import Configuration
 from .phases import Progress
 from .providers import PromptRequest, Provider, ProviderError
+from .quick import Prototype, quick_copy
 from .results import EvalRecord, Outcome
 from .spending import spent_measures
 from .text_input import first_line, text_lines
@@ -124,14 +125,16 @@ def run_prompt_eval(
     entered = on_phase or (lambda phase, detail: None)
     # Shares the renderer's set: secrets the provider renders later (args, env) are redacted too.
     redact = Redactor(renderer.used_secrets)
-    base = EvalRecord(
-        name=case.id,
-        named=case.name is not None,
-        nodeid=nodeid,
-        outcome="skipped",
-        xfail=case.xfail is not None,
-        repeat=repeat,
-        check_names=sorted({check.name for check in named_checks(case.checks) if check.name}),
+    base = _blank_record().make(
+        {
+            "name": case.id,
+            "named": case.name is not None,
+            "nodeid": nodeid,
+            "outcome": "skipped",
+            "xfail": case.xfail is not None,
+            "repeat": repeat,
+            "check_names": sorted({check.name for check in named_checks(case.checks) if check.name}),
+        }
     )
     reason = provider.unavailable_reason()
     if reason:
@@ -225,10 +228,20 @@ def run_prompt_eval(
     elif verdict:
         outcome, note = "passed", None
     else:  # the message reads the checked record: made twice only for a failure
-        outcome, note = "failed", failure_message(base.model_copy(update=checked))
+        outcome, note = "failed", failure_message(quick_copy(base, checked))
     note = with_note(note, answer_note(response))
-    record = base.model_copy(update={**checked, "outcome": outcome, "message": note})
+    record = quick_copy(base, {**checked, "outcome": outcome, "message": note})
     return record, ItemVerdict(outcome, note)
+
+
+@functools.cache
+def _blank_record() -> Prototype[EvalRecord]:
+    """Every eval's first record, made without validating it again per item (its values are the
+    loaded eval's and the item's)."""
+    blank = EvalRecord(
+        name="", named=False, nodeid="", outcome="skipped", xfail=False, repeat=0, check_names=[]
+    )
+    return Prototype(blank)
 
 
 def _stopped_checking(

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..quick import quick_init
 from ..results import StepRecord, ToolCallRecord
 
 USER, ASSISTANT = "user", "assistant"
 
 
+@quick_init
 @dataclass(frozen=True)
 class PromptRequest:
     """Everything a provider may use to answer one prompt. Templates are already filled.
@@ -49,6 +51,7 @@ class PromptRequest:
         return [*earlier, {"role": USER, "content": self.prompt}]
 
 
+@quick_init
 @dataclass(frozen=True)
 class ProviderResponse:
     """What a provider answered, with what it reported about the answer (cost, tokens, steps)."""

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..quick import quick_init
 from .base import Provider
 
 Role = Literal["answer", "judge", "agent"]
 
 
+@quick_init
 @dataclass(frozen=True)
 class PoolKey:
     """Which provider: the file that defines the eval, the configuration id and the role."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..excerpts import excerpt_marker
 from ..loading.templates import Redactor
 from ..models import Configuration, RubricSpec
+from ..quick import quick_copy
 from ..results import EvalRecord
 from .rubric import evaluate_rubric
 from .transcripts import ToolLogError, read_tool_log, summarise
@@ -45,13 +46,13 @@ def transcript_of(
         transcript = summarise(
             calls, configuration.transcript or log.name, duration, problems, record.api_retries or 0
         )
-        return record.model_copy(update={"transcript": transcript, "tool_calls": calls}), None
+        return quick_copy(record, {"transcript": transcript, "tool_calls": calls}), None
     parser = configuration.output.parser if configuration is not None else None
     if parser is None:
         return record, None
     retried = record.api_retries or 0
     transcript = summarise(record.tool_calls, f"output:{parser}", seconds, api_retries=retried)
-    return record.model_copy(update={"transcript": transcript}), None
+    return quick_copy(record, {"transcript": transcript}), None
 
 
 def _redacted(record: EvalRecord, redact: Redactor) -> EvalRecord:
@@ -102,4 +103,4 @@ def assess(
             for name, reason in rubric.missing.items()
         }
         rubric = rubric.model_copy(update={"missing": missing})
-    return record.model_copy(update={"rubric": rubric})
+    return quick_copy(record, {"rubric": rubric})

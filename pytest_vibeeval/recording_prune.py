@@ -1,0 +1,150 @@
+"""Obsolete recordings: the answers in a --vibe-record / --vibe-replay store that no eval of a
+session used (recorded for a prompt, a configuration or request settings that changed since, or
+for an eval that is gone), found at the end of a session that ran its whole selection, and removed
+on request (``--vibe-prune-recordings``).
+
+Each process notes the files it replayed or recorded (:func:`.recording.used_recordings`); an
+xdist worker hands them to the controller, the only place that decides. Only the folders of the
+configurations the session ran are looked at: another configuration's answers were not asked. The
+store is read, and files removed, as ``cache prune`` does (:mod:`.cache_admin`): never through a
+link, never a file written again since it was read, never what is not a stored answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .answer_files import configuration_folder
+from .cache_admin import CacheAdminError, CacheContents, CacheFile, ConfigurationFolder, Pruning, read_answers
+
+if TYPE_CHECKING:
+    from .results import ResultsFile
+
+MISS = "no recorded answer for"  # how a replay miss's message starts: the eval reached the store
+
+
+class StoreError(Exception):
+    """A store that cannot be looked at; the message names it and says why."""
+
+
+@dataclass
+class Obsolete:
+    """What a session found in its store: the recordings no eval used (``pruning``), and the
+    configuration folders it did not look at (of configurations it did not run)."""
+
+    store: Path
+    pruning: Pruning
+    unchecked: list[str] = field(default_factory=list)
+
+    @property
+    def unused(self) -> list[CacheFile]:
+        return self.pruning.going()
+
+    def kept(self) -> int:
+        return sum(len(configuration.entries) for configuration in self.pruning.contents.configurations)
+
+
+def read_store(folder: Path) -> CacheContents:
+    """What the store at ``folder`` holds; a :class:`StoreError` saying why it cannot be read."""
+    if not folder.exists():
+        raise StoreError(f"the record store {folder} is gone (no such folder)")
+    if not folder.is_dir():
+        raise StoreError(f"the record store {folder} is not a folder")
+    try:
+        return read_answers(folder)
+    except CacheAdminError as exc:
+        raise StoreError(f"{exc}; make the record store readable") from None
+
+
+def obsolete(folder: Path, used: Iterable[str], configurations: Iterable[str]) -> Obsolete:
+    """The recordings in the store at ``folder`` that are not in ``used`` (paths relative to it),
+    in the folders of ``configurations`` (the ids the session ran) and of any recording used (a
+    judge's); a :class:`StoreError` where the store cannot be read."""
+    used = set(used)
+    contents = read_store(folder)
+    looked = {configuration_folder(Path(), config_id).name for config_id in configurations}
+    looked.update(path.split("/", 1)[0] for path in used)
+    chosen: list[tuple[ConfigurationFolder, list[CacheFile]]] = []
+    unchecked: list[str] = []
+    for configuration in contents.configurations:
+        if configuration.folder.name not in looked:
+            if configuration.entries:
+                unchecked.append(configuration.name)
+            continue
+        going = [file for file in configuration.files if _relative(folder, file.path) not in used]
+        chosen.append((configuration, going))
+    return Obsolete(folder, Pruning(contents, chosen, []), unchecked)
+
+
+def _relative(folder: Path, path: Path) -> str:
+    return path.relative_to(folder).as_posix()
+
+
+def cannot_tell(
+    narrowed: list[str], partial: str | None, outcomes: Iterable[tuple[str, str | None, bool]]
+) -> str | None:
+    """Why a session cannot tell which recordings are obsolete, or None: it narrowed its selection
+    (``narrowed``: the options that did), it was ``partial`` (why), or one of its evals may not have
+    asked for its answers (``outcomes``: each eval's outcome, message, and whether it has a turn or
+    step that did not run). A failed eval was answered; an errored one only where the error is a
+    replay miss (its answer is not in the store)."""
+    if narrowed:
+        return f"the selection was narrowed ({', '.join(narrowed)})"
+    if partial:
+        return f"the run is partial ({partial})"
+    unasked = 0
+    for outcome, message, cut_short in outcomes:
+        if outcome == "passed" or (outcome == "failed" and not cut_short):
+            continue
+        if outcome == "error" and message and MISS in message:
+            continue
+        unasked += 1
+    if unasked:
+        return (
+            f"{unasked} eval(s) skipped, errored or stopped before all their prompts were answered "
+            "(their recordings may be unused)"
+        )
+    return None
+
+
+def narrowing(config: Any, evals: tuple[str, ...] | None, resumed: bool) -> list[str]:
+    """The options with which the session ``config`` (a pytest config) ran less than its whole
+    selection: a recording an eval left out did not reach is not obsolete. ``evals``:
+    --vibe-eval's names; ``resumed``: --vibe-resume reused earlier results."""
+    found = [
+        option
+        for option, dest in (
+            ("-k", "keyword"),
+            ("-m", "markexpr"),
+            ("--deselect", "deselect"),
+            ("--lf", "lf"),
+            ("--sw", "stepwise"),
+            ("--ignore", "ignore"),
+            ("--ignore-glob", "ignore_glob"),
+        )
+        if config.getoption(dest, None)
+    ]
+    if any("::" in arg for arg in config.args):
+        found.append("node ids")
+    if evals is not None and evals != ("ALL",):
+        found.append("--vibe-eval")
+    if resumed:
+        found.append("--vibe-resume")
+    return found
+
+
+def outcomes(results: ResultsFile) -> list[tuple[str, str | None, bool]]:
+    """Each eval's outcome and message, and whether a turn or a step of it was not reached (a
+    conversation stops at a failed turn; a coding eval that did not pass may stop before a step)."""
+    return [
+        (
+            record.outcome,
+            record.message,
+            any(turn.outcome == "not_run" for turn in record.turns)
+            or (bool(record.steps) and record.outcome != "passed"),
+        )
+        for run in results.runs
+        for record in run.evals
+    ]

@@ -42,8 +42,11 @@ class Obsolete:
     def unused(self) -> list[CacheFile]:
         return self.pruning.going()
 
-    def kept(self) -> int:
-        return sum(len(configuration.entries) for configuration in self.pruning.contents.configurations)
+    def kept(self, gone: Iterable[CacheFile]) -> int:
+        """How many recordings the store holds but ``gone``."""
+        going = {file.path for file in gone}
+        configurations = self.pruning.contents.configurations
+        return sum(file.path not in going for c in configurations for file in c.entries)
 
 
 def read_store(folder: Path) -> CacheContents:

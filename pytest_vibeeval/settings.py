@@ -393,7 +393,8 @@ def _prune_recordings(config: pytest.Config, store: str | None) -> str | None:
     if value not in ("remove", "dry-run"):
         raise pytest.UsageError(
             f"--vibe-prune-recordings={value}: give the option alone (remove the recordings no eval "
-            "used) or =dry-run (list them)"
+            "used) or as --vibe-prune-recordings=dry-run (list them); put it after the test paths, "
+            "or a path right after it is read as its value"
         )
     if not store:
         raise pytest.UsageError(

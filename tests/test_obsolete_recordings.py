@@ -11,29 +11,17 @@ from pathlib import Path
 
 import pytest
 from helpers import XDIST_MODES, run, run_summary, write
+from test_cache_command import APP, SUITE
 
 from pytest_vibeeval.recording_prune import StoreError, cannot_tell, obsolete
 
-APP = """
-def answer(prompt, context):
-    return "yes " + prompt
 
-def verdict(prompt, context):
-    return '{"pass": true, "reason": "it says yes"}'
-"""
-
-SUITE = """
-metadata: {name: app, model: m}
-configurations:
-  app: {python: "store_app:answer"}
-  grader: {python: "store_app:verdict"}
-default_configurations: [app]
-judge: grader
-evals:
-  - {name: a, prompt: alpha, checks: [{match: "*alpha"}]}
-  - {name: b, prompt: beta, checks: [{match: "*beta"}]}
-  - {name: c, prompt: gamma, checks: [{llm_judge: {criteria: "says yes"}}]}
-"""
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The response cache's suite (two evals, one judged) and its application."""
+    monkeypatch.setenv("APP_CALLS", str(pytester.path / "calls.txt"))
+    write(pytester.path / "cache_app.py", APP)
+    return write(pytester.path / "app.eval.yaml", SUITE)
 
 
 def recordings_lines(result: pytest.RunResult) -> list[str]:
@@ -51,10 +39,8 @@ def stored(store: Path) -> list[str]:
 
 @XDIST_MODES
 def test_a_changed_prompt_leaves_a_recording_reported_then_pruned_on_request(
-    pytester: pytest.Pytester, xdist: list[str]
+    pytester: pytest.Pytester, suite: Path, xdist: list[str]
 ) -> None:
-    write(pytester.path / "store_app.py", APP)
-    suite = write(pytester.path / "app.eval.yaml", SUITE)
     store = pytester.path / "store"
     first = run(pytester, "--vibe-record", store, "--vibe-history=", xdist=xdist)
     first.assert_outcomes(passed=3)
@@ -98,7 +84,7 @@ def test_a_changed_prompt_leaves_a_recording_reported_then_pruned_on_request(
     )
     dry.assert_outcomes(passed=3)
     lines = recordings_lines(dry)
-    assert lines[0].startswith(f"would remove {old} (recorded ")
+    assert lines[0] == f"would remove {old}"
     assert lines[1].startswith("--vibe-prune-recordings: would remove 1 recording (")
     assert lines[1].endswith(") from store; 4 kept (dry run: nothing was removed)")
     assert stored(store) == before
@@ -161,10 +147,8 @@ def test_a_store_that_cannot_be_read_is_named(tmp_path: Path) -> None:
 
 @XDIST_MODES
 def test_the_store_gone_by_the_end_of_the_run_is_said_not_a_traceback(
-    pytester: pytest.Pytester, xdist: list[str]
+    pytester: pytest.Pytester, suite: Path, xdist: list[str]
 ) -> None:
-    write(pytester.path / "store_app.py", APP)
-    write(pytester.path / "app.eval.yaml", SUITE)
     store = pytester.path / "store"
     write(
         pytester.path / "conftest.py",
@@ -201,10 +185,8 @@ def test_a_prune_without_a_store_or_of_an_unknown_kind_is_a_usage_error(
 
 @XDIST_MODES
 def test_a_replay_miss_still_counts_and_an_eval_that_errored_before_asking_leaves_it_untold(
-    pytester: pytest.Pytester, xdist: list[str]
+    pytester: pytest.Pytester, suite: Path, xdist: list[str]
 ) -> None:
-    write(pytester.path / "store_app.py", APP)
-    suite = write(pytester.path / "app.eval.yaml", SUITE)
     store = pytester.path / "store"
     run(pytester, "--vibe-record", store, "--vibe-history=", xdist=xdist).assert_outcomes(passed=3)
     suite.write_text(SUITE.replace("beta", "bets"))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..cache_admin import Removal, remove
 from ..recording_prune import Obsolete, StoreError, cannot_tell, narrowing, obsolete, outcomes
 from ..stash import rootdir_relative
-from .cache_text import moment, size_text
+from .cache_text import size_text
 
 if TYPE_CHECKING:
     from ..results import ResultsFile
@@ -44,8 +44,8 @@ def obsolete_lines(found: Obsolete, store: str, action: str | None, done: Remova
         ]
     relative = found.pruning.contents.relative
     if done is None:
-        lines.extend(f"would remove {relative(file.path)} (recorded {moment(file.mtime)})" for file in unused)
-        kept = found.kept() - len(unused)
+        lines.extend(f"would remove {relative(file.path)}" for file in unused)
+        kept = found.kept(unused)
         lines.append(
             f"{PRUNE}: would remove {_recordings(len(unused))} ({size}) from {store}; {kept} kept "
             "(dry run: nothing was removed)"
@@ -53,7 +53,7 @@ def obsolete_lines(found: Obsolete, store: str, action: str | None, done: Remova
         return lines
     lines.extend(f"removed {relative(file.path)}" for file in done.removed)
     removed_size = size_text(sum(file.size for file in done.removed))
-    kept = found.kept() - len(done.removed)
+    kept = found.kept(done.removed)
     went = _recordings(len(done.removed))
     lines.append(f"{PRUNE}: removed {went} ({removed_size}) from {store}; {kept} kept")
     if done.rewritten:

@@ -196,7 +196,8 @@ class SessionFinish:
 
         used = self.recordings_used | self.state.recordings_used  # the workers' and this process's
         resumed = self.state.resume is not None
-        self.notes.extend(store_report(self.config, settings, results, used, resumed))
+        lost = "an xdist worker was lost, with the recordings it used" if self.lost_workers else None
+        self.notes.extend(store_report(self.config, settings, results, used, resumed, lost))
 
     def _without_replaced(
         self, resumed_from: list[str], reused: set[Key], runs: list[RunRecord]

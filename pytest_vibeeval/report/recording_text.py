@@ -74,12 +74,18 @@ def untold_line(store: str, why: str, action: str | None) -> str | None:
 
 
 def store_report(
-    config: Any, settings: Settings, results: ResultsFile, used: Iterable[str], resumed: bool
+    config: Any,
+    settings: Settings,
+    results: ResultsFile,
+    used: Iterable[str],
+    resumed: bool,
+    lost: str | None = None,
 ) -> list[str]:
     """The Run Summary's lines on the session's store (--vibe-record / --vibe-replay): how many of
-    its recordings no eval used, once the whole selection ran (``used``: the files its
-    processes replayed or recorded), and with --vibe-prune-recordings what went. None where the
-    run cannot tell, unless a prune was asked: then why nothing went."""
+    its recordings no eval used, once the whole selection ran (``used``: the files its processes
+    replayed or recorded; ``lost``: why some of them may be missing), and with
+    --vibe-prune-recordings what went. None where the run cannot tell, unless a prune was asked:
+    then why nothing went."""
     store = settings.replay or settings.record
     if store is None:
         return []
@@ -87,7 +93,7 @@ def store_report(
     shown = rootdir_relative(store, config.rootpath)
     why = cannot_tell(
         narrowing(config, settings.evals, resumed),
-        results.stopped_early or ("interrupted" if results.interrupted else None),
+        results.stopped_early or ("interrupted" if results.interrupted else None) or lost,
         outcomes(results),
     )
     if why is not None:

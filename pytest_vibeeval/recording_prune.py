@@ -11,7 +11,7 @@ link, never a file written again since it was read, never what is not a stored a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,15 @@ if TYPE_CHECKING:
 MISS = "no recorded answer for"  # how a replay miss's message starts: the eval reached the store
 
 
+PATHS = "path arguments given"
+NOT_ROOTDIR = "not run from the rootdir"
+UNSAID = "pytest does not say where it collected from"
+ELSEWHERE = {PATHS, NOT_ROOTDIR, UNSAID}  # a narrowing that a run from the rootdir without paths avoids
+
+
+NOT_RUN = "not run"  # why a configuration folder is not looked at: the session did not run it
+
+
 class StoreError(Exception):
     """A store that cannot be looked at; the message names it and says why."""
 
@@ -32,11 +41,12 @@ class StoreError(Exception):
 @dataclass
 class Obsolete:
     """What a session found in its store: the recordings no eval used (``pruning``), and the
-    configuration folders it did not look at (of configurations it did not run)."""
+    configuration folders it did not look at, each with why (:data:`NOT_RUN`, or the suites that
+    list it but did not run it)."""
 
     store: Path
     pruning: Pruning
-    unchecked: list[str] = field(default_factory=list)
+    unchecked: dict[str, str] = field(default_factory=dict)
 
     @property
     def unused(self) -> list[CacheFile]:
@@ -61,20 +71,31 @@ def read_store(folder: Path) -> CacheContents:
         raise StoreError(f"{exc}; make the record store readable") from None
 
 
-def obsolete(folder: Path, used: Iterable[str], configurations: Iterable[str]) -> Obsolete:
+def obsolete(
+    folder: Path,
+    used: Iterable[str],
+    configurations: Iterable[str],
+    not_run: Mapping[str, Iterable[str]] | None = None,
+) -> Obsolete:
     """The recordings in the store at ``folder`` that are not in ``used`` (paths relative to it),
     in the folders of ``configurations`` (the ids the session ran) and of any recording used (a
-    judge's); a :class:`StoreError` where the store cannot be read."""
+    judge's), but those of ``not_run`` (id: the suites that list it but did not run it: their
+    recordings there may be used); a :class:`StoreError` where the store cannot be read."""
     used = set(used)
     contents = read_store(folder)
     looked = {configuration_folder(Path(), config_id).name for config_id in configurations}
     looked.update(path.split("/", 1)[0] for path in used)
+    skipped = {
+        configuration_folder(Path(), cid).name: f"{', '.join(sorted(suites))} lists it but did not run it"
+        for cid, suites in (not_run or {}).items()
+    }
     chosen: list[tuple[ConfigurationFolder, list[CacheFile]]] = []
-    unchecked: list[str] = []
+    unchecked: dict[str, str] = {}
     for configuration in contents.configurations:
-        if configuration.folder.name not in looked:
+        name = configuration.folder.name
+        if name not in looked or name in skipped:
             if configuration.entries:
-                unchecked.append(configuration.name)
+                unchecked[configuration.name] = skipped.get(name, NOT_RUN)
             continue
         going = [file for file in configuration.files if _relative(folder, file.path) not in used]
         chosen.append((configuration, going))
@@ -94,7 +115,10 @@ def cannot_tell(
     step that did not run). A failed eval was answered; an errored one only where the error is a
     replay miss (its answer is not in the store)."""
     if narrowed:
-        return f"the selection was narrowed ({', '.join(narrowed)})"
+        why = f"the selection was narrowed ({', '.join(narrowed)})"
+        if ELSEWHERE.intersection(narrowed):
+            why += "; only a run from the rootdir with no path arguments collects every suite"
+        return why
     if partial:
         return f"the run is partial ({partial})"
     unasked = 0
@@ -131,10 +155,28 @@ def narrowing(config: Any, evals: tuple[str, ...] | None, resumed: bool) -> list
     ]
     if any("::" in arg for arg in config.args):
         found.append("node ids")
+    found.extend(_collected_from_elsewhere(config))
     if evals is not None and evals != ("ALL",):
         found.append("--vibe-eval")
     if resumed:
         found.append("--vibe-resume")
+    return found
+
+
+def _collected_from_elsewhere(config: Any) -> list[str]:
+    """Why the session ``config`` may not have collected every suite of the project: only one run
+    from the rootdir without path arguments (testpaths, or the rootdir itself) did. A recording of
+    a suite it did not collect may be filed beside those of one it did (answers are keyed by the
+    request), so it cannot be told from an unused one. Pytest without ``args_source`` cannot say."""
+    kinds = getattr(type(config), "ArgsSource", None)
+    source = getattr(config, "args_source", None)
+    if kinds is None or source is None:
+        return [UNSAID]
+    found: list[str] = []
+    if source == kinds.ARGS and not any("::" in arg for arg in config.args):
+        found.append(PATHS)
+    if Path(config.invocation_params.dir).resolve() != Path(config.rootpath).resolve():
+        found.append(NOT_ROOTDIR)
     return found
 
 

@@ -197,7 +197,8 @@ class SessionFinish:
         used = self.recordings_used | self.state.recordings_used  # the workers' and this process's
         resumed = self.state.resume is not None
         lost = "an xdist worker was lost, with the recordings it used" if self.lost_workers else None
-        self.notes.extend(store_report(self.config, settings, results, used, resumed, lost))
+        not_run = self.state.configs_not_run  # this process's and (merged into it) the workers'
+        self.notes.extend(store_report(self.config, settings, results, used, resumed, lost, not_run))
 
     def _without_replaced(
         self, resumed_from: list[str], reused: set[Key], runs: list[RunRecord]

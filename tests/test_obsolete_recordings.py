@@ -13,7 +13,7 @@ import pytest
 from helpers import XDIST_MODES, run, run_summary, write
 from test_cache_command import APP, SUITE
 
-from pytest_vibeeval.recording_prune import StoreError, cannot_tell, obsolete
+from pytest_vibeeval.recording_prune import StoreError, cannot_tell, narrowing, obsolete
 
 
 @pytest.fixture
@@ -31,6 +31,13 @@ def recordings_lines(result: pytest.RunResult) -> list[str]:
         for line in run_summary(result)
         if line.startswith(("recordings:", "--vibe-prune-recordings", "would remove ", "removed "))
     ]
+
+
+# the judge's configuration: the suite lists it but runs it only as its judge
+GRADER = (
+    "recordings: the folder of configuration grader is not looked at: app.eval.yaml lists it but did "
+    "not run it (its recordings there may be used); run every configuration (--vibe-config ALL) to look at it"
+)
 
 
 def stored(store: Path) -> list[str]:
@@ -54,10 +61,11 @@ def test_a_changed_prompt_leaves_a_recording_reported_then_pruned_on_request(
     [old] = [name for name in recorded if json.loads((store / name).read_text())["prompt"] == "beta"]
     assert len(stored(store)) == 5  # the answer to the new prompt beside the old one
     assert recordings_lines(second) == [
+        GRADER,
         "recordings: 1 recording ("
         + f"{(store / old).stat().st_size} B) in store no eval of this run used (recorded for a prompt, "
         "configuration or request settings that changed, or an eval that is gone); rerun with "
-        "--vibe-prune-recordings to remove them (--vibe-prune-recordings=dry-run lists them)"
+        "--vibe-prune-recordings to remove them (--vibe-prune-recordings=dry-run lists them)",
     ]
 
     replayed = run(pytester, "--vibe-replay", store, "--vibe-history=", xdist=xdist)
@@ -83,7 +91,8 @@ def test_a_changed_prompt_leaves_a_recording_reported_then_pruned_on_request(
         pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-prune-recordings=dry-run", xdist=xdist
     )
     dry.assert_outcomes(passed=3)
-    lines = recordings_lines(dry)
+    grader, *lines = recordings_lines(dry)
+    assert grader == GRADER
     assert lines[0] == f"would remove {old}"
     assert lines[1].startswith("--vibe-prune-recordings: would remove 1 recording (")
     assert lines[1].endswith(") from store; 4 kept (dry run: nothing was removed)")
@@ -91,7 +100,8 @@ def test_a_changed_prompt_leaves_a_recording_reported_then_pruned_on_request(
 
     pruned = run(pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-prune-recordings", xdist=xdist)
     pruned.assert_outcomes(passed=3)
-    lines = recordings_lines(pruned)
+    grader, *lines = recordings_lines(pruned)
+    assert grader == GRADER
     assert lines[0] == f"removed {old}"
     assert lines[1].startswith("--vibe-prune-recordings: removed 1 recording (")
     assert lines[1].endswith(") from store; 4 kept")
@@ -99,7 +109,7 @@ def test_a_changed_prompt_leaves_a_recording_reported_then_pruned_on_request(
 
     again = run(pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-prune-recordings", xdist=xdist)
     again.assert_outcomes(passed=3)
-    assert recordings_lines(again) == ["--vibe-prune-recordings: nothing to remove in store"]
+    assert recordings_lines(again) == [GRADER, "--vibe-prune-recordings: nothing to remove in store"]
 
 
 def test_an_eval_that_may_not_have_asked_leaves_the_count_untold() -> None:
@@ -125,7 +135,7 @@ def test_only_the_folders_of_configurations_run_or_used_are_looked_at(tmp_path: 
     found = obsolete(tmp_path, {"grader/2-bbbb.json"}, ["app"])
     # app's file is unused (a damaged one too: no key); other's folder is another configuration's
     assert [file.path.name for file in found.unused] == ["1-aaaa.json"]
-    assert found.unchecked == ["other"]
+    assert found.unchecked == {"other": "not run"}
 
 
 def test_a_store_that_cannot_be_read_is_named(tmp_path: Path) -> None:
@@ -193,7 +203,8 @@ def test_a_replay_miss_still_counts_and_an_eval_that_errored_before_asking_leave
     # b misses (its prompt changed, never recorded): it reached the store, so the count is known
     missed = run(pytester, "--vibe-replay", store, "--vibe-history=", xdist=xdist)
     missed.assert_outcomes(passed=2, failed=1)
-    [line] = recordings_lines(missed)
+    grader, line = recordings_lines(missed)
+    assert grader == GRADER
     assert line.startswith("recordings: 1 recording (")
     # an eval that errored before it asked (a variable not set): its recording may be unused
     suite.write_text(SUITE.replace("prompt: alpha,", "prompt: \"alpha {{var('UNSET')}}\","))
@@ -205,3 +216,97 @@ def test_a_replay_miss_still_counts_and_an_eval_that_errored_before_asking_leave
         "eval used cannot be told from one an eval left out did not reach; run the whole selection to prune"
     ]
     assert len(stored(store)) == 4
+
+
+TWO_SUITES = """
+metadata: {{name: {name}, model: m}}
+configurations:
+  x: {{python: "cache_app:answer"}}
+  y: {{python: "cache_app:answer"}}
+default_configurations: [{default}]
+evals:
+  - {{name: e, prompt: {prompt}, checks: [{{match: "*{prompt}"}}]}}
+"""
+
+
+@pytest.fixture
+def two_suites(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two suite files listing the configurations x and y (one runs x by default, the other y),
+    their answers recorded into one store by a run of every configuration."""
+    monkeypatch.setenv("APP_CALLS", str(pytester.path / "calls.txt"))
+    write(pytester.path / "cache_app.py", APP)
+    write(pytester.path / "a.eval.yaml", TWO_SUITES.format(name="a", default="x", prompt="alpha"))
+    write(pytester.path / "b.eval.yaml", TWO_SUITES.format(name="b", default="y", prompt="beta"))
+    store = pytester.path / "store"
+    run(pytester, "--vibe-record", store, "--vibe-history=", "--vibe-config", "ALL").assert_outcomes(passed=4)
+    assert len(stored(store)) == 4
+    return store
+
+
+@XDIST_MODES
+def test_path_arguments_or_another_folder_leave_the_count_untold(
+    pytester: pytest.Pytester, two_suites: Path, xdist: list[str]
+) -> None:
+    store = two_suites
+    every = ("--vibe-replay", store, "--vibe-history=", "--vibe-config", "ALL", "--vibe-prune-recordings")
+    # b.eval.yaml was not collected: its recordings, filed beside a's, are not unused
+    one = run(pytester, "a.eval.yaml", *every, xdist=xdist)
+    one.assert_outcomes(passed=2)
+    assert recordings_lines(one) == [
+        "--vibe-prune-recordings: nothing removed from store: the selection was narrowed (path arguments "
+        "given); only a run from the rootdir with no path arguments collects every suite, so a "
+        "recording no eval used cannot be told from one an eval left out did not reach; run the whole "
+        "selection to prune"
+    ]
+    assert len(stored(store)) == 4
+    # nor one from a folder below the rootdir (found by its pytest.ini), which collects that folder
+    write(pytester.path / "pytest.ini", "[pytest]\n")
+    below = pytester.mkdir("below")
+    (pytester.path / "b.eval.yaml").rename(below / "b.eval.yaml")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(below)
+        elsewhere = run(pytester, *every, xdist=xdist)
+    elsewhere.assert_outcomes(passed=2)
+    assert recordings_lines(elsewhere)[0].startswith(
+        "--vibe-prune-recordings: nothing removed from store: the selection was narrowed (not run from "
+        "the rootdir); only a run"
+    )
+    assert len(stored(store)) == 4
+    # the whole project, from its rootdir: every recording was used
+    whole = run(pytester, *every, xdist=xdist)
+    whole.assert_outcomes(passed=4)
+    assert recordings_lines(whole) == ["--vibe-prune-recordings: nothing to remove in store"]
+
+
+@XDIST_MODES
+def test_a_configuration_a_suite_lists_but_did_not_run_is_not_looked_at(
+    pytester: pytest.Pytester, two_suites: Path, xdist: list[str]
+) -> None:
+    store = two_suites
+    # a runs x only, b y only: b's recordings for x (and a's for y) may be used by a run of them
+    result = run(pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-prune-recordings", xdist=xdist)
+    result.assert_outcomes(passed=2)
+    assert recordings_lines(result) == [
+        "recordings: the folder of configuration x is not looked at: b.eval.yaml lists it but did not run "
+        "it (its recordings there may be used); run every configuration (--vibe-config ALL) to look at it",
+        "recordings: the folder of configuration y is not looked at: a.eval.yaml lists it but did not run "
+        "it (its recordings there may be used); run every configuration (--vibe-config ALL) to look at it",
+        "--vibe-prune-recordings: nothing to remove in store",
+    ]
+    assert len(stored(store)) == 4
+    # --vibe-config leaves a configuration out of every suite: its folder is not looked at either
+    only_x = run(pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-config", "x", xdist=xdist)
+    only_x.assert_outcomes(passed=2)
+    assert recordings_lines(only_x) == []
+
+
+def test_a_pytest_that_does_not_say_where_it_collected_from_leaves_the_count_untold(tmp_path: Path) -> None:
+    class Older:  # a pytest config without args_source (and so without Config.ArgsSource)
+        args = ()
+        rootpath = tmp_path
+        invocation_params = type("Params", (), {"dir": tmp_path})()
+
+        def getoption(self, name: str, default: object = None) -> object:
+            return default
+
+    assert narrowing(Older(), None, False) == ["pytest does not say where it collected from"]

@@ -3,11 +3,11 @@ finds and removes them), in the words of ``cache prune`` (:mod:`.cache_text`).""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..cache_admin import Removal, remove
-from ..recording_prune import Obsolete, StoreError, cannot_tell, narrowing, obsolete, outcomes
+from ..recording_prune import NOT_RUN, Obsolete, StoreError, cannot_tell, narrowing, obsolete, outcomes
 from ..stash import rootdir_relative
 from .cache_text import size_text
 
@@ -27,11 +27,18 @@ def obsolete_lines(found: Obsolete, store: str, action: str | None, done: Remova
     them (``action`` None), each that would go (``dry-run``), or each that went (``done``)."""
     unused = found.unused
     lines: list[str] = []
-    if found.unchecked:
+    not_run = [name for name, why in found.unchecked.items() if why == NOT_RUN]
+    if not_run:
         lines.append(
             f"recordings: the folders of configurations this run did not run are not looked at: "
-            f"{', '.join(found.unchecked)}"
+            f"{', '.join(not_run)}"
         )
+    lines.extend(
+        f"recordings: the folder of configuration {name} is not looked at: {why} (its recordings "
+        "there may be used); run every configuration (--vibe-config ALL) to look at it"
+        for name, why in found.unchecked.items()
+        if why != NOT_RUN
+    )
     if not unused:
         return [*lines, f"{PRUNE}: nothing to remove in {store}"] if action else []
     size = size_text(sum(file.size for file in unused))
@@ -80,10 +87,12 @@ def store_report(
     used: Iterable[str],
     resumed: bool,
     lost: str | None = None,
+    not_run: Mapping[str, Iterable[str]] | None = None,
 ) -> list[str]:
     """The Run Summary's lines on the session's store (--vibe-record / --vibe-replay): how many of
     its recordings no eval used, once the whole selection ran (``used``: the files its processes
-    replayed or recorded; ``lost``: why some of them may be missing), and with
+    replayed or recorded; ``lost``: why some of them may be missing; ``not_run``: the configurations
+    a collected suite lists but did not run, with those suites), and with
     --vibe-prune-recordings what went. None where the run cannot tell, unless a prune was asked:
     then why nothing went."""
     store = settings.replay or settings.record
@@ -100,7 +109,7 @@ def store_report(
         untold = untold_line(shown, why, action)
         return [untold] if untold else []
     try:
-        found = obsolete(store, used, [run.configuration for run in results.runs])
+        found = obsolete(store, used, [run.configuration for run in results.runs], not_run)
     except StoreError as exc:
         return [f"recordings: {exc}: the recordings no eval used cannot be told"]
     done = remove(found.pruning) if action == "remove" and found.unused else None

@@ -4,8 +4,10 @@ for an eval that is gone), found at the end of a session that ran its whole sele
 on request (``--vibe-prune-recordings``).
 
 Each process notes the files it replayed or recorded (:func:`.recording.used_recordings`); an
-xdist worker hands them to the controller, the only place that decides. Only the folders of the
-configurations the session ran are looked at: another configuration's answers were not asked. The
+xdist worker hands them to the controller, the only place that decides. Answers are keyed by the
+request, not the suite, so only a session that collected every suite counts (run from the rootdir
+without path arguments), and only the folders of the configurations that every collected suite
+listing them ran are looked at (the workers hand over those a suite lists but did not run). The
 store is read, and files removed, as ``cache prune`` does (:mod:`.cache_admin`): never through a
 link, never a file written again since it was read, never what is not a stored answer."""
 

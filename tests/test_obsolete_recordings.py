@@ -40,6 +40,15 @@ GRADER = (
 )
 
 
+def pruning_lines(result: pytest.RunResult) -> list[str]:
+    """The lines of a prune of one recording in the suite's run, after the judge's line."""
+    result.assert_outcomes(passed=3)
+    grader, *lines = recordings_lines(result)
+    assert grader == GRADER
+    assert len(lines) == 2
+    return lines
+
+
 def stored(store: Path) -> list[str]:
     return sorted(path.relative_to(store).as_posix() for path in store.rglob("*.json"))
 
@@ -90,21 +99,17 @@ def test_a_changed_prompt_leaves_a_recording_reported_then_pruned_on_request(
     dry = run(
         pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-prune-recordings=dry-run", xdist=xdist
     )
-    dry.assert_outcomes(passed=3)
-    grader, *lines = recordings_lines(dry)
-    assert grader == GRADER
-    assert lines[0] == f"would remove {old}"
-    assert lines[1].startswith("--vibe-prune-recordings: would remove 1 recording (")
-    assert lines[1].endswith(") from store; 4 kept (dry run: nothing was removed)")
+    listed, said = pruning_lines(dry)
+    assert listed == f"would remove {old}"
+    assert said.startswith("--vibe-prune-recordings: would remove 1 recording (")
+    assert said.endswith(") from store; 4 kept (dry run: nothing was removed)")
     assert stored(store) == before
 
     pruned = run(pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-prune-recordings", xdist=xdist)
-    pruned.assert_outcomes(passed=3)
-    grader, *lines = recordings_lines(pruned)
-    assert grader == GRADER
-    assert lines[0] == f"removed {old}"
-    assert lines[1].startswith("--vibe-prune-recordings: removed 1 recording (")
-    assert lines[1].endswith(") from store; 4 kept")
+    listed, said = pruning_lines(pruned)
+    assert listed == f"removed {old}"
+    assert said.startswith("--vibe-prune-recordings: removed 1 recording (")
+    assert said.endswith(") from store; 4 kept")
     assert old not in stored(store) and len(stored(store)) == 4
 
     again = run(pytester, "--vibe-replay", store, "--vibe-history=", "--vibe-prune-recordings", xdist=xdist)

@@ -141,6 +141,12 @@ def read_cache(folder: Path, now: float | None = None) -> CacheContents:
     problem = cache_problem(folder)
     if problem is not None:
         raise CacheAdminError(problem)
+    return read_answers(folder, now)
+
+
+def read_answers(folder: Path, now: float | None = None) -> CacheContents:
+    """What the folder of stored answers at ``folder`` holds, a cache's or a record store's
+    (checked by the caller); a :class:`CacheAdminError` when it cannot be listed."""
     now = time.time() if now is None else now
     contents = CacheContents(folder)
     for item in _listing(folder):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -24,6 +24,8 @@ from .pytest_private import overridden_fixtures, shared_fixtureinfo
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
+
+    from .state import VibeState
 
 
 def make_items(collector: pytest.File, plans: Sequence[EvalPlan]) -> Iterator[EvalItem]:
@@ -97,6 +99,13 @@ class _EvalFile(pytest.File):
         return shown if masked == text or masked is None else masked
 
 
+def not_run(state: VibeState, listed: Iterable[str], selected: Iterable[str], source: str) -> None:
+    """Note the configurations the suite ``source`` lists but does not run: its recordings in their
+    folders may be used by a session that runs them, so none of them is told obsolete."""
+    for config_id in set(listed).difference(selected):
+        state.configs_not_run.setdefault(config_id, set()).add(source)
+
+
 class SuiteCollector(_EvalFile):
     """A YAML suite: one item per eval × selected configuration."""
 
@@ -110,6 +119,7 @@ class SuiteCollector(_EvalFile):
         except InputError as exc:
             raise self.CollectError(exc.render(rootpath)) from None
         config_ids = select(configs.ids(), configs.defaults, state.settings.configs)
+        not_run(state, configs.ids(), config_ids, rootdir_relative(self.path, rootpath))
         state.suites_collected += 1
         state.known_configs.update(configs.ids())
         state.known_evals.update(case.eval_name or case.id for case in suite.evals)
@@ -164,11 +174,14 @@ class EvalConfigCollector(_EvalFile):
         state.suites_collected += 1
         state.known_configs.update(runner.configurations)
         state.known_evals.update(runner.evaluations)
+        listed = list(runner.configurations)
+        config_ids = select(listed, runner.default_configurations, state.settings.configs)
+        not_run(state, listed, config_ids, rootdir_relative(self.path, rootpath))
         plans = runner_plans(
             self.path,
             runner,
             formula,
-            select(list(runner.configurations), runner.default_configurations, state.settings.configs),
+            config_ids,
             select(list(runner.evaluations), None, state.settings.evals),
             suite=rootdir_relative(folder, rootpath),  # unique, unlike the folder's name "config"
             source=rootdir_relative(self.path, rootpath),

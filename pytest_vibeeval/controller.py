@@ -16,7 +16,15 @@ import pytest
 from .collection_gc import freeze_controller, paused
 from .errors import terminal_safe
 from .filenames import SOURCE_SUFFIXES, SUITE_SUFFIXES, YAML_SUFFIXES
-from .itemhooks import ITEMS_PLUGIN, NOTE_OUTPUT, SIGNALLED_OUTPUT, STOPPED_OUTPUT, USAGE_ERROR_OUTPUT
+from .itemhooks import (
+    ITEMS_PLUGIN,
+    NOT_RUN_OUTPUT,
+    NOTE_OUTPUT,
+    RECORDINGS_OUTPUT,
+    SIGNALLED_OUTPUT,
+    STOPPED_OUTPUT,
+    USAGE_ERROR_OUTPUT,
+)
 from .itemhooks import LOCK_DIR_INPUT as LOCK_DIR_INPUT
 from .itemhooks import RESUME_INPUT as RESUME_INPUT
 from .live import start_live_status, stop_live_status
@@ -149,6 +157,9 @@ class ControllerSession:
         note = workeroutput.get(NOTE_OUTPUT)
         if note and note not in self.state.read_notes:  # every worker collected the same items
             self.state.read_notes.append(str(note))
+        self.end.recordings_used.update(workeroutput.get(RECORDINGS_OUTPUT, ()))
+        for config_id, sources in workeroutput.get(NOT_RUN_OUTPUT, {}).items():
+            self.state.configs_not_run.setdefault(str(config_id), set()).update(map(str, sources))
         stopped = workeroutput.get(STOPPED_OUTPUT)
         if stopped and self.end.worker_stop is None:
             self.end.worker_stop = str(stopped)

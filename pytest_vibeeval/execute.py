@@ -64,7 +64,9 @@ def _answering(
     model = configuration.model if configuration is not None else None
     cached = with_cache(provider, response_cache(state), config_id, model)
     redact = state.renderer.redactor()
-    return recorded(cached, config_id, model, settings.record, settings.replay, redact, source=provider)
+    return recorded(
+        cached, config_id, model, settings.record, settings.replay, redact, provider, state.recordings_used
+    )
 
 
 def response_cache(state: VibeState) -> ResponseCache | None:

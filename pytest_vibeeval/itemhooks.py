@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 USAGE_ERROR_OUTPUT = "vibeeval_usage_error"  # key in an xdist worker's workeroutput
 STOPPED_OUTPUT = "vibeeval_stopped"  # the same: what another plugin said when it stopped the worker
 NOTE_OUTPUT = "vibeeval_collection_note"  # key in an xdist worker's workeroutput
+RECORDINGS_OUTPUT = "vibeeval_recordings_used"  # key in an xdist worker's workeroutput
+NOT_RUN_OUTPUT = "vibeeval_configs_not_run"  # the same: the configurations a suite lists but did not run
 SIGNALLED_OUTPUT = "vibeeval_signalled"  # the same: the signal that interrupted the worker's session
 LOCK_DIR_INPUT = "vibeeval_lock_dir"  # key in an xdist worker's workerinput
 RESUME_INPUT = "vibeeval_resume"  # the --vibe-resume index, for workers (remote ones have no file)
@@ -286,6 +288,10 @@ class ItemHooks:
         signalled = self.state.interrupts.received
         if signalled is not None:
             workeroutput[SIGNALLED_OUTPUT] = signalled
+        if self.state.recordings_used:  # the controller decides which recordings are obsolete
+            workeroutput[RECORDINGS_OUTPUT] = sorted(self.state.recordings_used)
+        if self.state.configs_not_run:
+            workeroutput[NOT_RUN_OUTPUT] = {cid: sorted(s) for cid, s in self.state.configs_not_run.items()}
 
     # Outside pytest-rerunfailures' wrapper, which makes its flags afresh as each setup is reported.
     @pytest.hookimpl(wrapper=True, tryfirst=True)

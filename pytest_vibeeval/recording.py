@@ -112,9 +112,12 @@ class Store:
     when an answer is not in the listing: another xdist worker may have recorded it since), so
     that finding an answer by its request costs no scan of a folder that grows with the store."""
 
-    def __init__(self, folder: Path, redact: Redactor | None = None) -> None:
+    def __init__(self, folder: Path, redact: Redactor | None = None, used: set[str] | None = None) -> None:
         self.folder = folder
         self.redact = redact or Redactor()
+        # the files it replayed or recorded, relative to it (``<configuration folder>/<name>``): the
+        # session's end tells the obsolete ones by them (:mod:`.recording_prune`)
+        self.used_files: set[str] = set() if used is None else used
         self._listings: dict[str, Listing] = {}
         self._earlier_answers: dict[str, EarlierAnswers] = {}
 
@@ -125,7 +128,13 @@ class Store:
         """File ``entry`` under ``key`` with when it was recorded: a ``replay:`` configuration picks
         the latest of a request's answers by it (file times do not survive a git checkout)."""
         stamped = {**entry, "recorded_at": datetime.now(UTC).isoformat(timespec="microseconds")}
-        write_answer(self.path_for(config_id, key), stamped, self.redact)
+        path = self.path_for(config_id, key)
+        write_answer(path, stamped, self.redact)
+        self.used(path)
+
+    def used(self, path: Path) -> None:
+        """Note that the answer in ``path`` was replayed or recorded (:attr:`used_files`)."""
+        self.used_files.add(path.relative_to(self.folder).as_posix())
 
     def load(self, config_id: str, model: str, request: PromptRequest, key: AnswerKey) -> Recorded | str:
         """The answer sent as ``key`` says (or as its ``earlier`` key said, in a store of format
@@ -135,7 +144,7 @@ class Store:
         answers to the request do not differ."""
         for each in key.filed_under():
             with contextlib.suppress(FileNotFoundError):
-                return self._read(self.path_for(config_id, each))
+                return self._read(self.path_for(config_id, each), used=True)
         prefixes = [each.prefix for each in key.filed_under()]
         earlier = Earliest(config_id, model, request)
         if any(self._listed(config_id, prefixes, earlier)):
@@ -155,7 +164,9 @@ class Store:
         asked, others = self._listed(config_id, prefixes, earlier)
         found = self._answers(config_id, asked) or self._answers_to_request(config_id, others, hint)
         if found:
-            return max(found, key=_recorded_at)
+            latest = max(found, key=_recorded_at)
+            self.used(latest.path)
+            return latest
         return self._earlier(config_id, earlier, None, hint)
 
     def _listing(self, config_id: str, again: bool = False) -> Listing:
@@ -209,13 +220,15 @@ class Store:
             return ""
         path = configuration_folder(self.folder, config_id) / earlier.name
         try:
-            found = replace(self._read(path), earlier=True)
+            found = replace(self._read(path, used=True), earlier=True)
         except FileNotFoundError:
             return ""
         if told is False:
             return found  # any answer to the request is this eval's
         names = self._earlier_sent(config_id).answers_to(earlier.digest)
         answers = self._answers(config_id, names) if len(names) > 1 else []
+        for each in answers:  # compared with: none of them is obsolete while this request is asked
+            self.used(each.path)
         if len({_answer(recorded) for recorded in answers}) > 1:
             raise ProviderError(
                 f"{path.parent} holds {len(answers)} answers to this request that differ, recorded "
@@ -237,11 +250,18 @@ class Store:
         except FileNotFoundError:  # replaced by another xdist worker meanwhile, or removed
             return None
 
-    def _read(self, path: Path) -> Recorded:
+    def _read(self, path: Path, used: bool = False) -> Recorded:
+        """The answer in ``path`` (``used``: noted as used, also where it cannot be read: a
+        damaged file an eval asks for is not obsolete)."""
         try:
-            return Recorded(path, *read_answer(path))
+            found = Recorded(path, *read_answer(path))
         except AnswerFileError as exc:
+            if used:
+                self.used(path)
             raise ProviderError(f"recorded answer {path} {exc}") from None
+        if used:
+            self.used(path)
+        return found
 
 
 def _answer(recorded: Recorded) -> str:
@@ -406,12 +426,14 @@ def recorded(
     replay: Path | None,
     redact: Redactor,
     source: Provider | None = None,
+    used: set[str] | None = None,
 ) -> Provider:
     """``provider`` as --vibe-record / --vibe-replay make it (unchanged without either); ``source``:
-    the configuration's own provider, when ``provider`` wraps it (a cache)."""
+    the configuration's own provider, when ``provider`` wraps it (a cache); ``used``: where the
+    store notes the files it replays or records (:attr:`Store.used_files`)."""
     source = source if source is not None else provider
     if replay is not None:
-        return ReplayProvider(Store(replay, redact), config_id, model, source)
+        return ReplayProvider(Store(replay, redact, used), config_id, model, source)
     if record is not None:
-        return RecordingProvider(provider, Store(record, redact), config_id, model, source)
+        return RecordingProvider(provider, Store(record, redact, used), config_id, model, source)
     return provider

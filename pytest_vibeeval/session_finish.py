@@ -47,6 +47,7 @@ class SessionFinish:
         self.unwritten: str | None = None  # the results could be written nowhere: why (it fails the session)
         self.unreplaced: str | None = None  # why the --vibe-results file is not replaced (kept as is)
         self.journal: Journal | None = None  # each finished record, until the results are written
+        self.recordings_used: set[str] = set()  # the store's files the xdist workers replayed or recorded
         self._journal_decided = False
 
     def records_journal(self) -> Journal | None:
@@ -169,6 +170,7 @@ class SessionFinish:
                 )
         self._close_journals(bool(state.results_written), carried)
         self._note_left_journals()
+        self._recordings(results)
         written = state.results_written[0] if state.results_written else None
         self._run_writers({"config": self.config, "results": results, "results_path": written})
         add_suite_properties(self.config, runs, state.extensions.run_variables)
@@ -184,6 +186,19 @@ class SessionFinish:
             )
         if self.unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that nothing records passes nothing
+
+    def _recordings(self, results: ResultsFile) -> None:
+        """Say how many recordings of the store no eval used, and remove them on request."""
+        settings = self.state.settings
+        if settings.record is None and settings.replay is None:
+            return
+        from .report.recording_text import store_report
+
+        used = self.recordings_used | self.state.recordings_used  # the workers' and this process's
+        resumed = self.state.resume is not None
+        lost = "an xdist worker was lost, with the recordings it used" if self.lost_workers else None
+        not_run = self.state.configs_not_run  # this process's and (merged into it) the workers'
+        self.notes.extend(store_report(self.config, settings, results, used, resumed, lost, not_run))
 
     def _without_replaced(
         self, resumed_from: list[str], reused: set[Key], runs: list[RunRecord]

@@ -42,6 +42,7 @@ class Settings:
     max_cost: float | None = None
     record: Path | None = None  # --vibe-record: store every provider answer here
     replay: Path | None = None  # --vibe-replay: answer from this store only
+    prune_recordings: str | None = None  # --vibe-prune-recordings: "remove" or "dry-run"
     cache: Path | None = None  # --vibe-cache: the response cache's folder (None: no cache)
     repeats: int = 1  # --vibe-repeat: items per eval × configuration
     baseline: str | None = None  # --vibe-baseline PATH|latest, as given
@@ -125,6 +126,7 @@ class Settings:
             max_cost=_max_cost(config),
             record=_absolute(record),
             replay=_absolute(replay),
+            prune_recordings=_prune_recordings(config, record or replay),
             cache=_cache_folder(config),
             repeats=_repeats(config),
             baseline=baseline,
@@ -221,6 +223,15 @@ def add_options(parser: pytest.Parser) -> None:
         "--vibe-replay",
         metavar="DIR",
         help="answer every prompt from this folder of recorded answers (a miss is an error)",
+    )
+    group.addoption(
+        "--vibe-prune-recordings",
+        metavar="dry-run",
+        nargs="?",
+        const="remove",
+        default=None,
+        help="after a run of the whole selection with --vibe-record/--vibe-replay, remove the "
+        "recordings in the store that no eval used (--vibe-prune-recordings=dry-run: list them)",
     )
     group.addoption(
         "--vibe-cache",
@@ -372,6 +383,24 @@ def _refuse_shared_outputs(config: pytest.Config, files: Mapping[str, str | None
                 f"one of them would replace the other at the end of the run"
             )
         seen[real] = option
+
+
+def _prune_recordings(config: pytest.Config, store: str | None) -> str | None:
+    """--vibe-prune-recordings: ``remove`` (the option alone) or ``dry-run``; it needs a store."""
+    value = config.getoption("vibe_prune_recordings")
+    if value is None:
+        return None
+    if value not in ("remove", "dry-run"):
+        raise pytest.UsageError(
+            f"--vibe-prune-recordings={value}: give the option alone (remove the recordings no eval "
+            "used) or as --vibe-prune-recordings=dry-run (list them); put it after the test paths, "
+            "or a path right after it is read as its value"
+        )
+    if not store:
+        raise pytest.UsageError(
+            "--vibe-prune-recordings needs --vibe-record DIR or --vibe-replay DIR: the store to prune"
+        )
+    return str(value)
 
 
 def _absolute(value: str | None) -> Path | None:

@@ -90,6 +90,9 @@ class VibeState:
     resume: ResumeIndex | None = None  # --vibe-resume: finished records of an earlier run
     read_notes: list[str] = field(default_factory=list)  # about the files read and items collected
     interrupts: InterruptWatch = field(default_factory=InterruptWatch)  # SIGINT/SIGTERM seen
+    recordings_used: set[str] = field(default_factory=set)  # the store's files this process used
+    # configuration id -> the suites (sources) that list it but did not run it (recording_prune)
+    configs_not_run: dict[str, set[str]] = field(default_factory=dict)
 
     # The suites' machinery, made when first used: a session without evals never imports it.
 

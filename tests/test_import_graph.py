@@ -265,6 +265,8 @@ NOT_FOR_A_PYTHON_SUITE = (
     "pytest_vibeeval.providers.parsers",
     "pytest_vibeeval.providers.sessions",
     "pytest_vibeeval.recording",
+    "pytest_vibeeval.recording_prune",
+    "pytest_vibeeval.report.recording_text",
     "pytest_vibeeval.schema_refs",
     "pytest_vibeeval.semantic",
     "pytest_vibeeval.structural_checks",

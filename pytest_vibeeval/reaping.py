@@ -62,6 +62,7 @@ PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PF_EXITING = 0x4  # in /proc/<pid>/stat's flags: the process has begun to exit
 KILL_WAIT_S = 5.0  # how long a SIGKILLed process may take to die (it may be in the middle of I/O)
+PENDING_WAIT_S = 5.0  # how long a scan looks again at a process in the middle of an exec
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -528,7 +529,9 @@ def end_lost_workers_processes(owner: str) -> None:
     remove_abandoned(lambda pid: pid != owner_pid)  # that pid's cgroups: no other's that looks free
     me = os.getpid()
     generations = 0
-    deadline = time.monotonic() + KILL_WAIT_S
+    # From when a scan first finds a process in the middle of an exec, and again after each kill:
+    # the kill wait (up to KILL_WAIT_S) must not use up the next scan's time for such a process.
+    pending_until: float | None = None
     while generations < 100:  # killing a process may free the next generation; bounded, just in case
         lost, pending = [], []
         for pid in _all_pids():
@@ -541,6 +544,7 @@ def end_lost_workers_processes(owner: str) -> None:
                 lost.append(pid)
         if lost:
             generations += 1
+            pending_until = None
             for pid in lost:
                 _kill(pid)
             fds = _pidfds_of(lost)
@@ -548,9 +552,13 @@ def end_lost_workers_processes(owner: str) -> None:
                 _wait_dead(lost, fds)
             finally:
                 _close_all(() if fds is None else fds.values())
-        elif not pending or time.monotonic() > deadline:
+        elif not pending:
             return
         else:  # a process in the middle of an exec may be one of them: look again once it is done
+            if pending_until is None:
+                pending_until = time.monotonic() + PENDING_WAIT_S
+            elif time.monotonic() > pending_until:
+                return
             time.sleep(0.01)
 
 

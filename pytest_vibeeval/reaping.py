@@ -532,9 +532,10 @@ def end_lost_workers_processes(owner: str) -> None:
     # From when a scan first finds a process in the middle of an exec, and again after each kill:
     # the kill wait (up to KILL_WAIT_S) must not use up the next scan's time for such a process.
     pending_until: float | None = None
+    looking_at: list[int] | None = None  # only these (caught in an exec); None: every process
     while generations < 100:  # killing a process may free the next generation; bounded, just in case
         lost, pending = [], []
-        for pid in _all_pids():
+        for pid in _all_pids() if looking_at is None else looking_at:
             marker = _marker(pid)
             if pid == me or marker is None or marker.partition(":")[0] == str(me):
                 continue
@@ -544,7 +545,7 @@ def end_lost_workers_processes(owner: str) -> None:
                 lost.append(pid)
         if lost:
             generations += 1
-            pending_until = None
+            pending_until, looking_at = None, None
             for pid in lost:
                 _kill(pid)
             fds = _pidfds_of(lost)
@@ -553,12 +554,17 @@ def end_lost_workers_processes(owner: str) -> None:
             finally:
                 _close_all(() if fds is None else fds.values())
         elif not pending:
-            return
+            if looking_at is None:
+                return
+            # Each caught in an exec has been told, none of them lost: one more look at every
+            # process, for what one of them started before its exec cleared its marker.
+            looking_at = None
         else:  # a process in the middle of an exec may be one of them: look again once it is done
             if pending_until is None:
                 pending_until = time.monotonic() + PENDING_WAIT_S
             elif time.monotonic() > pending_until:
                 return
+            looking_at = pending  # not all of /proc every 10 ms, for any process of this user that execs
             time.sleep(0.01)
 
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -594,3 +595,33 @@ def test_a_process_caught_in_an_exec_after_a_long_kill_wait_is_still_looked_at_a
     monkeypatch.setattr(reaping, "_wait_dead", wait_dead)
     reaping.end_lost_workers_processes(owner)
     assert killed == [agent, exec_caught]
+
+
+def test_a_process_caught_in_an_exec_is_looked_at_again_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the scan waits for a process caught in the middle of an exec (any process of this
+    user that execs, not only an agent), it reads again that process alone, not all of ``/proc``
+    every 10 ms; once that one is told, it looks at every process once more."""
+    from pytest_vibeeval import reaping
+
+    exec_caught, other = 102, 103
+    scans: list[int] = []
+    reads = {exec_caught: 0, other: 0}
+
+    def marker(pid: int) -> str | None:
+        reads[pid] += 1
+        return reaping._PENDING if pid == exec_caught and reads[pid] <= 50 else None
+
+    def all_pids() -> list[int]:
+        scans.append(1)
+        return [exec_caught, other]
+
+    monkeypatch.setattr(
+        reaping, "time", SimpleNamespace(monotonic=time.monotonic, sleep=lambda seconds: None)
+    )
+    monkeypatch.setattr(reaping, "_owner_is_gone", lambda marker: True)
+    monkeypatch.setattr(reaping, "remove_abandoned", lambda keep: None)
+    monkeypatch.setattr(reaping, "_all_pids", all_pids)
+    monkeypatch.setattr(reaping, "_marker", marker)
+    monkeypatch.setattr(reaping, "_kill", lambda pid: pytest.fail(f"process {pid} was killed"))
+    reaping.end_lost_workers_processes("1:1")
+    assert (len(scans), reads) == (2, {exec_caught: 52, other: 2})

@@ -296,12 +296,12 @@ def _wait_dead(pids: list[int], fds: dict[int, int] | None) -> None:
 
 
 def _stuck(pids: list[int], fds: dict[int, int] | None, held: set[int]) -> list[int]:
-    """Those of ``pids`` (SIGKILLed, waited for) that have not terminated. Asked
-    under the lock, of each process's pidfd where there is one: a pid alone may be another
-    process's by now (another thread's command end reaps what is in ``unreaped``, and a new
-    process may get its pid), whose children must not be killed. Without pidfds, only the pids in
-    ``held`` count: this process's children still unreaped (only reaped under the lock), and the
-    children of a stuck process (their parent, killed, cannot reap them)."""
+    """Those of ``pids`` (SIGKILLed, waited for) that have not terminated, asked under the lock of
+    each one's pidfd (``fds``, left open) where there is one: a pid alone may be another process's
+    by now (another thread's command end reaps what is in ``unreaped``, and a new process may get
+    its pid), whose children must not be killed. Without pidfds only the pids in ``held`` count:
+    this process's children still unreaped (reaped only under the lock), and the children of a
+    stuck process (their parent, killed, cannot reap them)."""
     if fds is None:
         return [pid for pid in pids if pid in held and _not_ended(pid)]
     running = _poll_pidfds(fds.values(), 0)

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -62,6 +62,7 @@ PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PF_EXITING = 0x4  # in /proc/<pid>/stat's flags: the process has begun to exit
 KILL_WAIT_S = 5.0  # how long a SIGKILLed process may take to die (it may be in the middle of I/O)
+PENDING_WAIT_S = 5.0  # how long a scan looks again at a process in the middle of an exec
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -221,20 +222,30 @@ def _kill_children_of(parents: list[int]) -> list[int]:
 def pidfds(pids: list[int]) -> list[int] | None:
     """A pidfd of each of ``pids`` that still exists; None where there are no pidfds (a kernel
     before 5.3, a Python built without ``os.pidfd_open``): the caller waits another way."""
+    fds = _pidfds_of(pids)
+    return None if fds is None else list(fds.values())
+
+
+def _pidfds_of(pids: list[int]) -> dict[int, int] | None:
+    """:func:`pidfds`, each under its pid: a pid left out had already been reaped."""
     pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is None:
         return None
-    fds = []
+    fds: dict[int, int] = {}
     for pid in pids:
         try:
-            fds.append(pidfd_open(pid))
+            fds[pid] = pidfd_open(pid)
         except ProcessLookupError:
             pass
         except OSError:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds.values())
             return None
     return fds
+
+
+def _close_all(fds: Iterable[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 # select.poll takes a C int of milliseconds; longer waits are made of several polls.
@@ -248,34 +259,53 @@ def wait_pidfds(fds: list[int], timeout: float | None) -> bool:
     (a group can still be killed by its id); Popen.wait(timeout) instead polls with sleeps, which
     cost milliseconds on every short command."""
     try:
-        poller = select.poll()  # not select.select: it refuses descriptors from 1024 on
-        for fd in fds:
-            poller.register(fd, select.POLLIN)
-        left = len(fds)
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
-        while left:
-            left_ms = None if deadline is None else max(deadline - time.monotonic(), 0.0) * 1000
-            ready = poller.poll(None if left_ms is None else min(left_ms, MAX_POLL_MS))
-            for fd, _ in ready:
-                poller.unregister(fd)
-                left -= 1
-            if not ready and left_ms is not None and left_ms <= MAX_POLL_MS:
-                return False
-        return True
+        return not _poll_pidfds(fds, timeout)
     finally:
-        for fd in fds:
-            os.close(fd)
+        _close_all(fds)
 
 
-def _wait_dead(pids: list[int], fds: list[int] | None) -> None:
+def _poll_pidfds(fds: Iterable[int], timeout: float | None) -> set[int]:
+    """Block until the process of each of ``fds`` has terminated or ``timeout`` (None: no bound)
+    has passed; return those whose process has not terminated (all closed by the caller)."""
+    poller = select.poll()  # not select.select: it refuses descriptors from 1024 on
+    left = set(fds)
+    for fd in left:
+        poller.register(fd, select.POLLIN)
+    deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+    while left:
+        left_ms = None if deadline is None else max(deadline - time.monotonic(), 0.0) * 1000
+        ready = poller.poll(None if left_ms is None else min(left_ms, MAX_POLL_MS))
+        for fd, _ in ready:
+            poller.unregister(fd)
+            left.discard(fd)
+        if not ready and left_ms is not None and left_ms <= MAX_POLL_MS:
+            break
+    return left
+
+
+def _wait_dead(pids: list[int], fds: dict[int, int] | None) -> None:
     """Block until every one of ``pids`` (SIGKILLed) has terminated, at most :data:`KILL_WAIT_S` in
-    all, and close ``fds`` (their :func:`pidfds`); without those, look every 10 ms."""
+    all: through ``fds`` (their :func:`_pidfds_of`, left open), or without those by looking every
+    10 ms."""
     if fds is not None:
-        wait_pidfds(fds, KILL_WAIT_S)
+        _poll_pidfds(fds.values(), KILL_WAIT_S)
         return
     deadline = time.monotonic() + KILL_WAIT_S
     while time.monotonic() < deadline and any(_not_ended(pid) for pid in pids):
         time.sleep(0.01)
+
+
+def _stuck(pids: list[int], fds: dict[int, int] | None, held: set[int]) -> list[int]:
+    """Those of ``pids`` (SIGKILLed, waited for) that have not terminated, asked under the lock of
+    each one's pidfd (``fds``, left open) where there is one: a pid alone may be another process's
+    by now (another thread's command end reaps what is in ``unreaped``, and a new process may get
+    its pid), whose children must not be killed. Without pidfds only the pids in ``held`` count:
+    this process's children still unreaped (reaped only under the lock), and the children of a
+    stuck process (their parent, killed, cannot reap them)."""
+    if fds is None:
+        return [pid for pid in pids if pid in held and _not_ended(pid)]
+    running = _poll_pidfds(fds.values(), 0)
+    return [pid for pid, fd in fds.items() if fd in running]
 
 
 class _Running:
@@ -348,15 +378,17 @@ class Orphans:
         running = _running()
         killed: list[int] = []
         reasons: list[str] = []
+        fds: dict[int, int] | None = None
         try:
             with running.lock:
                 running.commands.pop(self, None)
                 dying = self.reap()
-                fds = pidfds(dying) if dying else None  # while their pids are theirs: none is reaped yet
+                fds = _pidfds_of(dying) if dying else None  # while their pids are theirs: none is reaped yet
                 if dying:
                     # Counted again while it waits, with no start (no bound on the others' windows):
                     # the subreaper stays on, and re-parents the children of what it killed here.
                     running.commands[self] = None
+            later: list[int] = []  # children of stuck processes, killed: not this process's
             while dying:
                 killed += dying
                 # Without the lock: they may take long to die, and no other command waits for that.
@@ -364,10 +396,16 @@ class Orphans:
                 with running.lock:
                     # Those that did not die (stuck in the kernel) keep their children, which are re-
                     # parented here only when they end, maybe after this command, outside its window.
-                    stuck = [pid for pid in dying if _not_ended(pid)]
-                    dying = self.reap() + (_kill_children_of(stuck) if stuck else [])
-                    fds = pidfds(dying) if dying else None
+                    stuck = _stuck(dying, fds, running.unreaped | set(later))
+                    if fds is not None:
+                        _close_all(fds.values())
+                        fds = None
+                    later = _kill_children_of(stuck) if stuck else []
+                    dying = self.reap() + later
+                    fds = _pidfds_of(dying) if dying else None
         finally:
+            if fds is not None:  # an exception in the wait: nothing closed them
+                _close_all(fds.values())
             # One section to the end, the notes after it: a command starting in between would find
             # none running and this process still a subreaper, and keep it one for good.
             with running.lock:
@@ -491,10 +529,13 @@ def end_lost_workers_processes(owner: str) -> None:
     remove_abandoned(lambda pid: pid != owner_pid)  # that pid's cgroups: no other's that looks free
     me = os.getpid()
     generations = 0
-    deadline = time.monotonic() + KILL_WAIT_S
+    # From when a scan first finds a process in the middle of an exec, and again after each kill:
+    # the kill wait (up to KILL_WAIT_S) must not use up the next scan's time for such a process.
+    pending_until: float | None = None
+    looking_at: list[int] | None = None  # only these (caught in an exec); None: every process
     while generations < 100:  # killing a process may free the next generation; bounded, just in case
         lost, pending = [], []
-        for pid in _all_pids():
+        for pid in _all_pids() if looking_at is None else looking_at:
             marker = _marker(pid)
             if pid == me or marker is None or marker.partition(":")[0] == str(me):
                 continue
@@ -504,12 +545,26 @@ def end_lost_workers_processes(owner: str) -> None:
                 lost.append(pid)
         if lost:
             generations += 1
+            pending_until, looking_at = None, None
             for pid in lost:
                 _kill(pid)
-            _wait_dead(lost, pidfds(lost))
-        elif not pending or time.monotonic() > deadline:
-            return
+            fds = _pidfds_of(lost)
+            try:
+                _wait_dead(lost, fds)
+            finally:
+                _close_all(() if fds is None else fds.values())
+        elif not pending:
+            if looking_at is None:
+                return
+            # Each caught in an exec has been told, none of them lost: one more look at every
+            # process, for what one of them started before its exec cleared its marker.
+            looking_at = None
         else:  # a process in the middle of an exec may be one of them: look again once it is done
+            if pending_until is None:
+                pending_until = time.monotonic() + PENDING_WAIT_S
+            elif time.monotonic() > pending_until:
+                return
+            looking_at = pending  # not all of /proc every 10 ms, for any process of this user that execs
             time.sleep(0.01)
 
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -555,3 +556,72 @@ def test_the_watchers_scan_ends_processes_caught_in_the_middle_of_an_exec(tmp_pa
         end_lost_workers_processes(owner)
         running = [pid for pid in pids if not is_gone(pid)]
     assert not running, f"{len(running)} of {len(pids)} processes caught in an exec were left running"
+
+
+def test_a_process_caught_in_an_exec_after_a_long_kill_wait_is_still_looked_at_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scan's time for what is caught in the middle of an exec starts when it is caught: a
+    first generation that took its whole kill wait to die does not use it up, and the agent caught
+    in an exec by the next scan is still looked at again and ended. On a clock of its own: the
+    kill wait takes no time here."""
+    from pytest_vibeeval import reaping
+
+    owner, agent, exec_caught = "1:1", 101, 102
+    clock = [0.0]
+    killed: list[int] = []
+    reads = {exec_caught: 0}
+
+    def marker(pid: int) -> str | None:
+        if pid == exec_caught:
+            reads[pid] += 1
+            return reaping._PENDING if reads[pid] <= 2 else owner  # in an exec at the first two scans
+        return owner if pid == agent else None
+
+    def wait_dead(pids: list[int], fds: object) -> None:
+        clock[0] += reaping.KILL_WAIT_S + 1  # all of the kill wait, and more
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    monkeypatch.delattr(os, "pidfd_open", raising=False)  # no pidfd of a pid this test made up
+    monkeypatch.setattr(reaping, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=sleep))
+    monkeypatch.setattr(reaping, "_owner_is_gone", lambda marker: True)
+    monkeypatch.setattr(reaping, "remove_abandoned", lambda keep: None)
+    monkeypatch.setattr(reaping, "_all_pids", lambda: [agent, exec_caught])
+    monkeypatch.setattr(reaping, "_marker", marker)
+    monkeypatch.setattr(reaping, "is_alive", lambda pid: pid not in killed)
+    monkeypatch.setattr(reaping, "_kill", killed.append)
+    monkeypatch.setattr(reaping, "_wait_dead", wait_dead)
+    reaping.end_lost_workers_processes(owner)
+    assert killed == [agent, exec_caught]
+
+
+def test_a_process_caught_in_an_exec_is_looked_at_again_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the scan waits for a process caught in the middle of an exec (any process of this
+    user that execs, not only an agent), it reads again that process alone, not all of ``/proc``
+    every 10 ms; once that one is told, it looks at every process once more."""
+    from pytest_vibeeval import reaping
+
+    exec_caught, other = 102, 103
+    scans: list[int] = []
+    reads = {exec_caught: 0, other: 0}
+
+    def marker(pid: int) -> str | None:
+        reads[pid] += 1
+        return reaping._PENDING if pid == exec_caught and reads[pid] <= 50 else None
+
+    def all_pids() -> list[int]:
+        scans.append(1)
+        return [exec_caught, other]
+
+    monkeypatch.setattr(
+        reaping, "time", SimpleNamespace(monotonic=time.monotonic, sleep=lambda seconds: None)
+    )
+    monkeypatch.setattr(reaping, "_owner_is_gone", lambda marker: True)
+    monkeypatch.setattr(reaping, "remove_abandoned", lambda keep: None)
+    monkeypatch.setattr(reaping, "_all_pids", all_pids)
+    monkeypatch.setattr(reaping, "_marker", marker)
+    monkeypatch.setattr(reaping, "_kill", lambda pid: pytest.fail(f"process {pid} was killed"))
+    reaping.end_lost_workers_processes("1:1")
+    assert (len(scans), reads) == (2, {exec_caught: 52, other: 2})

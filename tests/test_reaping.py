@@ -445,3 +445,55 @@ def test_the_children_of_a_killed_process_that_does_not_die_are_ended(
         if not is_gone(child):
             os.killpg(child, signal.SIGKILL)
             wait_gone(child)
+
+
+# Leaves a daemon (a double fork in a new session, re-parented to the runner) and exits.
+DAEMON_LEAVING_COMMAND = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+"""
+
+
+@needs_linux
+@pytest.mark.parametrize("with_pidfds", [True, False], ids=["pidfds", "no-pidfds"])
+def test_a_killed_process_reaped_by_another_command_meanwhile_is_not_taken_for_stuck(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_pidfds: bool
+) -> None:
+    """While a command's end waits for what it killed (without the lock), another thread's command
+    end may reap it, and a new process may get its pid: that process is not taken for the killed
+    one stuck in the kernel, and its children are not killed. The reuse of the pid is played here:
+    the killed process reaped as the other command's end would, its pid then read as not ended."""
+    if with_pidfds and not hasattr(os, "pidfd_open"):
+        pytest.skip("this Python has no os.pidfd_open")
+    if not with_pidfds:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    running = reaping._running()
+    wait_dead, not_ended, kill_children_of = reaping._wait_dead, reaping._not_ended, reaping._kill_children_of
+    reused: set[int] = set()
+    children_killed_of: list[int] = []
+
+    def wait_then_reaped_elsewhere(pids: list[int], fds: object) -> None:
+        wait_dead(pids, fds)  # type: ignore[arg-type]
+        for pid in pids:
+            if pid in running.unreaped:  # as another command's end would: Orphans.reap
+                os.waitpid(pid, 0)
+                running.unreaped.discard(pid)
+                reused.add(pid)
+
+    def killing_children_of(parents: list[int]) -> list[int]:
+        children_killed_of.extend(parents)
+        return kill_children_of([parent for parent in parents if parent not in reused])
+
+    monkeypatch.setattr(reaping, "_wait_dead", wait_then_reaped_elsewhere)
+    monkeypatch.setattr(reaping, "_not_ended", lambda pid: pid in reused or not_ended(pid))
+    monkeypatch.setattr(reaping, "_kill_children_of", killing_children_of)
+    argv = [PYTHON, str(agent(tmp_path, "leaving.py", DAEMON_LEAVING_COMMAND))]
+    result = run_command(argv, cwd=tmp_path, output_dir=tmp_path, name="leaving", timeout=300)
+    assert result.exit_code == 0
+    assert reused, "the command's end killed no daemon"
+    assert not set(children_killed_of) & reused, "the children of a new process given the pid were killed"

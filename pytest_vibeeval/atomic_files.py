@@ -53,8 +53,8 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, text: str | bytes | Iterable[str], *, into_special: bool = False) -> None:
-    """Write ``text`` (or its pieces, one after another, or bytes) to a temporary file beside ``path`` and
+def write_atomic(path: Path, text: str | Iterable[str], *, into_special: bool = False) -> None:
+    """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
     rename it over ``path``: a reader sees the old file or the whole new one, never a part.
 
     ``into_special``, for a path the user named (``--vibe-results``, ``--vibe-html``): a character
@@ -67,9 +67,6 @@ def write_atomic(path: Path, text: str | bytes | Iterable[str], *, into_special:
     if into_special:
         mode = special_mode(path)
         if mode is not None and written_through(mode):
-            if isinstance(text, bytes):
-                path.write_bytes(text)
-                return
             with path.open("w", encoding="utf-8") as handle:
                 handle.writelines([text] if isinstance(text, str) else text)
             return
@@ -178,7 +175,7 @@ def temporary_target(name: str) -> str | None:
 
 
 @contextmanager
-def _written(folder: Path, name: str, text: str | bytes | Iterable[str]) -> Iterator[str]:
+def _written(folder: Path, name: str, text: str | Iterable[str]) -> Iterator[str]:
     """A temporary file in ``folder`` (made, with its parents) holding ``text``, removed afterwards
     unless the block renamed it."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -186,12 +183,8 @@ def _written(folder: Path, name: str, text: str | bytes | Iterable[str]) -> Iter
     try:
         # mkstemp creates the file 0600; give it the mode any file the user writes gets.
         os.fchmod(fd, 0o666 & ~_umask())
-        if isinstance(text, bytes):
-            with os.fdopen(fd, "wb") as binary:
-                binary.write(text)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.writelines([text] if isinstance(text, str) else text)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.writelines([text] if isinstance(text, str) else text)
         yield temporary
     finally:
         Path(temporary).unlink(missing_ok=True)

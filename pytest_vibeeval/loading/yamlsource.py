@@ -19,7 +19,6 @@ from ..bounded_read import UnreadableFile
 from ..errors import InputError, Loc, Problem
 from ..surrogates import LONE_ESCAPE_HINT, lone_escape
 from ..text_input import NotUtf8, read_input_text
-from .parse_cache import parser_fingerprint, read_entry, text_digest, write_entry
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
@@ -437,8 +436,7 @@ def parse_yaml(path: Path, text: str) -> Document:
 def load_document(path: Path) -> Document:
     """Read a ``.yaml``/``.yml``/``.json`` file. A JSON file's values are the JSON parser's (YAML 1.1
     would read ``1e3`` as text, and accept a trailing comma); the YAML parser reads it too, for
-    its line numbers and duplicate keys, unless it cannot (``\\/``): then it has no line numbers.
-    The parse of the same text by the same parser is taken from :mod:`.parse_cache` where it is kept."""
+    its line numbers and duplicate keys, unless it cannot (``\\/``): then it has no line numbers."""
     try:
         text = read_input_text(path, MAX_INPUT_BYTES)
     except NotUtf8 as exc:
@@ -454,23 +452,6 @@ def load_document(path: Path) -> Document:
             line=1,
             hint='save the file as UTF-8 with at most one BOM (an editor\'s "UTF-8" without BOM is best)',
         )
-    fingerprint = parser_fingerprint(_loader_class())
-    digest = text_digest(text)
-    kept = read_entry(path, fingerprint, digest)
-    if kept is not None:
-        return Document(path, *kept)
-    document = _parse_document(path, text)
-    write_entry(
-        path,
-        fingerprint,
-        digest,
-        (document.data, document.lines, document.numbers_as_text, document.templated),
-    )
-    return document
-
-
-def _parse_document(path: Path, text: str) -> Document:
-    """The document of ``text``, read from ``path`` (see :func:`load_document`)."""
     if path.suffix.lower() != ".json" or not text.strip():
         return parse_yaml(path, text)
     try:

@@ -139,6 +139,10 @@ def run_with_limits(
         if before is not None:
             before()
 
+    # Under a file-size limit CPython's import system renames a bytecode file it could write only
+    # in part into place (it does not check the write's count): every later import of that module,
+    # in this run or the next, fails with "marshal data too short".
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"} if resource.RLIMIT_FSIZE in limits else None
     started = time.monotonic()
     done = subprocess.run(
         [PYTHON, "-m", "pytest", *FAST_ARGS, *(xdist or []), *args],
@@ -147,6 +151,7 @@ def run_with_limits(
         text=True,
         timeout=180,
         preexec_fn=limited,
+        env=env,
     )
     lines = (done.stdout.splitlines(), done.stderr.splitlines())
     return pytest.RunResult(done.returncode, *lines, time.monotonic() - started)

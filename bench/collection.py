@@ -8,9 +8,12 @@ import functools
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_vibeeval.filenames import PARSED_SUITES_FOLDER
+
 from .common import (
     RSS_ENV,
     Row,
+    Run,
     clean_env,
     collected_in,
     interleaved,
@@ -132,6 +135,27 @@ def collection_row(items: int, ours: float, plain: float, ours_wall: float, plai
     )
 
 
+def _first_read(project: Path, env: dict[str, str]) -> Run:
+    """``pytest --collect-only`` in ``project`` with no kept parse of its suites (removed first)."""
+    for kept in (project / ".pytest_cache" / "d" / PARSED_SUITES_FOLDER).glob("*"):
+        kept.unlink()
+    return run_pytest(["--collect-only"], project, env)
+
+
+def first_read_row(items: int, ours: float, plain: float) -> Row:
+    """Collection when every suite is parsed: the first session after an edit or ``--cache-clear``
+    (no target: the issue's is for everyday runs, which take the parses an earlier run kept, as the
+    plain side takes its test module's bytecode)."""
+    return Row(
+        "collection",
+        f"{items} items, --collect-only, first read (no kept parse)",
+        f"{ours:.2f} s",
+        f"{plain:.2f} s",
+        ours / plain,
+        note=f"{ours / items * 1e6:.0f} µs/item; each run removes the suites' kept parses first",
+    )
+
+
 def collection(root: Path, sizes: Sequence[int], repeat: int) -> list[Row]:
     """``pytest --collect-only`` at each size: pytest's own "collected in" figure, median of
     ``repeat`` interleaved runs, and how the time per item changes with the size. The runs at the
@@ -147,20 +171,23 @@ def collection(root: Path, sizes: Sequence[int], repeat: int) -> list[Row]:
             side: clean_env(work / f"tmp-{side}", {RSS_ENV: str(work / f"rss-{side}-{items}.jsonl")})
             for side in ("ours", "plain")
         }
-        runs = interleaved(
-            {
-                "plain": functools.partial(
-                    run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, envs["plain"]
-                ),
-                "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, envs["ours"]),
-            },
-            repeat,
-        )
+        calls = {
+            "plain": functools.partial(
+                run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, envs["plain"]
+            ),
+            "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, envs["ours"]),
+        }
+        if items == sizes[-1]:
+            calls["first read"] = functools.partial(_first_read, ours_dir, envs["ours"])
+        runs = interleaved(calls, repeat)
         ours = median_of([collected_in(r.output) for r in runs["ours"]])
         plain = median_of([collected_in(r.output) for r in runs["plain"]])
         per_item.append(ours / items * 1e6)
         plain_per_item.append(plain / items * 1e6)
         rows.append(collection_row(items, ours, plain, median(runs["ours"]).wall, median(runs["plain"]).wall))
+        if "first read" in runs:
+            first = median_of([collected_in(r.output) for r in runs["first read"]])
+            rows.append(first_read_row(items, first, plain))
     if len(sizes) > 1:
         growth = per_item[-1] / min(per_item[:-1])
         rows.append(

@@ -20,9 +20,9 @@ import pytest_vibeeval
 
 # Plugins of the development environment (the test extra's) that neither side needs: hypothesis
 # registers one, and pytest-rerunfailures and pytest-repeat add hooks every item would pay for.
-PYTEST_BASE = (
-    "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:rerunfailures", "-p", "no:repeat",
-)  # fmt: skip
+# pytest's cache provider stays on, as in everyday use: both sides write their last-failed state
+# to it, and pytest-vibeeval keeps the suites' parses there (the first run of a project parses).
+PYTEST_BASE = ("-q", "-p", "no:hypothesispytest", "-p", "no:rerunfailures", "-p", "no:repeat")
 # Variables of the calling environment that would change what pytest does; without
 # PYTHONDONTWRITEBYTECODE each project's conftest and test file are compiled (and rewritten by
 # pytest) once, not in every run, as in everyday use.

@@ -53,9 +53,12 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, text: str | Iterable[str], *, into_special: bool = False) -> None:
-    """Write ``text`` (or its pieces, one after another) to a temporary file beside ``path`` and
-    rename it over ``path``: a reader sees the old file or the whole new one, never a part.
+def write_atomic(
+    path: Path, text: str | bytes | Iterable[str], *, into_special: bool = False, mode: int | None = None
+) -> None:
+    """Write ``text`` (or its pieces, one after another, or bytes) to a temporary file beside ``path``
+    and rename it over ``path``: a reader sees the old file or the whole new one, never a part.
+    ``mode``: the new file's permission bits (by default those the umask leaves of 0o666).
 
     ``into_special``, for a path the user named (``--vibe-results``, ``--vibe-html``): a character
     device or a FIFO there, or a link to one (``/dev/null``, ``/dev/stdout``, a FIFO a tool reads),
@@ -66,15 +69,19 @@ def write_atomic(path: Path, text: str | Iterable[str], *, into_special: bool = 
     the write wait for a reader forever, a link to a device have it written into."""
     if into_special:
         mode = special_mode(path)
-        if mode is not None and written_through(mode):
+        kind = special_mode(path)
+        if kind is not None and written_through(kind):
+            if isinstance(text, bytes):
+                path.write_bytes(text)
+                return
             with path.open("w", encoding="utf-8") as handle:
                 handle.writelines([text] if isinstance(text, str) else text)
             return
-        if mode is not None:
-            raise OSError(errno.EINVAL, refused(path, mode))
+        if kind is not None:
+            raise OSError(errno.EINVAL, refused(path, kind))
         if (file := descriptor_file(path)) is not None:
             raise OSError(errno.EINVAL, refused_descriptor(path, file))
-    with _written(path.parent, path.name, text) as temporary:
+    with _written(path.parent, path.name, text, mode) as temporary:
         os.replace(temporary, path)
 
 
@@ -175,16 +182,22 @@ def temporary_target(name: str) -> str | None:
 
 
 @contextmanager
-def _written(folder: Path, name: str, text: str | Iterable[str]) -> Iterator[str]:
+def _written(
+    folder: Path, name: str, text: str | bytes | Iterable[str], mode: int | None = None
+) -> Iterator[str]:
     """A temporary file in ``folder`` (made, with its parents) holding ``text``, removed afterwards
     unless the block renamed it."""
     folder.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=temporary_prefix(name), dir=folder)
     try:
         # mkstemp creates the file 0600; give it the mode any file the user writes gets.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.writelines([text] if isinstance(text, str) else text)
+        os.fchmod(fd, 0o666 & ~_umask() if mode is None else mode)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.writelines([text] if isinstance(text, str) else text)
         yield temporary
     finally:
         Path(temporary).unlink(missing_ok=True)

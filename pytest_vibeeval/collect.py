@@ -113,7 +113,8 @@ class SuiteCollector(_EvalFile):
         state = get_state(self.config)
         rootpath = self.config.rootpath
         try:
-            suite = with_mcp_urls(load_suite(self.path, state.extensions), dict(state.settings.mcp_urls))
+            loaded = load_suite(self.path, state.extensions, state.parses)
+            suite = with_mcp_urls(loaded, dict(state.settings.mcp_urls))
             formula = suite_formula(suite, state.extensions)
             configs = configurations_for(suite, rootpath, state.config_files)
         except InputError as exc:

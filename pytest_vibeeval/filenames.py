@@ -37,3 +37,7 @@ def name_part(text: str, max_bytes: int = NAME_MAX) -> str:
     """``text`` (an eval name, a configuration id, a step name) as part of a file name: each run of
     characters other than letters, digits and ``._+-`` as ``_``, at most ``max_bytes`` long."""
     return bounded_name(_UNSAFE_IN_NAMES.sub("_", text), max_bytes)
+
+
+# the folder of pytest's cache (``config.cache.mkdir``) parsed suites are kept in (loading.parse_cache)
+PARSED_SUITES_FOLDER = "vibeeval-parsed"

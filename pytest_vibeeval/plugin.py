@@ -24,7 +24,7 @@ import pytest
 from . import builtins
 from .budget import Budget
 from .collection_gc import pause, thaw
-from .filenames import YAML_SUFFIXES
+from .filenames import PARSED_SUITES_FOLDER, YAML_SUFFIXES
 from .itemhooks import ITEMS_PLUGIN, LOCK_DIR_INPUT, RESUME_INPUT, CollectionHooks, ItemHooks
 from .loading.link_cycles import is_link_cycle
 from .loading.named_folders import is_named_folder
@@ -66,6 +66,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
         state.resume = ResumeIndex.from_json(workerinput[RESUME_INPUT])
     state.budget = Budget(state.lock_dir, settings.max_cost)
+    if config.pluginmanager.has_plugin("cacheprovider"):
+        state.parse_folder = lambda: config.cache.mkdir(PARSED_SUITES_FOLDER)
     if settings.sandbox_mode == "bwrap":  # fail now rather than at every item
         from .execute import session_sandbox
         from .workspace.sandbox import SandboxUnavailable

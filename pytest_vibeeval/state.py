@@ -17,6 +17,7 @@ from .interrupts import InterruptWatch
 
 if TYPE_CHECKING:
     from .loading.configurations import ConfigFileCache
+    from .loading.parse_cache import ParseStore
     from .loading.templates import Renderer
     from .providers.pool import ProviderPool
     from .results import ResultsFile, RunRecord
@@ -93,6 +94,8 @@ class VibeState:
     recordings_used: set[str] = field(default_factory=set)  # the store's files this process used
     # configuration id -> the suites (sources) that list it but did not run it (recording_prune)
     configs_not_run: dict[str, set[str]] = field(default_factory=dict)
+    # makes and returns the folder of pytest's cache parsed suites are kept in (None: pytest's cache is off)
+    parse_folder: Callable[[], Path] | None = None
 
     # The suites' machinery, made when first used: a session without evals never imports it.
 
@@ -101,6 +104,13 @@ class VibeState:
         from .loading.configurations import ConfigFileCache
 
         return ConfigFileCache(self.extensions)
+
+    @functools.cached_property
+    def parses(self) -> ParseStore | None:
+        """Where parsed suites are kept across sessions (see :mod:`.loading.parse_cache`)."""
+        from .loading.parse_cache import ParseStore
+
+        return None if self.parse_folder is None else ParseStore(self.parse_folder)
 
     @functools.cached_property
     def aggregator(self) -> Aggregator:

@@ -15,6 +15,7 @@ import pytest
 from helpers import FAST_ARGS, XDIST_MODES, evals_by_nodeid, load_json, run, write
 
 from pytest_vibeeval.loading import suite as suite_module
+from pytest_vibeeval.loading.parse_cache import ParseStore
 from pytest_vibeeval.loading.yamlsource import Document, load_document
 
 SUITE = """
@@ -404,8 +405,8 @@ def test_a_loaded_suite_leaves_no_garbage_for_the_collector(
     at once, not kept alive by a reference cycle until the collection that ends the pause."""
     parsed: list[weakref.ref[Document]] = []
 
-    def load(path: Path) -> Document:
-        document = load_document(path)
+    def load(path: Path, kept: ParseStore | None = None) -> Document:
+        document = load_document(path, kept)
         parsed.append(weakref.ref(document))
         return document
 

@@ -39,6 +39,7 @@ from ..scoring.variables import (
     variable_clash,
 )
 from .check_parsing import check_name_problems, parse_checks, raw_check_lists
+from .parse_cache import ParseStore
 from .rows import expand_datasets
 from .templates import ANY_TEMPLATE, row_columns, template_problems
 from .yamlsource import Document, load_document
@@ -121,12 +122,13 @@ def _build_models() -> None:
         model.model_rebuild()
 
 
-def load_suite(path: Path, extensions: Extensions | None = None) -> Suite:
+def load_suite(path: Path, extensions: Extensions | None = None, kept: ParseStore | None = None) -> Suite:
     """Read and validate a suite file; raises :class:`InputError` with every problem found.
-    ``extensions``: the session's check types, parsers and run variables (the built-ins by default)."""
+    ``extensions``: the session's check types, parsers and run variables (the built-ins by default);
+    ``kept``: where parsed suites are kept across sessions (see :mod:`.parse_cache`)."""
     extensions = extensions or builtin_extensions()
     registry = extensions.checks
-    doc = load_document(path)
+    doc = load_document(path, kept)
     if not isinstance(doc.data, dict):
         raise InputError.single(
             path, "a suite is a mapping with `metadata` and `evals`", line=doc.line_of(())

@@ -19,6 +19,7 @@ from ..bounded_read import UnreadableFile
 from ..errors import InputError, Loc, Problem
 from ..surrogates import LONE_ESCAPE_HINT, lone_escape
 from ..text_input import NotUtf8, read_input_text
+from .parse_cache import ParseStore, parser_fingerprint, text_digest
 
 MAX_NODES = 200_000  # nodes reached again through aliases beyond this are refused (YAML bombs)
 MAX_DEPTH = 64
@@ -433,10 +434,11 @@ def parse_yaml(path: Path, text: str) -> Document:
     return Document(path, data, builder.lines, builder.numbers_as_text, builder.templated)
 
 
-def load_document(path: Path) -> Document:
+def load_document(path: Path, kept: ParseStore | None = None) -> Document:
     """Read a ``.yaml``/``.yml``/``.json`` file. A JSON file's values are the JSON parser's (YAML 1.1
     would read ``1e3`` as text, and accept a trailing comma); the YAML parser reads it too, for
-    its line numbers and duplicate keys, unless it cannot (``\\/``): then it has no line numbers."""
+    its line numbers and duplicate keys, unless it cannot (``\\/``): then it has no line numbers.
+    ``kept``: where the parse of the same text by the same parser is taken from, and kept."""
     try:
         text = read_input_text(path, MAX_INPUT_BYTES)
     except NotUtf8 as exc:
@@ -452,6 +454,21 @@ def load_document(path: Path) -> Document:
             line=1,
             hint='save the file as UTF-8 with at most one BOM (an editor\'s "UTF-8" without BOM is best)',
         )
+    if kept is None:
+        return _parse_document(path, text)
+    fingerprint = parser_fingerprint(_loader_class(), (MAX_NODES, MAX_DEPTH))
+    digest = text_digest(text)
+    parsed = kept.read(path, fingerprint, digest)
+    if parsed is not None:
+        return Document(path, *parsed)
+    document = _parse_document(path, text)
+    parsed = (document.data, document.lines, document.numbers_as_text, document.templated)
+    kept.write(path, fingerprint, digest, parsed)
+    return document
+
+
+def _parse_document(path: Path, text: str) -> Document:
+    """The document of ``text``, read from ``path`` (see :func:`load_document`)."""
     if path.suffix.lower() != ".json" or not text.strip():
         return parse_yaml(path, text)
     try:

@@ -68,7 +68,6 @@ def write_atomic(
     ``outputs``) whatever is at ``path`` is replaced, a link too: a FIFO planted there would make
     the write wait for a reader forever, a link to a device have it written into."""
     if into_special:
-        mode = special_mode(path)
         kind = special_mode(path)
         if kind is not None and written_through(kind):
             if isinstance(text, bytes):

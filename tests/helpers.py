@@ -33,8 +33,9 @@ NO_HISTORY = "--vibe-history="
 XDIST_MODES = pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
 # Importing hypothesis costs most of a run's startup, anyio's plugin (installed with the MCP SDK)
-# 45 ms; these runs use neither.
-FAST_ARGS = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:cacheprovider")
+# 45 ms; these runs use neither. FAST_ARGS also turn pytest's cache off (and the parses kept there).
+FAST_ARGS_WITH_CACHE = ("-p", "no:hypothesispytest", "-p", "no:anyio")
+FAST_ARGS = (*FAST_ARGS_WITH_CACHE, "-p", "no:cacheprovider")
 
 PYTHON = sys.executable
 

@@ -10,11 +10,12 @@ import marshal
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import XDIST_MODES, load_json, python_suite, write
+from helpers import FAST_ARGS_WITH_CACHE, XDIST_MODES, load_json, python_suite, write
 
 from pytest_vibeeval.errors import InputError
 from pytest_vibeeval.extensions import builtin_extensions
@@ -100,6 +101,72 @@ def test_an_entry_has_the_suites_permissions(tmp_path: Path) -> None:
     load_document(suite, store)
     entry = store.entry_path(suite)
     assert entry is not None and stat.S_IMODE(entry.stat().st_mode) == 0o600
+
+
+def _entries(folder: Path, ages: dict[str, float], size: int = 10) -> None:
+    """Files named like entries in ``folder``, each written ``ages[name]`` seconds ago."""
+    now = time.time()
+    for name, age in ages.items():
+        (folder / name).write_bytes(b"x" * size)
+        os.utime(folder / name, (now - age, now - age))
+
+
+def test_a_write_keeps_the_newest_entries_that_fit_and_nothing_else_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite renamed or deleted leaves its entry: the folder keeps the last ones written."""
+    monkeypatch.setattr(parse_cache, "MAX_ENTRIES", 3)
+    store = _store(tmp_path)
+    folder = store.folder
+    assert folder is not None
+    _entries(folder, {f"old{age}.cpython-310.parsed": age for age in (10, 20, 30, 40)})
+    (folder / "notes.txt").write_text("not ours", encoding="utf-8")
+    (folder / "link.parsed").symlink_to(folder / "old40.cpython-310.parsed")
+    suite = write(tmp_path / "s.eval.yaml", SUITE)
+    load_document(suite, store)
+    entry = store.entry_path(suite)
+    assert entry is not None
+    assert sorted(os.listdir(folder)) == sorted(
+        [entry.name, "old10.cpython-310.parsed", "old20.cpython-310.parsed", "notes.txt", "link.parsed"]
+    )
+    assert load_document(suite, store).data["evals"][1]["name"] == "second"  # a hit writes nothing
+    assert len(os.listdir(folder)) == 5
+
+
+def test_a_large_entry_goes_before_smaller_older_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    folder = store.folder
+    assert folder is not None
+    suite = write(tmp_path / "s.eval.yaml", SUITE)
+    load_document(suite, store)
+    entry = store.entry_path(suite)
+    assert entry is not None
+    monkeypatch.setattr(parse_cache, "MAX_FOLDER_BYTES", entry.stat().st_size + 1000)
+    _entries(folder, {"big.parsed": 10}, size=2000)
+    _entries(folder, {"small.parsed": 20, "smaller.parsed": 30}, size=400)
+    write(suite, SUITE.replace("Two?", "Six?"))
+    load_document(suite, store)
+    assert sorted(os.listdir(folder)) == sorted([entry.name, "small.parsed", "smaller.parsed"])
+
+
+def test_a_killed_writers_temporary_files_are_removed_once_old(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    folder = store.folder
+    assert folder is not None
+    hour = parse_cache.LEFT_BEHIND_SECONDS
+    _entries(
+        folder,
+        {
+            ".s.eval.yaml-0a1b.cpython-311.parsed.k2jd8x": hour + 60,  # a writer killed long ago
+            ".t.eval.yaml-9f8e.cpython-311.parsed.a_9z01": 5,  # maybe writing now
+            ".latest.json.q1w2e3": hour + 60,  # not ours
+        },
+    )
+    load_document(write(tmp_path / "s.eval.yaml", SUITE), store)
+    left = sorted(name for name in os.listdir(folder) if name.startswith("."))
+    assert left == [".latest.json.q1w2e3", ".t.eval.yaml-9f8e.cpython-311.parsed.a_9z01"]
 
 
 def _flip_last_byte(blob: bytes) -> bytes:
@@ -258,7 +325,6 @@ def test_messages_from_a_kept_parse_name_the_same_lines(tmp_path: Path) -> None:
     assert ":9" in messages[0]
 
 
-SESSION_ARGS = ("-p", "no:hypothesispytest", "-p", "no:anyio")
 APP = "def answer(prompt):\n    return 'The answer is 42.'\n"
 
 
@@ -272,7 +338,8 @@ def test_sessions_keep_the_parse_in_pytests_cache_take_it_and_see_an_edit(
     results = pytester.path / "r.json"
 
     def session() -> list[str]:
-        outcome = pytester.runpytest_subprocess(*SESSION_ARGS, *xdist, "--vibe-results", results, timeout=180)
+        args = (*FAST_ARGS_WITH_CACHE, *xdist, "--vibe-results", results)
+        outcome = pytester.runpytest_subprocess(*args, timeout=180)
         assert outcome.ret in (0, 1), outcome.stdout.str()
         return [record["name"] for record in load_json(results)["runs"][0]["evals"]]
 
@@ -301,6 +368,6 @@ def test_sessions_keep_the_parse_in_pytests_cache_take_it_and_see_an_edit(
 
 def test_without_pytests_cache_nothing_is_kept(pytester: pytest.Pytester) -> None:
     python_suite(pytester.path / "s.eval.yaml", ["{name: a, prompt: A?, checks: [{match: '*42*'}]}"], app=APP)
-    outcome = pytester.runpytest_subprocess(*SESSION_ARGS, "-p", "no:cacheprovider", timeout=180)
+    outcome = pytester.runpytest_subprocess(*FAST_ARGS_WITH_CACHE, "-p", "no:cacheprovider", timeout=180)
     outcome.assert_outcomes(passed=1)
     assert not (pytester.path / ".pytest_cache").exists()

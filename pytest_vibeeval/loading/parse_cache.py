@@ -12,7 +12,12 @@ by the same parser (:func:`parser_fingerprint`), and its payload's digest, check
 payload is unpacked, matches: ``marshal`` is never handed bytes this module did not write whole.
 Anything else is a miss, parsed anew and replaced; a folder that cannot be written is left alone
 without a word. An entry has the permission bits of its suite (a suite only its owner may read
-can hold a secret)."""
+can hold a secret).
+
+The folder is kept bounded (a suite renamed, moved or deleted leaves its entry behind): each write
+(a miss) keeps the most recently written entries that fit in :data:`MAX_ENTRIES` and
+:data:`MAX_FOLDER_BYTES`, removes the others, and removes the temporary files of writers killed
+mid-write (older than :data:`LEFT_BEHIND_SECONDS`)."""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import marshal
 import os
 import stat
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,12 +36,16 @@ from typing import Any
 import yaml
 
 from .. import __version__
-from ..atomic_files import write_atomic
+from ..atomic_files import temporary_target, write_atomic
 from ..bounded_read import UnreadableFile, read_bounded
 from ..filenames import name_part
 
 SUFFIX = f".{sys.implementation.cache_tag}.parsed"
 MAX_ENTRY_BYTES = 512 * 2**20  # an entry larger than this is neither written nor read
+MAX_ENTRIES = 4096  # entries kept in the folder at most (the one just written always stays)
+MAX_FOLDER_BYTES = 512 * 2**20  # bytes of entries kept in the folder at most (the same)
+LEFT_BEHIND_SECONDS = 3600.0  # a temporary file this old was left by a writer that was killed
+_ENTRY_END = ".parsed"  # every entry's, whatever Python made it (SUFFIX names this one's)
 _MAGIC = b"vibeeval-parsed\x01"
 _FINGERPRINT_BYTES = 16
 _TEXT_DIGEST_BYTES = 20
@@ -178,3 +188,34 @@ class ParseStore:
         with contextlib.suppress(OSError, ValueError):
             mode = stat.S_IMODE(os.stat(path).st_mode) & 0o666
             write_atomic(entry, blob, mode=mode)
+            tidy(entry.parent, keep=entry.name)
+
+
+def tidy(folder: Path, keep: str, now: float | None = None) -> None:
+    """Bound ``folder``: keep ``keep`` (the entry just written) and the most recently written other
+    entries that fit in :data:`MAX_ENTRIES` and :data:`MAX_FOLDER_BYTES`, remove the others and
+    the temporary files of killed writers. Other files, links, and anything that changes meanwhile
+    are left alone: another session may be tidying too, and a removed entry costs a parse only."""
+    now = time.time() if now is None else now
+    entries: list[tuple[float, int, str]] = []
+    with contextlib.suppress(OSError), os.scandir(folder) as found:
+        for item in found:
+            with contextlib.suppress(OSError):
+                if not item.is_file(follow_symlinks=False):
+                    continue
+                if item.name.endswith(_ENTRY_END):
+                    if item.name != keep:
+                        info = item.stat(follow_symlinks=False)
+                        entries.append((info.st_mtime, info.st_size, item.name))
+                elif (temporary_target(item.name) or "").endswith(_ENTRY_END) and (
+                    now - item.stat(follow_symlinks=False).st_mtime > LEFT_BEHIND_SECONDS
+                ):
+                    os.unlink(item.path)
+    with contextlib.suppress(OSError):
+        count, size = 1, os.stat(folder / keep).st_size
+        for _, entry_size, name in sorted(entries, reverse=True):  # the newest first, each kept if it fits
+            if count < MAX_ENTRIES and size + entry_size <= MAX_FOLDER_BYTES:
+                count, size = count + 1, size + entry_size
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(folder / name)

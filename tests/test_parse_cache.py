@@ -10,6 +10,7 @@ import marshal
 import os
 import re
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -298,6 +299,37 @@ def test_the_fingerprint_follows_constructors_patterns_and_limits() -> None:
     assert changed()
     assert parse_cache.parser_fingerprint(Loader, (10, 64)) != parse_cache.parser_fingerprint(Loader, LIMITS)
     assert parse_cache.parser_fingerprint(Loader, (10, 64)) != parse_cache.parser_fingerprint(Loader, (10, 8))
+
+
+def test_the_fingerprint_is_made_again_only_when_the_parser_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Loader(yamlsource._LOADER):  # type: ignore[misc,valid-type]
+        pass
+
+    made = []
+    make = parse_cache._fingerprint
+    monkeypatch.setattr(parse_cache, "_fingerprint", lambda *args: made.append(args) or make(*args))
+    first = parse_cache.parser_fingerprint(Loader, LIMITS)
+    assert parse_cache.parser_fingerprint(Loader, LIMITS) == first
+    assert len(made) == 1  # one suite file after another: made once
+
+    class Raising:
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("no comparing me")
+
+        __hash__ = object.__hash__
+
+        def __call__(self, loader: Any, node: Any) -> None:
+            return None
+
+    Loader.add_constructor("!r", Raising())
+    second = parse_cache.parser_fingerprint(Loader, LIMITS)
+    assert second != first and len(made) == 2
+    Loader.add_constructor("!r", Raising())  # its == is asked, and raises: made again, no error
+    assert parse_cache.parser_fingerprint(Loader, LIMITS) not in (first, second)
+    assert len(made) == 3
+    monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: 640)  # what an int may read as
+    parse_cache.parser_fingerprint(Loader, LIMITS)
+    assert len(made) == 4
 
 
 def test_a_lowered_node_limit_refuses_what_a_kept_parse_holds(

@@ -86,11 +86,48 @@ def _callable_name(function: Any) -> str:
     return f"{getattr(function, '__module__', '?')}.{name}{where}"
 
 
+_last_fingerprint: tuple[tuple[Any, ...], bytes] | None = None  # the parser's state and its fingerprint
+
+
 def parser_fingerprint(loader: type[Any], limits: tuple[int, ...]) -> bytes:
     """What the parse of a text depends on besides the text: the code that parses, PyYAML and
     libyaml, ``loader``'s implicit resolvers (patterns and flags) and constructors (a plugin may add
     its own to PyYAML's safe loader), the parser's ``limits`` (nodes, depth: a lowered limit must
-    refuse what an entry made under a higher one holds) and the digits Python accepts in an int."""
+    refuse what an entry made under a higher one holds) and the digits Python accepts in an int.
+
+    Made again only when the loader's tables or the limits differ from the last call's (a session
+    reads many suites with one parser; making it costs about as much as reading a small entry)."""
+    global _last_fingerprint
+    state = _parser_state(loader, limits)
+    try:
+        same = _last_fingerprint is not None and _last_fingerprint[0] == state
+    except Exception:  # a plugin's constructor whose == raises: made again
+        same = False
+    if same and _last_fingerprint is not None:
+        return _last_fingerprint[1]
+    value = _fingerprint(loader, limits)
+    _last_fingerprint = (state, value)
+    return value
+
+
+def _parser_state(loader: type[Any], limits: tuple[int, ...]) -> tuple[Any, ...]:
+    """A snapshot of what :func:`_fingerprint` reads that may change while a session runs (a
+    plugin adds a constructor or a resolver to the loader in place): equal snapshots, equal
+    fingerprints. It holds the tables' callables themselves, so none can be replaced by another
+    at the same address."""
+    return (
+        loader,
+        loader.__mro__,
+        limits,
+        sys.get_int_max_str_digits(),
+        bool(getattr(loader, "yaml_path_resolvers", None)),
+        {first: tuple(entries) for first, entries in loader.yaml_implicit_resolvers.items()},
+        dict(loader.yaml_constructors),
+        dict(loader.yaml_multi_constructors),
+    )
+
+
+def _fingerprint(loader: type[Any], limits: tuple[int, ...]) -> bytes:
     resolvers = sorted(
         (first or "", tag, getattr(pattern, "pattern", repr(pattern)), getattr(pattern, "flags", 0))
         for first, entries in loader.yaml_implicit_resolvers.items()

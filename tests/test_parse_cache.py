@@ -148,8 +148,32 @@ def test_a_large_entry_goes_before_smaller_older_ones(
     _entries(folder, {"big.parsed": 10}, size=2000)
     _entries(folder, {"small.parsed": 20, "smaller.parsed": 30}, size=400)
     write(suite, SUITE.replace("Two?", "Six?"))
-    load_document(suite, store)
+    load_document(suite, _store(tmp_path))  # the next session's first write
     assert sorted(os.listdir(folder)) == sorted([entry.name, "small.parsed", "smaller.parsed"])
+
+
+def test_a_session_tidies_at_its_first_write_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every suite of a new checkout is a miss: a look at the whole folder for each would cost their
+    square. What a session writes after its first entry is counted by the next session."""
+    monkeypatch.setattr(parse_cache, "MAX_ENTRIES", 2)
+    suites = [write(tmp_path / f"s{n}.eval.yaml", SUITE.replace("Two?", f"Two {n}?")) for n in range(4)]
+    store = _store(tmp_path)
+    looks: list[tuple[Any, ...]] = []
+    tidy = parse_cache.tidy
+    monkeypatch.setattr(parse_cache, "tidy", lambda *args, **kw: looks.append(args) or tidy(*args, **kw))
+    for suite in suites:
+        load_document(suite, store)
+    assert len(looks) == 1
+    folder = store.folder
+    assert folder is not None and len(os.listdir(folder)) == 4
+    entries = [store.entry_path(suite) for suite in suites]
+    for age, entry in zip((300, 200, 100), entries, strict=False):
+        assert entry is not None
+        os.utime(entry, (time.time() - age,) * 2)
+    write(suites[3], SUITE)
+    load_document(suites[3], _store(tmp_path))
+    assert len(looks) == 2
+    assert sorted(os.listdir(folder)) == sorted(entry.name for entry in entries[2:] if entry)
 
 
 def test_a_killed_writers_temporary_files_are_removed_once_old(tmp_path: Path) -> None:

@@ -14,10 +14,11 @@ Anything else is a miss, parsed anew and replaced; a folder that cannot be writt
 without a word. An entry has the permission bits of its suite (a suite only its owner may read
 can hold a secret).
 
-The folder is kept bounded (a suite renamed, moved or deleted leaves its entry behind): each write
-(a miss) keeps the most recently written entries that fit in :data:`MAX_ENTRIES` and
-:data:`MAX_FOLDER_BYTES`, removes the others, and removes the temporary files of writers killed
-mid-write (older than :data:`LEFT_BEHIND_SECONDS`)."""
+The folder is kept bounded (a suite renamed, moved or deleted leaves its entry behind): the first
+write of a session (a miss) keeps the most recently written entries that fit in
+:data:`MAX_ENTRIES` and :data:`MAX_FOLDER_BYTES`, removes the others, and removes the temporary
+files of writers killed mid-write (older than :data:`LEFT_BEHIND_SECONDS`). Once a session: a look
+at every entry for each of a session's many misses (a new checkout) would cost their square."""
 
 from __future__ import annotations
 
@@ -168,6 +169,7 @@ class ParseStore:
 
     def __init__(self, folder: Callable[[], Path]) -> None:
         self._make_folder = folder
+        self._tidied = False  # by this session's first write (see tidy)
 
     @functools.cached_property
     def folder(self) -> Path | None:
@@ -225,7 +227,9 @@ class ParseStore:
         with contextlib.suppress(OSError, ValueError):
             mode = stat.S_IMODE(os.stat(path).st_mode) & 0o666
             write_atomic(entry, blob, mode=mode)
-            tidy(entry.parent, keep=entry.name)
+            if not self._tidied:
+                self._tidied = True
+                tidy(entry.parent, keep=entry.name)
 
 
 def tidy(folder: Path, keep: str, now: float | None = None) -> None:

@@ -1,6 +1,6 @@
-"""Collection time of large suites and of one dataset eval of 10 000 rows, and the peak memory of
-collecting them and of the controller running them under xdist, against a plain parametrized test
-function with as many cases."""
+"""Collection time of large suites, of one dataset eval of 10 000 rows and of many small suites,
+and the peak memory of collecting them and of the controller running them under xdist, against a
+plain parametrized test function with as many cases (as many test modules for the small suites)."""
 
 from __future__ import annotations
 
@@ -120,6 +120,50 @@ def dataset_collection(root: Path, rows: int, repeat: int) -> Row:
     )
 
 
+SMALL_FILES, PER_SMALL_FILE = 300, 5  # a project of many small suites (as vibecheck's are laid out)
+
+
+def _small_files_projects(root: Path) -> tuple[Path, Path]:
+    """:data:`SMALL_FILES` suites of :data:`PER_SMALL_FILE` evals and one configuration each, and as
+    many test modules of a function parametrized as many times: what a file costs, which the large
+    suites above hide."""
+    suite = suite_text(PER_SMALL_FILE, {"c0": '{python: "bench_app:answer"}'})
+    suites = {f"s{s}.eval.yaml": suite for s in range(SMALL_FILES)}
+    ours = project(root / "ours-small-files", {"bench_app.py": APP, **suites})
+    module = PLAIN.format(items=PER_SMALL_FILE)
+    plain = project(
+        root / "plain-small-files",
+        {"bench_app.py": APP, **{f"test_s{s}.py": module for s in range(SMALL_FILES)}},
+    )
+    return ours, plain
+
+
+def small_files_collection(root: Path, repeat: int) -> Row:
+    """``pytest --collect-only`` of many small suites against as many small test modules: median of
+    ``repeat`` interleaved runs after one run of each side (which keeps the parses and bytecode)."""
+    ours_dir, plain_dir = _small_files_projects(root)
+    env = clean_env(root / "tmp-small-files")
+    calls = {
+        "plain": functools.partial(run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, env),
+        "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, env),
+    }
+    for call in calls.values():
+        call()  # not counted: the modules' bytecode and the suites' parses are kept from it
+    runs = interleaved(calls, repeat)
+    ours = median_of([collected_in(r.output) for r in runs["ours"]])
+    plain = median_of([collected_in(r.output) for r in runs["plain"]])
+    items = SMALL_FILES * PER_SMALL_FILE
+    return Row(
+        "collection",
+        f"{SMALL_FILES} suites of {PER_SMALL_FILE} evals ({items} items), --collect-only",
+        f"{ours:.2f} s",
+        f"{plain:.2f} s",
+        ours / plain,
+        note=f"{ours / SMALL_FILES * 1e3:.2f} ms/file; no target in the issue; wall with start-up "
+        f"{median(runs['ours']).wall:.2f} s vs {median(runs['plain']).wall:.2f} s",
+    )
+
+
 def collection_row(items: int, ours: float, plain: float, ours_wall: float, plain_wall: float) -> Row:
     """pytest's "collected in" of both sides at one size, with the issue's target at 10 000 items."""
     ratio = ours / plain
@@ -202,6 +246,7 @@ def collection(root: Path, sizes: Sequence[int], repeat: int) -> list[Row]:
         )
     largest = sizes[-1]
     rows.append(dataset_collection(work, largest, repeat))
+    rows.append(small_files_collection(work, repeat))
     ours_mb, plain_mb = (
         peak_rss(work / f"rss-{side}-{largest}.jsonl")["controller"] for side in ("ours", "plain")
     )

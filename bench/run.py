@@ -11,7 +11,8 @@ Benchmarks (``--only`` picks some; all run by default):
 - ``python``: the same N in-process ``python:`` evals against a plain parametrized function calling
   the same function, serial and ``-n 2``; target ratio ≤ 1.2 (the marginal ms per eval in a note).
 - ``collection``: ``--collect-only`` of 1 000 and 10 000 items against a parametrized function of
-  as many cases; target ≤ 2× at 10 000 (pytest's "collected in"); the peak RSS of collecting.
+  as many cases; target ≤ 2× at 10 000 (pytest's "collected in"); the peak RSS of collecting; 300
+  suites of 5 evals against 300 test modules (what a file costs; no target).
 - ``memory``: the controller's peak RSS running 10 000 items under ``-n 2`` against the plain
   project under ``-n 2``; target ≤ plain + 30 MB.
 - ``workspace``: copying a 5 000-file template with copy_tree against ``cp -a``; target ≤ 1.2.

@@ -95,20 +95,30 @@ def _dataset_projects(root: Path, rows: int) -> tuple[Path, Path]:
     return ours, plain
 
 
+def _collect_both(
+    ours_dir: Path, plain_dir: Path, env: dict[str, str], repeat: int, warm: bool = False
+) -> tuple[float, float, dict[str, list[Run]]]:
+    """``pytest --collect-only`` in both projects, ``repeat`` interleaved runs each (after one run
+    of each side that is not counted, if ``warm``: it keeps the bytecode and the suites' parses):
+    the medians of pytest's "collected in" of ours and the plain side's, and the runs."""
+    calls = {
+        "plain": functools.partial(run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, env),
+        "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, env),
+    }
+    if warm:
+        for call in calls.values():
+            call()
+    runs = interleaved(calls, repeat)
+    ours = median_of([collected_in(r.output) for r in runs["ours"]])
+    plain = median_of([collected_in(r.output) for r in runs["plain"]])
+    return ours, plain, runs
+
+
 def dataset_collection(root: Path, rows: int, repeat: int) -> Row:
     """``pytest --collect-only`` of one dataset eval of ``rows`` rows (one item per row) against a
     parametrized function of as many cases: median of ``repeat`` interleaved runs."""
     ours_dir, plain_dir = _dataset_projects(root, rows)
-    env = clean_env(root / "tmp-dataset")
-    runs = interleaved(
-        {
-            "plain": functools.partial(run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, env),
-            "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, env),
-        },
-        repeat,
-    )
-    ours = median_of([collected_in(r.output) for r in runs["ours"]])
-    plain = median_of([collected_in(r.output) for r in runs["plain"]])
+    ours, plain, runs = _collect_both(ours_dir, plain_dir, clean_env(root / "tmp-dataset"), repeat)
     return Row(
         "collection",
         f"dataset of {rows} rows (CSV, 1 eval × 1 configuration), --collect-only",
@@ -143,15 +153,7 @@ def small_files_collection(root: Path, repeat: int) -> Row:
     ``repeat`` interleaved runs after one run of each side (which keeps the parses and bytecode)."""
     ours_dir, plain_dir = _small_files_projects(root)
     env = clean_env(root / "tmp-small-files")
-    calls = {
-        "plain": functools.partial(run_pytest, ["--collect-only", "-p", "no:vibeeval"], plain_dir, env),
-        "ours": functools.partial(run_pytest, ["--collect-only"], ours_dir, env),
-    }
-    for call in calls.values():
-        call()  # not counted: the modules' bytecode and the suites' parses are kept from it
-    runs = interleaved(calls, repeat)
-    ours = median_of([collected_in(r.output) for r in runs["ours"]])
-    plain = median_of([collected_in(r.output) for r in runs["plain"]])
+    ours, plain, runs = _collect_both(ours_dir, plain_dir, env, repeat, warm=True)
     items = SMALL_FILES * PER_SMALL_FILE
     return Row(
         "collection",

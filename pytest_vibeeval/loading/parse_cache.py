@@ -41,12 +41,12 @@ from ..atomic_files import temporary_target, write_atomic
 from ..bounded_read import UnreadableFile, read_bounded
 from ..filenames import name_part
 
-SUFFIX = f".{sys.implementation.cache_tag}.parsed"
+_ENTRY_END = ".parsed"  # every entry's, whatever Python made it (SUFFIX names this one's)
+SUFFIX = f".{sys.implementation.cache_tag}{_ENTRY_END}"
 MAX_ENTRY_BYTES = 512 * 2**20  # an entry larger than this is neither written nor read
 MAX_ENTRIES = 4096  # entries kept in the folder at most (the one just written always stays)
 MAX_FOLDER_BYTES = 512 * 2**20  # bytes of entries kept in the folder at most (the same)
 LEFT_BEHIND_SECONDS = 3600.0  # a temporary file this old was left by a writer that was killed
-_ENTRY_END = ".parsed"  # every entry's, whatever Python made it (SUFFIX names this one's)
 _MAGIC = b"vibeeval-parsed\x01"
 _FINGERPRINT_BYTES = 16
 _TEXT_DIGEST_BYTES = 20
